@@ -1,0 +1,193 @@
+"""Typed configuration. Every limit and constant of the memory model lives here with seed 000's
+value as its default; `config.toml` in the home overrides any of them.
+
+A bad file is a one-line `ConfigError` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+
+from tiermem.core.errors import ConfigError
+
+Positive = Annotated[int, msgspec.Meta(gt=0)]
+Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+PositiveFloat = Annotated[float, msgspec.Meta(gt=0.0)]
+
+
+class HotConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Hot memory: always in the agent's context, rendered as MEMORY.md."""
+
+    max_bytes: Positive = 5120
+    """Hard limit of the serialized hot state and of MEMORY.md, in bytes."""
+    max_lessons: Positive = 20
+    """Critical lessons kept; the lowest-importance one goes first."""
+    max_events: Positive = 10
+    """Recent events kept (the newest ones)."""
+    max_pending_tasks: Positive = 10
+    """Pending tasks kept; the oldest pending one goes first."""
+
+
+class ScoringConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """score = importance × exp(-age_days / tau_days) × (1 + reinforcement × access_count)."""
+
+    tau_days: PositiveFloat = 30.0
+    """Decay time constant in days (the half-life is tau × ln 2 ≈ 20.8 days)."""
+    reinforcement: Annotated[float, msgspec.Meta(ge=0.0)] = 0.1
+    """Score boost per access."""
+    hot_threshold: Fraction = 0.7
+    """Score at or above which a warm fact is promoted into hot memory."""
+    warm_threshold: Fraction = 0.3
+    """Score at or above which a fact stays warm."""
+    cold_threshold: Fraction = 0.05
+    """Score at or above which an evicted fact is cold; below it, frozen."""
+
+
+class WarmConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Warm memory: recent distilled facts with decay scoring."""
+
+    max_bytes: Positive = 51200
+    """Total warm size; above it the lowest-scored facts are evicted first."""
+    retention_days: PositiveFloat = 30.0
+    """Facts older than this whose score is under warm_threshold leave warm."""
+
+
+class ColdConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Cold memory: the archive, searchable and never bulk-loaded."""
+
+    retention_years: PositiveFloat = 10.0
+    """Frozen facts older than this are deleted by monthly consolidation."""
+
+
+class TreeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The category tree index that retrieval navigates."""
+
+    max_nodes: Positive = 50
+    """Nodes in the tree (the root is not counted)."""
+    max_depth: Positive = 4
+    """Path segments of the deepest node."""
+    max_children: Positive = 10
+    """Children of one node (the root included)."""
+    max_bytes: Positive = 2048
+    """Serialized size of the tree index (paths and descriptions)."""
+    prune_idle_days: PositiveFloat = 60.0
+    """Daily consolidation removes nodes with no activity for this long."""
+
+
+class RetrievalConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Keyword retrieval: tree match + FTS5 BM25 + a weak tier-score tie-break."""
+
+    default_limit: Positive = 5
+    """Results returned when no limit is given."""
+    candidate_pool: Positive = 100
+    """BM25 candidates re-ranked per query."""
+    category_boost: Annotated[float, msgspec.Meta(ge=0.0)] = 0.25
+    """Relative relevance bonus for a memory inside a category the tree matched."""
+    tier_tiebreak: Annotated[float, msgspec.Meta(ge=0.0)] = 0.01
+    """Weight of the tier score: a tie-break only, never a relevance signal."""
+    max_query_terms: Positive = 32
+    """Distinct query terms used; the rest of a very long query is ignored."""
+
+
+class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """All settings of one memory home."""
+
+    hot: HotConfig = msgspec.field(default_factory=HotConfig)
+    scoring: ScoringConfig = msgspec.field(default_factory=ScoringConfig)
+    warm: WarmConfig = msgspec.field(default_factory=WarmConfig)
+    cold: ColdConfig = msgspec.field(default_factory=ColdConfig)
+    tree: TreeConfig = msgspec.field(default_factory=TreeConfig)
+    retrieval: RetrievalConfig = msgspec.field(default_factory=RetrievalConfig)
+
+    def __post_init__(self) -> None:
+        s = self.scoring
+        if not s.hot_threshold >= s.warm_threshold >= s.cold_threshold:
+            raise ValueError("scoring thresholds must satisfy hot >= warm >= cold")
+
+
+def config_from_mapping(data: dict[str, Any], source: str) -> Config:
+    """Validate a parsed mapping; errors name `source` and the offending key."""
+    try:
+        return msgspec.convert(data, Config, strict=True)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{source}: {_key_message(str(exc))}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def load_config(path: Path) -> Config:
+    """Read `config.toml`; a missing file means all defaults."""
+    if not path.exists():
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc})") from None
+    return config_from_mapping(data, str(path))
+
+
+def _key_message(message: str) -> str:
+    """msgspec says 'Expected `int`, got `str` - at `$.hot.max_bytes`'; lead with the key."""
+    text, _, where = message.partition(" - at `$.")
+    text = text.replace("`", "")
+    if where:
+        return f"{where.rstrip('`')}: {text}"
+    return text
+
+
+def seed_config_to_mapping(seed: dict[str, Any]) -> dict[str, Any]:
+    """Translate the seed's config.json (v2.x) into this config's shape.
+
+    Unknown seed sections (cold.backend, distillation, consolidation schedule) are accepted
+    and ignored: they configure things this implementation does elsewhere.
+    """
+    out: dict[str, Any] = {}
+
+    def put(section: str, key: str, value: Any) -> None:
+        out.setdefault(section, {})[key] = value
+
+    renames = {
+        ("hot", "max_bytes"): ("hot", "max_bytes"),
+        ("hot", "max_lessons"): ("hot", "max_lessons"),
+        ("hot", "max_events"): ("hot", "max_events"),
+        ("hot", "max_tasks"): ("hot", "max_pending_tasks"),
+        ("warm", "retention_days"): ("warm", "retention_days"),
+        ("warm", "eviction_threshold"): ("scoring", "warm_threshold"),
+        ("cold", "retention_years"): ("cold", "retention_years"),
+        ("scoring", "half_life_days"): ("scoring", "tau_days"),
+        ("scoring", "reinforcement_boost"): ("scoring", "reinforcement"),
+        ("tree", "max_nodes"): ("tree", "max_nodes"),
+        ("tree", "max_depth"): ("tree", "max_depth"),
+        ("tree", "max_size_bytes"): ("tree", "max_bytes"),
+    }
+    for (section, key), (dest_section, dest_key) in renames.items():
+        block = seed.get(section)
+        if isinstance(block, dict) and key in block:
+            put(dest_section, dest_key, block[key])
+    warm = seed.get("warm")
+    if isinstance(warm, dict) and "max_kb" in warm:
+        put("warm", "max_bytes", _kb_to_bytes(warm["max_kb"]))
+    return out
+
+
+def _kb_to_bytes(value: Any) -> Any:
+    return int(value * 1024) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+def render_toml(config: Config) -> str:
+    """The config as a TOML document (used by `import` to write the translated seed config)."""
+    lines: list[str] = []
+    for section, block in msgspec.structs.asdict(config).items():
+        lines.append(f"[{section}]")
+        for key, value in msgspec.structs.asdict(block).items():
+            lines.append(f"{key} = {value!r}")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,160 @@
+"""One typed layer over the database driver.
+
+libSQL (`libsql_experimental`) is the default driver; stdlib `sqlite3` is the fallback where the
+libSQL wheel is missing (phones under Termux) or when `TIERMEM_DRIVER=sqlite3`. Both speak the
+same schema. Traps of libsql-experimental 0.0.55 this layer hides (pinned by tests):
+
+- cursors are not iterable: rows are always taken with `fetchall()` / `fetchone()`;
+- every error is a bare `ValueError`: driver errors are mapped to `StorageError` here;
+- parameters must be a tuple (a list raises TypeError): they are converted here;
+- Python ints outside the signed 32-bit range are bound as REAL: keep times as REAL seconds and
+  never bind a 64-bit counter as an int (use TEXT).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+from tiermem.core.errors import StorageError
+
+DRIVER_ENV = "TIERMEM_DRIVER"
+Row = tuple[Any, ...]
+Params = Sequence[Any]
+
+
+class _Cursor(Protocol):
+    def fetchall(self) -> list[Row]: ...
+    def fetchone(self) -> Row | None: ...
+
+
+class _Connection(Protocol):
+    def execute(self, sql: str, params: Params = ...) -> _Cursor: ...
+    def executemany(self, sql: str, params: Iterable[Params]) -> _Cursor: ...
+    def close(self) -> None: ...
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    # libsql_experimental raises plain ValueError for SQL and I/O failures.
+    return (sqlite3.Error, ValueError)
+
+
+def available_driver() -> str:
+    """'libsql' when the wheel imports (and is not disabled), else 'sqlite3'."""
+    wanted = os.environ.get(DRIVER_ENV, "").strip().lower()
+    if wanted == "sqlite3":
+        return "sqlite3"
+    try:
+        importlib.import_module("libsql_experimental")
+    except ImportError:
+        if wanted == "libsql":
+            raise StorageError("TIERMEM_DRIVER=libsql but libsql_experimental is not installed")
+        return "sqlite3"
+    return "libsql"
+
+
+def _connect(path: Path, driver: str) -> _Connection:
+    if driver == "libsql":
+        libsql = importlib.import_module("libsql_experimental")
+        return cast(_Connection, libsql.connect(str(path), isolation_level=None))
+    return cast(
+        _Connection, sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    )
+
+
+class Database:
+    """A connection with explicit transactions (`BEGIN IMMEDIATE`), WAL and FULL sync.
+
+    One `Database` may be shared by threads; a lock serialises use of the connection.
+    """
+
+    def __init__(self, path: Path, driver: str | None = None) -> None:
+        self.path = path
+        self.driver = driver or available_driver()
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            self._conn = _connect(path, self.driver)
+            self._setup()
+        except _driver_errors() as exc:
+            raise StorageError(f"cannot open database {path}: {exc}") from None
+
+    def _setup(self) -> None:
+        self._conn.execute("PRAGMA busy_timeout = 10000").fetchall()
+        mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchall()
+        if not mode or str(mode[0][0]).lower() != "wal":
+            raise StorageError(f"cannot switch {self.path} to WAL mode")
+        self._conn.execute("PRAGMA synchronous = FULL").fetchall()
+        self._conn.execute("PRAGMA foreign_keys = ON").fetchall()
+
+    # -- reads and writes -------------------------------------------------------------------
+
+    def query(self, sql: str, params: Params = ()) -> list[Row]:
+        with self._guard():
+            return self._conn.execute(sql, tuple(params)).fetchall()
+
+    def query_one(self, sql: str, params: Params = ()) -> Row | None:
+        with self._guard():
+            return self._conn.execute(sql, tuple(params)).fetchone()
+
+    def scalar(self, sql: str, params: Params = ()) -> Any:
+        row = self.query_one(sql, params)
+        return None if row is None else row[0]
+
+    def execute(self, sql: str, params: Params = ()) -> None:
+        with self._guard():
+            self._conn.execute(sql, tuple(params)).fetchall()
+
+    def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        with self._guard():
+            self._conn.executemany(sql, [tuple(r) for r in rows])
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """`BEGIN IMMEDIATE … COMMIT`, rolled back on any exception. Nested calls join the
+        outer transaction, so a facade method can compose smaller atomic steps."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._depth = 0
+                self._rollback()
+                raise
+            self._depth = 0
+            self.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        try:
+            self._conn.execute("ROLLBACK").fetchall()
+        except _driver_errors():
+            pass  # the failed statement may already have ended the transaction
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._conn.close()
+            except _driver_errors():
+                pass
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        with self._lock:
+            try:
+                yield
+            except _driver_errors() as exc:
+                raise StorageError(f"database error: {exc}") from None

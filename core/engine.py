@@ -1,0 +1,273 @@
+"""The facade every front end uses: `Memory(home, agent_id)`.
+
+Each public method is one unit of work on one agent's rows: it validates its input, runs in a
+single transaction, and leaves every invariant (hot ≤ 5 KB, tree limits, agent isolation) true.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from tiermem.core import hot as hotmod
+from tiermem.core.config import Config, load_config
+from tiermem.core.consolidate import ConsolidationReport, consolidate
+from tiermem.core.db import Database
+from tiermem.core.errors import InvalidInput
+from tiermem.core.hot import HotState, HotStore
+from tiermem.core.metrics import DayMetrics, MetricsStore
+from tiermem.core.migrations import migrate
+from tiermem.core.paths import DEFAULT_AGENT, Home, default_home, validate_agent_id
+from tiermem.core.retrieve import RetrievalResult, search
+from tiermem.core.tokens import count_tokens
+from tiermem.core.tree import TreeIndex, TreeNode, TreeStore, normalize_path
+from tiermem.core.warm import TIERS, MemoryRecord, MemoryStore, NewFact, StoreOutcome, Tier
+
+T = TypeVar("T")
+TIER_CHOICES = ("warm", "cold", "frozen", "all")
+
+
+def tiers_for(tier: str | None) -> tuple[Tier, ...]:
+    """Default retrieval searches warm and cold; frozen facts only when asked."""
+    if tier is None:
+        return ("warm", "cold")
+    if tier == "all":
+        return TIERS
+    if tier not in TIERS:
+        raise InvalidInput(f"unknown tier {tier!r}: use {', '.join(TIER_CHOICES)}")
+    return (tier,)  # type: ignore[return-value]
+
+
+class Memory:
+    """One agent's memory in one home. Open, use, `close()` (or use it as a context manager)."""
+
+    def __init__(
+        self,
+        home: Path | str | None = None,
+        agent_id: str = DEFAULT_AGENT,
+        *,
+        config: Config | None = None,
+        clock: Callable[[], float] = time.time,
+        driver: str | None = None,
+    ) -> None:
+        self.agent_id = validate_agent_id(agent_id)
+        self.home = Home(Path(home) if home is not None else default_home()).ensure()
+        self.cfg = config if config is not None else load_config(self.home.config_path)
+        self._clock = clock
+        self.db = Database(self.home.db_path, driver)
+        try:
+            migrate(self.db)
+        except BaseException:
+            self.db.close()
+            raise
+        self.memories = MemoryStore(self.db, self.agent_id)
+        self.hot_store = HotStore(self.db, self.agent_id, self.cfg.hot)
+        self.trees = TreeStore(self.db, self.agent_id, self.cfg.tree)
+        self.metrics = MetricsStore(self.db, self.agent_id)
+
+    def now(self) -> float:
+        return float(self._clock())
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- warm / cold -----------------------------------------------------------------------
+
+    def store(
+        self,
+        text: str,
+        category: str,
+        importance: float = 0.5,
+        *,
+        urls: Sequence[str] = (),
+        commands: Sequence[str] = (),
+        paths: Sequence[str] = (),
+        source: str = "",
+    ) -> StoreOutcome:
+        fact = NewFact(text=text, category=category, importance=importance, urls=tuple(urls),
+                       commands=tuple(commands), paths=tuple(paths), source=source)
+        return self.store_many([fact])[0]
+
+    def store_many(self, facts: Iterable[NewFact]) -> list[StoreOutcome]:
+        """Store facts in one transaction; their categories grow the tree where limits allow."""
+        now = self.now()
+        batch = [(fact, normalize_path(fact.category)) for fact in facts]
+        if not batch:
+            return []
+        with self.db.transaction():
+            index = self.trees.load()
+            nodes = {self.trees.ensure(category, now, index) for _, category in batch}
+            outcomes = self.memories.put(batch, now)
+            self.trees.touch(nodes, now)
+            self.metrics.bump(now, stores=sum(o.created for o in outcomes))
+        return outcomes
+
+    def get(self, memory_id: str) -> MemoryRecord:
+        return self.memories.get(memory_id)
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        tier: str | None = None,
+        category: str | None = None,
+        budget: int | None = None,
+        reinforce: bool = True,
+    ) -> RetrievalResult:
+        """Explained keyword retrieval; what it returns is reinforced (access count, recency)."""
+        now = self.now()
+        result = search(
+            self.db, self.agent_id, self.trees.load(), query, now=now,
+            retrieval=self.cfg.retrieval, scoring=self.cfg.scoring, limit=limit,
+            tiers=tiers_for(tier), category=category, budget=budget,
+        )
+        if reinforce:
+            with self.db.transaction():
+                self.memories.reinforce([h.memory.id for h in result.hits], now)
+                self.trees.touch({h.explanation.path for h in result.hits}, now)
+                self.metrics.bump(now, retrievals=1, context_tokens=result.tokens)
+        return result
+
+    # -- hot -------------------------------------------------------------------------------
+
+    def hot(self) -> HotState:
+        return self.hot_store.load()
+
+    def edit_hot(self, change: Callable[[HotState], T]) -> tuple[T, list[str]]:
+        """Apply `change` to the hot state, enforce the limits, save, regenerate MEMORY.md.
+
+        Returns what `change` returned and what was pruned. If the limits cannot hold, nothing
+        is saved.
+        """
+        now = self.now()
+        with self.db.transaction():
+            state = self.hot_store.load()
+            value = change(state)
+            pruned = self.hot_store.save(state, now)
+        self.write_memory_md()
+        return value, pruned
+
+    def update_hot(self, key: str, values: dict[str, Any]) -> list[str]:
+        return self.edit_hot(lambda s: HotStore.update_mapping(s, key, values))[1]
+
+    def add_lesson(
+        self, text: str, importance: float = 0.7, category: str = "general"
+    ) -> tuple[hotmod.Lesson, list[str]]:
+        return self.edit_hot(lambda s: HotStore.add_lesson(s, text, importance, category,
+                                                           self.now()))
+
+    def add_event(self, text: str) -> tuple[hotmod.Event, list[str]]:
+        return self.edit_hot(lambda s: HotStore.add_event(s, text, self.now()))
+
+    def add_task(self, text: str, status: str = "pending") -> tuple[hotmod.Task, list[str]]:
+        return self.edit_hot(lambda s: HotStore.add_task(s, text, self.now(), status))
+
+    def complete_task(self, task: str) -> tuple[hotmod.Task, list[str]]:
+        return self.edit_hot(lambda s: HotStore.complete_task(s, task, self.now()))
+
+    def add_project(
+        self, name: str, description: str = "", status: str = ""
+    ) -> tuple[hotmod.Project, list[str]]:
+        return self.edit_hot(
+            lambda s: HotStore.upsert_project(s, name, description, status, self.now())
+        )
+
+    def remove_hot_item(self, item: str) -> str:
+        return self.edit_hot(lambda s: HotStore.remove_item(s, item))[0]
+
+    def memory_md(self) -> str:
+        return hotmod.render_markdown(self.hot())
+
+    def hot_size_bytes(self) -> int:
+        return hotmod.size_bytes(self.hot())
+
+    def write_memory_md(self) -> Path:
+        """Regenerate MEMORY.md atomically (temp file + rename): a reader never sees half."""
+        path = self.home.memory_md(self.agent_id)
+        _atomic_write(path, self.memory_md())
+        return path
+
+    # -- tree ------------------------------------------------------------------------------
+
+    def tree(self) -> TreeIndex:
+        return self.trees.load(with_counts=True)
+
+    def tree_add(self, path: str, description: str) -> TreeNode:
+        with self.db.transaction():
+            return self.trees.add(path, description, self.now())
+
+    def tree_remove(self, path: str) -> list[str]:
+        with self.db.transaction():
+            return self.trees.remove(path)
+
+    def tree_prune(self) -> list[str]:
+        with self.db.transaction():
+            return self.trees.prune(self.now())
+
+    # -- maintenance and metrics -----------------------------------------------------------
+
+    def consolidate(self, mode: str = "quick") -> ConsolidationReport:
+        return consolidate(self, mode)
+
+    def snapshot_metrics(self) -> DayMetrics:
+        """Record today's gauges (sizes, tokens) and return today's metrics."""
+        now = self.now()
+        memory_md = self.memory_md()
+        tree = self.trees.load()
+        counts = self.memories.counts()
+        with self.db.transaction():
+            self.metrics.snapshot(
+                now,
+                flat_tokens=self.memories.total_tokens(),
+                warm_bytes=self.memories.warm_bytes(),
+                warm_count=counts["warm"],
+                cold_count=counts["cold"] + counts["frozen"],
+                hot_bytes=self.hot_size_bytes(),
+                hot_tokens=count_tokens(memory_md),
+                tree_nodes=len(tree.nodes),
+                tree_bytes=tree.size_bytes(),
+                tree_tokens=count_tokens(tree.serialize()),
+            )
+        return self.metrics.history(1)[-1]
+
+    def metrics_history(self, days: int = 30) -> list[DayMetrics]:
+        if days < 1:
+            raise InvalidInput(f"days must be at least 1 (got {days})")
+        self.snapshot_metrics()
+        return self.metrics.history(days)
+
+    def context_block(self, results: RetrievalResult | None = None) -> str:
+        """What sits in the agent's context: MEMORY.md, the tree index, retrieved memories."""
+        parts = [self.memory_md(), "## Memory tree\n\n" + self.trees.load().serialize() + "\n"]
+        if results and results.hits:
+            lines = [f"- [{h.explanation.path or 'root'}] {h.memory.text}" for h in results.hits]
+            parts.append("## Relevant memories\n\n" + "\n".join(lines) + "\n")
+        return "\n".join(parts)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

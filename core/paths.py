@@ -1,0 +1,65 @@
+"""Where a memory home lives and what is inside it."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from tiermem.core.errors import InvalidInput, StorageError
+
+HOME_ENV = "TIERMEM_HOME"
+DEFAULT_AGENT = "default"
+_AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def validate_agent_id(agent_id: str) -> str:
+    """Agent ids name files (MEMORY-<id>.md), so they are restricted to a safe alphabet."""
+    if not _AGENT_ID.match(agent_id):
+        raise InvalidInput(
+            f"invalid agent id {agent_id!r}: use 1-64 letters, digits, '.', '_' or '-'"
+        )
+    return agent_id
+
+
+def default_home() -> Path:
+    """`--home` beats `TIERMEM_HOME`, which beats the platform's user data folder."""
+    env = os.environ.get(HOME_ENV)
+    if env:
+        return Path(env).expanduser()
+    return platformdirs.user_data_path("tiermem", appauthor=False)
+
+
+@dataclass(frozen=True)
+class Home:
+    """A memory home: one database for all agents plus human-readable mirrors."""
+
+    root: Path
+
+    @property
+    def db_path(self) -> Path:
+        return self.root / "tiermem.db"
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config.toml"
+
+    def memory_md(self, agent_id: str) -> Path:
+        """MEMORY.md for the default agent, MEMORY-<id>.md for the others (seed layout)."""
+        name = "MEMORY.md" if agent_id == DEFAULT_AGENT else f"MEMORY-{agent_id}.md"
+        return self.root / name
+
+    def ensure(self) -> Home:
+        """Create the home (0700) if needed and check that it is a writable folder."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise StorageError(f"cannot create memory home {self.root}: {exc.strerror}") from None
+        if not self.root.is_dir():
+            raise StorageError(f"memory home {self.root} is not a folder")
+        if not os.access(self.root, os.R_OK | os.W_OK | os.X_OK):
+            raise StorageError(f"memory home {self.root} is not readable and writable")
+        return self

@@ -1,0 +1,333 @@
+"""Warm and cold memories: one table, one row per fact, its tier a column.
+
+A fact's id is content-addressed (hash of agent and normalized text), so storing the same fact
+again — a replayed conversation, a re-import — reinforces the existing row instead of adding one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from tiermem.core.config import ScoringConfig
+from tiermem.core.db import Database, Row
+from tiermem.core.errors import InvalidInput, NotFound
+from tiermem.core.scoring import score
+from tiermem.core.tokens import count_tokens_many
+
+Tier = Literal["warm", "cold", "frozen"]
+TIERS: tuple[Tier, ...] = ("warm", "cold", "frozen")
+MAX_TEXT_BYTES = 64 * 1024
+MAX_METADATA_ITEMS = 50
+
+COLUMNS = (
+    "id, text, category, importance, created_at, access_count, last_access, tier, "
+    "tier_changed_at, urls, commands, paths, source, size_bytes, tokens"
+)
+
+
+def normalize_text(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def memory_id(agent_id: str, text: str) -> str:
+    return hashlib.sha256(f"{agent_id}\0{normalize_text(text)}".encode()).hexdigest()[:16]
+
+
+def agent_token(agent_id: str) -> str:
+    """A single FTS token naming the agent, so scoping happens inside the full-text index."""
+    return "a" + hashlib.sha256(agent_id.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class NewFact:
+    """A fact to store, validated on construction."""
+
+    text: str
+    category: str
+    importance: float = 0.5
+    urls: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    source: str = ""
+    created_at: float | None = None
+    access_count: int = 0
+
+    def __post_init__(self) -> None:
+        text = " ".join(str(self.text).split())
+        if not text:
+            raise InvalidInput("text is empty")
+        if len(text.encode()) > MAX_TEXT_BYTES:
+            raise InvalidInput(f"text is longer than {MAX_TEXT_BYTES // 1024} KB: distill it first")
+        if "\x00" in text:
+            raise InvalidInput("text contains a NUL character")
+        if not isinstance(self.importance, int | float) or not 0.0 <= self.importance <= 1.0:
+            raise InvalidInput(f"importance must be between 0 and 1 (got {self.importance})")
+        if self.access_count < 0:
+            raise InvalidInput("access count cannot be negative")
+        object.__setattr__(self, "text", text)
+        for name in ("urls", "commands", "paths"):
+            object.__setattr__(self, name, clean_metadata(getattr(self, name), name))
+
+
+def clean_metadata(values: Iterable[str], what: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for value in values:
+        item = " ".join(str(value).split())
+        if item and item not in out:
+            out.append(item)
+    if len(out) > MAX_METADATA_ITEMS:
+        raise InvalidInput(f"more than {MAX_METADATA_ITEMS} {what}")
+    return tuple(out)
+
+
+def _join(values: Sequence[str]) -> str:
+    return "\n".join(values)
+
+
+def _split(value: str) -> tuple[str, ...]:
+    return tuple(v for v in value.split("\n") if v)
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    id: str
+    text: str
+    category: str
+    importance: float
+    created_at: float
+    access_count: int
+    last_access: float | None
+    tier: Tier
+    tier_changed_at: float
+    urls: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    source: str = ""
+    size_bytes: int = 0
+    tokens: int = 0
+
+    @classmethod
+    def from_row(cls, row: Row) -> MemoryRecord:
+        return cls(
+            id=row[0], text=row[1], category=row[2], importance=float(row[3]),
+            created_at=float(row[4]), access_count=int(row[5]),
+            last_access=None if row[6] is None else float(row[6]), tier=row[7],
+            tier_changed_at=float(row[8]), urls=_split(row[9]), commands=_split(row[10]),
+            paths=_split(row[11]), source=row[12], size_bytes=int(row[13]), tokens=int(row[14]),
+        )
+
+    def score(self, now: float, cfg: ScoringConfig) -> float:
+        return score(self.importance, self.created_at, self.access_count, now, cfg)
+
+
+@dataclass
+class StoreOutcome:
+    id: str
+    created: bool
+    category: str
+    tokens: int
+    merged_into: str | None = None
+
+
+class MemoryStore:
+    """Warm/cold/frozen rows of one agent."""
+
+    def __init__(self, db: Database, agent_id: str) -> None:
+        self.db = db
+        self.agent_id = agent_id
+        self.agent_tok = agent_token(agent_id)
+
+    def put(self, facts: Sequence[tuple[NewFact, str]], now: float) -> list[StoreOutcome]:
+        """Insert new facts (each with its normalized category) or reinforce existing ones.
+
+        Must run inside a transaction. A fact already stored gains one access, the higher of the
+        two importances and the union of the metadata; its tier and age do not change.
+        """
+        ids = [memory_id(self.agent_id, f.text) for f, _ in facts]
+        existing = {r.id: r for r in self.get_many(ids)}
+        tokens = count_tokens_many([f.text for f, _ in facts])
+        inserts: list[tuple[object, ...]] = []
+        outcomes: list[StoreOutcome] = []
+        pending: dict[str, int] = {}
+        for (fact, category), fid, n_tokens in zip(facts, ids, tokens, strict=True):
+            old = existing.get(fid)
+            if old is not None or fid in pending:
+                self._reinforce_on_store(fid, fact, now)
+                outcomes.append(StoreOutcome(fid, False, old.category if old else category,
+                                             n_tokens, merged_into=fid))
+                continue
+            pending[fid] = len(inserts)
+            size = len(fact.text.encode()) + sum(
+                len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
+            )
+            created = now if fact.created_at is None else fact.created_at
+            inserts.append((
+                self.agent_id, fid, fact.text, category, float(fact.importance), created,
+                fact.access_count, None, "warm", now, _join(fact.urls), _join(fact.commands),
+                _join(fact.paths), fact.source, size, n_tokens, self.agent_tok,
+            ))
+            outcomes.append(StoreOutcome(fid, True, category, n_tokens))
+        if inserts:
+            self.db.executemany(
+                "INSERT INTO memories (agent_id, id, text, category, importance, created_at, "
+                "access_count, last_access, tier, tier_changed_at, urls, commands, paths, source, "
+                "size_bytes, tokens, agent_tok) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                inserts,
+            )
+        return outcomes
+
+    def _reinforce_on_store(self, fid: str, fact: NewFact, now: float) -> None:
+        old = self.get_many([fid])
+        if not old:
+            return
+        record = old[0]
+        urls = clean_metadata((*record.urls, *fact.urls), "urls")
+        commands = clean_metadata((*record.commands, *fact.commands), "commands")
+        paths = clean_metadata((*record.paths, *fact.paths), "paths")
+        self.db.execute(
+            "UPDATE memories SET access_count = access_count + 1, last_access = ?, "
+            "importance = MAX(importance, ?), urls = ?, commands = ?, paths = ? "
+            "WHERE agent_id = ? AND id = ?",
+            (now, float(fact.importance), _join(urls), _join(commands), _join(paths),
+             self.agent_id, fid),
+        )
+
+    def get(self, memory_id_: str) -> MemoryRecord:
+        found = self.get_many([memory_id_])
+        if not found:
+            raise NotFound(f"no memory {memory_id_!r}")
+        return found[0]
+
+    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        out: list[MemoryRecord] = []
+        for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.query(
+                f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND id IN ({marks})",
+                (self.agent_id, *chunk),
+            )
+            out += [MemoryRecord.from_row(r) for r in rows]
+        return out
+
+    def by_seqs(self, seqs: Sequence[int]) -> dict[int, MemoryRecord]:
+        if not seqs:
+            return {}
+        marks = ",".join("?" * len(seqs))
+        rows = self.db.query(
+            f"SELECT seq, {COLUMNS} FROM memories WHERE agent_id = ? AND seq IN ({marks})",
+            (self.agent_id, *seqs),
+        )
+        return {int(r[0]): MemoryRecord.from_row(r[1:]) for r in rows}
+
+    def in_tier(self, tier: Tier) -> list[MemoryRecord]:
+        """Every row of one tier. Only for warm (bounded by its size limit) or for chunks of
+        cold via `iter_tier`."""
+        rows = self.db.query(
+            f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND tier = ? ORDER BY seq",
+            (self.agent_id, tier),
+        )
+        return [MemoryRecord.from_row(r) for r in rows]
+
+    def iter_tier(self, tier: Tier, chunk: int = 2000) -> Iterator[list[MemoryRecord]]:
+        """Rows of a tier in chunks by seq, so the archive is never loaded whole."""
+        last = 0
+        while True:
+            rows = self.db.query(
+                f"SELECT seq, {COLUMNS} FROM memories WHERE agent_id = ? AND tier = ? AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (self.agent_id, tier, last, chunk),
+            )
+            if not rows:
+                return
+            last = int(rows[-1][0])
+            yield [MemoryRecord.from_row(r[1:]) for r in rows]
+
+    def iter_all(self, chunk: int = 2000) -> Iterator[list[MemoryRecord]]:
+        last = 0
+        while True:
+            rows = self.db.query(
+                f"SELECT seq, {COLUMNS} FROM memories WHERE agent_id = ? AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (self.agent_id, last, chunk),
+            )
+            if not rows:
+                return
+            last = int(rows[-1][0])
+            yield [MemoryRecord.from_row(r[1:]) for r in rows]
+
+    def move(self, ids: Sequence[str], tier: Tier, now: float) -> None:
+        for chunk in _chunks(list(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            self.db.execute(
+                f"UPDATE memories SET tier = ?, tier_changed_at = ? "
+                f"WHERE agent_id = ? AND id IN ({marks})",
+                (tier, now, self.agent_id, *chunk),
+            )
+
+    def reinforce(self, ids: Sequence[str], now: float) -> None:
+        """A retrieval strengthens what it returns."""
+        if not ids:
+            return
+        marks = ",".join("?" * len(ids))
+        self.db.execute(
+            f"UPDATE memories SET access_count = access_count + 1, last_access = ? "
+            f"WHERE agent_id = ? AND id IN ({marks})",
+            (now, self.agent_id, *ids),
+        )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for chunk in _chunks(list(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            self.db.execute(
+                f"DELETE FROM memories WHERE agent_id = ? AND id IN ({marks})",
+                (self.agent_id, *chunk),
+            )
+
+    def delete_frozen_before(self, cutoff: float) -> int:
+        n = int(self.db.scalar(
+            "SELECT COUNT(*) FROM memories WHERE agent_id = ? AND tier = 'frozen' "
+            "AND created_at < ?",
+            (self.agent_id, cutoff),
+        ))
+        self.db.execute(
+            "DELETE FROM memories WHERE agent_id = ? AND tier = 'frozen' AND created_at < ?",
+            (self.agent_id, cutoff),
+        )
+        return n
+
+    def warm_bytes(self) -> int:
+        return int(self.db.scalar(
+            "SELECT COALESCE(SUM(size_bytes), 0) FROM memories WHERE agent_id = ? AND tier = 'warm'",
+            (self.agent_id,),
+        ))
+
+    def counts(self) -> dict[str, int]:
+        rows = self.db.query(
+            "SELECT tier, COUNT(*) FROM memories WHERE agent_id = ? GROUP BY tier",
+            (self.agent_id,),
+        )
+        out = dict.fromkeys(TIERS, 0)
+        out.update({r[0]: int(r[1]) for r in rows})
+        return out
+
+    def total_tokens(self) -> int:
+        return int(self.db.scalar(
+            "SELECT COALESCE(SUM(tokens), 0) FROM memories WHERE agent_id = ?", (self.agent_id,)
+        ))
+
+    def search_url(self, fragment: str) -> list[MemoryRecord]:
+        rows = self.db.query(
+            f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND instr(lower(urls), lower(?)) > 0 "
+            "ORDER BY created_at DESC",
+            (self.agent_id, fragment),
+        )
+        return [MemoryRecord.from_row(r) for r in rows]
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,1 @@
+"""tiermem sync: end-to-end encrypted sync to Turso."""

@@ -1,0 +1,1 @@
+"""tiermem front ends: the CLI and the Textual app."""
