@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
-
 from tiermem.core.errors import ConfigError
 
 Positive = Annotated[int, msgspec.Meta(gt=0)]
@@ -179,7 +178,11 @@ def seed_config_to_mapping(seed: dict[str, Any]) -> dict[str, Any]:
 
 
 def _kb_to_bytes(value: Any) -> Any:
-    return int(value * 1024) if isinstance(value, int | float) and not isinstance(value, bool) else value
+    return (
+        int(value * 1024)
+        if isinstance(value, int | float) and not isinstance(value, bool)
+        else value
+    )
 
 
 def render_toml(config: Config) -> str:

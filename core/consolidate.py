@@ -74,7 +74,7 @@ class ConsolidationReport:
 def check_mode(mode: str) -> Mode:
     if mode not in MODES:
         raise InvalidInput(f"unknown consolidation mode {mode!r}: use {', '.join(MODES)}")
-    return mode  # type: ignore[return-value]
+    return mode
 
 
 def consolidate(mem: Memory, mode: str) -> ConsolidationReport:
@@ -105,9 +105,13 @@ def sizes(mem: Memory) -> Sizes:
     counts = mem.memories.counts()
     tree = mem.trees.load()
     return Sizes(
-        warm_count=counts["warm"], warm_bytes=mem.memories.warm_bytes(),
-        cold_count=counts["cold"], frozen_count=counts["frozen"],
-        hot_bytes=mem.hot_size_bytes(), tree_nodes=len(tree.nodes), tree_bytes=tree.size_bytes(),
+        warm_count=counts["warm"],
+        warm_bytes=mem.memories.warm_bytes(),
+        cold_count=counts["cold"],
+        frozen_count=counts["frozen"],
+        hot_bytes=mem.hot_size_bytes(),
+        tree_nodes=len(tree.nodes),
+        tree_bytes=tree.size_bytes(),
     )
 
 
@@ -131,7 +135,11 @@ def _quick(mem: Memory, now: float, report: ConsolidationReport) -> None:
 
 
 def _evict(
-    mem: Memory, memory: MemoryRecord, score: float, reason: str, now: float,
+    mem: Memory,
+    memory: MemoryRecord,
+    score: float,
+    reason: str,
+    now: float,
     report: ConsolidationReport,
 ) -> None:
     target: Tier = "cold" if score >= mem.cfg.scoring.cold_threshold else "frozen"
@@ -140,7 +148,9 @@ def _evict(
 
 
 def _promote(
-    mem: Memory, candidates: list[tuple[MemoryRecord, float]], now: float,
+    mem: Memory,
+    candidates: list[tuple[MemoryRecord, float]],
+    now: float,
     report: ConsolidationReport,
 ) -> None:
     if not candidates:
@@ -151,8 +161,9 @@ def _promote(
     if not fresh:
         return
     for memory, score in fresh:
-        mem.hot_store.add_lesson(state, memory.text, memory.importance, memory.category, now,
-                                 source_id=memory.id)
+        mem.hot_store.add_lesson(
+            state, memory.text, memory.importance, memory.category, now, source_id=memory.id
+        )
         report.moves.append(Move(memory.id, memory.text, "warm", "hot", score, "score ≥ hot"))
     report.hot_pruned += mem.hot_store.save(state, now)
 
@@ -160,12 +171,16 @@ def _promote(
 def _rescore_archive(mem: Memory, now: float, report: ConsolidationReport) -> None:
     scoring = mem.cfg.scoring
     for tier in ("cold", "frozen"):
-        changes: dict[Tier, list[tuple[MemoryRecord, float]]] = {"warm": [], "cold": [], "frozen": []}
+        changes: dict[Tier, list[tuple[MemoryRecord, float]]] = {
+            "warm": [],
+            "cold": [],
+            "frozen": [],
+        }
         for chunk in mem.memories.iter_tier(tier):
             for memory in chunk:
                 score = memory.score(now, scoring)
                 cls = classify(score, scoring)
-                target: Tier = "warm" if cls in ("hot", "warm") else cls
+                target: Tier = "warm" if cls == "hot" else cls
                 if target != tier:
                     changes[target].append((memory, score))
         for target, items in changes.items():
@@ -193,10 +208,12 @@ def _analyse_tree(mem: Memory) -> list[str]:
     empty = sorted(p for p, n in tree.nodes.items() if n.warm == 0 and n.cold == 0)
     if empty:
         notes.append(f"{len(empty)} empty nodes: {', '.join(empty[:10])}")
-    full = sorted(p or "root" for p in {"", *tree.nodes} if len(tree.children(p)) >= cfg.max_children)
+    full = sorted(
+        p or "root" for p in {"", *tree.nodes} if len(tree.children(p)) >= cfg.max_children
+    )
     if full:
         notes.append(f"nodes at the children limit: {', '.join(full)}")
-    folded = Counter()
+    folded: Counter[str] = Counter()
     for category, n in mem.db.query(
         "SELECT category, COUNT(*) FROM memories WHERE agent_id = ? GROUP BY category",
         (mem.agent_id,),

@@ -54,7 +54,9 @@ def available_driver() -> str:
         importlib.import_module("libsql_experimental")
     except ImportError:
         if wanted == "libsql":
-            raise StorageError("TIERMEM_DRIVER=libsql but libsql_experimental is not installed")
+            raise StorageError(
+                "TIERMEM_DRIVER=libsql but libsql_experimental is not installed"
+            ) from None
         return "sqlite3"
     return "libsql"
 

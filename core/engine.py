@@ -40,7 +40,7 @@ def tiers_for(tier: str | None) -> tuple[Tier, ...]:
         return TIERS
     if tier not in TIERS:
         raise InvalidInput(f"unknown tier {tier!r}: use {', '.join(TIER_CHOICES)}")
-    return (tier,)  # type: ignore[return-value]
+    return (tier,)
 
 
 class Memory:
@@ -80,7 +80,9 @@ class Memory:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.close()
@@ -98,8 +100,15 @@ class Memory:
         paths: Sequence[str] = (),
         source: str = "",
     ) -> StoreOutcome:
-        fact = NewFact(text=text, category=category, importance=importance, urls=tuple(urls),
-                       commands=tuple(commands), paths=tuple(paths), source=source)
+        fact = NewFact(
+            text=text,
+            category=category,
+            importance=importance,
+            urls=tuple(urls),
+            commands=tuple(commands),
+            paths=tuple(paths),
+            source=source,
+        )
         return self.store_many([fact])[0]
 
     def store_many(self, facts: Iterable[NewFact]) -> list[StoreOutcome]:
@@ -132,9 +141,17 @@ class Memory:
         """Explained keyword retrieval; what it returns is reinforced (access count, recency)."""
         now = self.now()
         result = search(
-            self.db, self.agent_id, self.trees.load(), query, now=now,
-            retrieval=self.cfg.retrieval, scoring=self.cfg.scoring, limit=limit,
-            tiers=tiers_for(tier), category=category, budget=budget,
+            self.db,
+            self.agent_id,
+            self.trees.load(),
+            query,
+            now=now,
+            retrieval=self.cfg.retrieval,
+            scoring=self.cfg.scoring,
+            limit=limit,
+            tiers=tiers_for(tier),
+            category=category,
+            budget=budget,
         )
         if reinforce:
             with self.db.transaction():
@@ -168,8 +185,9 @@ class Memory:
     def add_lesson(
         self, text: str, importance: float = 0.7, category: str = "general"
     ) -> tuple[hotmod.Lesson, list[str]]:
-        return self.edit_hot(lambda s: HotStore.add_lesson(s, text, importance, category,
-                                                           self.now()))
+        return self.edit_hot(
+            lambda s: HotStore.add_lesson(s, text, importance, category, self.now())
+        )
 
     def add_event(self, text: str) -> tuple[hotmod.Event, list[str]]:
         return self.edit_hot(lambda s: HotStore.add_event(s, text, self.now()))

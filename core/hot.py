@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 import msgspec
-
 from tiermem.core.config import HotConfig
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput, LimitExceeded, NotFound
@@ -226,7 +225,12 @@ class HotStore:
 
     @staticmethod
     def add_lesson(
-        state: HotState, text: str, importance: float, category: str, now: float, source_id: str = ""
+        state: HotState,
+        text: str,
+        importance: float,
+        category: str,
+        now: float,
+        source_id: str = "",
     ) -> Lesson:
         text = _text(text, "lesson")
         lesson = Lesson(
@@ -258,8 +262,9 @@ class HotStore:
     @staticmethod
     def add_task(state: HotState, text: str, now: float, status: str = "pending") -> Task:
         text = _text(text, "task")
-        task = Task(id=item_id("task", text), text=text, status=status.strip() or "pending",
-                    timestamp=now)
+        task = Task(
+            id=item_id("task", text), text=text, status=status.strip() or "pending", timestamp=now
+        )
         tasks = state.active_context.tasks
         for i, existing in enumerate(tasks):
             if existing.id == task.id:
@@ -285,8 +290,13 @@ class HotStore:
         state: HotState, name: str, description: str, status: str, now: float
     ) -> Project:
         name = _text(name, "project name")
-        project = Project(id=item_id("project", name), name=name, description=description.strip(),
-                          status=status.strip(), updated_at=now)
+        project = Project(
+            id=item_id("project", name),
+            name=name,
+            description=description.strip(),
+            status=status.strip(),
+            updated_at=now,
+        )
         projects = state.active_context.projects
         for i, existing in enumerate(projects):
             if existing.id == project.id:

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-
 from tiermem.core import hot as hotmod
 from tiermem.core.config import config_from_mapping, render_toml, seed_config_to_mapping
 from tiermem.core.errors import InvalidInput, LimitExceeded, TiermemError
-from tiermem.core.warm import MemoryRecord, NewFact
+from tiermem.core.warm import TIERS, MemoryRecord, NewFact
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
@@ -109,17 +108,19 @@ def _parse_warm(data: Any, path: Path, report: ImportReport) -> list[NewFact]:
             if not isinstance(item, dict):
                 raise InvalidInput("not an object")
             meta = item.get("metadata") or {}
-            facts.append(NewFact(
-                text=str(item["text"]),
-                category=str(item.get("category") or "general"),
-                importance=float(item.get("importance", 0.5)),
-                urls=tuple(meta.get("urls", ())),
-                commands=tuple(meta.get("commands", ())),
-                paths=tuple(meta.get("file_paths", meta.get("paths", ()))),
-                source="import",
-                created_at=float(item["created_at"]) if "created_at" in item else None,
-                access_count=int(item.get("access_count", 0)),
-            ))
+            facts.append(
+                NewFact(
+                    text=str(item["text"]),
+                    category=str(item.get("category") or "general"),
+                    importance=float(item.get("importance", 0.5)),
+                    urls=tuple(meta.get("urls", ())),
+                    commands=tuple(meta.get("commands", ())),
+                    paths=tuple(meta.get("file_paths", meta.get("paths", ()))),
+                    source="import",
+                    created_at=float(item["created_at"]) if "created_at" in item else None,
+                    access_count=int(item.get("access_count", 0)),
+                )
+            )
         except (KeyError, TypeError, ValueError, TiermemError) as exc:
             report.warnings.append(f"{path.name} fact {i} skipped: {_reason(exc)}")
     return facts
@@ -149,20 +150,29 @@ def _parse_hot(data: Any, path: Path) -> hotmod.HotState:
     ctx = raw.get("active_context") or {}
     try:
         for p in ctx.get("projects", []):
-            hotmod.HotStore.upsert_project(state, str(p["name"]), str(p.get("description", "")),
-                                           str(p.get("status", "")), float(p.get("updated_at", 0)))
+            hotmod.HotStore.upsert_project(
+                state,
+                str(p["name"]),
+                str(p.get("description", "")),
+                str(p.get("status", "")),
+                float(p.get("updated_at", 0)),
+            )
         for e in ctx.get("events", []):
             hotmod.HotStore.add_event(state, str(e["text"]), float(e.get("timestamp", 0)))
         for t in ctx.get("tasks", []):
-            hotmod.HotStore.add_task(state, str(t["text"]), float(t.get("timestamp", 0)),
-                                     str(t.get("status", "pending")))
+            hotmod.HotStore.add_task(
+                state, str(t["text"]), float(t.get("timestamp", 0)), str(t.get("status", "pending"))
+            )
         for lesson in raw.get("critical_lessons", []):
             if isinstance(lesson, str):
                 lesson = {"text": lesson}
-            hotmod.HotStore.add_lesson(state, str(lesson["text"]),
-                                       float(lesson.get("importance", 0.7)),
-                                       str(lesson.get("category", "general")),
-                                       float(lesson.get("timestamp", 0)))
+            hotmod.HotStore.add_lesson(
+                state,
+                str(lesson["text"]),
+                float(lesson.get("importance", 0.7)),
+                str(lesson.get("category", "general")),
+                float(lesson.get("timestamp", 0)),
+            )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InvalidInput(f"{path}: malformed hot state ({_reason(exc)})") from None
     return state
@@ -173,8 +183,9 @@ def _merge_hot(current: hotmod.HotState, incoming: hotmod.HotState) -> None:
     current.owner_profile.update(incoming.owner_profile)
     ctx = current.active_context
     for project in incoming.active_context.projects:
-        hotmod.HotStore.upsert_project(current, project.name, project.description, project.status,
-                                       project.updated_at)
+        hotmod.HotStore.upsert_project(
+            current, project.name, project.description, project.status, project.updated_at
+        )
     known = {e.id for e in ctx.events} | {t.id for t in ctx.tasks}
     ctx.events += [e for e in incoming.active_context.events if e.id not in known]
     ctx.tasks += [t for t in incoming.active_context.tasks if t.id not in known]
@@ -187,12 +198,19 @@ def _merge_hot(current: hotmod.HotState, incoming: hotmod.HotState) -> None:
 
 def record_dict(memory: MemoryRecord) -> dict[str, Any]:
     return {
-        "id": memory.id, "text": memory.text, "category": memory.category,
-        "importance": memory.importance, "created_at": memory.created_at,
-        "access_count": memory.access_count, "last_access": memory.last_access,
+        "id": memory.id,
+        "text": memory.text,
+        "category": memory.category,
+        "importance": memory.importance,
+        "created_at": memory.created_at,
+        "access_count": memory.access_count,
+        "last_access": memory.last_access,
         "tier": memory.tier,
-        "metadata": {"urls": list(memory.urls), "commands": list(memory.commands),
-                     "paths": list(memory.paths)},
+        "metadata": {
+            "urls": list(memory.urls),
+            "commands": list(memory.commands),
+            "paths": list(memory.paths),
+        },
         "source": memory.source,
     }
 
@@ -203,14 +221,23 @@ def export_json(mem: Memory) -> Iterator[str]:
     yield "{"
     yield f'"agent_id": {json.dumps(mem.agent_id)},\n'
     yield f'"hot": {msgspec.json.encode(mem.hot()).decode()},\n'
-    nodes = {p: {"description": n.description, "warm": n.warm, "cold": n.cold,
-                 "last_activity": n.last_activity} for p, n in sorted(tree.nodes.items())}
+    nodes = {
+        p: {
+            "description": n.description,
+            "warm": n.warm,
+            "cold": n.cold,
+            "last_activity": n.last_activity,
+        }
+        for p, n in sorted(tree.nodes.items())
+    }
     yield f'"tree": {json.dumps(nodes, ensure_ascii=False)},\n'
     yield '"memories": ['
     first = True
     for chunk in mem.memories.iter_all():
         for memory in chunk:
-            yield ("" if first else ",") + "\n" + json.dumps(record_dict(memory), ensure_ascii=False)
+            yield (
+                ("" if first else ",") + "\n" + json.dumps(record_dict(memory), ensure_ascii=False)
+            )
             first = False
     yield "\n]}\n"
 
@@ -224,9 +251,12 @@ def export_markdown(mem: Memory) -> Iterator[str]:
         node = tree.nodes[path]
         indent = "  " * (node.depth - 1)
         yield f"{indent}- `{path}` — {node.description} (warm {node.warm}, cold {node.cold})\n"
-    for tier in ("warm", "cold", "frozen"):
+    for tier in TIERS:
         yield f"\n## {tier.title()} memories\n\n"
-        for chunk in mem.memories.iter_tier(tier):  # type: ignore[arg-type]
+        for chunk in mem.memories.iter_tier(tier):
             for m in chunk:
                 meta = " ".join(f"<{u}>" for u in m.urls)
-                yield f"- [{m.category}] {m.text} (importance {m.importance:g}) {meta}".rstrip() + "\n"
+                yield (
+                    f"- [{m.category}] {m.text} (importance {m.importance:g}) {meta}".rstrip()
+                    + "\n"
+                )

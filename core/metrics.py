@@ -14,8 +14,15 @@ from tiermem.core.db import Database
 
 COUNTERS = ("retrievals", "evictions", "promotions", "stores", "context_tokens")
 GAUGES = (
-    "flat_tokens", "warm_bytes", "warm_count", "cold_count", "hot_bytes", "hot_tokens",
-    "tree_nodes", "tree_bytes", "tree_tokens",
+    "flat_tokens",
+    "warm_bytes",
+    "warm_count",
+    "cold_count",
+    "hot_bytes",
+    "hot_tokens",
+    "tree_nodes",
+    "tree_bytes",
+    "tree_tokens",
 )
 
 

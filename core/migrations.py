@@ -124,16 +124,18 @@ def split_statements(script: str) -> list[str]:
     """Split a script into complete statements (trigger bodies kept whole).
 
     `executescript` cannot be used: stdlib sqlite3 commits any open transaction before it runs,
-    which would make a migration non-atomic.
+    which would make a migration non-atomic; and libsql's `execute` silently ignores all but
+    the first statement of a string.
     """
     statements: list[str] = []
-    pending = ""
-    for line in script.splitlines(keepends=True):
-        pending += line
-        if sqlite3.complete_statement(pending):
-            if pending.strip():
-                statements.append(pending.strip())
-            pending = ""
-    if pending.strip():
-        raise ValueError(f"incomplete SQL statement in migration: {pending.strip()[:60]}")
+    start = 0
+    for end, char in enumerate(script):
+        if char == ";" and sqlite3.complete_statement(script[start : end + 1]):
+            statement = script[start : end + 1].strip()
+            if statement != ";":
+                statements.append(statement)
+            start = end + 1
+    rest = script[start:].strip()
+    if rest:
+        raise ValueError(f"incomplete SQL statement in migration: {rest[:60]}")
     return statements

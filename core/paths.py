@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
-
 from tiermem.core.errors import InvalidInput, StorageError
 
 HOME_ENV = "TIERMEM_HOME"

@@ -26,14 +26,134 @@ from tiermem.core.warm import COLUMNS, MemoryRecord, Tier, agent_token
 _TERM = re.compile(r"[^\W_]+")
 MAX_TERM_CHARS = 64
 STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself
-    yourselves""".split()
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+    ]
 )
 
 
@@ -140,8 +260,9 @@ def search(
     if budget is not None and budget < 1:
         raise InvalidInput(f"budget must be at least 1 token (got {budget})")
     terms = query_terms(query, retrieval.max_query_terms)
-    result = RetrievalResult(query=query, terms=terms, categories=[], hits=[], candidates=0,
-                             budget=budget)
+    result = RetrievalResult(
+        query=query, terms=terms, categories=[], hits=[], candidates=0, budget=budget
+    )
     if not terms:
         result.notes.append("the query has no searchable words")
         return result
@@ -201,9 +322,14 @@ def _rank(
         boost = retrieval.category_boost if matched else 0.0
         tier_score = memory.score(now, scoring)
         final = relevance * (1.0 + boost) + retrieval.tier_tiebreak * tier_score
-        words = {stem(w.casefold()) for w in _TERM.findall(
-            " ".join((memory.text, memory.category, *memory.urls, *memory.commands, *memory.paths))
-        )}
+        words = {
+            stem(w.casefold())
+            for w in _TERM.findall(
+                " ".join(
+                    (memory.text, memory.category, *memory.urls, *memory.commands, *memory.paths)
+                )
+            )
+        }
         explanation = Explanation(
             path=path,
             tree_match=f"{matched}: {reasons[matched]}" if matched else None,
@@ -235,7 +361,8 @@ def _fit(hits: list[Hit], limit: int, budget: int | None) -> list[Hit]:
     """The best `limit` hits, skipping any that would overflow the token budget."""
     if budget is None:
         return hits[:limit]
-    chosen, used = [], 0
+    chosen: list[Hit] = []
+    used = 0
     for hit in hits:
         if len(chosen) == limit:
             break

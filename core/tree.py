@@ -113,7 +113,10 @@ class TreeIndex:
         """The deepest prefix of `path` that exists or could be added ('' for the root)."""
         best = ""
         for prefix in ancestors(path):
-            if prefix in self.nodes or self.problem_adding(prefix, default_description(prefix)) is None:
+            if (
+                prefix in self.nodes
+                or self.problem_adding(prefix, default_description(prefix)) is None
+            ):
                 best = prefix
             else:
                 break
@@ -256,10 +259,13 @@ class TreeStore:
         return self._delete_subtree(path)
 
     def _delete_subtree(self, path: str) -> list[str]:
-        removed = [r[0] for r in self.db.query(
-            "SELECT path FROM tree_nodes WHERE agent_id = ? AND (path = ? OR path LIKE ? ESCAPE '\\')",
-            (self.agent_id, path, _like_prefix(path)),
-        )]
+        removed = [
+            r[0]
+            for r in self.db.query(
+                "SELECT path FROM tree_nodes WHERE agent_id = ? AND (path = ? OR path LIKE ? ESCAPE '\\')",
+                (self.agent_id, path, _like_prefix(path)),
+            )
+        ]
         self.db.execute(
             "DELETE FROM tree_nodes WHERE agent_id = ? AND (path = ? OR path LIKE ? ESCAPE '\\')",
             (self.agent_id, path, _like_prefix(path)),

@@ -113,11 +113,21 @@ class MemoryRecord:
     @classmethod
     def from_row(cls, row: Row) -> MemoryRecord:
         return cls(
-            id=row[0], text=row[1], category=row[2], importance=float(row[3]),
-            created_at=float(row[4]), access_count=int(row[5]),
-            last_access=None if row[6] is None else float(row[6]), tier=row[7],
-            tier_changed_at=float(row[8]), urls=_split(row[9]), commands=_split(row[10]),
-            paths=_split(row[11]), source=row[12], size_bytes=int(row[13]), tokens=int(row[14]),
+            id=row[0],
+            text=row[1],
+            category=row[2],
+            importance=float(row[3]),
+            created_at=float(row[4]),
+            access_count=int(row[5]),
+            last_access=None if row[6] is None else float(row[6]),
+            tier=row[7],
+            tier_changed_at=float(row[8]),
+            urls=_split(row[9]),
+            commands=_split(row[10]),
+            paths=_split(row[11]),
+            source=row[12],
+            size_bytes=int(row[13]),
+            tokens=int(row[14]),
         )
 
     def score(self, now: float, cfg: ScoringConfig) -> float:
@@ -157,19 +167,38 @@ class MemoryStore:
             old = existing.get(fid)
             if old is not None or fid in pending:
                 self._reinforce_on_store(fid, fact, now)
-                outcomes.append(StoreOutcome(fid, False, old.category if old else category,
-                                             n_tokens, merged_into=fid))
+                outcomes.append(
+                    StoreOutcome(
+                        fid, False, old.category if old else category, n_tokens, merged_into=fid
+                    )
+                )
                 continue
             pending[fid] = len(inserts)
             size = len(fact.text.encode()) + sum(
                 len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
             )
             created = now if fact.created_at is None else fact.created_at
-            inserts.append((
-                self.agent_id, fid, fact.text, category, float(fact.importance), created,
-                fact.access_count, None, "warm", now, _join(fact.urls), _join(fact.commands),
-                _join(fact.paths), fact.source, size, n_tokens, self.agent_tok,
-            ))
+            inserts.append(
+                (
+                    self.agent_id,
+                    fid,
+                    fact.text,
+                    category,
+                    float(fact.importance),
+                    created,
+                    fact.access_count,
+                    None,
+                    "warm",
+                    now,
+                    _join(fact.urls),
+                    _join(fact.commands),
+                    _join(fact.paths),
+                    fact.source,
+                    size,
+                    n_tokens,
+                    self.agent_tok,
+                )
+            )
             outcomes.append(StoreOutcome(fid, True, category, n_tokens))
         if inserts:
             self.db.executemany(
@@ -192,8 +221,15 @@ class MemoryStore:
             "UPDATE memories SET access_count = access_count + 1, last_access = ?, "
             "importance = MAX(importance, ?), urls = ?, commands = ?, paths = ? "
             "WHERE agent_id = ? AND id = ?",
-            (now, float(fact.importance), _join(urls), _join(commands), _join(paths),
-             self.agent_id, fid),
+            (
+                now,
+                float(fact.importance),
+                _join(urls),
+                _join(commands),
+                _join(paths),
+                self.agent_id,
+                fid,
+            ),
         )
 
     def get(self, memory_id_: str) -> MemoryRecord:
@@ -288,11 +324,13 @@ class MemoryStore:
             )
 
     def delete_frozen_before(self, cutoff: float) -> int:
-        n = int(self.db.scalar(
-            "SELECT COUNT(*) FROM memories WHERE agent_id = ? AND tier = 'frozen' "
-            "AND created_at < ?",
-            (self.agent_id, cutoff),
-        ))
+        n = int(
+            self.db.scalar(
+                "SELECT COUNT(*) FROM memories WHERE agent_id = ? AND tier = 'frozen' "
+                "AND created_at < ?",
+                (self.agent_id, cutoff),
+            )
+        )
         self.db.execute(
             "DELETE FROM memories WHERE agent_id = ? AND tier = 'frozen' AND created_at < ?",
             (self.agent_id, cutoff),
@@ -300,24 +338,28 @@ class MemoryStore:
         return n
 
     def warm_bytes(self) -> int:
-        return int(self.db.scalar(
-            "SELECT COALESCE(SUM(size_bytes), 0) FROM memories WHERE agent_id = ? AND tier = 'warm'",
-            (self.agent_id,),
-        ))
+        return int(
+            self.db.scalar(
+                "SELECT COALESCE(SUM(size_bytes), 0) FROM memories WHERE agent_id = ? AND tier = 'warm'",
+                (self.agent_id,),
+            )
+        )
 
     def counts(self) -> dict[str, int]:
         rows = self.db.query(
             "SELECT tier, COUNT(*) FROM memories WHERE agent_id = ? GROUP BY tier",
             (self.agent_id,),
         )
-        out = dict.fromkeys(TIERS, 0)
+        out: dict[str, int] = dict.fromkeys(TIERS, 0)
         out.update({r[0]: int(r[1]) for r in rows})
         return out
 
     def total_tokens(self) -> int:
-        return int(self.db.scalar(
-            "SELECT COALESCE(SUM(tokens), 0) FROM memories WHERE agent_id = ?", (self.agent_id,)
-        ))
+        return int(
+            self.db.scalar(
+                "SELECT COALESCE(SUM(tokens), 0) FROM memories WHERE agent_id = ?", (self.agent_id,)
+            )
+        )
 
     def search_url(self, fragment: str) -> list[MemoryRecord]:
         rows = self.db.query(

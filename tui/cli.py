@@ -17,7 +17,6 @@ from typing import Any
 
 import click
 import msgspec
-
 from tiermem.core.consolidate import MODES, ConsolidationReport
 from tiermem.core.engine import TIER_CHOICES, Memory
 from tiermem.core.errors import InvalidInput, TiermemError
@@ -56,10 +55,15 @@ pass_options = click.make_pass_decorator(Options)
 
 
 @click.group(context_settings=CONTEXT)
-@click.option("--home", type=click.Path(path_type=Path), default=None,
-              help="Memory home folder (default: $TIERMEM_HOME or the user data folder).")
-@click.option("--agent-id", default=DEFAULT_AGENT, show_default=True,
-              help="Which agent's memory to use.")
+@click.option(
+    "--home",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Memory home folder (default: $TIERMEM_HOME or the user data folder).",
+)
+@click.option(
+    "--agent-id", default=DEFAULT_AGENT, show_default=True, help="Which agent's memory to use."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON document.")
 @click.version_option(package_name="tiermem")
 @click.pass_context
@@ -89,23 +93,40 @@ def _json_default(value: Any) -> Any:
 @app.command()
 @click.option("--text", required=True, help="The fact to remember.")
 @click.option("--category", required=True, help="Category path, e.g. projects/evoclaw/bsc.")
-@click.option("--importance", type=float, default=0.5, show_default=True,
-              help="0.9-1.0 critical, 0.7-0.8 decisions, 0.4-0.6 facts, below 0.4 casual.")
+@click.option(
+    "--importance",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="0.9-1.0 critical, 0.7-0.8 decisions, 0.4-0.6 facts, below 0.4 casual.",
+)
 @click.option("--url", multiple=True, help="A URL (repeatable).")
 @click.option("--command", multiple=True, help="A shell command (repeatable).")
 @click.option("--path", multiple=True, help="A file path (repeatable).")
 @pass_options
 def store(
-    opts: Options, text: str, category: str, importance: float, url: tuple[str, ...],
-    command: tuple[str, ...], path: tuple[str, ...],
+    opts: Options,
+    text: str,
+    category: str,
+    importance: float,
+    url: tuple[str, ...],
+    command: tuple[str, ...],
+    path: tuple[str, ...],
 ) -> None:
     """Store a fact in warm memory (storing a known fact reinforces it instead)."""
     with opts.open() as mem:
-        outcome = mem.store(text, category, importance, urls=url, commands=command, paths=path,
-                            source="cli")
+        outcome = mem.store(
+            text, category, importance, urls=url, commands=command, paths=path, source="cli"
+        )
         node = mem.trees.load().node_for(outcome.category)
-    payload = {"id": outcome.id, "created": outcome.created, "deduplicated": not outcome.created,
-               "category": outcome.category, "tree_node": node, "tokens": outcome.tokens}
+    payload = {
+        "id": outcome.id,
+        "created": outcome.created,
+        "deduplicated": not outcome.created,
+        "category": outcome.category,
+        "tree_node": node,
+        "tokens": outcome.tokens,
+    }
     verb = "stored" if outcome.created else "already known, reinforced"
     emit(opts, payload, f"{verb}: {outcome.id} in {node or 'root'}")
 
@@ -118,7 +139,11 @@ def store(
 @click.option("--budget", type=click.IntRange(min=1), help="Token budget for the results.")
 @pass_options
 def retrieve(
-    opts: Options, query: str, limit: int | None, tier: str | None, category: str | None,
+    opts: Options,
+    query: str,
+    limit: int | None,
+    tier: str | None,
+    category: str | None,
     budget: int | None,
 ) -> None:
     """Find memories by keyword through the tree, with the reason each was found."""
@@ -162,14 +187,20 @@ def retrieval_payload(result: RetrievalResult) -> dict[str, Any]:
         "tokens": result.tokens,
         "notes": result.notes,
         "results": [
-            record_dict(h.memory) | {"explanation": {
-                "path": h.explanation.path, "tree_match": h.explanation.tree_match,
-                "matched_terms": list(h.explanation.matched_terms), "bm25": h.explanation.bm25,
-                "relevance": h.explanation.relevance,
-                "category_boost": h.explanation.category_boost,
-                "tier_score": h.explanation.tier_score, "score": h.explanation.score,
-                "tier": h.explanation.tier,
-            }}
+            record_dict(h.memory)
+            | {
+                "explanation": {
+                    "path": h.explanation.path,
+                    "tree_match": h.explanation.tree_match,
+                    "matched_terms": list(h.explanation.matched_terms),
+                    "bm25": h.explanation.bm25,
+                    "relevance": h.explanation.relevance,
+                    "category_boost": h.explanation.category_boost,
+                    "tier_score": h.explanation.tier_score,
+                    "score": h.explanation.score,
+                    "tier": h.explanation.tier,
+                }
+            }
             for h in result.hits
         ],
     }
@@ -180,7 +211,9 @@ def render_retrieval(result: RetrievalResult) -> str:
     for c in result.categories:
         lines.append(f"tree: {c.path} ({c.reason})")
     if not result.hits:
-        lines.append("no memories found" + (f" ({'; '.join(result.notes)})" if result.notes else ""))
+        lines.append(
+            "no memories found" + (f" ({'; '.join(result.notes)})" if result.notes else "")
+        )
     for i, hit in enumerate(result.hits, 1):
         e = hit.explanation
         lines.append(f"{i}. [{e.tier}] {hit.memory.text}")
@@ -199,11 +232,16 @@ def render_retrieval(result: RetrievalResult) -> str:
 
 
 @app.command()
-@click.option("--update", nargs=2, metavar="KEY JSON",
-              help="Merge a JSON object into identity or owner_profile (null removes a key).")
+@click.option(
+    "--update",
+    nargs=2,
+    metavar="KEY JSON",
+    help="Merge a JSON object into identity or owner_profile (null removes a key).",
+)
 @click.option("--add-lesson", metavar="TEXT", help="Add a critical lesson.")
-@click.option("--importance", type=float, default=0.7, show_default=True,
-              help="Importance of the lesson.")
+@click.option(
+    "--importance", type=float, default=0.7, show_default=True, help="Importance of the lesson."
+)
 @click.option("--category", default="general", show_default=True, help="Lesson category.")
 @click.option("--add-event", metavar="TEXT", help="Add a recent event.")
 @click.option("--add-task", metavar="TEXT", help="Add a pending task.")
@@ -214,13 +252,25 @@ def render_retrieval(result: RetrievalResult) -> str:
 @click.option("--remove", metavar="ID|TEXT", help="Remove a lesson, event, task or project.")
 @pass_options
 def hot(
-    opts: Options, update: tuple[str, str] | None, add_lesson: str | None, importance: float,
-    category: str, add_event: str | None, add_task: str | None, complete_task: str | None,
-    add_project: str | None, description: str, status: str, remove: str | None,
+    opts: Options,
+    update: tuple[str, str] | None,
+    add_lesson: str | None,
+    importance: float,
+    category: str,
+    add_event: str | None,
+    add_task: str | None,
+    complete_task: str | None,
+    add_project: str | None,
+    description: str,
+    status: str,
+    remove: str | None,
 ) -> None:
     """Show or edit hot memory (always in context; rendered as MEMORY.md)."""
-    actions = [a for a in (update, add_lesson, add_event, add_task, complete_task, add_project,
-                           remove) if a is not None]
+    actions = [
+        a
+        for a in (update, add_lesson, add_event, add_task, complete_task, add_project, remove)
+        if a is not None
+    ]
     if len(actions) > 1:
         raise InvalidInput("give one hot edit at a time")
     with opts.open() as mem:
@@ -244,8 +294,14 @@ def hot(
         size = mem.hot_size_bytes()
         path = mem.home.memory_md(mem.agent_id)
         limit = mem.cfg.hot.max_bytes
-    payload = {"hot": msgspec.to_builtins(state), "bytes": size, "limit_bytes": limit,
-               "tokens": count_tokens(markdown), "pruned": pruned, "memory_md": str(path)}
+    payload = {
+        "hot": msgspec.to_builtins(state),
+        "bytes": size,
+        "limit_bytes": limit,
+        "tokens": count_tokens(markdown),
+        "pruned": pruned,
+        "memory_md": str(path),
+    }
     text = markdown + f"\n{size}/{limit} bytes · {path}"
     if pruned:
         text += "\npruned to fit: " + "; ".join(pruned)
@@ -292,11 +348,21 @@ def tree(
 
 def tree_payload(index: TreeIndex) -> dict[str, Any]:
     return {
-        "nodes": [{"path": n.path, "description": n.description, "warm": n.warm, "cold": n.cold,
-                   "last_activity": n.last_activity} for _, n in sorted(index.nodes.items())],
+        "nodes": [
+            {
+                "path": n.path,
+                "description": n.description,
+                "warm": n.warm,
+                "cold": n.cold,
+                "last_activity": n.last_activity,
+            }
+            for _, n in sorted(index.nodes.items())
+        ],
         "root": {"warm": index.root_warm, "cold": index.root_cold},
-        "node_count": len(index.nodes), "max_nodes": index.cfg.max_nodes,
-        "bytes": index.size_bytes(), "max_bytes": index.cfg.max_bytes,
+        "node_count": len(index.nodes),
+        "max_nodes": index.cfg.max_nodes,
+        "bytes": index.size_bytes(),
+        "max_bytes": index.cfg.max_bytes,
     }
 
 
@@ -316,8 +382,10 @@ def render_tree(index: TreeIndex, payload: dict[str, Any]) -> str:
             yield from walk(child, depth + 1)
 
     lines += walk("", 1)
-    lines.append(f"{len(index.nodes)}/{index.cfg.max_nodes} nodes · "
-                 f"{index.size_bytes()}/{index.cfg.max_bytes} bytes")
+    lines.append(
+        f"{len(index.nodes)}/{index.cfg.max_nodes} nodes · "
+        f"{index.size_bytes()}/{index.cfg.max_bytes} bytes"
+    )
     return "\n".join(lines)
 
 
@@ -351,13 +419,17 @@ def consolidation_payload(report: ConsolidationReport) -> dict[str, Any]:
 
 
 def render_consolidation(report: ConsolidationReport) -> str:
-    lines = [f"consolidation ({report.mode}): {len(report.promoted)} promoted to hot, "
-             f"{len(report.evicted)} evicted from warm, {report.deleted_frozen} frozen deleted, "
-             f"{len(report.tree_pruned)} tree nodes pruned"]
+    lines = [
+        f"consolidation ({report.mode}): {len(report.promoted)} promoted to hot, "
+        f"{len(report.evicted)} evicted from warm, {report.deleted_frozen} frozen deleted, "
+        f"{len(report.tree_pruned)} tree nodes pruned"
+    ]
     if report.mode == "full":
         for move in report.moves:
-            lines.append(f"  {move.from_tier} → {move.to_tier} ({move.reason}, score "
-                         f"{move.score:.3f}): {move.text[:70]}")
+            lines.append(
+                f"  {move.from_tier} → {move.to_tier} ({move.reason}, score "
+                f"{move.score:.3f}): {move.text[:70]}"
+            )
         lines += [f"  pruned from hot: {p}" for p in report.hot_pruned]
         lines += [f"  tree node added: {p}" for p in report.tree_added]
         lines += [f"  tree node pruned: {p}" for p in report.tree_pruned]
@@ -379,8 +451,9 @@ def render_consolidation(report: ConsolidationReport) -> str:
 
 
 @app.command()
-@click.option("--days", type=click.IntRange(min=1), default=7, show_default=True,
-              help="Days of history.")
+@click.option(
+    "--days", type=click.IntRange(min=1), default=7, show_default=True, help="Days of history."
+)
 @pass_options
 def metrics(opts: Options, days: int) -> None:
     """Show memory metrics per day: retrievals, evictions, sizes, tokens saved."""
@@ -391,8 +464,12 @@ def metrics(opts: Options, days: int) -> None:
     payload = {
         "today": _day_payload(today),
         "history": [_day_payload(d) for d in history],
-        "limits": {"hot_bytes": cfg.hot.max_bytes, "warm_bytes": cfg.warm.max_bytes,
-                   "tree_nodes": cfg.tree.max_nodes, "tree_bytes": cfg.tree.max_bytes},
+        "limits": {
+            "hot_bytes": cfg.hot.max_bytes,
+            "warm_bytes": cfg.warm.max_bytes,
+            "tree_nodes": cfg.tree.max_nodes,
+            "tree_bytes": cfg.tree.max_bytes,
+        },
         "decay": {"tau_days": cfg.scoring.tau_days, "half_life_days": half_life_days(cfg.scoring)},
     }
     emit(opts, payload, lambda: render_metrics(history, cfg.warm.max_bytes, cfg.hot.max_bytes))
@@ -416,8 +493,11 @@ def render_metrics(history: Sequence[DayMetrics], warm_limit: int, hot_limit: in
     ]
     if len(history) > 1:
         lines.append("day         retrievals evictions warm_kb saved")
-        lines += [f"{d.day}  {d.retrievals:>10} {d.evictions:>9} {d.warm_bytes / 1024:>7.1f} "
-                  f"{d.tokens_saved:>5}" for d in history]
+        lines += [
+            f"{d.day}  {d.retrievals:>10} {d.evictions:>9} {d.warm_bytes / 1024:>7.1f} "
+            f"{d.tokens_saved:>5}"
+            for d in history
+        ]
     return "\n".join(lines)
 
 
@@ -432,8 +512,12 @@ def render_metrics(history: Sequence[DayMetrics], warm_limit: int, hot_limit: in
 @click.option("--config", type=click.Path(path_type=Path), help="config.json")
 @pass_options
 def import_(
-    opts: Options, folder: Path | None, warm: Path | None, tree_file: Path | None,
-    hot_file: Path | None, config: Path | None,
+    opts: Options,
+    folder: Path | None,
+    warm: Path | None,
+    tree_file: Path | None,
+    hot_file: Path | None,
+    config: Path | None,
 ) -> None:
     """Import the seed's JSON files (idempotent: importing twice adds nothing)."""
     files = {"warm": warm, "tree": tree_file, "hot": hot_file, "config": config}
@@ -448,19 +532,30 @@ def import_(
     with opts.open() as mem:
         report = import_seed(mem, **files)
     payload = vars(report) | {"files": {k: str(v) for k, v in files.items() if v}}
-    text = (f"imported {report.facts_added} facts ({report.facts_merged} already known), "
-            f"{len(report.nodes_added)} tree nodes"
-            + (", hot state" if report.hot_imported else "")
-            + (f", config → {report.config_written}" if report.config_written else ""))
+    text = (
+        f"imported {report.facts_added} facts ({report.facts_merged} already known), "
+        f"{len(report.nodes_added)} tree nodes"
+        + (", hot state" if report.hot_imported else "")
+        + (f", config → {report.config_written}" if report.config_written else "")
+    )
     text += "".join(f"\nwarning: {w}" for w in report.warnings)
     emit(opts, payload, text)
 
 
 @app.command()
-@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown",
-              show_default=True)
-@click.option("--output", "-o", type=click.Path(path_type=Path),
-              help="Write to this file (default: standard output).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path),
+    help="Write to this file (default: standard output).",
+)
 @pass_options
 def export(opts: Options, fmt: str, output: Path | None) -> None:
     """Export the agent's whole memory as markdown or JSON."""
