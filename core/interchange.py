@@ -71,10 +71,6 @@ def import_seed(
         cfg_text = render_toml(config_from_mapping(mapping, str(config)))
     if state is not None:
         hotmod.enforce_limits(state, mem.cfg.hot)  # raises before any write if it cannot fit
-    if facts:
-        outcomes = mem.store_many(facts)
-        report.facts_added = sum(o.created for o in outcomes)
-        report.facts_merged = len(outcomes) - report.facts_added
     for path, desc in nodes:
         try:
             before = set(mem.trees.load().nodes)
@@ -82,6 +78,10 @@ def import_seed(
             report.nodes_added += sorted(set(mem.trees.load().nodes) - before)
         except (LimitExceeded, InvalidInput) as exc:
             report.warnings.append(f"tree node {path} skipped: {exc}")
+    if facts:
+        outcomes = mem.store_many(facts)
+        report.facts_added = sum(o.created for o in outcomes)
+        report.facts_merged = len(outcomes) - report.facts_added
     if state is not None:
         mem.edit_hot(lambda current: _merge_hot(current, state))
         report.hot_imported = True

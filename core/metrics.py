@@ -52,9 +52,10 @@ class DayMetrics:
 
     @property
     def tokens_saved(self) -> int:
-        """Tokens kept out of the agent's context by the day's retrievals."""
+        """Tokens kept out of the agent's context by the day's retrievals. Negative for a very
+        young agent, whose tree index costs more than its few memories would."""
         per_retrieval = self.flat_tokens - self.tree_tokens
-        return max(0, self.retrievals * per_retrieval - self.context_tokens)
+        return self.retrievals * per_retrieval - self.context_tokens
 
 
 class MetricsStore:

@@ -6,24 +6,37 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tiermem.core.config import Config, config_from_mapping, load_config, render_toml, seed_config_to_mapping
+from tiermem.core.config import (
+    Config,
+    config_from_mapping,
+    load_config,
+    render_toml,
+    seed_config_to_mapping,
+)
 from tiermem.core.errors import ConfigError
 
 
 def test_defaults_are_seed_000_values() -> None:
     c = Config()
     assert (c.hot.max_bytes, c.hot.max_lessons, c.hot.max_events, c.hot.max_pending_tasks) == (
-        5120, 20, 10, 10,
+        5120,
+        20,
+        10,
+        10,
     )
     assert (c.warm.max_bytes, c.warm.retention_days) == (51200, 30.0)
     assert (c.scoring.tau_days, c.scoring.reinforcement) == (30.0, 0.1)
     assert (c.scoring.hot_threshold, c.scoring.warm_threshold, c.scoring.cold_threshold) == (
-        0.7, 0.3, 0.05,
+        0.7,
+        0.3,
+        0.05,
     )
     assert c.cold.retention_years == 10.0
     assert (c.tree.max_nodes, c.tree.max_depth, c.tree.max_children, c.tree.max_bytes) == (
-        50, 4, 10, 2048,
+        50,
+        4,
+        10,
+        2048,
     )
     assert c.tree.prune_idle_days == 60.0
 
@@ -91,5 +104,5 @@ def test_render_toml_round_trips(tmp_path: Path) -> None:
 
 def test_seed_config_with_wrong_types_is_refused() -> None:
     seed = json.loads('{"hot": {"max_bytes": "lots"}}')
-    with pytest.raises(ConfigError, match="hot.max_bytes"):
+    with pytest.raises(ConfigError, match=r"hot\.max_bytes"):
         config_from_mapping(seed_config_to_mapping(seed), "config.json")

@@ -5,10 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from tiermem.core.db import Database
 from tiermem.core.errors import StorageError
-from tiermem.core.migrations import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version, split_statements
+from tiermem.core.migrations import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    migrate,
+    schema_version,
+    split_statements,
+)
 
 
 @pytest.fixture

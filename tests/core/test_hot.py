@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from tiermem.core import hot as hotmod
 from tiermem.core.config import HotConfig
 from tiermem.core.engine import Memory

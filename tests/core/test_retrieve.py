@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
 from tiermem.core.retrieve import fts_match, query_terms
@@ -15,15 +14,24 @@ from tiermem.core.warm import NewFact
 @pytest.fixture
 def seeded(mem: Memory) -> Memory:
     mem.tree_add("projects/evoclaw/bsc", "BSC integration for hackathon")
-    mem.store_many([
-        NewFact("Hackathon deadline is Feb 15", "projects/evoclaw/bsc", 0.9),
-        NewFact("Decided on zero go-ethereum deps to keep the binary small",
-                "projects/evoclaw/architecture", 0.8),
-        NewFact("Owner prefers direct technical communication", "owner/preferences", 0.7),
-        NewFact("The deadline for taxes is in April", "owner/finance", 0.5),
-        NewFact("Run tests with pytest -q before pushing", "technical/testing", 0.6,
-                commands=("pytest -q",)),
-    ])
+    mem.store_many(
+        [
+            NewFact("Hackathon deadline is Feb 15", "projects/evoclaw/bsc", 0.9),
+            NewFact(
+                "Decided on zero go-ethereum deps to keep the binary small",
+                "projects/evoclaw/architecture",
+                0.8,
+            ),
+            NewFact("Owner prefers direct technical communication", "owner/preferences", 0.7),
+            NewFact("The deadline for taxes is in April", "owner/finance", 0.5),
+            NewFact(
+                "Run tests with pytest -q before pushing",
+                "technical/testing",
+                0.6,
+                commands=("pytest -q",),
+            ),
+        ]
+    )
     return mem
 
 
@@ -89,9 +97,29 @@ def test_retrieval_reinforces(seeded: Memory, clock) -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ['"', '""', "'", "deadline\"", "NOT", "AND OR NOT", "a*", "-x", "col:val", "(((", "NEAR(a b)",
-     "^start", "🙂🎉", "日本語のクエリ", "naïve café", "x" * 10_000, "deadline " * 2000, "\x00",
-     "%_\\", "a:b:c", "{text}: hackathon"],
+    [
+        '"',
+        '""',
+        "'",
+        'deadline"',
+        "NOT",
+        "AND OR NOT",
+        "a*",
+        "-x",
+        "col:val",
+        "(((",
+        "NEAR(a b)",
+        "^start",
+        "🙂🎉",
+        "日本語のクエリ",
+        "naïve café",
+        "x" * 10_000,
+        "deadline " * 2000,
+        "\x00",
+        "%_\\",
+        "a:b:c",
+        "{text}: hackathon",
+    ],
 )
 def test_hostile_queries_never_raise_sql_errors(seeded: Memory, query: str) -> None:
     result = seeded.retrieve(query)
@@ -106,7 +134,9 @@ def test_empty_query_is_a_clear_error(seeded: Memory, query: str) -> None:
 
 def test_query_terms() -> None:
     assert query_terms("What did we decide about the Hackathon deadline?", 32) == [
-        "decide", "hackathon", "deadline",
+        "decide",
+        "hackathon",
+        "deadline",
     ]
     assert query_terms("the and", 32) == ["the", "and"]  # stopwords only: keep them
     assert query_terms("🙂", 32) == []

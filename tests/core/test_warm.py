@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from tiermem.core.config import ScoringConfig
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
@@ -28,7 +27,14 @@ def test_half_life_is_tau_ln2() -> None:
 
 @pytest.mark.parametrize(
     ("value", "tier"),
-    [(0.7, "hot"), (0.69, "warm"), (0.3, "warm"), (0.29, "cold"), (0.05, "cold"), (0.049, "frozen")],
+    [
+        (0.7, "hot"),
+        (0.69, "warm"),
+        (0.3, "warm"),
+        (0.29, "cold"),
+        (0.05, "cold"),
+        (0.049, "frozen"),
+    ],
 )
 def test_tier_thresholds(value: float, tier: str) -> None:
     assert classify(value, CFG) == tier
@@ -40,8 +46,13 @@ def test_ids_are_content_addressed_per_agent() -> None:
 
 
 def test_store_and_get(mem: Memory, clock) -> None:
-    out = mem.store("Use uv for Python installs", "tools/python", 0.6,
-                    urls=["https://docs.astral.sh/uv/"], commands=["uv tool install x"])
+    out = mem.store(
+        "Use uv for Python installs",
+        "tools/python",
+        0.6,
+        urls=["https://docs.astral.sh/uv/"],
+        commands=["uv tool install x"],
+    )
     record = mem.get(out.id)
     assert record.text == "Use uv for Python installs"
     assert record.category == "tools/python" and record.tier == "warm"
@@ -71,8 +82,15 @@ def test_batch_with_duplicates_inside(mem: Memory) -> None:
 
 @pytest.mark.parametrize(
     ("text", "importance", "category"),
-    [("", 0.5, "c"), ("   ", 0.5, "c"), ("ok", 7, "c"), ("ok", -0.1, "c"), ("ok", 0.5, " / "),
-     ("a\x00b", 0.5, "c"), ("x" * 70_000, 0.5, "c")],
+    [
+        ("", 0.5, "c"),
+        ("   ", 0.5, "c"),
+        ("ok", 7, "c"),
+        ("ok", -0.1, "c"),
+        ("ok", 0.5, " / "),
+        ("a\x00b", 0.5, "c"),
+        ("x" * 70_000, 0.5, "c"),
+    ],
 )
 def test_bad_input_stores_nothing(mem: Memory, text: str, importance: float, category: str) -> None:
     with pytest.raises(InvalidInput):
