@@ -82,7 +82,7 @@ class RetrievalConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     default_limit: Positive = 5
     """Results returned when no limit is given."""
-    candidate_pool: Positive = 100
+    candidate_pool: Positive = 50
     """BM25 candidates re-ranked per query."""
     category_boost: Annotated[float, msgspec.Meta(ge=0.0)] = 0.25
     """Relative relevance bonus for a memory inside a category the tree matched."""

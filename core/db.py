@@ -140,6 +140,26 @@ class Database:
             self._depth = 0
             self.execute("COMMIT")
 
+    @contextmanager
+    def relaxed_transaction(self) -> Iterator[None]:
+        """A transaction whose commit does not wait for fsync (`synchronous = NORMAL`).
+
+        For bookkeeping whose loss on power failure is harmless (access counts, metrics
+        counters): WAL keeps the database consistent, only the last such commits may roll back.
+        Everything a user or agent is told was stored uses `transaction()` (FULL).
+        """
+        with self._lock:
+            if self._depth:
+                with self.transaction():
+                    yield
+                return
+            self.execute("PRAGMA synchronous = NORMAL")
+            try:
+                with self.transaction():
+                    yield
+            finally:
+                self.execute("PRAGMA synchronous = FULL")
+
     def _rollback(self) -> None:
         try:
             self._conn.execute("ROLLBACK").fetchall()

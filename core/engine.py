@@ -33,11 +33,12 @@ TIER_CHOICES = ("warm", "cold", "frozen", "all")
 
 
 def tiers_for(tier: str | None) -> tuple[Tier, ...]:
-    """Default retrieval searches warm and cold; frozen facts only when asked."""
-    if tier is None:
-        return ("warm", "cold")
-    if tier == "all":
+    """Retrieval searches every tier unless asked. `cold` is the whole archive (cold and
+    frozen: frozen facts are cold ones waiting for their retention to end)."""
+    if tier is None or tier == "all":
         return TIERS
+    if tier == "cold":
+        return ("cold", "frozen")
     if tier not in TIERS:
         raise InvalidInput(f"unknown tier {tier!r}: use {', '.join(TIER_CHOICES)}")
     return (tier,)
@@ -141,8 +142,7 @@ class Memory:
         """Explained keyword retrieval; what it returns is reinforced (access count, recency)."""
         now = self.now()
         result = search(
-            self.db,
-            self.agent_id,
+            self.memories,
             self.trees.load(),
             query,
             now=now,
@@ -154,7 +154,7 @@ class Memory:
             budget=budget,
         )
         if reinforce:
-            with self.db.transaction():
+            with self.db.relaxed_transaction():
                 self.memories.reinforce([h.memory.id for h in result.hits], now)
                 self.trees.touch({h.explanation.path for h in result.hits}, now)
                 self.metrics.bump(now, retrievals=1, context_tokens=result.tokens)

@@ -32,34 +32,33 @@ MIGRATIONS: list[str] = [
         source TEXT NOT NULL DEFAULT '',
         size_bytes INTEGER NOT NULL,
         tokens INTEGER NOT NULL,
-        agent_tok TEXT NOT NULL,
         UNIQUE (agent_id, id)
+    );
+    CREATE TABLE agents (
+        agent_id TEXT PRIMARY KEY,
+        slot INTEGER NOT NULL UNIQUE CHECK (slot BETWEEN 1 AND 1048575)
     );
     CREATE INDEX memories_tier ON memories (agent_id, tier, category);
     CREATE INDEX memories_created ON memories (agent_id, tier, created_at);
     CREATE VIRTUAL TABLE memories_fts USING fts5(
-        text, category, urls, commands, paths, agent_tok,
+        text, category, urls, commands, paths,
         content = 'memories', content_rowid = 'seq',
         tokenize = 'porter unicode61 remove_diacritics 2'
     );
     CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
-        INSERT INTO memories_fts (rowid, text, category, urls, commands, paths, agent_tok)
-        VALUES (new.seq, new.text, new.category, new.urls, new.commands, new.paths, new.agent_tok);
+        INSERT INTO memories_fts (rowid, text, category, urls, commands, paths)
+        VALUES (new.seq, new.text, new.category, new.urls, new.commands, new.paths);
     END;
     CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
-        INSERT INTO memories_fts (memories_fts, rowid, text, category, urls, commands, paths,
-                                  agent_tok)
-        VALUES ('delete', old.seq, old.text, old.category, old.urls, old.commands, old.paths,
-                old.agent_tok);
+        INSERT INTO memories_fts (memories_fts, rowid, text, category, urls, commands, paths)
+        VALUES ('delete', old.seq, old.text, old.category, old.urls, old.commands, old.paths);
     END;
     CREATE TRIGGER memories_au AFTER UPDATE OF text, category, urls, commands, paths
     ON memories BEGIN
-        INSERT INTO memories_fts (memories_fts, rowid, text, category, urls, commands, paths,
-                                  agent_tok)
-        VALUES ('delete', old.seq, old.text, old.category, old.urls, old.commands, old.paths,
-                old.agent_tok);
-        INSERT INTO memories_fts (rowid, text, category, urls, commands, paths, agent_tok)
-        VALUES (new.seq, new.text, new.category, new.urls, new.commands, new.paths, new.agent_tok);
+        INSERT INTO memories_fts (memories_fts, rowid, text, category, urls, commands, paths)
+        VALUES ('delete', old.seq, old.text, old.category, old.urls, old.commands, old.paths);
+        INSERT INTO memories_fts (rowid, text, category, urls, commands, paths)
+        VALUES (new.seq, new.text, new.category, new.urls, new.commands, new.paths);
     END;
     CREATE TABLE hot_state (
         agent_id TEXT PRIMARY KEY,

@@ -16,12 +16,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from tiermem.core.config import RetrievalConfig, ScoringConfig
-from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput
+from tiermem.core.scoring import score
 from tiermem.core.tree import TreeIndex, normalize_path
-from tiermem.core.warm import COLUMNS, MemoryRecord, Tier, agent_token
+from tiermem.core.warm import TIERS, MemoryRecord, MemoryStore, Tier
 
 _TERM = re.compile(r"[^\W_]+")
 MAX_TERM_CHARS = 64
@@ -172,10 +173,9 @@ def stem(word: str) -> str:
     return word
 
 
-def fts_match(agent_id: str, terms: Sequence[str]) -> str:
-    """An FTS5 query: the agent's token AND any of the quoted terms."""
-    ored = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    return f'agent_tok : "{agent_token(agent_id)}" AND ({ored})'
+def fts_match(terms: Sequence[str]) -> str:
+    """An FTS5 query matching any of the quoted terms (never FTS5 syntax from the user)."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
 @dataclass(frozen=True)
@@ -223,9 +223,7 @@ def match_tree(tree: TreeIndex, terms: Sequence[str]) -> list[CategoryMatch]:
     stems = {stem(t): t for t in terms}
     matches = []
     for path in sorted(tree.nodes):
-        node = tree.nodes[path]
-        segment_words = {stem(w) for w in _TERM.findall(path.replace("/", " ").casefold())}
-        desc_words = {stem(w.casefold()) for w in _TERM.findall(node.description)}
+        segment_words, desc_words = _node_words(path, tree.nodes[path].description)
         in_path = [stems[s] for s in stems if s in segment_words]
         in_desc = [stems[s] for s in stems if s in desc_words and stems[s] not in in_path]
         reasons = []
@@ -239,8 +237,7 @@ def match_tree(tree: TreeIndex, terms: Sequence[str]) -> list[CategoryMatch]:
 
 
 def search(
-    db: Database,
-    agent_id: str,
+    store: MemoryStore,
     tree: TreeIndex,
     query: str,
     *,
@@ -248,7 +245,7 @@ def search(
     retrieval: RetrievalConfig,
     scoring: ScoringConfig,
     limit: int | None = None,
-    tiers: Sequence[Tier] = ("warm", "cold"),
+    tiers: Sequence[Tier] = TIERS,
     category: str | None = None,
     budget: int | None = None,
 ) -> RetrievalResult:
@@ -267,89 +264,142 @@ def search(
         result.notes.append("the query has no searchable words")
         return result
     result.categories = match_tree(tree, terms)
-    rows = _candidates(db, agent_id, terms, tiers, category, retrieval.candidate_pool)
-    result.candidates = len(rows)
-    hits = _rank(rows, tree, result.categories, terms, now, retrieval, scoring)
+    found = _candidates(store, terms, tiers, category, retrieval.candidate_pool)
+    result.candidates = len(found)
+    ranked = _rank(found, result.categories, now, retrieval, scoring)
     wanted = limit or (retrieval.candidate_pool if budget else retrieval.default_limit)
-    result.hits = _fit(hits, wanted, budget)
-    result.tokens = sum(h.memory.tokens for h in result.hits)
+    chosen = _fit(ranked, wanted, budget)
+    result.hits = _explain(store, tree, chosen, terms, result.categories)
+    result.tokens = sum(c.tokens for c in chosen)
     return result
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    seq: int
+    bm25: float
+    category: str
+    tokens: int
+    relevance: float
+    boost: float
+    tier_score: float
+    score: float
+    matched_category: str | None
+
+
 def _candidates(
-    db: Database,
-    agent_id: str,
+    store: MemoryStore,
     terms: Sequence[str],
     tiers: Sequence[Tier],
     category: str | None,
     pool: int,
-) -> list[tuple[float, MemoryRecord]]:
-    sql = (
-        f"SELECT bm25(memories_fts, 1.0, 0.5, 0.25, 0.25, 0.25, 0.0) AS r, "
-        f"{', '.join('m.' + c.strip() for c in COLUMNS.split(','))} "
-        "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND m.agent_id = ? AND m.tier IN ({','.join('?' * len(tiers))})"
-    )
-    params: list[object] = [fts_match(agent_id, terms), agent_id, *tiers]
-    if category:
-        path = normalize_path(category)
-        sql += " AND (m.category = ? OR substr(m.category, 1, ?) = ?)"
-        params += [path, len(path) + 1, path + "/"]
-    sql += " ORDER BY r LIMIT ?"
-    params.append(pool)
-    return [(float(r[0]), MemoryRecord.from_row(r[1:])) for r in db.query(sql, params)]
+) -> list[tuple[int, float, str, float, float, int, int]]:
+    """The best `pool` matches: (row, bm25, category, importance, created_at, access_count,
+    tokens). The agent's rowid range scopes the FTS5 walk; a tier or category filter needs
+    the join inside the search, otherwise only the pool's rows are looked up."""
+    in_range = "memories_fts.rowid BETWEEN ? << 32 AND (? << 32) + 4294967295"
+    bm25 = "bm25(memories_fts, 1.0, 0.5, 0.25, 0.25, 0.25)"
+    fields = "m.category, m.importance, m.created_at, m.access_count, m.tokens"
+    params: list[object] = [fts_match(terms), store.slot, store.slot]
+    if set(tiers) == set(TIERS) and not category:
+        sql = (
+            f"SELECT f.rowid, f.r, {fields} FROM (SELECT rowid, {bm25} AS r FROM memories_fts "
+            f"WHERE memories_fts MATCH ? AND {in_range} ORDER BY r LIMIT ?) AS f "
+            "JOIN memories m ON m.seq = f.rowid ORDER BY f.r"
+        )
+        params.append(pool)
+    else:
+        sql = (
+            f"SELECT m.seq, {bm25} AS r, {fields} FROM memories_fts "
+            "JOIN memories m ON m.seq = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {in_range} AND m.agent_id = ? "
+            f"AND m.tier IN ({','.join('?' * len(tiers))})"
+        )
+        params += [store.agent_id, *tiers]
+        if category:
+            path = normalize_path(category)
+            sql += " AND (m.category = ? OR substr(m.category, 1, ?) = ?)"
+            params += [path, len(path) + 1, path + "/"]
+        sql += " ORDER BY r LIMIT ?"
+        params.append(pool)
+    rows = store.db.query(sql, params)
+    return [
+        (int(r[0]), float(r[1]), r[2], float(r[3]), float(r[4]), int(r[5]), int(r[6])) for r in rows
+    ]
 
 
 def _rank(
-    rows: list[tuple[float, MemoryRecord]],
-    tree: TreeIndex,
+    found: list[tuple[int, float, str, float, float, int, int]],
     categories: list[CategoryMatch],
-    terms: Sequence[str],
     now: float,
     retrieval: RetrievalConfig,
     scoring: ScoringConfig,
-) -> list[Hit]:
-    if not rows:
+) -> list[_Candidate]:
+    if not found:
         return []
-    best = max(-bm25 for bm25, _ in rows) or 1.0
+    best = max(-row[1] for row in found) or 1.0
+    reasons = {c.path for c in categories}
+    ranked = []
+    for seq, bm25, category, importance, created_at, access_count, tokens in found:
+        matched = _matched_category(category, reasons)
+        relevance = -bm25 / best
+        boost = retrieval.category_boost if matched else 0.0
+        tier_score = score(importance, created_at, access_count, now, scoring)
+        final = relevance * (1.0 + boost) + retrieval.tier_tiebreak * tier_score
+        ranked.append(
+            _Candidate(seq, bm25, category, tokens, relevance, boost, tier_score, final, matched)
+        )
+    ranked.sort(key=lambda c: (-c.score, c.seq))
+    return ranked
+
+
+def _explain(
+    store: MemoryStore,
+    tree: TreeIndex,
+    chosen: list[_Candidate],
+    terms: Sequence[str],
+    categories: list[CategoryMatch],
+) -> list[Hit]:
+    """Full records and explanations, only for the memories actually returned."""
+    records = store.by_seqs([c.seq for c in chosen])
     reasons = {c.path: c.reason for c in categories}
     term_stems = [(t, stem(t)) for t in terms]
     hits = []
-    for bm25, memory in rows:
-        path = tree.node_for(memory.category)
-        matched = _matched_category(memory.category, reasons)
-        relevance = -bm25 / best
-        boost = retrieval.category_boost if matched else 0.0
-        tier_score = memory.score(now, scoring)
-        final = relevance * (1.0 + boost) + retrieval.tier_tiebreak * tier_score
-        words = {
-            stem(w.casefold())
-            for w in _TERM.findall(
-                " ".join(
-                    (memory.text, memory.category, *memory.urls, *memory.commands, *memory.paths)
-                )
-            )
-        }
+    for c in chosen:
+        memory = records[c.seq]
+        searchable = " ".join(
+            (memory.text, memory.category, *memory.urls, *memory.commands, *memory.paths)
+        )
+        words = {stem(w.casefold()) for w in _TERM.findall(searchable)}
         explanation = Explanation(
-            path=path,
-            tree_match=f"{matched}: {reasons[matched]}" if matched else None,
+            path=tree.node_for(memory.category),
+            tree_match=f"{c.matched_category}: {reasons[c.matched_category]}"
+            if c.matched_category
+            else None,
             matched_terms=tuple(t for t, s in term_stems if s in words),
-            bm25=bm25,
-            relevance=relevance,
-            category_boost=boost,
-            tier_score=tier_score,
-            score=final,
+            bm25=c.bm25,
+            relevance=c.relevance,
+            category_boost=c.boost,
+            tier_score=c.tier_score,
+            score=c.score,
             tier=memory.tier,
         )
         hits.append(Hit(memory, explanation))
-    hits.sort(key=lambda h: (-h.explanation.score, h.memory.id))
     return hits
 
 
-def _matched_category(category: str, reasons: dict[str, str]) -> str | None:
+@lru_cache(maxsize=1024)
+def _node_words(path: str, description: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Stemmed words of a node's path and description (cached: the tree changes rarely)."""
+    segment = frozenset(stem(w) for w in _TERM.findall(path.replace("/", " ").casefold()))
+    desc = frozenset(stem(w.casefold()) for w in _TERM.findall(description))
+    return segment, desc
+
+
+def _matched_category(category: str, matched: set[str]) -> str | None:
     """The deepest tree match that contains `category`."""
     best = None
-    for path in reasons:
+    for path in matched:
         if (category == path or category.startswith(path + "/")) and (
             best is None or len(path) > len(best)
         ):
@@ -357,16 +407,16 @@ def _matched_category(category: str, reasons: dict[str, str]) -> str | None:
     return best
 
 
-def _fit(hits: list[Hit], limit: int, budget: int | None) -> list[Hit]:
-    """The best `limit` hits, skipping any that would overflow the token budget."""
+def _fit(ranked: list[_Candidate], limit: int, budget: int | None) -> list[_Candidate]:
+    """The best `limit` candidates, skipping any that would overflow the token budget."""
     if budget is None:
-        return hits[:limit]
-    chosen: list[Hit] = []
+        return ranked[:limit]
+    chosen: list[_Candidate] = []
     used = 0
-    for hit in hits:
+    for candidate in ranked:
         if len(chosen) == limit:
             break
-        if used + hit.memory.tokens <= budget:
-            chosen.append(hit)
-            used += hit.memory.tokens
+        if used + candidate.tokens <= budget:
+            chosen.append(candidate)
+            used += candidate.tokens
     return chosen

@@ -37,9 +37,29 @@ def memory_id(agent_id: str, text: str) -> str:
     return hashlib.sha256(f"{agent_id}\0{normalize_text(text)}".encode()).hexdigest()[:16]
 
 
-def agent_token(agent_id: str) -> str:
-    """A single FTS token naming the agent, so scoping happens inside the full-text index."""
-    return "a" + hashlib.sha256(agent_id.encode()).hexdigest()[:16]
+SLOT_BITS = 32
+
+
+def register_agent(db: Database, agent_id: str) -> int:
+    """The agent's slot: its memories' row ids are `slot << 32 | n`.
+
+    Each agent owning one contiguous rowid range is what scopes full-text search: FTS5 walks
+    only the rows between the range bounds, so one agent's query costs what it would in a home
+    of its own.
+    """
+    slot = db.scalar("SELECT slot FROM agents WHERE agent_id = ?", (agent_id,))
+    if slot is None:
+        with db.transaction():
+            slot = db.scalar("SELECT slot FROM agents WHERE agent_id = ?", (agent_id,))
+            if slot is None:
+                slot = int(db.scalar("SELECT COALESCE(MAX(slot), 0) + 1 FROM agents"))
+                db.execute("INSERT INTO agents (agent_id, slot) VALUES (?, ?)", (agent_id, slot))
+    return int(slot)
+
+
+def seq_range(slot: int) -> tuple[int, int]:
+    low = slot << SLOT_BITS
+    return low, low + (1 << SLOT_BITS) - 1
 
 
 @dataclass(frozen=True)
@@ -149,7 +169,8 @@ class MemoryStore:
     def __init__(self, db: Database, agent_id: str) -> None:
         self.db = db
         self.agent_id = agent_id
-        self.agent_tok = agent_token(agent_id)
+        self.slot = register_agent(db, agent_id)
+        self.seq_low, self.seq_high = seq_range(self.slot)
 
     def put(self, facts: Sequence[tuple[NewFact, str]], now: float) -> list[StoreOutcome]:
         """Insert new facts (each with its normalized category) or reinforce existing ones.
@@ -162,6 +183,7 @@ class MemoryStore:
         tokens = count_tokens_many([f.text for f, _ in facts])
         inserts: list[tuple[object, ...]] = []
         outcomes: list[StoreOutcome] = []
+        next_seq = self._next_seq()
         pending: dict[str, int] = {}
         for (fact, category), fid, n_tokens in zip(facts, ids, tokens, strict=True):
             old = existing.get(fid)
@@ -180,6 +202,7 @@ class MemoryStore:
             created = now if fact.created_at is None else fact.created_at
             inserts.append(
                 (
+                    str(next_seq + len(inserts)),  # 64-bit: bound as text (driver trap)
                     self.agent_id,
                     fid,
                     fact.text,
@@ -196,18 +219,24 @@ class MemoryStore:
                     fact.source,
                     size,
                     n_tokens,
-                    self.agent_tok,
                 )
             )
             outcomes.append(StoreOutcome(fid, True, category, n_tokens))
         if inserts:
             self.db.executemany(
-                "INSERT INTO memories (agent_id, id, text, category, importance, created_at, "
+                "INSERT INTO memories (seq, agent_id, id, text, category, importance, created_at, "
                 "access_count, last_access, tier, tier_changed_at, urls, commands, paths, source, "
-                "size_bytes, tokens, agent_tok) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "size_bytes, tokens) VALUES (CAST(? AS INTEGER),?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 inserts,
             )
         return outcomes
+
+    def _next_seq(self) -> int:
+        last = self.db.scalar(
+            "SELECT MAX(seq) FROM memories WHERE seq BETWEEN ? << 32 AND (? << 32) + 4294967295",
+            (self.slot, self.slot),
+        )
+        return self.seq_low + 1 if last is None else int(last) + 1
 
     def _reinforce_on_store(self, fid: str, fact: NewFact, now: float) -> None:
         old = self.get_many([fid])
@@ -250,14 +279,18 @@ class MemoryStore:
         return out
 
     def by_seqs(self, seqs: Sequence[int]) -> dict[int, MemoryRecord]:
-        if not seqs:
-            return {}
-        marks = ",".join("?" * len(seqs))
-        rows = self.db.query(
-            f"SELECT seq, {COLUMNS} FROM memories WHERE agent_id = ? AND seq IN ({marks})",
-            (self.agent_id, *seqs),
-        )
+        rows = self._rows_by_seq(f"seq, {COLUMNS}", seqs)
         return {int(r[0]): MemoryRecord.from_row(r[1:]) for r in rows}
+
+    def _rows_by_seq(self, columns: str, seqs: Sequence[int]) -> list[Row]:
+        if not seqs:
+            return []
+        marks = ",".join(["CAST(? AS INTEGER)"] * len(seqs))  # 64-bit row ids go as text
+        return self.db.query(
+            # `+agent_id` keeps the planner on rowid lookups instead of scanning the agent index.
+            f"SELECT {columns} FROM memories WHERE +agent_id = ? AND seq IN ({marks})",
+            (self.agent_id, *(str(s) for s in seqs)),
+        )
 
     def in_tier(self, tier: Tier) -> list[MemoryRecord]:
         """Every row of one tier. Only for warm (bounded by its size limit) or for chunks of

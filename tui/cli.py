@@ -134,7 +134,9 @@ def store(
 @app.command()
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(min=1), help="Most results (default 5).")
-@click.option("--tier", type=TIER, help="Search only this tier (default: warm and cold).")
+@click.option(
+    "--tier", type=TIER, help="Search only this tier (default: all; cold includes frozen)."
+)
 @click.option("--category", help="Only this category and below.")
 @click.option("--budget", type=click.IntRange(min=1), help="Token budget for the results.")
 @pass_options
@@ -160,8 +162,6 @@ def cold(opts: Options, query: str, limit: int) -> None:
     """Search the cold archive (cold and frozen facts)."""
     with opts.open() as mem:
         result = mem.retrieve(query, limit=limit, tier="cold")
-        frozen = mem.retrieve(query, limit=limit, tier="frozen", reinforce=False)
-    result.hits = sorted(result.hits + frozen.hits, key=lambda h: -h.explanation.score)[:limit]
     emit(opts, retrieval_payload(result), lambda: render_retrieval(result))
 
 

@@ -145,3 +145,16 @@ class TestLibsqlTraps:
         raw.execute("CREATE TABLE a (x); CREATE TABLE b (x)")
         names = raw.execute("SELECT name FROM sqlite_master ORDER BY name").fetchall()
         assert names == [("a",)]
+
+
+def test_relaxed_transaction_restores_full_sync(db: Database) -> None:
+    db.execute("CREATE TABLE t (a)")
+    with db.relaxed_transaction():
+        assert db.scalar("PRAGMA synchronous") == 1  # NORMAL inside
+        db.execute("INSERT INTO t VALUES (1)")
+    assert db.scalar("PRAGMA synchronous") == 2
+    with pytest.raises(RuntimeError), db.relaxed_transaction():
+        db.execute("INSERT INTO t VALUES (2)")
+        raise RuntimeError("rolled back")
+    assert db.scalar("PRAGMA synchronous") == 2
+    assert db.query("SELECT a FROM t") == [(1,)]
