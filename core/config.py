@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import msgspec
 from tiermem.core.errors import ConfigError
+from tiermem.core.paths import read_text
 
 Positive = Annotated[int, msgspec.Meta(gt=0)]
 Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
@@ -123,11 +124,7 @@ def load_config(path: Path) -> Config:
     if not path.exists():
         return Config()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
+        data = tomllib.loads(read_text(path, ConfigError))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML ({exc})") from None
     return config_from_mapping(data, str(path))

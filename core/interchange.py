@@ -17,6 +17,7 @@ import msgspec
 from tiermem.core import hot as hotmod
 from tiermem.core.config import config_from_mapping, render_toml, seed_config_to_mapping
 from tiermem.core.errors import InvalidInput, LimitExceeded, TiermemError
+from tiermem.core.paths import read_text
 from tiermem.core.warm import TIERS, MemoryRecord, NewFact
 
 if TYPE_CHECKING:
@@ -42,11 +43,7 @@ class ImportReport:
 
 def read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InvalidInput(f"{path}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{path}: not UTF-8 text") from None
+        return json.loads(read_text(path, InvalidInput))
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
 

@@ -65,30 +65,25 @@ class MetricsStore:
 
     def bump(self, now: float, **counts: int) -> None:
         """Add to today's counters (inside the caller's transaction)."""
-        unknown = set(counts) - set(COUNTERS)
-        if unknown:
-            raise ValueError(f"unknown counters {sorted(unknown)}")
-        names = list(counts)
-        sets = ", ".join(f"{n} = {n} + excluded.{n}" for n in names)
-        self.db.execute(
-            f"INSERT INTO metrics_daily (agent_id, day, {', '.join(names)}) "
-            f"VALUES (?, ?, {', '.join('?' * len(names))}) "
-            f"ON CONFLICT (agent_id, day) DO UPDATE SET {sets}",
-            (self.agent_id, day_of(now), *[int(counts[n]) for n in names]),
-        )
+        self._upsert(now, counts, COUNTERS, "{n} = {n} + excluded.{n}")
 
     def snapshot(self, now: float, **gauges: int) -> None:
         """Set today's gauges."""
-        unknown = set(gauges) - set(GAUGES)
+        self._upsert(now, gauges, GAUGES, "{n} = excluded.{n}")
+
+    def _upsert(
+        self, now: float, values: dict[str, int], allowed: tuple[str, ...], update: str
+    ) -> None:
+        unknown = set(values) - set(allowed)
         if unknown:
-            raise ValueError(f"unknown gauges {sorted(unknown)}")
-        names = list(gauges)
-        sets = ", ".join(f"{n} = excluded.{n}" for n in names)
+            raise ValueError(f"unknown metrics {sorted(unknown)}")
+        names = list(values)
+        sets = ", ".join(update.format(n=n) for n in names)
         self.db.execute(
             f"INSERT INTO metrics_daily (agent_id, day, {', '.join(names)}) "
             f"VALUES (?, ?, {', '.join('?' * len(names))}) "
             f"ON CONFLICT (agent_id, day) DO UPDATE SET {sets}",
-            (self.agent_id, day_of(now), *[int(gauges[n]) for n in names]),
+            (self.agent_id, day_of(now), *[int(values[n]) for n in names]),
         )
 
     def history(self, days: int) -> list[DayMetrics]:

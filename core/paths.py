@@ -8,11 +8,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
-from tiermem.core.errors import InvalidInput, StorageError
+from tiermem.core.errors import InvalidInput, StorageError, TiermemError
 
 HOME_ENV = "TIERMEM_HOME"
 DEFAULT_AGENT = "default"
 _AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def read_text(path: Path, error: type[TiermemError]) -> str:
+    """A user-supplied text file, or `error` with a one-line reason."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise error(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: not UTF-8 text") from None
 
 
 def validate_agent_id(agent_id: str) -> str:
