@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from tiermem.core import snapshot
 from tiermem.core.errors import InvalidInput
 from tiermem.core.scoring import DAY, classify
 from tiermem.core.tree import normalize_path
@@ -95,6 +96,8 @@ def consolidate(mem: Memory, mode: str) -> ConsolidationReport:
         if chosen == "full":
             report.analysis = _analyse_tree(mem)
         mem.metrics.bump(now, evictions=len(report.evicted), promotions=len(report.promoted))
+        if report.promoted or report.tree_pruned or report.tree_added:
+            snapshot.enqueue(mem.db, mem.agent_id, "consolidation", now)
     mem.write_memory_md()
     report.after = sizes(mem)
     mem.snapshot_metrics()

@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from tiermem.core import hot as hotmod
+from tiermem.core import snapshot
 from tiermem.core.config import Config, load_config
 from tiermem.core.consolidate import ConsolidationReport, consolidate
 from tiermem.core.db import Database
@@ -120,10 +121,13 @@ class Memory:
             return []
         with self.db.transaction():
             index = self.trees.load()
+            known = len(index.nodes)
             nodes = {self.trees.ensure(category, now, index) for _, category in batch}
             outcomes = self.memories.put(batch, now)
             self.trees.touch(nodes, now)
             self.metrics.bump(now, stores=sum(o.created for o in outcomes))
+            if len(index.nodes) != known:
+                snapshot.enqueue(self.db, self.agent_id, "tree", now)
         return outcomes
 
     def get(self, memory_id: str) -> MemoryRecord:
@@ -176,6 +180,7 @@ class Memory:
             state = self.hot_store.load()
             value = change(state)
             pruned = self.hot_store.save(state, now)
+            snapshot.enqueue(self.db, self.agent_id, "hot", now)
         self.write_memory_md()
         return value, pruned
 
@@ -227,15 +232,20 @@ class Memory:
 
     def tree_add(self, path: str, description: str) -> TreeNode:
         with self.db.transaction():
+            snapshot.enqueue(self.db, self.agent_id, "tree", self.now())
             return self.trees.add(path, description, self.now())
 
     def tree_remove(self, path: str) -> list[str]:
         with self.db.transaction():
+            snapshot.enqueue(self.db, self.agent_id, "tree", self.now())
             return self.trees.remove(path)
 
     def tree_prune(self) -> list[str]:
         with self.db.transaction():
-            return self.trees.prune(self.now())
+            removed = self.trees.prune(self.now())
+            if removed:
+                snapshot.enqueue(self.db, self.agent_id, "tree", self.now())
+            return removed
 
     # -- maintenance and metrics -----------------------------------------------------------
 

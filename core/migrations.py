@@ -93,6 +93,17 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (agent_id, day)
     );
     """,
+    # 2: the durable sync outbox: one row per change of critical state (hot + tree) to push.
+    """
+    CREATE TABLE outbox (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX outbox_agent ON outbox (agent_id, seq);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
