@@ -14,12 +14,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.agent_gen import CATEGORIES, generate, queries
 from tiermem.core.engine import Memory
 from tiermem.core.retrieve import fts_match, query_terms
 from tiermem.core.tokens import count_tokens
 from tiermem.core.warm import NewFact
-
-from benchmarks.agent_gen import CATEGORIES, generate, queries
 
 YEAR = 365.25 * 86400.0
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
+
 from tiermem.core.errors import ConfigError
 from tiermem.core.paths import read_text
 

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import msgspec
+
 from tiermem.core.config import HotConfig
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput, LimitExceeded, NotFound

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+
 from tiermem.core import hot as hotmod
 from tiermem.core.config import config_from_mapping, render_toml, seed_config_to_mapping
 from tiermem.core.errors import InvalidInput, LimitExceeded, TiermemError

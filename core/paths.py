@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
+
 from tiermem.core.errors import InvalidInput, StorageError, TiermemError
 
 HOME_ENV = "TIERMEM_HOME"

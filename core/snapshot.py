@@ -12,6 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+
 from tiermem.core import hot as hotmod
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput

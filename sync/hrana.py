@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Final, Literal, TypeAlias
 
 import httpx
+
 from tiermem.core.errors import InvalidInput, TiermemError
 
 __all__ = [

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
 from tiermem.core.engine import Memory
 from tiermem.core.scoring import DAY
 

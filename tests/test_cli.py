@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tiermem.tui.cli import run
 
 SEED = Path(__file__).parent / "fixtures" / "seed"

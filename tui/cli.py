@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 import msgspec
+
 from tiermem.core.consolidate import MODES, ConsolidationReport
-from tiermem.core.engine import TIER_CHOICES, Memory
+from tiermem.core.engine import TIER_CHOICES
 from tiermem.core.errors import InvalidInput, TiermemError
 from tiermem.core.interchange import (
     SEED_FILES,
@@ -33,25 +33,14 @@ from tiermem.core.retrieve import RetrievalResult
 from tiermem.core.scoring import half_life_days
 from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import TreeIndex
+from tiermem.tui import cli_sync, cli_write
+from tiermem.tui.clikit import Options, emit, pass_options
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 TIER = click.Choice(TIER_CHOICES)
-
-
-@dataclass
-class Options:
-    home: Path | None
-    agent_id: str
-    json: bool
-
-    def open(self) -> Memory:
-        return Memory(self.home, self.agent_id)
-
-
-pass_options = click.make_pass_decorator(Options)
 
 
 @click.group(context_settings=CONTEXT)
@@ -70,21 +59,6 @@ pass_options = click.make_pass_decorator(Options)
 def app(ctx: click.Context, home: Path | None, agent_id: str, as_json: bool) -> None:
     """Tiered long-term memory for AI agents: hot, warm and cold tiers with a tree index."""
     ctx.obj = Options(home=home, agent_id=agent_id, json=as_json)
-
-
-def emit(opts: Options, payload: dict[str, Any], text: str | Callable[[], str]) -> None:
-    if opts.json:
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=_json_default) + "\n")
-    else:
-        sys.stdout.write((text() if callable(text) else text).rstrip("\n") + "\n")
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, msgspec.Struct):
-        return msgspec.to_builtins(value)
-    raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
 # -- store / retrieve / cold ---------------------------------------------------------------
@@ -576,6 +550,11 @@ def export(opts: Options, fmt: str, output: Path | None) -> None:
 
 
 # -- entry point ---------------------------------------------------------------------------
+
+
+for command_module in (cli_write, cli_sync):
+    for command in command_module.COMMANDS:
+        app.add_command(command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

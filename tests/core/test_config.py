@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from tiermem.core.config import (
     Config,
     config_from_mapping,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from tiermem.core.db import Database
 from tiermem.core.errors import StorageError
 from tiermem.core.migrations import (

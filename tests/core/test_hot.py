@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from tiermem.core import hot as hotmod
 from tiermem.core.config import HotConfig
 from tiermem.core.engine import Memory

@@ -14,6 +14,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
 from tiermem.core import hot as hotmod
 from tiermem.core.config import Config, HotConfig, ScoringConfig, TreeConfig, WarmConfig
 from tiermem.core.engine import Memory

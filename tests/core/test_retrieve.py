@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
 from tiermem.core.retrieve import fts_match, query_terms

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from tiermem.core import snapshot
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from tiermem.core.config import ScoringConfig
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound

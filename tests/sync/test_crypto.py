@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+
 from tiermem.core.errors import InvalidInput, TiermemError
 from tiermem.sync import crypto as c
 

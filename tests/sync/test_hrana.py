@@ -15,6 +15,10 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.sync import faultproxy
+from tests.sync.faultproxy import FaultProxy
+from tests.sync.sqld import SqldServer, free_port
 from tiermem.core.errors import InvalidInput, TiermemError
 from tiermem.sync.hrana import (
     AuthFailed,
@@ -31,10 +35,6 @@ from tiermem.sync.hrana import (
     parse_retry_after,
     to_base_url,
 )
-
-from tests.sync import faultproxy
-from tests.sync.faultproxy import FaultProxy
-from tests.sync.sqld import SqldServer, free_port
 
 SENTINEL = "SENTINEL-TOKEN-7f3a9c-do-not-leak"
 BASE = "https://db.example.test"
