@@ -1,24 +1,35 @@
 """Retrieval quality on LongMemEval (public data, MIT) against same-run baselines.
 
     .venv/bin/python -m benchmarks.longmemeval [--split s|oracle] [--questions N]
+        [--systems tiermem,fts5,fts5-porter,bm25s] [--types T,...] [--half dev|test]
+        [--set retrieval.length_penalty=0] [--embed-cache FILE]
 
 Each question's haystack sessions become one agent's memories (one memory per turn, dated by its
-session), ingested through tiermem's public API into a fresh home. The question is the query.
-Baselines index exactly the same memories: raw SQLite FTS5 `bm25()` (unicode61), FTS5 with the
-porter tokenizer, and `bm25s` (if installed). Reported per question type and overall:
-recall@5, recall@10 and MRR of the evidence turns (`has_answer`) and of the evidence sessions
-(`answer_session_ids`), and query latency p50/p95.
+session), ingested through tiermem's public API into a fresh home; the question is the query,
+asked at the question's date. Baselines index exactly the same memories: raw SQLite FTS5
+`bm25()` (unicode61), FTS5 with the porter tokenizer, and `bm25s` (if installed). Reported per
+question type and overall: recall@5, recall@10 and MRR of the evidence turns (`has_answer`) and
+of the evidence sessions (`answer_session_ids`), and query latency p50/p95 (the first query
+after indexing, as an agent would ask it).
+
+More systems: `tiermem-vector`, `tiermem-hybrid`, `tiermem-fallback` (the `vector` extra;
+embeddings are computed while indexing, outside the timed query, and kept in `--embed-cache` so
+a rerun does not recompute them), and `tiermem-llm` (LLM tree search; needs an endpoint in
+TIERMEM_LLM_BASE_URL / TIERMEM_LLM_MODEL, skipped with a note otherwise). `--half dev` and
+`--half test` keep the even or odd questions: settings are chosen on dev, then checked on test.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import lzma
 import re
 import sqlite3
 import statistics
 import tempfile
 import time
+import tomllib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,8 +39,11 @@ from typing import Any
 
 import msgspec
 
+from tiermem.core import vectors
+from tiermem.core.config import Config, config_from_mapping
 from tiermem.core.engine import Memory
-from tiermem.core.retrieve import STOPWORDS, fts_match, query_terms
+from tiermem.core.llm import settings_from
+from tiermem.core.retrieve import STOPWORDS, fts_match
 from tiermem.core.warm import MAX_TEXT_BYTES, NewFact, memory_id
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
@@ -63,7 +77,8 @@ def load(split: str) -> tuple[list[dict[str, Any]], Callable[[dict[str, Any]], l
 
 
 def parse_date(text: str) -> float:
-    return datetime.strptime(text[:10], "%Y/%m/%d").replace(tzinfo=UTC).timestamp()
+    """'2023/05/20 (Sat) 14:21' (LongMemEval's dates carry no zone: read as UTC)."""
+    return datetime.strptime(text, "%Y/%m/%d (%a) %H:%M").replace(tzinfo=UTC).timestamp()
 
 
 def build(question: dict[str, Any], sessions: list[Any]) -> Haystack:
@@ -107,31 +122,83 @@ class System:
 
 
 class Tiermem(System):
-    name = "tiermem"
+    """tiermem through its public API; `mode` keyword, vector, hybrid or fallback (keyword with
+    the vector fallback on), or `llm` for LLM tree search."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, mode: str = "keyword", overrides: dict[str, Any] | None = None):
         self.root = root
+        self.mode = mode
+        self.name = "tiermem" if mode == "keyword" else f"tiermem-{mode}"
         self.count = 0
+        settings: dict[str, Any] = {"dedup": {"near": False}}
+        for section, values in (overrides or {}).items():
+            settings.setdefault(section, {}).update(values)
+        if mode == "fallback":
+            settings.setdefault("retrieval", {})["vector_fallback"] = True
+        # Exact duplicates still merge (content-addressed ids); near-duplicate merging is off
+        # so that every system holds the very same memories.
+        self.config = config_from_mapping(settings, "benchmark settings")
 
     def index(self, stack: Haystack) -> None:
         self.count += 1
-        self.mem = Memory(self.root / f"h{self.count}", "bench", clock=lambda: max(stack.dates))
+        asked = parse_date(stack.question["question_date"])
+        home = self.root / f"{self.name}-{self.count}"
+        self.mem = Memory(home, "bench", config=self.config, clock=lambda: asked)
         facts = [
             NewFact(text, f"chat/{role}", 0.5, created_at=date, source="longmemeval")
             for text, role, date in zip(stack.texts, stack.roles, stack.dates, strict=True)
         ]
         outcomes = self.mem.store_many(facts)
         self.position = {o.id: i for i, o in enumerate(outcomes)}
+        if self.mode in ("vector", "hybrid", "fallback"):
+            vectors.VectorIndex(self.mem.memories).sync()  # indexing, not the timed query
 
     def search(self, query: str) -> list[int]:
+        mode = self.mode if self.mode in ("vector", "hybrid") else None
         try:
-            result = self.mem.retrieve(query, limit=K, reinforce=False)
+            result = self.mem.retrieve(
+                query, limit=K, reinforce=False, mode=mode, llm=self.mode == "llm"
+            )
         except Exception:  # an empty query is a clear error; count it as no result
             return []
         return [self.position[h.memory.id] for h in result.hits]
 
     def close(self) -> None:
         self.mem.close()
+
+
+class CachedEmbedder:
+    """The real embedder behind a content-addressed cache on disk (SQLite), so that reruns of
+    the benchmark (other fusion weights, say) do not embed the same 100,000 turns again."""
+
+    def __init__(self, inner: vectors.Embedder, path: Path) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dimensions = inner.dimensions
+        self.db = sqlite3.connect(path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS e (key TEXT PRIMARY KEY, v BLOB NOT NULL)")
+        self.hits = self.misses = 0
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.name}\0{text}".encode()).hexdigest()
+
+    def embed(self, texts: Sequence[str]) -> list[bytes]:
+        keys = [self._key(t) for t in texts]
+        known: dict[str, bytes] = {}
+        for start in range(0, len(keys), 500):
+            part = keys[start : start + 500]
+            sql = f"SELECT key, v FROM e WHERE key IN ({','.join('?' * len(part))})"
+            known.update(self.db.execute(sql, part).fetchall())
+        todo = [i for i, k in enumerate(keys) if k not in known]
+        if todo:
+            fresh = self.inner.embed([texts[i] for i in todo])
+            rows = [(keys[i], v) for i, v in zip(todo, fresh, strict=True)]
+            self.db.executemany("INSERT OR REPLACE INTO e (key, v) VALUES (?, ?)", rows)
+            self.db.commit()
+            known.update(rows)
+        self.hits += len(keys) - len(todo)
+        self.misses += len(todo)
+        return [known[k] for k in keys]
 
 
 class Fts5(System):
@@ -142,8 +209,9 @@ class Fts5(System):
     def index(self, stack: Haystack) -> None:
         self.db = sqlite3.connect(":memory:")
         self.db.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, tokenize='{self.tokenizer}')")
-        self.db.executemany("INSERT INTO t (rowid, text) VALUES (?, ?)",
-                            [(i, t) for i, t in enumerate(stack.texts)])
+        self.db.executemany(
+            "INSERT INTO t (rowid, text) VALUES (?, ?)", [(i, t) for i, t in enumerate(stack.texts)]
+        )
 
     def search(self, query: str) -> list[int]:
         words = list(dict.fromkeys(w.casefold() for w in _WORD.findall(query)))
@@ -222,8 +290,10 @@ def mean(values: list[float]) -> float:
 def report(results: dict[str, dict[str, Scores]]) -> None:
     systems = list(results)
     types = sorted({t for per in results.values() for t in per})
-    header = (f"{'system':<13}{'type':<27}{'n':>4}  turn r@5  r@10   mrr | sess r@5  r@10   mrr"
-              " | p50 ms  p95 ms")
+    header = (
+        f"{'system':<17}{'type':<27}{'n':>4}  turn r@5  r@10   mrr | sess r@5  r@10   mrr"
+        " | p50 ms  p95 ms"
+    )
     print(header)
     print("-" * len(header))
     for qtype in [*types, "overall"]:
@@ -239,7 +309,7 @@ def report(results: dict[str, dict[str, Scores]]) -> None:
             lat = sorted(s.latency)
             p95 = lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))] if lat else 0.0
             print(
-                f"{name:<13}{qtype:<27}{len(s.sess_r5):>4}  {mean(s.turn_r5):8.3f} "
+                f"{name:<17}{qtype:<27}{len(s.sess_r5):>4}  {mean(s.turn_r5):8.3f} "
                 f"{mean(s.turn_r10):5.3f} {mean(s.turn_mrr):5.3f} | {mean(s.sess_r5):8.3f} "
                 f"{mean(s.sess_r10):5.3f} {mean(s.sess_mrr):5.3f} | "
                 f"{statistics.median(lat) * 1000 if lat else 0:6.2f} {p95 * 1000:7.2f}"
@@ -247,22 +317,104 @@ def report(results: dict[str, dict[str, Scores]]) -> None:
         print()
 
 
+BASELINES = ("fts5", "fts5-porter", "bm25s")
+TIERMEM_MODES = {
+    "tiermem": "keyword",
+    "tiermem-vector": "vector",
+    "tiermem-hybrid": "hybrid",
+    "tiermem-fallback": "fallback",
+    "tiermem-llm": "llm",
+}
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """['retrieval.length_penalty=0'] → {'retrieval': {'length_penalty': 0}} (TOML values)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        section, _, name = key.strip().partition(".")
+        out.setdefault(section, {})[name] = tomllib.loads(f"v = {value.strip()}")["v"]
+    return out
+
+
+def make_systems(names: Sequence[str], root: Path, overrides: dict[str, Any]) -> list[System]:
+    systems: list[System] = []
+    for name in names:
+        if name in TIERMEM_MODES:
+            mode = TIERMEM_MODES[name]
+            if mode in ("vector", "hybrid", "fallback") and not vectors.installed():
+                print(
+                    f"{name}: skipped (the vector extra is not installed: {vectors.INSTALL_HINT})"
+                )
+                continue
+            if mode == "llm" and not settings_from(Config().llm).configured:
+                print(
+                    f"{name}: skipped (no LLM endpoint: set TIERMEM_LLM_BASE_URL and "
+                    "TIERMEM_LLM_MODEL to measure LLM tree search)"
+                )
+                continue
+            systems.append(Tiermem(root, mode, overrides))
+        elif name == "fts5":
+            systems.append(Fts5("unicode61"))
+        elif name == "fts5-porter":
+            systems.append(Fts5("porter unicode61"))
+        elif name == "bm25s":
+            try:
+                systems.append(Bm25s())
+            except ImportError:
+                print("bm25s not installed: that baseline is skipped (pip install bm25s)")
+        else:
+            raise SystemExit(f"unknown system {name!r}")
+    return systems
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--split", choices=sorted(FILES), default="s")
     parser.add_argument("--questions", type=int, default=0, help="first N questions (0 = all)")
+    parser.add_argument(
+        "--systems",
+        default=",".join(["tiermem", *BASELINES]),
+        help=f"comma list of {', '.join([*TIERMEM_MODES, *BASELINES])}",
+    )
+    parser.add_argument("--types", default="", help="only these question types (comma list)")
+    parser.add_argument(
+        "--half", choices=("dev", "test"), help="even (dev) or odd (test) questions"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="a tiermem config override (TOML value), repeatable",
+    )
+    parser.add_argument(
+        "--embed-cache",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "tiermem-lme-embeddings.sqlite",
+        help="where vector systems keep computed embeddings",
+    )
     args = parser.parse_args()
     questions, sessions_of = load(args.split)
+    if args.half:
+        questions = questions[args.half == "test" :: 2]
+    if args.types:
+        wanted = set(args.types.split(","))
+        questions = [q for q in questions if q["question_type"] in wanted]
     if args.questions:
         questions = questions[: args.questions]
+    overrides = parse_overrides(args.set)
     started = time.perf_counter()
+    cache = None
     with tempfile.TemporaryDirectory(prefix="tiermem-lme-") as tmp:
-        systems: list[System] = [Tiermem(Path(tmp)), Fts5("unicode61"),
-                                 Fts5("porter unicode61")]
-        try:
-            systems.append(Bm25s())
-        except ImportError:
-            print("bm25s not installed: that baseline is skipped (pip install bm25s)")
+        systems = make_systems(args.systems.split(","), Path(tmp), overrides)
+        if any(
+            isinstance(s, Tiermem) and s.mode in ("vector", "hybrid", "fallback") for s in systems
+        ):
+            cache = CachedEmbedder(vectors.default_embedder(), args.embed_cache)
+            vectors.set_default_embedder(cache)
         results: dict[str, dict[str, Scores]] = {s.name: defaultdict(Scores) for s in systems}
         truncated = 0
         for question in questions:
@@ -277,10 +429,14 @@ def main() -> None:
                 scores = results[system.name][question["question_type"]]
                 scores.latency.append(elapsed)
                 score_question(stack, ranked, scores)
-    print(f"LongMemEval {args.split}: {len(questions)} questions, top-{K}, "
-          f"{time.perf_counter() - started:.0f} s; {truncated} turns truncated to 64 KB; "
-          f"stopwords: {len(STOPWORDS)}; query terms as tiermem extracts them, e.g. "
-          f"{query_terms(questions[0]['question'], 32)}")
+    print(
+        f"LongMemEval {args.split}: {len(questions)} questions"
+        f"{' (' + args.half + ' half)' if args.half else ''}, top-{K}, "
+        f"{time.perf_counter() - started:.0f} s; {truncated} turns truncated to 64 KB; "
+        f"stopwords: {len(STOPWORDS)}; overrides: {overrides or 'none'}"
+    )
+    if cache:
+        print(f"embeddings: {cache.misses} computed, {cache.hits} from {args.embed_cache}")
     report(results)
 
 

@@ -6,6 +6,7 @@ A bad file is a one-line `ConfigError` naming the file and the key.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any
@@ -80,18 +81,89 @@ class TreeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class RetrievalConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Keyword retrieval: tree match + FTS5 BM25 + a weak tier-score tie-break."""
+    """Retrieval: tree match + FTS5 BM25 with a length prior, time cues, an optional vector
+    index, and a weak tier-score tie-break."""
 
     default_limit: Positive = 5
     """Results returned when no limit is given."""
-    candidate_pool: Positive = 50
-    """BM25 candidates re-ranked per query."""
+    candidate_pool: Positive = 30
+    """BM25 candidates re-ranked per query (and vector candidates fused in hybrid mode)."""
     category_boost: Annotated[float, msgspec.Meta(ge=0.0)] = 0.25
     """Relative relevance bonus for a memory inside a category the tree matched."""
     tier_tiebreak: Annotated[float, msgspec.Meta(ge=0.0)] = 0.01
     """Weight of the tier score: a tie-break only, never a relevance signal."""
     max_query_terms: Positive = 32
     """Distinct query terms used; the rest of a very long query is ignored."""
+    length_penalty: Annotated[float, msgspec.Meta(ge=0.0, le=2.0)] = 0.3
+    """Exponent of the length prior: BM25 × tokens^-length_penalty (0 = plain BM25). A long
+    memory that mentions a word once is less about it than a short one."""
+    temporal_boost: Annotated[float, msgspec.Meta(ge=0.0)] = 0.25
+    """Relative bonus for a memory dated inside a window the query names ("last week",
+    "in May", "three days ago"); 0 turns time cues off (their words are then searched)."""
+    mode: Annotated[str, msgspec.Meta(pattern="^(keyword|vector|hybrid)$")] = "keyword"
+    """Default mode: keyword, vector (embedding similarity) or hybrid (both fused). The vector
+    and hybrid modes need the `vector` extra and the libSQL driver."""
+    vector_fallback: bool = False
+    """In keyword mode, add vector results when the keyword search finds fewer than
+    `fallback_min_results` memories (keyword results stay first)."""
+    fallback_min_results: Positive = 2
+    """Keyword results below which the vector fallback runs (seed 004's minPrimaryResults)."""
+    fallback_min_coverage: Fraction = 0.0
+    """The fallback also runs when the best keyword result contains less than this share of
+    the query's terms (0 = only the count above decides)."""
+    hybrid_vector_weight: Fraction = 0.5
+    """Hybrid mode: weight of the embedding similarity against keyword relevance (both
+    normalised to their best candidate)."""
+
+
+class DedupConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Deduplication on every write. An exact duplicate (same normalized text: same content
+    hash) always reinforces the stored memory; a near-duplicate does too when `near` is on."""
+
+    near: bool = True
+    """Also merge near-duplicates (normalized text similarity ≥ `similarity`)."""
+    similarity: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.9
+    """difflib ratio of the normalized texts (case, punctuation, spacing ignored) from which two
+    facts count as one. Facts that differ in a number, a URL or a negation never merge."""
+    window: Positive = 2000
+    """Near-duplicates are looked for among this many newest warm memories of the agent."""
+
+
+class DistillConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Distillation: raw conversation → structured facts → one-line summary."""
+
+    mode: Annotated[str, msgspec.Meta(pattern="^(rule|llm)$")] = "rule"
+    """Default mode: rule (regex/heuristics, no LLM) or llm (an OpenAI-compatible endpoint)."""
+    max_facts: Positive = 20
+    """Facts kept from one conversation (the most important first)."""
+    summary_bytes: Positive = 30
+    """The core summary is shorter than this many UTF-8 bytes (seed stage 2→3)."""
+    min_words: Positive = 3
+    """A message or line with fewer meaningful words (stopwords aside) is trivial: skipped."""
+
+
+class LLMConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """An OpenAI-compatible chat endpoint for `--mode llm`. The environment variables
+    TIERMEM_LLM_BASE_URL, TIERMEM_LLM_MODEL and TIERMEM_LLM_API_KEY override these keys (keep the
+    key in the environment rather than in this file)."""
+
+    base_url: str = ""
+    """e.g. http://127.0.0.1:8080/v1 (the path before /chat/completions)."""
+    model: str = ""
+    api_key: str = ""
+    timeout_seconds: PositiveFloat = 30.0
+    """Per connect/read; a slower answer falls back to rule mode."""
+    max_input_chars: Positive = 48000
+    """A longer conversation is distilled in rule mode (and says so)."""
+
+
+class IngestConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Daily notes (memory/YYYY-MM-DD.md) and the watcher."""
+
+    daily_dir: str = ""
+    """Folder of the daily notes; empty means `memory/` inside the memory home."""
+    debounce_seconds: Annotated[float, msgspec.Meta(gt=0.0, le=60.0)] = 0.5
+    """The watcher ingests a file once it has been quiet for this long."""
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -103,6 +175,10 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     cold: ColdConfig = msgspec.field(default_factory=ColdConfig)
     tree: TreeConfig = msgspec.field(default_factory=TreeConfig)
     retrieval: RetrievalConfig = msgspec.field(default_factory=RetrievalConfig)
+    dedup: DedupConfig = msgspec.field(default_factory=DedupConfig)
+    distill: DistillConfig = msgspec.field(default_factory=DistillConfig)
+    llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
+    ingest: IngestConfig = msgspec.field(default_factory=IngestConfig)
 
     def __post_init__(self) -> None:
         s = self.scoring
@@ -189,6 +265,7 @@ def render_toml(config: Config) -> str:
     for section, block in msgspec.structs.asdict(config).items():
         lines.append(f"[{section}]")
         for key, value in msgspec.structs.asdict(block).items():
-            lines.append(f"{key} = {value!r}")
+            shown = json.dumps(value) if isinstance(value, bool | str) else repr(value)
+            lines.append(f"{key} = {shown}")
         lines.append("")
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from tiermem.core import snapshot
+from tiermem.core.curate import pinned_ids
 from tiermem.core.errors import InvalidInput
 from tiermem.core.scoring import DAY, classify
 from tiermem.core.tree import normalize_path
@@ -24,6 +25,8 @@ from tiermem.core.warm import MemoryRecord, Tier
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
+    from tiermem.core.ingest import IngestReport
+    from tiermem.core.memory_md import MemoryMdReport
 
 Mode = Literal["quick", "daily", "monthly", "full"]
 MODES: tuple[Mode, ...] = ("quick", "daily", "monthly", "full")
@@ -62,6 +65,10 @@ class ConsolidationReport:
     tree_pruned: list[str] = field(default_factory=list)
     tree_added: list[str] = field(default_factory=list)
     analysis: list[str] = field(default_factory=list)
+    ingested: IngestReport | None = None
+    """Daily notes ingested first (daily, monthly and full modes)."""
+    memory_md: MemoryMdReport | None = None
+    """Hand edits of MEMORY.md read back first."""
 
     @property
     def evicted(self) -> list[Move]:
@@ -124,12 +131,17 @@ def _quick(mem: Memory, now: float, report: ConsolidationReport) -> None:
     _promote(mem, [(m, s) for m, s in warm if s >= scoring.hot_threshold], now, report)
     retention = mem.cfg.warm.retention_days * DAY
     kept = []
+    pinned = pinned_ids(mem.db, mem.agent_id)  # a person pinned these: never evicted
     for memory, score in warm:
+        if memory.id in pinned:
+            continue
         if now - memory.created_at > retention and score < scoring.warm_threshold:
             _evict(mem, memory, score, "expired", now, report)
         else:
             kept.append((memory, score))
-    total = sum(m.size_bytes for m, _ in kept)
+    total = sum(m.size_bytes for m, _ in kept) + sum(
+        m.size_bytes for m, _ in warm if m.id in pinned
+    )
     for memory, score in sorted(kept, key=lambda x: (x[1], x[0].created_at, x[0].id)):
         if total <= mem.cfg.warm.max_bytes:
             break
@@ -160,6 +172,8 @@ def _promote(
         return
     state = mem.hot_store.load()
     known = {lesson.source_id for lesson in state.critical_lessons}
+    # A memory is promoted once: a lesson a person removed from hot is not brought back.
+    known |= _promoted_before(mem, [m.id for m, _ in candidates])
     fresh = [(m, s) for m, s in candidates if m.id not in known]
     if not fresh:
         return
@@ -169,6 +183,23 @@ def _promote(
         )
         report.moves.append(Move(memory.id, memory.text, "warm", "hot", score, "score ≥ hot"))
     report.hot_pruned += mem.hot_store.save(state, now)
+    mem.db.executemany(
+        "INSERT INTO promoted (agent_id, id, promoted_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (agent_id, id) DO NOTHING",
+        [(mem.agent_id, m.id, now) for m, _ in fresh],
+    )
+
+
+def _promoted_before(mem: Memory, ids: list[str]) -> set[str]:
+    found: set[str] = set()
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        rows = mem.db.query(
+            f"SELECT id FROM promoted WHERE agent_id = ? AND id IN ({','.join('?' * len(chunk))})",
+            (mem.agent_id, *chunk),
+        )
+        found |= {r[0] for r in rows}
+    return found
 
 
 def _rescore_archive(mem: Memory, now: float, report: ConsolidationReport) -> None:

@@ -6,18 +6,19 @@ single transaction, and leaves every invariant (hot ≤ 5 KB, tree limits, agent
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tiermem.core import hot as hotmod
-from tiermem.core import snapshot
+from tiermem.core import metadata, snapshot
 from tiermem.core.config import Config, load_config
-from tiermem.core.consolidate import ConsolidationReport, consolidate
+from tiermem.core.consolidate import ConsolidationReport, check_mode, consolidate
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput
 from tiermem.core.hot import HotState, HotStore
@@ -27,7 +28,21 @@ from tiermem.core.paths import DEFAULT_AGENT, Home, default_home, validate_agent
 from tiermem.core.retrieve import RetrievalResult, search
 from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import TreeIndex, TreeNode, TreeStore, normalize_path
-from tiermem.core.warm import TIERS, MemoryRecord, MemoryStore, NewFact, StoreOutcome, Tier
+from tiermem.core.warm import (
+    MAX_METADATA_ITEMS,
+    TIERS,
+    MemoryRecord,
+    MemoryStore,
+    NewFact,
+    StoreOutcome,
+    Tier,
+)
+
+if TYPE_CHECKING:
+    from tiermem.core.conversation import ConversationReport
+    from tiermem.core.ingest import IngestReport
+    from tiermem.core.memory_md import MemoryMdReport
+    from tiermem.core.transcript import Transcript
 
 T = TypeVar("T")
 TIER_CHOICES = ("warm", "cold", "frozen", "all")
@@ -71,6 +86,7 @@ class Memory:
         self.hot_store = HotStore(self.db, self.agent_id, self.cfg.hot)
         self.trees = TreeStore(self.db, self.agent_id, self.cfg.tree)
         self.metrics = MetricsStore(self.db, self.agent_id)
+        self.last_memory_md: MemoryMdReport | None = None
 
     def now(self) -> float:
         return float(self._clock())
@@ -114,16 +130,20 @@ class Memory:
         return self.store_many([fact])[0]
 
     def store_many(self, facts: Iterable[NewFact]) -> list[StoreOutcome]:
-        """Store facts in one transaction; their categories grow the tree where limits allow."""
+        """Store facts in one transaction; their categories grow the tree where limits allow.
+
+        URLs, commands and paths in a fact's text join the metadata given with it; a duplicate
+        (exact, or near with `[dedup] near`) reinforces the stored memory instead (its outcome
+        says `merged_into`)."""
         now = self.now()
-        batch = [(fact, normalize_path(fact.category)) for fact in facts]
+        batch = [(with_metadata(fact), normalize_path(fact.category)) for fact in facts]
         if not batch:
             return []
         with self.db.transaction():
             index = self.trees.load()
             known = len(index.nodes)
             nodes = {self.trees.ensure(category, now, index) for _, category in batch}
-            outcomes = self.memories.put(batch, now)
+            outcomes = self.memories.put(batch, now, self.cfg.dedup)
             self.trees.touch(nodes, now)
             self.metrics.bump(now, stores=sum(o.created for o in outcomes))
             if len(index.nodes) != known:
@@ -142,21 +162,63 @@ class Memory:
         category: str | None = None,
         budget: int | None = None,
         reinforce: bool = True,
+        mode: str | None = None,
+        llm: bool = False,
     ) -> RetrievalResult:
-        """Explained keyword retrieval; what it returns is reinforced (access count, recency)."""
+        """Explained retrieval; what it returns is reinforced (access count, recency).
+
+        `mode`: keyword (default, `[retrieval] mode`), vector or hybrid (the `vector` extra and
+        the libSQL driver). `llm`: LLM tree search (the `[llm]` endpoint chooses categories);
+        any failure of it falls back to keyword mode, and the result's notes say why."""
+        from tiermem.core import retrieve as retrieval_mod
+
+        cfg = self.cfg.retrieval
+        chosen = mode or cfg.mode
+        if chosen not in retrieval_mod.MODES:
+            raise InvalidInput(
+                f"unknown retrieval mode {chosen!r}: use {', '.join(retrieval_mod.MODES)}"
+            )
+        if llm and mode not in (None, "keyword"):
+            raise InvalidInput("LLM tree search ranks inside the chosen categories by keyword")
+        notes: list[str] = []
+        vectors = None
+        if chosen != "keyword" or (cfg.vector_fallback and not llm):
+            from tiermem.core.vectors import VectorIndex, VectorUnavailable
+
+            try:
+                vectors = VectorIndex(self.memories)
+            except VectorUnavailable as exc:
+                if chosen != "keyword":
+                    raise
+                notes.append(f"vector fallback unavailable: {exc}")
+        tree = self.trees.load(with_counts=llm)
+        paths = None
+        if llm:
+            from tiermem.core import treesearch
+            from tiermem.core.llm import settings_from
+
+            try:
+                complete = treesearch.endpoint(settings_from(self.cfg.llm))
+                paths = treesearch.choose_paths(tree, query, complete)
+            except treesearch.TreeSearchError as exc:
+                notes.append(f"LLM tree search failed ({exc}): keyword mode")
         now = self.now()
         result = search(
             self.memories,
-            self.trees.load(),
+            tree,
             query,
             now=now,
-            retrieval=self.cfg.retrieval,
+            retrieval=cfg,
             scoring=self.cfg.scoring,
             limit=limit,
             tiers=tiers_for(tier),
             category=category,
             budget=budget,
+            mode=chosen,
+            vectors=vectors,
+            llm_paths=paths,
         )
+        result.notes[:0] = notes
         if reinforce:
             with self.db.relaxed_transaction():
                 self.memories.reinforce([h.memory.id for h in result.hits], now)
@@ -175,6 +237,7 @@ class Memory:
         Returns what `change` returned and what was pruned. If the limits cannot hold, nothing
         is saved.
         """
+        self.read_back_memory_md()  # hand edits of MEMORY.md first: never overwritten unread
         now = self.now()
         with self.db.transaction():
             state = self.hot_store.load()
@@ -183,6 +246,14 @@ class Memory:
             snapshot.enqueue(self.db, self.agent_id, "hot", now)
         self.write_memory_md()
         return value, pruned
+
+    def read_back_memory_md(self) -> MemoryMdReport:
+        """Read hand edits of MEMORY.md into the hot state (unparsed lines become warm facts)
+        and regenerate it; the report is also kept as `last_memory_md`."""
+        from tiermem.core.memory_md import read_back
+
+        self.last_memory_md = read_back(self)
+        return self.last_memory_md
 
     def update_hot(self, key: str, values: dict[str, Any]) -> list[str]:
         return self.edit_hot(lambda s: HotStore.update_mapping(s, key, values))[1]
@@ -250,7 +321,57 @@ class Memory:
     # -- maintenance and metrics -----------------------------------------------------------
 
     def consolidate(self, mode: str = "quick") -> ConsolidationReport:
-        return consolidate(self, mode)
+        """Maintenance (see `core.consolidate`). Hand edits of MEMORY.md are read back first;
+        daily, monthly and full also ingest the daily notes (seed v2.2)."""
+        chosen = check_mode(mode)
+        memory_md = self.read_back_memory_md()
+        ingested = None
+        if chosen != "quick":
+            from tiermem.core.ingest import ingest_daily
+
+            ingested = ingest_daily(self, memory_md=False)
+        report = consolidate(self, chosen)
+        report.memory_md, report.ingested = memory_md, ingested
+        return report
+
+    # -- the write path --------------------------------------------------------------------
+
+    def ingest_daily(self, folder: Path | None = None) -> IngestReport:
+        """Ingest daily notes (idempotent) and read back MEMORY.md edits."""
+        from tiermem.core.ingest import ingest_daily
+
+        return ingest_daily(self, folder)
+
+    def conversation_end(
+        self, transcript: Transcript, text: str, *, mode: str | None = None
+    ) -> ConversationReport:
+        from tiermem.core.conversation import conversation_end
+
+        return conversation_end(self, transcript, text, mode=mode)
+
+    def search_url(self, fragment: str) -> list[MemoryRecord]:
+        """Memories (every tier) with a URL containing `fragment`, newest first."""
+        if not fragment.strip():
+            raise InvalidInput("URL fragment is empty")
+        return self.memories.search_url(fragment.strip())
+
+    def all_urls(self) -> dict[str, list[str]]:
+        """Every stored URL (every tier) → the ids of the memories holding it, read in chunks."""
+        out: dict[str, list[str]] = {}
+        last = 0
+        while True:
+            rows = self.db.query(
+                "SELECT seq, id, urls FROM memories WHERE agent_id = ? AND urls != '' AND seq > ? "
+                "ORDER BY seq LIMIT 2000",
+                (self.agent_id, last),
+            )
+            if not rows:
+                return out
+            last = int(rows[-1][0])
+            for _, memory_id_, urls in rows:
+                for url in str(urls).split("\n"):
+                    if url:
+                        out.setdefault(url, []).append(memory_id_)
 
     def snapshot_metrics(self) -> DayMetrics:
         """Record today's gauges (sizes, tokens) and return today's metrics."""
@@ -286,6 +407,20 @@ class Memory:
             lines = [f"- [{h.explanation.path or 'root'}] {h.memory.text}" for h in results.hits]
             parts.append("## Relevant memories\n\n" + "\n".join(lines) + "\n")
         return "\n".join(parts)
+
+
+def with_metadata(fact: NewFact) -> NewFact:
+    """The fact with the URLs, commands and paths of its text added to its metadata (at most 50
+    of each kind: what was given explicitly comes first)."""
+    found = metadata.extract(fact.text)
+    if not found:
+        return fact
+    return dataclasses.replace(
+        fact,
+        urls=tuple(metadata.fit((*fact.urls, *found.urls), MAX_METADATA_ITEMS)),
+        commands=tuple(metadata.fit((*fact.commands, *found.commands), MAX_METADATA_ITEMS)),
+        paths=tuple(metadata.fit((*fact.paths, *found.paths), MAX_METADATA_ITEMS)),
+    )
 
 
 def _atomic_write(path: Path, text: str) -> None:

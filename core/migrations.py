@@ -104,6 +104,112 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX outbox_agent ON outbox (agent_id, seq);
     """,
+    # 3: curation (core/curate.py): pinned memories (consolidation never evicts them), the
+    # forgotten archive (a forgotten memory leaves retrieval but is kept, so a forget can be
+    # undone), and a bounded access log (the last 20 reinforcements of each memory).
+    """
+    ALTER TABLE memories ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE forgotten (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        data TEXT NOT NULL,
+        forgotten_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, id)
+    );
+    CREATE INDEX forgotten_recent ON forgotten (agent_id, forgotten_at);
+    CREATE TABLE access_log (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE INDEX access_log_memory ON access_log (agent_id, id, at);
+    CREATE TRIGGER memories_access AFTER UPDATE OF access_count ON memories
+    WHEN new.access_count > old.access_count BEGIN
+        INSERT INTO access_log (agent_id, id, at)
+        VALUES (new.agent_id, new.id, COALESCE(new.last_access, new.tier_changed_at));
+        DELETE FROM access_log WHERE agent_id = new.agent_id AND id = new.id AND rowid NOT IN (
+            SELECT rowid FROM access_log WHERE agent_id = new.agent_id AND id = new.id
+            ORDER BY at DESC, rowid DESC LIMIT 20
+        );
+    END;
+    CREATE TRIGGER memories_access_gone AFTER DELETE ON memories BEGIN
+        DELETE FROM access_log WHERE agent_id = old.agent_id AND id = old.id;
+    END;
+    """,
+    # 4: encrypted sync (sync/engine.py): one row per agent with the non-secret settings
+    # (server URL, device id, epoch, the vault key wrapped to this device and to the recovery
+    # key / passphrase), the last hybrid-logical-clock version issued, the push in flight (sent
+    # again byte for byte until the server confirms it) and the last push / error for status.
+    # Secrets (token, device private key) live in the OS keyring or a 0600 file, never here.
+    """
+    CREATE TABLE sync_state (
+        agent_id TEXT PRIMARY KEY,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'ready')),
+        url TEXT NOT NULL,
+        device_id TEXT NOT NULL,
+        epoch INTEGER NOT NULL,
+        secret_ref TEXT NOT NULL,
+        secret_store TEXT NOT NULL,
+        device_wrap BLOB NOT NULL,
+        recovery_wrap BLOB NOT NULL,
+        passphrase_wrap BLOB,
+        registered INTEGER NOT NULL DEFAULT 0,
+        hlc TEXT NOT NULL DEFAULT '',
+        inflight_version TEXT,
+        inflight_envelope BLOB,
+        inflight_seq INTEGER,
+        inflight_digest TEXT,
+        last_digest TEXT,
+        last_push_at REAL,
+        last_push_version TEXT,
+        pushes INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT,
+        last_error_at REAL,
+        retry_at REAL,
+        created_at REAL NOT NULL
+    );
+    """,
+    # 5: the write path (core/ingest.py, core/conversation.py): each source already ingested (a
+    # daily note by file name, a conversation by session id or digest) with its content digest,
+    # the items it produced (a note line or a distilled fact → the memory it became, and whether
+    # it created that memory), and the memories consolidation promoted into hot once (never
+    # again: a lesson a person removed from hot is not brought back).
+    """
+    CREATE TABLE ingest_sources (
+        agent_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        ingested_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, source)
+    );
+    CREATE TABLE ingest_items (
+        agent_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        item TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        created INTEGER NOT NULL,
+        PRIMARY KEY (agent_id, source, item)
+    );
+    CREATE INDEX ingest_items_memory ON ingest_items (agent_id, memory_id);
+    CREATE TABLE promoted (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        promoted_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, id)
+    );
+    """,
+    # 6: the optional vector index (core/vectors.py): one embedding per memory row, with the
+    # memory's content id it was computed from (an edit changes the id, so a stale vector is
+    # recognisable). A plain table on both drivers; libSQL's vector index on it is created when
+    # vector retrieval is first used (stdlib sqlite3 cannot maintain it). No trigger touches it,
+    # so deleting memories works on both drivers: orphans are cleaned by the next vector sync.
+    """
+    CREATE TABLE memory_vectors (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL,
+        embedding F32_BLOB(384) NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

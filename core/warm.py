@@ -10,13 +10,16 @@ import hashlib
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from tiermem.core.config import ScoringConfig
+from tiermem.core.config import DedupConfig, ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.scoring import score
 from tiermem.core.tokens import count_tokens_many
+
+if TYPE_CHECKING:
+    from tiermem.core.dedup import NearIndex
 
 Tier = Literal["warm", "cold", "frozen"]
 TIERS: tuple[Tier, ...] = ("warm", "cold", "frozen")
@@ -93,12 +96,14 @@ class NewFact:
             object.__setattr__(self, name, clean_metadata(getattr(self, name), name))
 
 
-def clean_metadata(values: Iterable[str], what: str) -> tuple[str, ...]:
+def clean_metadata(values: Iterable[str], what: str, cap: bool = False) -> tuple[str, ...]:
     out: list[str] = []
     for value in values:
         item = " ".join(str(value).split())
         if item and item not in out:
             out.append(item)
+    if cap:
+        del out[MAX_METADATA_ITEMS:]
     if len(out) > MAX_METADATA_ITEMS:
         raise InvalidInput(f"more than {MAX_METADATA_ITEMS} {what}")
     return tuple(out)
@@ -161,6 +166,8 @@ class StoreOutcome:
     category: str
     tokens: int
     merged_into: str | None = None
+    similarity: float | None = None
+    """1.0 for an exact duplicate, the text similarity for a near-duplicate."""
 
 
 class MemoryStore:
@@ -171,44 +178,67 @@ class MemoryStore:
         self.agent_id = agent_id
         self.slot = register_agent(db, agent_id)
         self.seq_low, self.seq_high = seq_range(self.slot)
+        self._near: NearIndex | None = None
+        self._near_mark: tuple[int, float] | None = None
 
-    def put(self, facts: Sequence[tuple[NewFact, str]], now: float) -> list[StoreOutcome]:
+    def put(
+        self,
+        facts: Sequence[tuple[NewFact, str]],
+        now: float,
+        dedup: DedupConfig | None = None,
+    ) -> list[StoreOutcome]:
         """Insert new facts (each with its normalized category) or reinforce existing ones.
 
-        Must run inside a transaction. A fact already stored gains one access, the higher of the
-        two importances and the union of the metadata; its tier and age do not change.
+        Must run inside a transaction. A fact already stored — the same normalized text, or with
+        `dedup.near` a near-duplicate among the newest `dedup.window` memories — gains one
+        access, the higher of the two importances and the union of the metadata; its text, tier
+        and age do not change.
         """
         ids = [memory_id(self.agent_id, f.text) for f, _ in facts]
-        existing = {r.id: r for r in self.get_many(ids)}
+        existing = {r.id: r.category for r in self.get_many(ids)}
         tokens = count_tokens_many([f.text for f, _ in facts])
-        inserts: list[tuple[object, ...]] = []
+        near = self._near_index(dedup) if dedup is not None and dedup.near else None
         outcomes: list[StoreOutcome] = []
         next_seq = self._next_seq()
-        pending: dict[str, int] = {}
         for (fact, category), fid, n_tokens in zip(facts, ids, tokens, strict=True):
-            old = existing.get(fid)
-            if old is not None or fid in pending:
+            if fid in existing:
                 self._reinforce_on_store(fid, fact, now)
                 outcomes.append(
                     StoreOutcome(
-                        fid, False, old.category if old else category, n_tokens, merged_into=fid
+                        fid, False, existing[fid], n_tokens, merged_into=fid, similarity=1.0
                     )
                 )
                 continue
-            pending[fid] = len(inserts)
+            match = self._near_match(near, fact.text) if near is not None else None
+            if match is not None:
+                target, target_category, ratio = match
+                self._reinforce_on_store(target, fact, now)
+                outcomes.append(
+                    StoreOutcome(
+                        target,
+                        False,
+                        target_category,
+                        n_tokens,
+                        merged_into=target,
+                        similarity=round(ratio, 4),
+                    )
+                )
+                continue
             size = len(fact.text.encode()) + sum(
                 len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
             )
-            created = now if fact.created_at is None else fact.created_at
-            inserts.append(
+            self.db.execute(
+                "INSERT INTO memories (seq, agent_id, id, text, category, importance, created_at, "
+                "access_count, last_access, tier, tier_changed_at, urls, commands, paths, source, "
+                "size_bytes, tokens) VALUES (CAST(? AS INTEGER),?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    str(next_seq + len(inserts)),  # 64-bit: bound as text (driver trap)
+                    str(next_seq),  # 64-bit: bound as text (driver trap)
                     self.agent_id,
                     fid,
                     fact.text,
                     category,
                     float(fact.importance),
-                    created,
+                    now if fact.created_at is None else fact.created_at,
                     fact.access_count,
                     None,
                     "warm",
@@ -219,17 +249,52 @@ class MemoryStore:
                     fact.source,
                     size,
                     n_tokens,
-                )
+                ),
             )
+            next_seq += 1
+            existing[fid] = category
+            if near is not None:
+                near.add(fid, fact.text)
             outcomes.append(StoreOutcome(fid, True, category, n_tokens))
-        if inserts:
-            self.db.executemany(
-                "INSERT INTO memories (seq, agent_id, id, text, category, importance, created_at, "
-                "access_count, last_access, tier, tier_changed_at, urls, commands, paths, source, "
-                "size_bytes, tokens) VALUES (CAST(? AS INTEGER),?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                inserts,
-            )
         return outcomes
+
+    def _near_index(self, cfg: DedupConfig) -> NearIndex:
+        """The newest `cfg.window` memories, indexed for near-duplicate lookups. Kept between
+        writes of this connection; rebuilt when another connection committed (`data_version`)
+        (the oldest entries leave as new ones come: it holds at most the window)."""
+        version = float(self.db.scalar("PRAGMA data_version"))
+        mark = (cfg.window, version)
+        index = self._near
+        if index is None or self._near_mark != mark or index.threshold != cfg.similarity:
+            from tiermem.core.dedup import NearIndex
+
+            index = NearIndex(cfg.similarity, capacity=cfg.window)
+            rows = self.db.query(
+                "SELECT id, text FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) "
+                "AND CAST(? AS INTEGER) AND +agent_id = ? ORDER BY seq DESC LIMIT ?",
+                (str(self.seq_low), str(self.seq_high), self.agent_id, cfg.window),
+            )
+            for row in reversed(rows):
+                index.add(row[0], row[1])
+            self._near, self._near_mark = index, mark
+        return index
+
+    def _near_match(self, index: NearIndex, text: str) -> tuple[str, str, float] | None:
+        """(id, category, similarity) of the stored near-duplicate of `text`. A candidate is
+        checked against the database first: an index entry whose row is gone or whose text
+        changed is dropped, never merged into."""
+        from tiermem.core.dedup import near_key
+
+        for candidate, ratio in index.find(text):
+            row = self.db.query_one(
+                "SELECT text, category FROM memories WHERE agent_id = ? AND id = ?",
+                (self.agent_id, candidate),
+            )
+            if row is None or near_key(row[0]) != index.key_of(candidate):
+                index.remove(candidate)
+                continue
+            return candidate, row[1], ratio
+        return None
 
     def _next_seq(self) -> int:
         last = self.db.scalar(
@@ -243,9 +308,10 @@ class MemoryStore:
         if not old:
             return
         record = old[0]
-        urls = clean_metadata((*record.urls, *fact.urls), "urls")
-        commands = clean_metadata((*record.commands, *fact.commands), "commands")
-        paths = clean_metadata((*record.paths, *fact.paths), "paths")
+        # The union keeps what the memory had first; beyond 50 of a kind the newest are dropped.
+        urls = clean_metadata((*record.urls, *fact.urls), "urls", cap=True)
+        commands = clean_metadata((*record.commands, *fact.commands), "commands", cap=True)
+        paths = clean_metadata((*record.paths, *fact.paths), "paths", cap=True)
         self.db.execute(
             "UPDATE memories SET access_count = access_count + 1, last_access = ?, "
             "importance = MAX(importance, ?), urls = ?, commands = ?, paths = ? "
@@ -349,6 +415,9 @@ class MemoryStore:
         )
 
     def delete(self, ids: Sequence[str]) -> None:
+        if self._near is not None:
+            for memory_id_ in ids:
+                self._near.remove(memory_id_)
         for chunk in _chunks(list(ids), 500):
             marks = ",".join("?" * len(chunk))
             self.db.execute(

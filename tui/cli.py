@@ -7,8 +7,12 @@ printed as a traceback unless TIERMEM_DEBUG=1.
 
 from __future__ import annotations
 
+import dataclasses
+import ipaddress
 import json
 import os
+import shlex
+import socket
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -43,7 +47,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 TIER = click.Choice(TIER_CHOICES)
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(context_settings=CONTEXT, invoke_without_command=True)
 @click.option(
     "--home",
     type=click.Path(path_type=Path),
@@ -57,8 +61,16 @@ TIER = click.Choice(TIER_CHOICES)
 @click.version_option(package_name="tiermem")
 @click.pass_context
 def app(ctx: click.Context, home: Path | None, agent_id: str, as_json: bool) -> None:
-    """Tiered long-term memory for AI agents: hot, warm and cold tiers with a tree index."""
+    """Tiered long-term memory for AI agents: hot, warm and cold tiers with a tree index.
+
+    Without a command, opens the terminal UI (the same as `tiermem tui`).
+    """
     ctx.obj = Options(home=home, agent_id=agent_id, json=as_json)
+    if ctx.invoked_subcommand is None:
+        if not interactive_terminal():  # a script or a pipe: the help, not a full-screen app
+            click.echo(ctx.get_help())
+            return
+        run_tui(ctx.obj)
 
 
 # -- store / retrieve / cold ---------------------------------------------------------------
@@ -93,15 +105,21 @@ def store(
             text, category, importance, urls=url, commands=command, paths=path, source="cli"
         )
         node = mem.trees.load().node_for(outcome.category)
+        record = mem.get(outcome.id)
     payload = {
         "id": outcome.id,
         "created": outcome.created,
         "deduplicated": not outcome.created,
+        "merged_into": outcome.merged_into,
+        "similarity": outcome.similarity,
         "category": outcome.category,
         "tree_node": node,
         "tokens": outcome.tokens,
+        "metadata": {"urls": record.urls, "commands": record.commands, "paths": record.paths},
     }
     verb = "stored" if outcome.created else "already known, reinforced"
+    if outcome.similarity is not None and outcome.similarity < 1.0:
+        verb = f"near-duplicate ({outcome.similarity:.0%} similar) of a known fact, reinforced"
     emit(opts, payload, f"{verb}: {outcome.id} in {node or 'root'}")
 
 
@@ -113,6 +131,16 @@ def store(
 )
 @click.option("--category", help="Only this category and below.")
 @click.option("--budget", type=click.IntRange(min=1), help="Token budget for the results.")
+@click.option(
+    "--mode",
+    type=click.Choice(["keyword", "vector", "hybrid"]),
+    help="keyword (default), vector or hybrid (the vector extra; default: [retrieval] mode).",
+)
+@click.option(
+    "--llm",
+    is_flag=True,
+    help="LLM tree search: the [llm] endpoint picks the categories (falls back to keyword).",
+)
 @pass_options
 def retrieve(
     opts: Options,
@@ -121,10 +149,14 @@ def retrieve(
     tier: str | None,
     category: str | None,
     budget: int | None,
+    mode: str | None,
+    llm: bool,
 ) -> None:
-    """Find memories by keyword through the tree, with the reason each was found."""
+    """Find memories through the tree, with the reason each was found."""
     with opts.open() as mem:
-        result = mem.retrieve(query, limit=limit, tier=tier, category=category, budget=budget)
+        result = mem.retrieve(
+            query, limit=limit, tier=tier, category=category, budget=budget, mode=mode, llm=llm
+        )
     emit(opts, retrieval_payload(result), lambda: render_retrieval(result))
 
 
@@ -160,20 +192,13 @@ def retrieval_payload(result: RetrievalResult) -> dict[str, Any]:
         "budget": result.budget,
         "tokens": result.tokens,
         "notes": result.notes,
+        "mode": result.mode,
+        "time_windows": result.time_windows,
         "results": [
             record_dict(h.memory)
             | {
-                "explanation": {
-                    "path": h.explanation.path,
-                    "tree_match": h.explanation.tree_match,
-                    "matched_terms": list(h.explanation.matched_terms),
-                    "bm25": h.explanation.bm25,
-                    "relevance": h.explanation.relevance,
-                    "category_boost": h.explanation.category_boost,
-                    "tier_score": h.explanation.tier_score,
-                    "score": h.explanation.score,
-                    "tier": h.explanation.tier,
-                }
+                "explanation": dataclasses.asdict(h.explanation)
+                | {"matched_terms": list(h.explanation.matched_terms)}
             }
             for h in result.hits
         ],
@@ -181,7 +206,8 @@ def retrieval_payload(result: RetrievalResult) -> dict[str, Any]:
 
 
 def render_retrieval(result: RetrievalResult) -> str:
-    lines = []
+    lines = [f"note: {n}" for n in result.notes] if result.hits else []
+    lines += [f"time: {w}" for w in result.time_windows]
     for c in result.categories:
         lines.append(f"tree: {c.path} ({c.reason})")
     if not result.hits:
@@ -193,10 +219,16 @@ def render_retrieval(result: RetrievalResult) -> str:
         lines.append(f"{i}. [{e.tier}] {hit.memory.text}")
         why = f"   path {e.path or 'root'}; matched {', '.join(e.matched_terms) or '-'}"
         why += f"; relevance {e.relevance:.2f}"
+        if e.similarity is not None:
+            why += f" (similarity {e.similarity:.2f}, found by {e.found_by})"
         if e.category_boost:
             why += f" +{e.category_boost:.0%} category"
+        if e.time_boost:
+            why += f" +{e.time_boost:.0%} time {e.time_match}"
         why += f"; tier score {e.tier_score:.2f}; id {hit.memory.id}"
         lines.append(why)
+        if e.llm_reason:
+            lines.append(f"   LLM: {e.llm_reason}")
     if result.budget:
         lines.append(f"{result.tokens}/{result.budget} tokens")
     return "\n".join(lines)
@@ -263,6 +295,7 @@ def hot(
             pruned = mem.add_project(add_project, description, status)[1]
         elif remove is not None:
             mem.remove_hot_item(remove)
+        read_back = mem.last_memory_md or mem.read_back_memory_md()  # hand edits of MEMORY.md
         state = mem.hot()
         markdown = mem.memory_md()
         size = mem.hot_size_bytes()
@@ -275,10 +308,13 @@ def hot(
         "tokens": count_tokens(markdown),
         "pruned": pruned,
         "memory_md": str(path),
+        "hand_edits": read_back.as_dict() if read_back.edited else None,
     }
     text = markdown + f"\n{size}/{limit} bytes · {path}"
     if pruned:
         text += "\npruned to fit: " + "; ".join(pruned)
+    if read_back.edited:
+        text += "\n" + "\n".join(cli_write.render_memory_md(read_back))
     emit(opts, payload, text)
 
 
@@ -389,6 +425,8 @@ def consolidation_payload(report: ConsolidationReport) -> dict[str, Any]:
         "analysis": report.analysis,
         "before": vars(report.before),
         "after": vars(report.after) if report.after else None,
+        "ingested": cli_write.ingest_payload(report.ingested) if report.ingested else None,
+        "memory_md": report.memory_md.as_dict() if report.memory_md else None,
     }
 
 
@@ -547,6 +585,91 @@ def export(opts: Options, fmt: str, output: Path | None) -> None:
                 handle.write(piece)
         tmp.replace(output)
     emit(opts, {"written": str(output), "format": fmt}, f"wrote {output}")
+
+
+# -- terminal UI (Textual is imported only here, so the other commands stay fast) ----------
+
+
+def interactive_terminal() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def run_tui(opts: Options) -> None:
+    from tiermem.tui.app import TiermemApp
+
+    TiermemApp(opts.home, opts.agent_id).run()
+
+
+@app.command()
+@pass_options
+def tui(opts: Options) -> None:
+    """Open the terminal UI: browse and curate the tiers, the tree, metrics and sync."""
+    run_tui(opts)
+
+
+LOOPBACK = "127.0.0.1"
+
+
+@app.command()
+@click.option(
+    "--host",
+    default=None,
+    help="Address to listen on (default 127.0.0.1; any other address needs --lan).",
+)
+@click.option(
+    "--lan",
+    is_flag=True,
+    help="Listen beyond this machine (all interfaces unless --host) so a phone or tablet on "
+    "your network can connect. There is no password: only on a network you trust.",
+)
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@pass_options
+def serve(opts: Options, host: str | None, lan: bool, port: int) -> None:
+    """Serve the terminal UI to a web browser (loopback only unless --lan)."""
+    address = serve_address(host, lan)
+    command = [sys.executable, "-m", "tiermem.tui", "--agent-id", opts.agent_id]
+    if opts.home is not None:
+        command[3:3] = ["--home", str(opts.home.expanduser().resolve())]
+    public = lan_address() if address == "0.0.0.0" else address
+    url = f"http://{public if ':' not in public else f'[{public}]'}:{port}"
+    from textual_serve.server import Server
+
+    sys.stderr.write(f"tiermem: serving the UI at {url}" + ("" if lan else " (this machine only)"))
+    sys.stderr.write("\n")
+    if lan:
+        sys.stderr.write("tiermem: anyone on your network can open it: stop with ctrl+c\n")
+    Server(
+        shlex.join([*command, "tui"]), host=address, port=port, title="tiermem", public_url=url
+    ).serve()
+
+
+def serve_address(host: str | None, lan: bool) -> str:
+    """The address to bind: loopback unless `--lan` says otherwise, explicitly."""
+    if host is None:
+        return "0.0.0.0" if lan else LOOPBACK
+    if not lan and not is_loopback(host):
+        raise InvalidInput(f"{host} is reachable from other machines: add --lan to allow that")
+    return host
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def lan_address() -> str:
+    """This machine's address on its network (what a phone types), or loopback if offline.
+    Connecting a UDP socket sends nothing; it only picks the outgoing interface."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))
+            return str(probe.getsockname()[0])
+        except OSError:
+            return LOOPBACK
 
 
 # -- entry point ---------------------------------------------------------------------------

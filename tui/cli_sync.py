@@ -1,7 +1,422 @@
-"""CLI commands for encrypted sync: sync init/push/status, restore, daemon."""
+"""CLI commands for encrypted sync: sync init/push/status, restore, daemon.
+
+Secrets are asked on the terminal (hidden) or taken from the environment for scripts:
+TIERMEM_SYNC_URL, TIERMEM_SYNC_TOKEN, TIERMEM_RECOVERY_KEY, TIERMEM_PASSPHRASE. None of them is
+ever printed, except the recovery key: once, on the terminal at `sync init` (and it must be typed
+back), or, without a terminal, in the `recovery_key` field of `sync init --json`.
+"""
 
 from __future__ import annotations
 
+import json
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
 import click
 
-COMMANDS: list[click.Command] = []
+from tiermem.core.errors import InvalidInput
+from tiermem.core.paths import default_home
+from tiermem.sync import crypto
+from tiermem.sync.daemon import DEFAULT_POLL, Daemon
+from tiermem.sync.engine import MIN_PASSPHRASE_CHARS, PushResult, SyncEngine, SyncStatus
+from tiermem.sync.hrana import HranaError, to_base_url
+from tiermem.sync.restore import RestoreResult, restore
+from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.secrets import (
+    ENV_PASSPHRASE,
+    ENV_RECOVERY_KEY,
+    ENV_TOKEN,
+    ENV_URL,
+    env_secret,
+)
+from tiermem.sync.state import AlreadyInitialised, MissingSecret, SyncFailed
+from tiermem.tui.clikit import Options, emit, pass_options
+
+CONFIRM_TRIES = 3
+
+
+# -- terminal helpers ------------------------------------------------------------------------
+
+
+def interactive() -> bool:
+    """A person is there to answer: standard input and error are both a terminal."""
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def _say(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def _ask_hidden(prompt: str) -> str:
+    value: str = click.prompt(prompt, hide_input=True, err=True, default="", show_default=False)
+    return value
+
+
+def _url(given: str | None) -> str:
+    """The database URL, checked before anything is asked or generated."""
+    url = given or env_secret(ENV_URL)
+    if not url:
+        raise InvalidInput(f"give the database URL with --url (or set {ENV_URL})")
+    to_base_url(url)
+    return url
+
+
+def _token() -> tuple[str | None, bool]:
+    """(token, came from the environment). Asked on a terminal; None means "no token"."""
+    from_env = env_secret(ENV_TOKEN)
+    if from_env is not None:
+        return from_env or None, True
+    if interactive():
+        return _ask_hidden("Turso auth token (hidden; empty for none)") or None, False
+    return None, False
+
+
+def _retry_policy(opts: Options, attempts: int) -> RetryPolicy:
+    def sleep(seconds: float) -> None:
+        if not opts.json:
+            _say(f"retrying in {seconds:.1f} s …")
+        time.sleep(seconds)
+
+    return RetryPolicy(max_attempts=attempts, sleep=sleep)
+
+
+@contextmanager
+def _push_failures(engine: SyncEngine) -> Iterator[None]:
+    """A push that fails for good says what stays queued, and keeps its exit code."""
+    try:
+        yield
+    except HranaError as exc:
+        pending = engine.status().pending
+        raise SyncFailed(
+            f"push failed: {exc}; {pending} change(s) stay queued for the next push",
+            exc.exit_code,
+        ) from None
+
+
+def _when(ts: float | None) -> str:
+    return "never" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+# -- sync init -------------------------------------------------------------------------------
+
+
+def _show_and_confirm(key: bytes) -> None:
+    text = crypto.format_recovery_key(key)
+    _say(
+        "\nYour RECOVERY KEY (shown once; tiermem never stores it):\n\n"
+        f"    {text}\n\n"
+        "Write it down or keep it in a password manager. With it (or the passphrase, if you set\n"
+        "one) a new device restores this agent's memory; without both, nobody can, not even\n"
+        "the server.\n"
+    )
+    for attempt in range(1, CONFIRM_TRIES + 1):
+        typed = click.prompt("Type the recovery key to confirm you saved it", err=True)
+        try:
+            if crypto.parse_recovery_key(typed) == key:
+                _say("Recovery key confirmed.")
+                return
+            _say("That is a valid key, but not this one.")
+        except crypto.MalformedKey as exc:
+            _say(f"Not accepted: {exc}.")
+        if attempt < CONFIRM_TRIES:
+            _say("Try again.")
+    raise InvalidInput("the recovery key was not confirmed; nothing was set up")
+
+
+def _recovery_key(opts: Options) -> tuple[bytes, bytes | None]:
+    """The new vault's recovery key, and the key again when it is to be revealed in the JSON
+    output (no terminal): from the environment, or generated, shown and confirmed."""
+    from_env = env_secret(ENV_RECOVERY_KEY)
+    if from_env is not None:
+        return crypto.parse_recovery_key(from_env), None
+    key = crypto.generate_recovery_key()
+    if interactive():
+        _show_and_confirm(key)
+        return key, None
+    if opts.json:
+        return key, key
+    raise MissingSecret(
+        "no terminal to show the recovery key on: run on a terminal, use --json (the key is in "
+        f"its recovery_key field), or set {ENV_RECOVERY_KEY}"
+    )
+
+
+def _new_passphrase() -> str:
+    from_env = env_secret(ENV_PASSPHRASE)
+    if from_env is not None:
+        return from_env
+    if not interactive():
+        raise MissingSecret(f"--passphrase needs a terminal to ask it on, or {ENV_PASSPHRASE}")
+    _say(
+        f"The passphrase needs {MIN_PASSPHRASE_CHARS}+ characters. The server keeps its key wrap "
+        "and could try guesses offline: use four or more random words."
+    )
+    first = _ask_hidden("Passphrase")
+    if _ask_hidden("Passphrase again") != first:
+        raise InvalidInput("the two passphrases differ; nothing was set up")
+    return first
+
+
+@click.group(name="sync")
+def sync_group() -> None:
+    """End-to-end encrypted sync of the critical state (hot + tree) with Turso."""
+
+
+@sync_group.command(name="init")
+@click.option("--url", help=f"Database URL: libsql://… or https://… (default ${ENV_URL}).")
+@click.option(
+    "--passphrase",
+    "use_passphrase",
+    is_flag=True,
+    help=f"Also let a passphrase unlock the vault (asked, or ${ENV_PASSPHRASE}).",
+)
+@click.option("--no-push", is_flag=True, help="Set up only; the daemon or `sync push` sends.")
+@pass_options
+def sync_init(opts: Options, url: str | None, use_passphrase: bool, no_push: bool) -> None:
+    """Set up sync: keys, remote tables, this device; show the recovery key once."""
+    url = _url(url)
+    reveal: bytes | None = None
+    with opts.open() as mem, SyncEngine(mem) as engine:
+        current = engine.settings()
+        if current is not None and current.status == "ready":
+            raise AlreadyInitialised(
+                f"sync is already set up for agent {mem.agent_id!r} with {current.url}; "
+                "see `tiermem sync status`"
+            )
+        token, token_from_env = _token()
+        try:
+            if current is not None:  # an earlier init was interrupted: same keys and recovery key
+                result = engine.resume_init(url, token, store_token=not token_from_env)
+            else:
+                passphrase = _new_passphrase() if use_passphrase else None
+                key, reveal = _recovery_key(opts)
+                try:
+                    result = engine.init(
+                        url, token, key, passphrase=passphrase, store_token=not token_from_env
+                    )
+                except BaseException:
+                    if reveal is not None:  # nobody has this key yet: start afresh next time
+                        engine.abandon_init()
+                    raise
+        except HranaError as exc:
+            again = "" if reveal is not None else " (the recovery key you have stays valid)"
+            raise SyncFailed(
+                f"sync init could not finish: {exc}; fix that and run `tiermem sync init` "
+                f"again{again}",
+                exc.exit_code,
+            ) from None
+        pushed: PushResult | None = None
+        note = ""
+        if not no_push:
+            try:
+                pushed = engine.push(_retry_policy(opts, 3))
+            except HranaError as exc:
+                note = f"first push failed ({exc}); it stays queued for `sync push` or the daemon"
+    payload: dict[str, Any] = asdict(result) | {
+        "pushed": None if pushed is None else asdict(pushed),
+        "note": note,
+    }
+    if reveal is not None:
+        payload["recovery_key"] = crypto.format_recovery_key(reveal)
+    text = (
+        f"sync {'resumed and ' if result.resumed else ''}set up for agent {result.agent_id!r} "
+        f"with {result.url}\ndevice {result.device_id[:12]}…, epoch {result.epoch}, "
+        f"passphrase {'on' if result.passphrase else 'off'}, secrets in the {result.secret_store} "
+        f"store{'' if result.token_stored else ' (token not stored)'}"
+    )
+    if pushed is not None and pushed.pushed:
+        text += f"\npushed the critical state (version {pushed.version})"
+    if note:
+        text += f"\n{note}"
+    text += "\nrun `tiermem daemon` to push after every change"
+    emit(opts, payload, text)
+
+
+# -- sync push / status ----------------------------------------------------------------------
+
+
+@sync_group.command(name="push")
+@click.option(
+    "--attempts",
+    type=click.IntRange(1, 100),
+    default=5,
+    show_default=True,
+    help="Tries before giving up (waits of up to 5, 10, 20, 40 s between them).",
+)
+@pass_options
+def sync_push(opts: Options, attempts: int) -> None:
+    """Push queued changes of the critical state now (one request)."""
+    with opts.open() as mem, SyncEngine(mem) as engine, _push_failures(engine):
+        result = engine.push(_retry_policy(opts, attempts))
+    if result.pushed:
+        text = (
+            f"pushed version {result.version} ({result.changes} change(s), "
+            f"{result.requests} request(s), {result.seconds * 1000:.0f} ms)"
+        )
+    else:
+        text = result.note
+    emit(opts, asdict(result), text)
+
+
+def _status_text(s: SyncStatus) -> str:
+    if s.status is None:
+        lines = [f"sync: not set up for agent {s.agent_id!r} (run `tiermem sync init --url URL`)"]
+    elif s.status == "pending":
+        lines = ["sync: `sync init` did not finish; run it again"]
+    else:
+        lines = [
+            f"sync: ready · {s.url} · agent {s.agent_id!r} · device {(s.device_id or '')[:12]}… "
+            f"· epoch {s.epoch}"
+        ]
+    age = "" if s.oldest_pending_at is None else f", oldest from {_when(s.oldest_pending_at)}"
+    lines.append(f"outbox: {s.pending} change(s) waiting{age}")
+    if s.inflight_version:
+        lines.append(f"in flight: {s.inflight_version} (sent again until confirmed)")
+    if s.status is not None:
+        lines.append(
+            f"last push: {_when(s.last_push_at)} ({s.pushes} push(es) from this home; "
+            f"version {s.last_push_version or '-'})"
+        )
+        if s.last_error:
+            retry = "" if s.retry_at is None else f"; next try at {_when(s.retry_at)}"
+            lines.append(f"last error: {s.last_error} ({_when(s.last_error_at)}{retry})")
+        lines.append(
+            f"secrets: {s.secret_store} store · token: {s.token_source} · "
+            f"passphrase: {'on' if s.passphrase else 'off'}"
+        )
+    return "\n".join(lines)
+
+
+@sync_group.command(name="status")
+@pass_options
+def sync_status(opts: Options) -> None:
+    """Show sync settings, the outbox and the last push or error (no network)."""
+    with opts.open() as mem, SyncEngine(mem) as engine:
+        status = engine.status()
+    emit(opts, asdict(status), lambda: _status_text(status))
+
+
+# -- restore ---------------------------------------------------------------------------------
+
+
+def _unlock_secret(use_passphrase: bool, from_stdin: bool) -> tuple[bytes | None, str | None]:
+    """(recovery key, passphrase): exactly one is set."""
+    if from_stdin:
+        line = sys.stdin.readline().rstrip("\r\n")
+        if not line:
+            raise MissingSecret("standard input is empty: give the recovery key or passphrase")
+        return (None, line) if use_passphrase else (crypto.parse_recovery_key(line), None)
+    if not use_passphrase:
+        env_key = env_secret(ENV_RECOVERY_KEY)
+        if env_key is not None:
+            return crypto.parse_recovery_key(env_key), None
+    env_pw = env_secret(ENV_PASSPHRASE)
+    if env_pw is not None and (use_passphrase or not interactive()):
+        return None, env_pw
+    if not interactive():
+        raise MissingSecret(
+            f"no terminal to ask on: set {ENV_RECOVERY_KEY} (or {ENV_PASSPHRASE}), or use --stdin"
+        )
+    if use_passphrase:
+        return None, _ask_hidden("Passphrase")
+    return crypto.parse_recovery_key(_ask_hidden("Recovery key")), None
+
+
+def _restore_text(r: RestoreResult) -> str:
+    return (
+        f"restored agent {r.agent_id!r} from {r.url} into {r.home} in {r.seconds:.2f} s\n"
+        f"version {r.version} (unlocked with the {r.unlocked_with}): {r.lessons} lesson(s), "
+        f"{r.tree_nodes} tree node(s), hot {r.hot_bytes} bytes\n"
+        f"MEMORY.md: {r.memory_md}\n"
+        f"this device: {r.device_id[:12]}… (registered with its first push; "
+        "run `tiermem daemon` to keep pushing)"
+    )
+
+
+@click.command(name="restore")
+@click.option("--url", help=f"Database URL (default ${ENV_URL}).")
+@click.option("--agent-id", "agent", help="Agent to restore (default: the global --agent-id).")
+@click.option(
+    "--passphrase", "use_passphrase", is_flag=True, help="Unlock with the passphrase instead."
+)
+@click.option(
+    "--stdin",
+    "from_stdin",
+    is_flag=True,
+    help="Read the recovery key (or, with --passphrase, the passphrase) from standard input.",
+)
+@pass_options
+def restore_cmd(
+    opts: Options, url: str | None, agent: str | None, use_passphrase: bool, from_stdin: bool
+) -> None:
+    """Restore an agent's critical state from Turso into an empty home (one command)."""
+    url = _url(url)
+    home = opts.home if opts.home is not None else default_home()
+    token, token_from_env = _token()
+    recovery_key, passphrase = _unlock_secret(use_passphrase, from_stdin)
+    result = restore(
+        Path(home),
+        agent or opts.agent_id,
+        url,
+        token,
+        recovery_key=recovery_key,
+        passphrase=passphrase,
+        store_token=not token_from_env,
+    )
+    emit(opts, asdict(result), lambda: _restore_text(result))
+
+
+# -- daemon ----------------------------------------------------------------------------------
+
+
+@click.command(name="daemon")
+@click.option(
+    "--poll",
+    type=click.FloatRange(0.05, 60.0),
+    default=DEFAULT_POLL,
+    show_default=True,
+    help="Seconds between outbox checks.",
+)
+@pass_options
+def daemon_cmd(opts: Options, poll: float) -> None:
+    """Push the outbox in the background until SIGTERM (nothing queued is ever lost)."""
+
+    def report(event: dict[str, Any]) -> None:
+        if opts.json:
+            sys.stdout.write(json.dumps(event) + "\n")
+            sys.stdout.flush()
+            return
+        kind = event["event"]
+        if kind == "pushed":
+            line = f"pushed {event['version']} ({event['changes']} change(s))"
+        elif kind == "retry":
+            line = f"retrying in {event['wait']:.1f} s: {event['error']}"
+        elif kind == "error":
+            line = f"error: {event['error']} (trying again in {event['retry_in']:.0f} s)"
+        else:
+            line = " ".join(f"{k}={v}" for k, v in event.items() if k != "event")
+            line = f"{kind} {line}".strip()
+        click.echo(f"tiermem daemon: {line}", err=True)
+
+    with opts.open() as mem:
+        daemon = Daemon(mem, poll=poll, report=report)
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            daemon.stop()
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            daemon.run()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+COMMANDS: list[click.Command] = [sync_group, restore_cmd, daemon_cmd]

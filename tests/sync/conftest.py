@@ -48,3 +48,33 @@ def fault_proxy(sqld: SqldServer) -> Iterator[FaultProxy]:
 def table_name() -> str:
     """A table name no other test uses (the sqld database is shared by the session)."""
     return f"t_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sync tests never touch the user's keyring or inherit sync secrets from the shell."""
+    monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
+    for name in (
+        "TIERMEM_SYNC_URL",
+        "TIERMEM_SYNC_TOKEN",
+        "TIERMEM_RECOVERY_KEY",
+        "TIERMEM_PASSPHRASE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def agent_id() -> str:
+    """An agent id no other test uses (vaults on the shared sqld are per agent)."""
+    return f"agent-{uuid.uuid4().hex[:12]}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`chaos` tests are the long fault-injection runs: they run only when asked for with
+    `-m chaos` (the default suite keeps a small bounded version of each)."""
+    if "chaos" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="long fault-injection run: select it with -m chaos")
+    for item in items:
+        if item.get_closest_marker("chaos") is not None:
+            item.add_marker(skip)

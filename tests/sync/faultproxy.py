@@ -1,5 +1,9 @@
 """A fault-injecting HTTP proxy on loopback, in front of a real sqld.
 
+``latency`` (seconds) is added to every request, half before it is forwarded and half before
+the answer is relayed, like a network round trip; it also widens the window in which a client
+can be killed after the server committed but before it heard back.
+
 Each incoming request gets one :class:`Fault`: the next scripted one (``proxy.script(...)``), or
 else one drawn from ``weights`` with a seeded RNG (so a failing run replays), or else PASS.
 ``proxy.log`` records what each request got; ``proxy.errors`` collects anything that went wrong
@@ -109,6 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _apply(self, fault: Fault, body: bytes) -> None:
         proxy = self.server.proxy
+        proxy.delay()
         if fault.kind == "status":
             headers = {"Content-Type": "application/json"}
             if fault.retry_after is not None:
@@ -118,6 +123,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         forward = fault.kind in ("pass", "drop_after_commit", "truncate") or fault.forward
         upstream = self._forward(body) if forward else None
+        proxy.delay()
         if fault.kind == "hold":
             proxy.released.wait(fault.hold)
             return  # closed unanswered
@@ -168,10 +174,12 @@ class FaultProxy:
         *,
         seed: int = 0,
         weights: Mapping[Fault, float] | None = None,
+        latency: float = 0.0,
     ) -> None:
         self.upstream = httpx.Client(base_url=upstream, timeout=10.0, trust_env=False)
         self.rng = random.Random(seed)
         self.weights = dict(weights or {})
+        self.latency = latency
         self.log: list[LogEntry] = []
         self.errors: list[str] = []
         self.released = threading.Event()
@@ -204,6 +212,11 @@ class FaultProxy:
                 fault = PASS
             self.log.append(LogEntry(method, path, fault))
             return fault
+
+    def delay(self) -> None:
+        """Half of the injected round trip (cut short when the proxy stops)."""
+        if self.latency > 0:
+            self.released.wait(self.latency / 2)
 
     def stop(self) -> None:
         self.released.set()

@@ -222,6 +222,25 @@ def test_any_context_difference_fails(a: c.RecordContext, b: c.RecordContext) ->
             c.open_record(VK, b, envelope)
 
 
+@FAST
+@given(
+    plaintext=st.binary(max_size=600),
+    edit=st.tuples(st.integers(0, 2**16), st.integers(0, 64), st.binary(max_size=64)),
+)
+def test_any_mutation_of_an_envelope_fails(plaintext: bytes, edit: tuple[int, int, bytes]) -> None:
+    """Replace any slice of the envelope with any bytes (a flip, a cut, an insertion, a swap):
+    unless that leaves it unchanged, opening it fails with a declared error."""
+    envelope = c.seal_record(VK, 1, CTX, plaintext)
+    start, length, replacement = edit
+    start %= len(envelope) + 1
+    mutated = envelope[:start] + replacement + envelope[start + length :]
+    if mutated == envelope:
+        assert c.open_record(VK, CTX, mutated) == plaintext
+        return
+    with pytest.raises((c.TamperedData, c.UnsupportedFormat)):
+        c.open_record(VK, CTX, mutated)
+
+
 def test_aad_is_canonical_across_field_boundaries() -> None:
     one = dataclasses.replace(CTX, table="ab", version="c")
     two = dataclasses.replace(CTX, table="a", version="bc")

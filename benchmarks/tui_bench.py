@@ -1,0 +1,134 @@
+"""TUI benchmark on a generated home: time to first paint, and search keystroke-to-results.
+
+    .venv/bin/python -m benchmarks.tui_bench [--memories 100000] [--queries 60] [--seed 7]
+
+Builds a fresh home in a temp folder with the generated "5-year agent" of `core_bench`, then
+drives the real app headless (Textual's Pilot) and prints medians. Targets (issue 5): first
+paint < 1 s, search update < 50 ms p50.
+
+- first paint: from creating the app to its first screen composed and drawn (the dashboard,
+  its data still loading); "dashboard data" is when its gauges are filled.
+- search: on the Memories screen with the query minus its last letter already typed, from the
+  last key press to the table holding the retrieval results for the full query (the worker's
+  retrieval, the message back, and the table filled).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from textual import events
+
+from benchmarks.agent_gen import generate, queries
+from tiermem.core.engine import Memory
+from tiermem.tui.app import TiermemApp
+from tiermem.tui.screens.memories import MemoriesScreen
+from tiermem.tui.widgets.gauge import Gauge
+from tiermem.tui.widgets.memory_table import MemoryTable
+
+YEAR = 365.25 * 86400.0
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+def build_home(home: Path, n: int, seed: int) -> float:
+    now = time.time()
+    facts = list(generate(n, seed, now - 5 * YEAR))
+    started = time.perf_counter()
+    with Memory(home) as mem:
+        for lo in range(0, len(facts), 1000):
+            mem.store_many(facts[lo : lo + 1000])
+        mem.consolidate("quick")
+    return time.perf_counter() - started
+
+
+async def wait_for(predicate, timeout: float = 30.0) -> None:
+    deadline = time.perf_counter() + timeout
+    while not predicate():
+        if time.perf_counter() > deadline:
+            raise TimeoutError("the app did not get there")
+        await asyncio.sleep(0.0005)
+
+
+async def first_paint(home: Path) -> tuple[float, float]:
+    started = time.perf_counter()
+    app = TiermemApp(home, watch=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        painted = time.perf_counter() - started  # run_test yields after the first refresh
+        gauge = app.screen.query_one("#g-hot", Gauge)
+        await wait_for(lambda: gauge.value != "…")
+        data = time.perf_counter() - started
+        await pilot.pause()
+    return painted, data
+
+
+async def search_latency(home: Path, qs: list[str]) -> list[float]:
+    app = TiermemApp(home, watch=False)
+    times: list[float] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        started = time.perf_counter()
+        await pilot.press("3")
+        screen = app.screen
+        assert isinstance(screen, MemoriesScreen)
+        await wait_for(lambda: screen.shown_serial == screen.serial and screen.serial > 0)
+        print(f"memories screen, first page shown: {(time.perf_counter() - started) * 1000:.0f} ms")
+        search = screen.query_one("#search")
+        search.focus()
+        table = screen.query_one(MemoryTable)
+        driver = app._driver
+        assert driver is not None
+        for q in qs:
+            search.value = q[:-1]  # type: ignore[attr-defined]
+            await wait_for(lambda: screen.shown_serial == screen.serial)
+            await pilot.pause()
+            before = screen.serial
+            key = events.Key(q[-1], q[-1])  # what the terminal driver sends for a key press
+            key.set_sender(app)
+            started = time.perf_counter()
+            driver.send_message(key)
+            await wait_for(lambda b=before: screen.shown_serial > b)
+            times.append(time.perf_counter() - started)
+            assert table.row_count >= 0
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=5, help="first-paint runs")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tiermem-tui-bench-") as tmp:
+        home = Path(tmp) / "home"
+        built = build_home(home, args.memories, args.seed)
+        print(f"home: {args.memories:,} memories generated and stored in {built:.1f} s")
+        paints = [asyncio.run(first_paint(home)) for _ in range(args.runs)]
+        ms = 1000.0
+        painted = [p for p, _ in paints]
+        data = [d for _, d in paints]
+        print(
+            f"first paint: median {statistics.median(painted) * ms:.0f} ms "
+            f"(min {min(painted) * ms:.0f}, max {max(painted) * ms:.0f}; target < 1000 ms) | "
+            f"dashboard data shown: median {statistics.median(data) * ms:.0f} ms"
+        )
+        qs = [q for q in queries(args.queries, args.seed + 1) if len(q) > 2]
+        times = asyncio.run(search_latency(home, qs))
+        print(
+            f"search keystroke → results: p50 {statistics.median(times) * ms:.1f} ms, "
+            f"p90 {percentile(times, 90) * ms:.1f} ms, p99 {percentile(times, 99) * ms:.1f} ms "
+            f"over {len(times)} queries (target p50 < 50 ms)"
+        )
+
+
+if __name__ == "__main__":
+    main()

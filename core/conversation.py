@@ -1,0 +1,217 @@
+"""`conversation_end`: the one call an agent makes after each conversation.
+
+1. read back hand edits of MEMORY.md (they must not be overwritten);
+2. distill the transcript (rule mode by default; llm mode falls back to rule on any failure);
+3. in one transaction: store the facts (deduplicated), one conversation record carrying its
+   summary and every URL/command/path it mentioned, the hot updates (events, open tasks,
+   lessons), the bookkeeping that makes a replay a no-op, and a "conversation-end" entry in the
+   sync outbox (critical state changed);
+4. rewrite MEMORY.md and run a quick consolidation.
+
+A conversation is identified by its OpenClaw session id when it has one (a growing session adds
+only its new facts), otherwise by the digest of its text. Calling twice with the same transcript
+changes nothing the second time: no fact is reinforced twice, no hot item or outbox entry doubles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tiermem.core import distill as distillmod
+from tiermem.core import llm as llmmod
+from tiermem.core import metadata as meta
+from tiermem.core import snapshot
+from tiermem.core.consolidate import ConsolidationReport
+from tiermem.core.errors import InvalidInput
+from tiermem.core.hot import HotState, HotStore
+from tiermem.core.ingest import item_key, record_items, record_source, source_digest, source_items
+from tiermem.core.transcript import Transcript
+from tiermem.core.warm import MAX_METADATA_ITEMS, NewFact
+
+if TYPE_CHECKING:
+    from tiermem.core.engine import Memory
+    from tiermem.core.memory_md import MemoryMdReport
+
+RECORD_CATEGORY = "conversations"
+RECORD_IMPORTANCE = 0.4
+
+
+@dataclass
+class ConversationReport:
+    source: str
+    already_processed: bool = False
+    distilled: distillmod.Distilled | None = None
+    stored: list[str] = field(default_factory=list)
+    deduplicated: list[dict[str, Any]] = field(default_factory=list)
+    skipped_known: int = 0
+    """Facts this session had already given in an earlier call."""
+    record_id: str | None = None
+    hot_added: list[str] = field(default_factory=list)
+    hot_pruned: list[str] = field(default_factory=list)
+    outbox: bool = False
+    consolidation: ConsolidationReport | None = None
+    memory_md: MemoryMdReport | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = self.distilled
+        c = self.consolidation
+        return {
+            "source": self.source,
+            "already_processed": self.already_processed,
+            "mode": d.mode if d else None,
+            "fallback": d.fallback if d else None,
+            "summary": d.summary if d else None,
+            "facts": len(d.facts) if d else 0,
+            "stored": self.stored,
+            "deduplicated": self.deduplicated,
+            "skipped_known": self.skipped_known,
+            "conversation_record": self.record_id,
+            "hot_added": self.hot_added,
+            "hot_pruned": self.hot_pruned,
+            "outbox_recorded": self.outbox,
+            "consolidation": None
+            if c is None
+            else {"promoted": len(c.promoted), "evicted": len(c.evicted)},
+            "memory_md": self.memory_md.as_dict() if self.memory_md else None,
+            "warnings": d.warnings if d else [],
+        }
+
+
+def conversation_source(transcript: Transcript, text: str) -> str:
+    if transcript.session_id:
+        return f"session:{transcript.session_id[:200]}"
+    return "conversation:" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def conversation_end(
+    mem: Memory,
+    transcript: Transcript,
+    text: str,
+    *,
+    mode: str | None = None,
+    transport: llmmod.Transport | None = None,
+) -> ConversationReport:
+    """Distill, store, update hot, consolidate, and record the outbox entry (module doc)."""
+    if not transcript.messages and not transcript.tool_commands:
+        raise InvalidInput("the transcript has no conversation messages")
+    source = conversation_source(transcript, text)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    report = ConversationReport(source=source)
+    report.memory_md = mem.read_back_memory_md()
+    if source_digest(mem, source) == digest:
+        report.already_processed = True
+        return report
+    projects = [p.name for p in mem.hot().active_context.projects]
+    distilled = distillmod.distill(
+        transcript,
+        mem.cfg.distill,
+        mode=mode,
+        settings=llmmod.settings_from(mem.cfg.llm),
+        projects=projects,
+        transport=transport,
+    )
+    report.distilled = distilled
+    now = mem.now()
+    with mem.db.transaction():
+        known = source_items(mem, source)
+        fresh = [f for f in distilled.facts if item_key(f.text) not in known]
+        report.skipped_known = len(distilled.facts) - len(fresh)
+        facts = [_new_fact(f, source) for f in fresh]
+        record = _record_fact(distilled, source, now)
+        if record is not None and item_key(record.text) not in known:
+            facts.append(record)
+        outcomes = mem.store_many(facts)
+        for fact, outcome in zip(facts, outcomes, strict=True):
+            if fact is record:
+                report.record_id = outcome.id
+            elif outcome.created:
+                report.stored.append(outcome.id)
+            else:
+                report.deduplicated.append(
+                    {
+                        "text": fact.text,
+                        "merged_into": outcome.merged_into,
+                        "similarity": outcome.similarity,
+                    }
+                )
+        record_items(
+            mem,
+            source,
+            [(item_key(f.text), o.id, o.created) for f, o in zip(facts, outcomes, strict=True)],
+        )
+        state = mem.hot_store.load()
+        report.hot_added, hot_keys = _update_hot(state, distilled, known, now)
+        report.hot_pruned = mem.hot_store.save(state, now)
+        record_items(mem, source, [(key, "", False) for key in hot_keys])
+        record_source(mem, source, digest)
+        snapshot.enqueue(mem.db, mem.agent_id, "conversation-end", now)
+        report.outbox = True
+    mem.write_memory_md()
+    report.consolidation = mem.consolidate("quick")
+    return report
+
+
+def _new_fact(fact: distillmod.Fact, source: str) -> NewFact:
+    return NewFact(
+        text=fact.text,
+        category=fact.category,
+        importance=fact.importance,
+        urls=tuple(fact.urls[:MAX_METADATA_ITEMS]),
+        commands=tuple(fact.commands[:MAX_METADATA_ITEMS]),
+        paths=tuple(fact.paths[:MAX_METADATA_ITEMS]),
+        source=source,
+    )
+
+
+def _record_fact(distilled: distillmod.Distilled, source: str, now: float) -> NewFact | None:
+    """One warm fact per conversation: its summary, and the URLs, commands and paths it
+    mentioned (so they are kept even when no kept fact carries them; at most 50 of each)."""
+    if not distilled.summary and not (distilled.urls or distilled.commands or distilled.paths):
+        return None
+    day = time.strftime("%Y-%m-%d", time.gmtime(now))
+    summary = distilled.summary or "links and commands"
+    return NewFact(
+        text=f"Conversation {day}: {summary} [{source.split(':', 1)[1][:12]}]",
+        category=RECORD_CATEGORY,
+        importance=RECORD_IMPORTANCE,
+        urls=tuple(meta.fit(distilled.urls, MAX_METADATA_ITEMS)),
+        commands=tuple(meta.fit(distilled.commands, MAX_METADATA_ITEMS)),
+        paths=tuple(meta.fit(distilled.paths, MAX_METADATA_ITEMS)),
+        source=source,
+    )
+
+
+def _update_hot(
+    state: HotState,
+    distilled: distillmod.Distilled,
+    known: dict[str, tuple[str, bool]],
+    now: float,
+) -> tuple[list[str], list[str]]:
+    """Events, open tasks and lessons of the conversation into hot memory; (what was added,
+    their item keys). An item the same session already gave in an earlier call is not added
+    again — a task completed since then stays completed."""
+    added: list[str] = []
+    keys: list[str] = []
+    importance = {f.text: f.importance for f in distilled.facts}
+    for kind, texts in (
+        ("event", distilled.events),
+        ("task", distilled.tasks),
+        ("lesson", distilled.lessons),
+    ):
+        for text in texts:
+            key = f"hot:{kind}:{item_key(text)}"
+            if key in known or key in keys:
+                continue
+            if kind == "event":
+                HotStore.add_event(state, text, now)
+            elif kind == "task":
+                HotStore.add_task(state, text, now)
+            else:
+                value = min(1.0, max(0.7, importance.get(text, 0.8)))
+                HotStore.add_lesson(state, text, value, "lessons", now)
+            added.append(f"{kind}: {text}")
+            keys.append(key)
+    return added, keys

@@ -1,0 +1,433 @@
+"""Curation: what a person does to an agent's memory by hand (the TUI's actions).
+
+Pin (consolidation never evicts a pinned memory), promote (archive → warm, warm → a hot lesson),
+demote (hot lesson → warm, warm → cold → frozen), edit (text, category, importance), forget (the
+row moves to the `forgotten` table: it leaves retrieval and the full-text index but is kept) and
+undo of the last forget. Also the paged, filtered listing a browser needs on a large home (never a
+full load), the access history and the parts of a memory's score.
+
+Every function takes a `Memory` and works on that agent's rows only, in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tiermem.core.config import ScoringConfig
+from tiermem.core.db import Database, Row
+from tiermem.core.errors import InvalidInput, NotFound
+from tiermem.core.hot import HotStore
+from tiermem.core.scoring import DAY, ScoreTier, classify, decay, half_life_days, reinforcement
+from tiermem.core.tokens import count_tokens
+from tiermem.core.tree import normalize_path
+from tiermem.core.warm import COLUMNS, TIERS, MemoryRecord, NewFact, Tier, memory_id
+
+if TYPE_CHECKING:
+    from tiermem.core.engine import Memory
+
+PAGE = 200
+HISTORY = 20
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One row of a listing: the memory, its row id (the paging key) and its pin."""
+
+    seq: int
+    record: MemoryRecord
+    pinned: bool
+
+
+@dataclass(frozen=True)
+class ScoreParts:
+    """`score = importance × decay × reinforcement`, with what each factor comes from."""
+
+    importance: float
+    age_days: float
+    decay: float
+    access_count: int
+    reinforcement: float
+    score: float
+    band: ScoreTier
+    """The tier the score alone points to (hot ≥ 0.7, warm ≥ 0.3, cold ≥ 0.05, else frozen)."""
+    tau_days: float
+    half_life_days: float
+
+
+# -- listing -------------------------------------------------------------------------------
+
+
+def _filters(
+    mem: Memory, tier: str | None, category: str | None
+) -> tuple[str, list[object], tuple[Tier, ...]]:
+    tiers = _tiers(tier)
+    sql = ""
+    params: list[object] = []
+    if set(tiers) != set(TIERS):
+        sql += f" AND +tier IN ({','.join('?' * len(tiers))})"
+        params += tiers
+    if category:
+        path = normalize_path(category)
+        sql += " AND (category = ? OR substr(category, 1, ?) = ?)"
+        params += [path, len(path) + 1, path + "/"]
+    return sql, params, tiers
+
+
+def _tiers(tier: str | None) -> tuple[Tier, ...]:
+    if tier is None or tier == "all":
+        return TIERS
+    if tier == "cold":
+        return ("cold", "frozen")
+    if tier not in TIERS:
+        raise InvalidInput(f"unknown tier {tier!r}: use warm, cold, frozen or all")
+    return (tier,)
+
+
+def list_memories(
+    mem: Memory,
+    *,
+    tier: str | None = None,
+    category: str | None = None,
+    before_seq: int | None = None,
+    limit: int = PAGE,
+) -> list[Listed]:
+    """Newest first, one page at a time: pass the last row's `seq` as `before_seq` for the
+    next page. Walks the agent's row-id range backwards, so a page costs the same on a
+    100,000-memory home as on a small one."""
+    if limit < 1:
+        raise InvalidInput(f"limit must be at least 1 (got {limit})")
+    low, high = mem.memories.seq_low, mem.memories.seq_high
+    if before_seq is not None:
+        high = min(high, before_seq - 1)
+    where, params, _ = _filters(mem, tier, category)
+    rows = mem.db.query(
+        f"SELECT seq, pinned, {COLUMNS} FROM memories "
+        "WHERE seq BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER) AND +agent_id = ?"
+        f"{where} ORDER BY seq DESC LIMIT ?",
+        (str(low), str(high), mem.agent_id, *params, limit),
+    )
+    return [_listed(r) for r in rows]
+
+
+def count_memories(mem: Memory, *, tier: str | None = None, category: str | None = None) -> int:
+    where, params, _ = _filters(mem, tier, category)
+    where = where.replace("+tier", "tier")  # counting may use the (agent, tier, category) index
+    return int(
+        mem.db.scalar(
+            f"SELECT COUNT(*) FROM memories WHERE agent_id = ?{where}", (mem.agent_id, *params)
+        )
+    )
+
+
+def _listed(row: Row) -> Listed:
+    return Listed(seq=int(row[0]), pinned=bool(row[1]), record=MemoryRecord.from_row(row[2:]))
+
+
+def get_listed(mem: Memory, memory_id_: str) -> Listed:
+    row = mem.db.query_one(
+        f"SELECT seq, pinned, {COLUMNS} FROM memories WHERE agent_id = ? AND id = ?",
+        (mem.agent_id, memory_id_),
+    )
+    if row is None:
+        raise NotFound(f"no memory {memory_id_!r}")
+    return _listed(row)
+
+
+def pinned_ids(db: Database, agent_id: str) -> set[str]:
+    """Ids of the agent's pinned memories (consolidation never evicts these).
+
+    A pinned memory is always warm (pinning brings it to warm, demoting unpins it), so the
+    (agent, tier) index keeps this to the warm rows, bounded by warm's size limit."""
+    rows = db.query(
+        "SELECT id FROM memories WHERE agent_id = ? AND tier = 'warm' AND pinned = 1", (agent_id,)
+    )
+    return {str(r[0]) for r in rows}
+
+
+def list_agents(db: Database) -> list[str]:
+    """Every agent that has opened this home."""
+    return [str(r[0]) for r in db.query("SELECT agent_id FROM agents ORDER BY agent_id")]
+
+
+def access_history(mem: Memory, memory_id_: str, limit: int = HISTORY) -> list[float]:
+    """When the memory was reinforced (retrieved or stored again), newest first."""
+    rows = mem.db.query(
+        "SELECT at FROM access_log WHERE agent_id = ? AND id = ? ORDER BY at DESC, rowid DESC "
+        "LIMIT ?",
+        (mem.agent_id, memory_id_, limit),
+    )
+    return [float(r[0]) for r in rows]
+
+
+def hot_lesson_for(mem: Memory, memory_id_: str) -> str | None:
+    """The id of the hot lesson promoted from this memory, if there is one."""
+    for lesson in mem.hot().critical_lessons:
+        if lesson.source_id == memory_id_:
+            return lesson.id
+    return None
+
+
+# -- score ---------------------------------------------------------------------------------
+
+
+def score_parts(record: MemoryRecord, now: float, cfg: ScoringConfig) -> ScoreParts:
+    age = max(0.0, (now - record.created_at) / DAY)
+    d = decay(age, cfg)
+    r = reinforcement(record.access_count, cfg)
+    value = record.importance * d * r
+    return ScoreParts(
+        importance=record.importance,
+        age_days=age,
+        decay=d,
+        access_count=record.access_count,
+        reinforcement=r,
+        score=value,
+        band=classify(value, cfg),
+        tau_days=cfg.tau_days,
+        half_life_days=half_life_days(cfg),
+    )
+
+
+def decay_curve(
+    record: MemoryRecord, now: float, cfg: ScoringConfig, days: float = 90.0, points: int = 31
+) -> list[float]:
+    """The score from now to `days` ahead if the memory is never used again."""
+    if points < 2:
+        raise InvalidInput("a curve needs at least 2 points")
+    step = days / (points - 1)
+    return [record.score(now + i * step * DAY, cfg) for i in range(points)]
+
+
+# -- actions -------------------------------------------------------------------------------
+
+
+def set_pinned(mem: Memory, memory_id_: str, pinned: bool) -> Tier:
+    """Pin (or unpin) a memory. Pinning an archived memory brings it back to warm, where the
+    pin keeps it. Returns the memory's tier afterwards."""
+    with mem.db.transaction():
+        record = mem.get(memory_id_)
+        mem.db.execute(
+            "UPDATE memories SET pinned = ? WHERE agent_id = ? AND id = ?",
+            (int(pinned), mem.agent_id, memory_id_),
+        )
+        if pinned and record.tier != "warm":
+            mem.memories.move([memory_id_], "warm", mem.now())
+            return "warm"
+    return record.tier
+
+
+def promote(mem: Memory, memory_id_: str) -> str:
+    """Cold or frozen → warm; warm → a critical lesson in hot memory. Returns where it went.
+
+    A promoted lesson gets at least the hot threshold as importance: a person asked for it.
+    """
+    record = mem.get(memory_id_)
+    if record.tier != "warm":
+        with mem.db.transaction():
+            mem.memories.move([memory_id_], "warm", mem.now())
+        return "warm"
+    if hot_lesson_for(mem, memory_id_) is not None:
+        raise InvalidInput("this memory is already a lesson in hot memory")
+    importance = max(record.importance, mem.cfg.scoring.hot_threshold)
+    lesson, pruned = mem.edit_hot(
+        lambda s: HotStore.add_lesson(
+            s, record.text, importance, record.category, mem.now(), source_id=record.id
+        )
+    )
+    if any(p == f"lesson: {lesson.text}" for p in pruned):
+        raise InvalidInput("hot memory is full of more important lessons: nothing changed")
+    return "hot"
+
+
+def demote(mem: Memory, memory_id_: str) -> str:
+    """A hot lesson made from this memory leaves hot; otherwise warm → cold → frozen (a
+    demoted memory loses its pin). Returns where it went."""
+    lesson = hot_lesson_for(mem, memory_id_)
+    if lesson is not None:
+        mem.remove_hot_item(lesson)
+        return "warm"
+    record = mem.get(memory_id_)
+    order: dict[str, Tier] = {"warm": "cold", "cold": "frozen"}
+    target = order.get(record.tier)
+    if target is None:
+        raise InvalidInput("this memory is already frozen: forget it to remove it")
+    with mem.db.transaction():
+        mem.memories.move([memory_id_], target, mem.now())
+        mem.db.execute(
+            "UPDATE memories SET pinned = 0 WHERE agent_id = ? AND id = ?",
+            (mem.agent_id, memory_id_),
+        )
+    return target
+
+
+def edit(
+    mem: Memory,
+    memory_id_: str,
+    *,
+    text: str | None = None,
+    category: str | None = None,
+    importance: float | None = None,
+) -> MemoryRecord:
+    """Change a memory's text, category or importance. Its id follows its text (ids are
+    content-addressed), so an edit to text another memory already has is refused."""
+    from tiermem.core import snapshot  # the outbox, only when the tree grows
+
+    now = mem.now()
+    with mem.db.transaction():
+        old = mem.get(memory_id_)
+        fact = NewFact(
+            text=old.text if text is None else text,
+            category=old.category if category is None else category,
+            importance=old.importance if importance is None else importance,
+            urls=old.urls,
+            commands=old.commands,
+            paths=old.paths,
+        )
+        new_category = normalize_path(fact.category)
+        new_id = memory_id(mem.agent_id, fact.text)
+        if new_id != old.id and mem.memories.get_many([new_id]):
+            raise InvalidInput(f"that text is already stored as memory {new_id}")
+        if new_category != old.category:
+            index = mem.trees.load()
+            known = len(index.nodes)
+            node = mem.trees.ensure(new_category, now, index)
+            mem.trees.touch({node}, now)
+            if len(index.nodes) != known:
+                snapshot.enqueue(mem.db, mem.agent_id, "tree", now)
+        size = len(fact.text.encode()) + sum(
+            len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
+        )
+        mem.db.execute(
+            "UPDATE memories SET id = ?, text = ?, category = ?, importance = ?, size_bytes = ?, "
+            "tokens = ? WHERE agent_id = ? AND id = ?",
+            (
+                new_id,
+                fact.text,
+                new_category,
+                float(fact.importance),
+                size,
+                count_tokens(fact.text),
+                mem.agent_id,
+                old.id,
+            ),
+        )
+        if new_id != old.id:
+            mem.db.execute(
+                "UPDATE access_log SET id = ? WHERE agent_id = ? AND id = ?",
+                (new_id, mem.agent_id, old.id),
+            )
+        return mem.get(new_id)
+
+
+_FIELDS = (
+    "id",
+    "text",
+    "category",
+    "importance",
+    "created_at",
+    "access_count",
+    "last_access",
+    "tier",
+    "tier_changed_at",
+    "urls",
+    "commands",
+    "paths",
+    "source",
+    "size_bytes",
+    "tokens",
+)
+
+
+def forget(mem: Memory, memory_id_: str) -> MemoryRecord:
+    """Move a memory to the forgotten archive: retrieval and the index lose it, nothing is
+    deleted, and `undo_forget` brings the most recent one back."""
+    with mem.db.transaction():
+        row = mem.db.query_one(
+            f"SELECT seq, pinned, {COLUMNS} FROM memories WHERE agent_id = ? AND id = ?",
+            (mem.agent_id, memory_id_),
+        )
+        if row is None:
+            raise NotFound(f"no memory {memory_id_!r}")
+        data: dict[str, Any] = dict(zip(_FIELDS, row[2:], strict=True))
+        data |= {
+            "seq": str(row[0]),
+            "pinned": int(row[1]),
+            "access_log": access_history(mem, memory_id_),
+        }
+        # delete + insert (not upsert): the newest rowid is the most recent forget
+        mem.db.execute(
+            "DELETE FROM forgotten WHERE agent_id = ? AND id = ?", (mem.agent_id, memory_id_)
+        )
+        mem.db.execute(
+            "INSERT INTO forgotten (agent_id, id, data, forgotten_at) VALUES (?, ?, ?, ?)",
+            (mem.agent_id, memory_id_, json.dumps(data), mem.now()),
+        )
+        mem.db.execute(
+            "DELETE FROM memories WHERE agent_id = ? AND id = ?", (mem.agent_id, memory_id_)
+        )
+        return MemoryRecord.from_row(row[2:])
+
+
+def last_forgotten(mem: Memory) -> MemoryRecord | None:
+    """The memory `undo_forget` would bring back."""
+    row = _last_forgotten_row(mem)
+    return None if row is None else _record_from(json.loads(row[1]))
+
+
+def forgotten_count(mem: Memory) -> int:
+    return int(mem.db.scalar("SELECT COUNT(*) FROM forgotten WHERE agent_id = ?", (mem.agent_id,)))
+
+
+def _last_forgotten_row(mem: Memory) -> Row | None:
+    return mem.db.query_one(
+        "SELECT id, data FROM forgotten WHERE agent_id = ? ORDER BY rowid DESC LIMIT 1",
+        (mem.agent_id,),
+    )
+
+
+def _record_from(data: dict[str, Any]) -> MemoryRecord:
+    return MemoryRecord.from_row(tuple(data[f] for f in _FIELDS))
+
+
+def undo_forget(mem: Memory) -> MemoryRecord:
+    """Bring back the most recently forgotten memory, as it was (tier, pin, access history)."""
+    now = mem.now()
+    with mem.db.transaction():
+        row = _last_forgotten_row(mem)
+        if row is None:
+            raise NotFound("nothing to undo: no memory has been forgotten")
+        data: dict[str, Any] = json.loads(row[1])
+        if mem.memories.get_many([data["id"]]):
+            raise InvalidInput(
+                f"memory {data['id']} was stored again since it was forgotten: nothing to undo"
+            )
+        seq = int(data["seq"])
+        taken = mem.db.scalar("SELECT 1 FROM memories WHERE seq = CAST(? AS INTEGER)", (str(seq),))
+        if taken is not None:  # a memory stored since took the row id: use a fresh one
+            last = mem.db.scalar(
+                "SELECT MAX(seq) FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) "
+                "AND CAST(? AS INTEGER)",
+                (str(mem.memories.seq_low), str(mem.memories.seq_high)),
+            )
+            seq = int(last) + 1
+        mem.db.execute(
+            f"INSERT INTO memories (seq, agent_id, {COLUMNS}, pinned) "
+            f"VALUES (CAST(? AS INTEGER), ?, {', '.join('?' * len(_FIELDS))}, ?)",
+            (str(seq), mem.agent_id, *(data[f] for f in _FIELDS), int(data["pinned"])),
+        )
+        mem.trees.ensure(normalize_path(data["category"]), now)
+        history: Sequence[float] = data.get("access_log", [])
+        mem.db.execute(
+            "DELETE FROM access_log WHERE agent_id = ? AND id = ?", (mem.agent_id, data["id"])
+        )
+        mem.db.executemany(
+            "INSERT INTO access_log (agent_id, id, at) VALUES (?, ?, ?)",
+            [(mem.agent_id, data["id"], float(at)) for at in reversed(history)],
+        )
+        mem.db.execute(
+            "DELETE FROM forgotten WHERE agent_id = ? AND id = ?", (mem.agent_id, data["id"])
+        )
+    return mem.get(data["id"])

@@ -1,0 +1,160 @@
+"""Near-duplicate detection for writes (seed 001's `memory_store` dedup).
+
+Two texts are near-duplicates when their normalized forms (NFKC, case-folded, punctuation and
+spacing ignored) reach a similarity threshold (difflib's ratio, 0..1) **and** they say the same
+numbers, the same URLs and the same negations, and every content word one has and the other
+lacks is a spelling variant of one the other has: "port is 8080" and "port is 8081", "we use X"
+and "we do not use X", "the EvoClaw team" and "the blog team" are different facts however
+similar their letters; "the certificate" and "the certificates." are one.
+
+`NearIndex` holds the newest memories of one agent in memory, bucketed by that guard and indexed
+by word, so a lookup compares only texts that share at least half of their content words.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from tiermem.core.metadata import find_urls
+from tiermem.core.retrieve import STOPWORDS
+
+_PUNCT = re.compile(r"[^\w\s]|_")
+_DIGITS = re.compile(r"\d+")
+_WORDS = re.compile(r"\w+")
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|nobody|nowhere|neither|nor|without|cannot|dont|doesnt|"
+    r"didnt|isnt|arent|wasnt|werent|wont|cant|couldnt|shouldnt|wouldnt|mustnt|hasnt|havent|"
+    r"hadnt)\b|n['’]t\b"
+)
+
+WORD_VARIANT = 0.8
+"""Similarity from which two words count as spellings of one word."""
+
+Guard = tuple[tuple[str, ...], frozenset[str], frozenset[str]]
+
+
+def near_key(text: str) -> str:
+    """The text as near-duplicate detection sees it."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_PUNCT.sub(" ", folded).split())
+
+
+def guard(text: str) -> Guard:
+    """What must be equal for two texts to be the same fact: numbers, URLs, negations."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    negations = frozenset(m.group(0).replace("’", "'") for m in _NEGATION.finditer(folded))
+    return (tuple(_DIGITS.findall(folded)), negations, frozenset(find_urls(text)))
+
+
+def similarity(a: str, b: str) -> float:
+    """difflib ratio of the normalized texts (1.0 = same once normalized)."""
+    return SequenceMatcher(None, near_key(a), near_key(b), autojunk=False).ratio()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    id: str
+    key: str
+    words: frozenset[str]
+
+
+def _content_words(key: str) -> frozenset[str]:
+    words = _WORDS.findall(key)
+    content = [w for w in words if w not in STOPWORDS]
+    return frozenset(content or words)
+
+
+def words_compatible(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Every content word one text has and the other lacks is a spelling variant of one the
+    other has ("certificate"/"certificates", "recieve"/"receive"). A different word — "EvoClaw"
+    for "blog", "likes" for "hates", an added "afternoon" — makes a different fact."""
+    only_a, only_b = a - b, b - a
+    return all(
+        any(SequenceMatcher(None, w, v).ratio() >= WORD_VARIANT for v in others)
+        for mine, others in ((only_a, only_b), (only_b, only_a))
+        for w in mine
+    )
+
+
+class NearIndex:
+    """Texts by id, for `find`: the most similar stored text at or above `threshold`."""
+
+    def __init__(self, threshold: float, capacity: int | None = None) -> None:
+        self.threshold = threshold
+        self.capacity = capacity
+        """Beyond this many entries the oldest ones leave (None: no limit)."""
+        self._entries: dict[str, tuple[Guard, _Entry]] = {}
+        self._buckets: dict[Guard, dict[str, list[str]]] = {}
+        self._last: tuple[str, Guard, str, frozenset[str]] | None = None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _analyse(self, text: str) -> tuple[Guard, str, frozenset[str]]:
+        last = self._last
+        if last is not None and last[0] == text:
+            return last[1], last[2], last[3]
+        key = near_key(text)
+        result = (guard(text), key, _content_words(key))
+        self._last = (text, *result)
+        return result
+
+    def add(self, memory_id: str, text: str) -> None:
+        if memory_id in self._entries:
+            return
+        where, key, words = self._analyse(text)
+        entry = _Entry(memory_id, key, words)
+        self._entries[memory_id] = (where, entry)
+        postings = self._buckets.setdefault(where, {})
+        for word in entry.words:
+            postings.setdefault(word, []).append(memory_id)
+        if self.capacity is not None and len(self._entries) > self.capacity:
+            self.remove(next(iter(self._entries)))  # the oldest entry
+
+    def remove(self, memory_id: str) -> None:
+        found = self._entries.pop(memory_id, None)
+        if found is None:
+            return
+        where, entry = found
+        postings = self._buckets.get(where, {})
+        for word in entry.words:
+            ids = postings.get(word)
+            if ids and memory_id in ids:
+                ids.remove(memory_id)
+                if not ids:
+                    del postings[word]
+        if not postings:
+            self._buckets.pop(where, None)
+
+    def find(self, text: str) -> list[tuple[str, float]]:
+        """Stored ids similar enough to `text`, most similar first."""
+        where, key, words = self._analyse(text)
+        postings = self._buckets.get(where)
+        if not postings or not words:
+            return []
+        shared: Counter[str] = Counter()
+        for word in words:
+            shared.update(postings.get(word, ()))
+        out: list[tuple[str, float]] = []
+        for memory_id, n in shared.items():
+            entry = self._entries[memory_id][1]
+            if 2 * n < max(len(words), len(entry.words)):
+                continue  # fewer than half of the content words in common
+            matcher = SequenceMatcher(None, key, entry.key, autojunk=False)
+            if (
+                matcher.real_quick_ratio() >= self.threshold
+                and matcher.quick_ratio() >= self.threshold
+            ):
+                ratio = matcher.ratio()
+                if ratio >= self.threshold and words_compatible(words, entry.words):
+                    out.append((memory_id, ratio))
+        out.sort(key=lambda x: (-x[1], x[0]))
+        return out
+
+    def key_of(self, memory_id: str) -> str | None:
+        found = self._entries.get(memory_id)
+        return None if found is None else found[1].key

@@ -1,0 +1,145 @@
+"""`tiermem daemon`: drain the sync outbox in the background.
+
+The loop checks the outbox every `poll` seconds (0.25 s by default, so a `conversation-end` is
+pushed well within a second) and pushes with the backoff schedule, retrying transient failures
+for as long as it runs. A failure that needs a person (bad token, SQL error) is reported and
+tried again after the longest backoff wait, so fixing the token is enough.
+
+Stopping (SIGTERM/SIGINT call `stop()`) interrupts a backoff wait at once; a request on the wire
+is allowed to finish (its timeouts bound it) so its outcome is recorded. Nothing queued can be
+lost either way: an outbox row is only removed in the transaction that records a confirmed push.
+One daemon per home and agent: a second one is refused (an OS file lock, released on any exit).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+
+from tiermem.core.engine import Memory
+from tiermem.core.errors import StorageError, TiermemError
+from tiermem.sync.engine import SyncEngine
+from tiermem.sync.hrana import DEFAULT_TIMEOUT
+from tiermem.sync.retry import MAX_CAP, RetryPolicy
+
+__all__ = ["DEFAULT_POLL", "Daemon", "DaemonRunning"]
+
+DEFAULT_POLL: Final = 0.25
+
+Report = Callable[[dict[str, Any]], None]
+
+
+class DaemonRunning(TiermemError):
+    """Another daemon already syncs this agent from this home."""
+
+    exit_code = 27
+
+
+class _Stopped(Exception):
+    """Raised out of a backoff wait when the daemon is asked to stop."""
+
+
+class Daemon:
+    def __init__(
+        self,
+        mem: Memory,
+        *,
+        poll: float = DEFAULT_POLL,
+        report: Report | None = None,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+        error_pause: float = MAX_CAP,
+    ) -> None:
+        if poll <= 0:
+            raise ValueError("poll must be positive")
+        self.mem = mem
+        self.poll = poll
+        self.error_pause = error_pause
+        self._report = report or (lambda event: None)
+        self._stop = threading.Event()
+        self._engine = SyncEngine(mem, timeout=timeout, transport=transport)
+        self.pushes = 0
+
+    def stop(self) -> None:
+        """Ask the loop to end (safe from a signal handler or another thread)."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def _wait(self, seconds: float) -> None:
+        if self._stop.wait(seconds):
+            raise _Stopped
+
+    def _backoff_wait(self, seconds: float) -> None:
+        status = self._engine.status()
+        self._report({"event": "retry", "wait": round(seconds, 3), "error": status.last_error})
+        self._wait(seconds)
+
+    def run(self) -> None:
+        """Push until stopped. Raises `NotInitialised` at once if sync is not set up."""
+        engine = self._engine
+        try:
+            engine.require_ready()
+            with _single_instance(self.mem.home.root, self.mem.agent_id):
+                self._report({"event": "started", "agent_id": self.mem.agent_id})
+                policy = RetryPolicy(max_attempts=None, sleep=self._backoff_wait)
+                while not self._stop.is_set():
+                    if not engine.has_work():
+                        self._stop.wait(self.poll)
+                        continue
+                    try:
+                        result = engine.push(policy)
+                    except _Stopped:
+                        break
+                    except TiermemError as exc:
+                        self._report(
+                            {"event": "error", "error": str(exc), "retry_in": self.error_pause}
+                        )
+                        try:
+                            self._wait(self.error_pause)
+                        except _Stopped:
+                            break
+                        continue
+                    self.pushes += int(result.pushed)
+                    self._report(
+                        {
+                            "event": "pushed" if result.pushed else "up-to-date",
+                            "version": result.version,
+                            "changes": result.changes,
+                            "requests": result.requests,
+                        }
+                    )
+                self._report({"event": "stopped", "pushes": self.pushes})
+        finally:
+            engine.close()
+
+
+@contextmanager
+def _single_instance(root: Path, agent_id: str) -> Iterator[None]:
+    path = root / f".daemon-{agent_id}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StorageError(f"cannot open {path} ({exc.strerror})") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise DaemonRunning(
+                f"a daemon already syncs agent {agent_id!r} from this home (pid {other})"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,92 @@
+"""The retry policy of every remote call: exponential backoff with full jitter.
+
+Retried: transport failures, HTTP 5xx and 429, busy/expired streams (`hrana.is_retryable`).
+Never retried: 400/401/403 and SQL errors, which need a person (a new token, a fixed URL).
+Waits are drawn uniformly from ``[0, cap]`` (full jitter) with caps 5, 10, 20, 40 s and then
+40 s for ever, from ``backoff.expo``; a ``Retry-After`` from the server is a floor for the wait
+(itself capped, so a hostile server cannot stall a client for hours).
+
+The retry loop is written out here rather than taken from ``backoff.on_exception`` because
+that decorator sleeps with ``time.sleep`` and measures with ``datetime.now``, and tests and the
+daemon need their own sleep: a fake clock in tests, a sleep that SIGTERM interrupts in the
+daemon. The schedule and the jitter are backoff's own (`backoff.expo`, `backoff.full_jitter`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Final, TypeVar
+
+import backoff
+
+from tiermem.sync.hrana import HranaError, ServerUnavailable, is_retryable
+
+__all__ = ["CAPS", "RetryPolicy", "call_with_retry", "wait_caps"]
+
+T = TypeVar("T")
+
+FIRST_CAP: Final = 5.0
+MAX_CAP: Final = 40.0
+CAPS: Final = (5.0, 10.0, 20.0, 40.0)
+RETRY_AFTER_CAP: Final = 300.0
+
+
+def wait_caps(first: float = FIRST_CAP, maximum: float = MAX_CAP) -> Iterator[float]:
+    """5, 10, 20, 40, 40, ... (backoff.expo with factor `first`, capped at `maximum`)."""
+    gen = backoff.expo(base=2, factor=first, max_value=maximum)
+    next(gen)  # backoff's generators are primed with one send(None)
+    return gen
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard to try. ``max_attempts=None`` tries for ever (the daemon).
+
+    ``sleep`` and ``jitter`` are injectable: tests pass a fake clock's sleep and see every wait
+    without sleeping; the daemon passes a sleep that returns early (raising) on SIGTERM.
+    """
+
+    max_attempts: int | None = 5
+    first_cap: float = FIRST_CAP
+    max_cap: float = MAX_CAP
+    retry_after_cap: float = RETRY_AFTER_CAP
+    sleep: Callable[[float], None] = time.sleep
+    jitter: Callable[[float], float] = backoff.full_jitter
+
+    def wait_for(self, cap: float, exc: HranaError) -> float:
+        """The wait before the next attempt: jittered cap, at least the server's Retry-After."""
+        wait = min(max(self.jitter(cap), 0.0), cap)
+        if isinstance(exc, ServerUnavailable) and exc.retry_after is not None:
+            wait = max(wait, min(exc.retry_after, self.retry_after_cap))
+        return wait
+
+
+def call_with_retry(
+    call: Callable[[], T],
+    policy: RetryPolicy,
+    on_retry: Callable[[int, float, HranaError], None] | None = None,
+) -> T:
+    """``call()`` until it succeeds, fails for good, or runs out of attempts.
+
+    ``on_retry(attempt, wait, error)`` runs before each wait (attempt counts from 1). The last
+    error is raised as it is (a `HranaError`); anything else `call` raises is not retried.
+    """
+    if policy.max_attempts is not None and policy.max_attempts < 1:
+        raise ValueError("max_attempts must be at least 1")
+    caps = wait_caps(policy.first_cap, policy.max_cap)
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return call()
+        except HranaError as exc:
+            if not is_retryable(exc):
+                raise
+            if policy.max_attempts is not None and attempt >= policy.max_attempts:
+                raise
+            wait = policy.wait_for(next(caps), exc)
+            if on_retry is not None:
+                on_retry(attempt, wait, exc)
+            policy.sleep(wait)

@@ -1,0 +1,285 @@
+"""What sync keeps and sends: the remote schema, opaque names, local settings, its errors.
+
+**The server's tables** (ARCHITECTURE §5) hold only ciphertext and opaque ids:
+
+- ``records(record_id, version, epoch, device_id, envelope)``: one row per pushed version of a
+  record. ``record_id`` is an HMAC under the vault key (`crypto.record_id`), ``version`` a hybrid
+  logical clock (`hlc`) with the writer's device id as tie-break, ``envelope`` the sealed,
+  padded plaintext. Inserts are ``ON CONFLICT DO NOTHING``, so a retried push changes nothing.
+- ``key_wraps(wrap_id, agent_tag, epoch, kind, blob)``: the vault key wrapped to the recovery
+  key, the optional passphrase and each device. ``agent_tag`` is a labelled hash of the agent
+  id so that a restore can find its wraps: a server can confirm a *guessed* agent id, never read
+  one (choose an unguessable agent id if that matters).
+- ``devices(device_id, agent_tag, public_key, added)``: the devices that push (X25519 public
+  keys, for pairing later).
+
+**Locally**, table ``sync_state`` (migration 4) keeps one row of non-secret settings per agent;
+the token and the device's private key live in a `secrets` store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from tiermem.core.db import Database, Row
+from tiermem.core.errors import StorageError, TiermemError
+from tiermem.sync.hrana import Args
+from tiermem.sync.secrets import DEVICE_KEY, ENV_STORE, TOKEN, SecretStore, open_store
+
+__all__ = [
+    "CRITICAL_TABLE",
+    "EPOCH",
+    "REMOTE_SCHEMA",
+    "AlreadyInitialised",
+    "HomeNotEmpty",
+    "Inflight",
+    "MissingSecret",
+    "NotInitialised",
+    "NothingToRestore",
+    "Settings",
+    "SyncFailed",
+    "agent_tag",
+    "device_rows",
+    "device_wrap_id",
+    "insert_settings",
+    "read_settings",
+    "save_secrets",
+    "state_digest",
+    "wrap_id",
+]
+
+CRITICAL_TABLE: Final = "critical"
+EPOCH: Final = 1
+
+REMOTE_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS records ("
+    "record_id BLOB NOT NULL, version TEXT NOT NULL, epoch INTEGER NOT NULL, "
+    "device_id BLOB NOT NULL, envelope BLOB NOT NULL, PRIMARY KEY (record_id, version))",
+    "CREATE TABLE IF NOT EXISTS key_wraps ("
+    "wrap_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, epoch INTEGER NOT NULL, "
+    "kind TEXT NOT NULL CHECK (kind IN ('device', 'recovery', 'passphrase')), "
+    "blob BLOB NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS key_wraps_agent ON key_wraps (agent_tag, kind, epoch)",
+    "CREATE TABLE IF NOT EXISTS devices ("
+    "device_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, public_key BLOB NOT NULL, "
+    "added TEXT NOT NULL)",
+)
+INSERT_RECORD: Final = (
+    "INSERT INTO records (record_id, version, epoch, device_id, envelope) "
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+INSERT_WRAP: Final = (
+    "INSERT INTO key_wraps (wrap_id, agent_tag, epoch, kind, blob) VALUES (?, ?, ?, ?, ?)"
+)
+INSERT_DEVICE: Final = (
+    "INSERT INTO devices (device_id, agent_tag, public_key, added) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT DO NOTHING"
+)
+
+
+# ------------------------------------------------------------------------------------- errors
+
+
+class NotInitialised(TiermemError):
+    """Sync is not set up for this agent in this home (or `sync init` did not finish)."""
+
+    exit_code = 22
+
+
+class AlreadyInitialised(TiermemError):
+    """Sync is already set up here, or the server already holds a vault for this agent."""
+
+    exit_code = 23
+
+
+class NothingToRestore(TiermemError):
+    """The server holds no vault (or no critical state) for this agent."""
+
+    exit_code = 24
+
+
+class HomeNotEmpty(TiermemError):
+    """A restore would overwrite local memory that the server does not have."""
+
+    exit_code = 25
+
+
+class MissingSecret(TiermemError):
+    """A secret is needed (token, recovery key, passphrase) and there is no way to ask for it."""
+
+    exit_code = 26
+
+
+class SyncFailed(TiermemError):
+    """A remote call failed for good; carries the transport error's exit code (20 or 21)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+# ------------------------------------------------------------------------------ opaque naming
+
+
+def agent_tag(agent_id: str) -> bytes:
+    """How the server files an agent's key wraps: 16 bytes of a labelled SHA-256."""
+    return hashlib.sha256(b"tiermem/v1/agent-tag\x00" + agent_id.encode()).digest()[:16]
+
+
+def wrap_id(agent_id: str, epoch: int, kind: str, extra: bytes = b"") -> bytes:
+    """Deterministic wrap ids: the recovery wrap's id is the "a vault exists" marker, and a
+    retried registration re-inserts the very same rows."""
+    material = b"\x00".join(
+        [b"tiermem/v1/wrap-id", agent_tag(agent_id), epoch.to_bytes(4, "big"), kind.encode()]
+    )
+    return hashlib.sha256(material + b"\x00" + extra).digest()[:16]
+
+
+def state_digest(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+# ---------------------------------------------------------------------------- local settings
+
+
+@dataclass(frozen=True)
+class Inflight:
+    version: str
+    envelope: bytes
+    seq: int
+    digest: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The local, non-secret sync settings of one agent (table ``sync_state``)."""
+
+    agent_id: str
+    status: str
+    url: str
+    device_id: bytes
+    epoch: int
+    secret_ref: str
+    secret_store: str
+    device_wrap: bytes
+    recovery_wrap: bytes
+    passphrase_wrap: bytes | None
+    created_at: float
+    registered: bool = False
+    hlc: str = ""
+    inflight: Inflight | None = None
+    last_digest: str | None = None
+    last_push_at: float | None = None
+    last_push_version: str | None = None
+    pushes: int = 0
+    last_error: str | None = None
+    last_error_at: float | None = None
+    retry_at: float | None = None
+
+
+_COLUMNS: Final = (
+    "agent_id, status, url, device_id, epoch, secret_ref, secret_store, device_wrap, "
+    "recovery_wrap, passphrase_wrap, registered, hlc, inflight_version, inflight_envelope, "
+    "inflight_seq, inflight_digest, last_digest, last_push_at, last_push_version, pushes, "
+    "last_error, last_error_at, retry_at, created_at"
+)
+
+
+def _settings_from_row(r: Row) -> Settings:
+    inflight = None
+    if r[12] is not None:
+        inflight = Inflight(str(r[12]), bytes(r[13]), int(r[14]), str(r[15]))
+    return Settings(
+        agent_id=str(r[0]),
+        status=str(r[1]),
+        url=str(r[2]),
+        device_id=bytes.fromhex(str(r[3])),
+        epoch=int(r[4]),
+        secret_ref=str(r[5]),
+        secret_store=str(r[6]),
+        device_wrap=bytes(r[7]),
+        recovery_wrap=bytes(r[8]),
+        passphrase_wrap=None if r[9] is None else bytes(r[9]),
+        registered=bool(r[10]),
+        hlc=str(r[11]),
+        inflight=inflight,
+        last_digest=None if r[16] is None else str(r[16]),
+        last_push_at=None if r[17] is None else float(r[17]),
+        last_push_version=None if r[18] is None else str(r[18]),
+        pushes=int(r[19]),
+        last_error=None if r[20] is None else str(r[20]),
+        last_error_at=None if r[21] is None else float(r[21]),
+        retry_at=None if r[22] is None else float(r[22]),
+        created_at=float(r[23]),
+    )
+
+
+def read_settings(db: Database, agent_id: str) -> Settings | None:
+    row = db.query_one(f"SELECT {_COLUMNS} FROM sync_state WHERE agent_id = ?", (agent_id,))
+    return None if row is None else _settings_from_row(row)
+
+
+def insert_settings(db: Database, s: Settings) -> None:
+    db.execute(
+        "INSERT INTO sync_state (agent_id, status, url, device_id, epoch, secret_ref, "
+        "secret_store, device_wrap, recovery_wrap, passphrase_wrap, registered, hlc, "
+        "last_digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            s.agent_id,
+            s.status,
+            s.url,
+            s.device_id.hex(),
+            s.epoch,
+            s.secret_ref,
+            s.secret_store,
+            s.device_wrap,
+            s.recovery_wrap,
+            s.passphrase_wrap,
+            int(s.registered),
+            s.hlc,
+            s.last_digest,
+            s.created_at,
+        ),
+    )
+
+
+def device_wrap_id(s: Settings) -> bytes:
+    return wrap_id(s.agent_id, s.epoch, "device", s.device_id)
+
+
+def device_rows(s: Settings, tag: bytes, public: bytes) -> list[tuple[str, Args]]:
+    return [
+        (INSERT_DEVICE, (s.device_id, tag, public, s.hlc or "0")),
+        (
+            INSERT_WRAP + " ON CONFLICT DO NOTHING",
+            (device_wrap_id(s), tag, s.epoch, "device", s.device_wrap),
+        ),
+    ]
+
+
+def save_secrets(
+    home_root: Path, ref: str, device_key: X25519PrivateKey, token: str | None
+) -> tuple[SecretStore, bool]:
+    """Store the device key (and token) in the keyring, falling back to the 0600 file when
+    the keyring refuses (unless the keyring was asked for explicitly)."""
+    raw = device_key.private_bytes_raw().hex()
+    store = open_store(home_root, ref)
+    try:
+        store.set(DEVICE_KEY, raw)
+        if token:
+            store.set(TOKEN, token)
+    except StorageError:
+        store.delete_all()
+        if store.kind != "keyring" or os.environ.get(ENV_STORE) == "keyring":
+            raise
+        store = open_store(home_root, ref, "file")
+        store.set(DEVICE_KEY, raw)
+        if token:
+            store.set(TOKEN, token)
+    return store, bool(token)

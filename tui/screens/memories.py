@@ -1,0 +1,403 @@
+"""Memories: a lazily paged table with search-as-you-type through the engine's retrieval,
+filters (tier, category, agent), and a detail pane; curation keys act on the row under the
+cursor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Input, Select, Static
+from textual.worker import get_current_worker
+
+from tiermem.core import curate
+from tiermem.core.curate import Listed
+from tiermem.core.engine import Memory
+from tiermem.core.retrieve import Explanation
+from tiermem.tui.messages import ActionFailed, DetailLoaded, Loaded, describe_error
+from tiermem.tui.screens.base import DataScreen
+from tiermem.tui.screens.modals import ConfirmModal, FormModal, edit_fields, parse_importance
+from tiermem.tui.widgets.detail import DetailData, MemoryDetail, load_detail
+from tiermem.tui.widgets.format import count, one_line
+from tiermem.tui.widgets.memory_table import MemoryRow, MemoryTable
+
+PAGE = curate.PAGE
+PREFETCH = 25
+MAX_RELOAD = 5000
+TIERS = [("all tiers", "all"), ("warm", "warm"), ("cold+frozen", "cold"), ("frozen", "frozen")]
+ANY = "*"
+
+
+@dataclass(frozen=True)
+class Params:
+    query: str
+    tier: str
+    category: str | None
+    size: int
+
+
+@dataclass(frozen=True)
+class Page:
+    serial: int
+    query: str
+    rows: list[MemoryRow]
+    explanations: dict[str, Explanation]
+    total: int
+    more: bool
+    append: bool = False
+    status: str = ""
+    categories: list[str] = field(default_factory=list)
+    agents: list[str] = field(default_factory=list)
+
+
+def fetch_page(memory: Memory, params: Params, serial: int, before: int | None = None) -> Page:
+    """A listing page (newest first) or the retrieval results for `params.query`."""
+    now, scoring = memory.now(), memory.cfg.scoring
+    tier = None if params.tier == "all" else params.tier
+    if params.query.strip():
+        result = memory.retrieve(
+            params.query,
+            limit=memory.cfg.retrieval.candidate_pool,
+            tier=tier,
+            category=params.category,
+            reinforce=False,
+        )
+        pinned = curate.pinned_ids(memory.db, memory.agent_id)
+        rows = [
+            MemoryRow(Listed(0, h.memory, h.memory.id in pinned), h.explanation.score)
+            for h in result.hits
+        ]
+        terms = ", ".join(result.terms) or "-"
+        status = (
+            f"{len(rows)} found for {one_line(params.query, 30)!r} · terms {terms} · "
+            f"{len(result.categories)} tree match(es)"
+        )
+        if result.notes:
+            status += " · " + "; ".join(result.notes)
+        return Page(
+            serial,
+            params.query,
+            rows,
+            {h.memory.id: h.explanation for h in result.hits},
+            len(rows),
+            False,
+            status=status,
+            categories=sorted(memory.trees.load().nodes),
+            agents=curate.list_agents(memory.db),
+        )
+    listed = curate.list_memories(
+        memory, tier=tier, category=params.category, before_seq=before, limit=params.size
+    )
+    rows = [MemoryRow(x, x.record.score(now, scoring)) for x in listed]
+    if before is not None:
+        return Page(serial, "", rows, {}, 0, len(listed) == params.size, append=True)
+    total = curate.count_memories(memory, tier=tier, category=params.category)
+    return Page(
+        serial,
+        "",
+        rows,
+        {},
+        total,
+        len(listed) == params.size,
+        status=f"{count(total)} memories, newest first",
+        categories=sorted(memory.trees.load().nodes),
+        agents=curate.list_agents(memory.db),
+    )
+
+
+class MemoriesScreen(DataScreen[Page]):
+    MODE = "memories"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "search", "Search"),
+        Binding("escape", "leave_search", "Table", show=False),
+        Binding("e", "edit", "Edit"),
+        Binding("p", "pin", "Pin"),
+        Binding("plus,equals_sign", "promote", "Promote", key_display="+"),
+        Binding("minus", "demote", "Demote", key_display="-"),
+        Binding("d,delete", "forget", "Forget", key_display="d"),
+        Binding("u", "undo", "Undo"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._serial = 0
+        self.shown_serial = -1
+        """The request whose rows the table shows (what a benchmark waits for)."""
+        self._params = Params("", "all", None, PAGE)
+        self._more = False
+        self._paging = False
+        self._last_seq: int | None = None
+        self._explanations: dict[str, Explanation] = {}
+        self._detail_serial = 0
+        self._detail: DetailData | None = None
+        self._shown_query = ""
+        self._categories: list[str] = []
+        self._agents: list[str] = []
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="filters"):
+            yield Input(placeholder="/ search (retrieval)…", id="search", compact=True)
+            yield Select(TIERS, value="all", allow_blank=False, id="tier", compact=True)
+            yield Select(
+                [("all categories", ANY)], value=ANY, allow_blank=False, id="category", compact=True
+            )
+            yield Select(
+                [(self.tiermem.agent_id, self.tiermem.agent_id)],
+                value=self.tiermem.agent_id,
+                allow_blank=False,
+                id="agent-filter",
+                compact=True,
+            )
+        with Horizontal(id="mem-body", classes="split"):
+            with Vertical(id="mem-left"):
+                yield MemoryTable(id="memories")
+                yield Static("…", id="mem-status")
+            yield MemoryDetail(id="detail", classes="panel")
+
+    def on_mount(self) -> None:
+        self.query_one("#detail").border_title = "Detail"
+        self.query_one(MemoryTable).focus()
+
+    # -- loading --------------------------------------------------------------------------
+
+    def reload(self) -> None:
+        table = self.query_one(MemoryTable)
+        # a reload keeps what was scrolled into view (up to a bound), so the cursor stays put
+        size = min(max(PAGE, table.row_count), MAX_RELOAD) if not self._params.query else PAGE
+        self._params = Params(
+            self.query_one("#search", Input).value,
+            str(self.query_one("#tier", Select).value),
+            self._category_value(),
+            size,
+        )
+        self._serial += 1
+        super().reload()
+
+    @property
+    def serial(self) -> int:
+        """The newest request (search, filter or reload) started."""
+        return self._serial
+
+    def _category_value(self) -> str | None:
+        value = self.query_one("#category", Select).value
+        return None if value == ANY or not isinstance(value, str) else value
+
+    def fetch(self, memory: Memory) -> Page:
+        return fetch_page(memory, self._params, self._serial)
+
+    def show(self, data: Page) -> None:
+        if data.serial != self._serial:
+            return  # an older request finished after a newer one started
+        self.shown_serial = data.serial
+        table = self.query_one(MemoryTable)
+        if data.append:
+            self._paging = False
+            table.append(data.rows)
+        else:
+            self._explanations = data.explanations
+            same = data.query == self._shown_query
+            self._shown_query = data.query
+            table.fill(data.rows, keep=table.current_id() if same else None, top=not same)
+            self.query_one("#mem-status", Static).update(data.status)
+            self._sync_selects(data)
+            self._show_detail(table.current_id())
+        self._more = data.more
+        if data.rows and not data.explanations:
+            self._last_seq = data.rows[-1].listed.seq
+
+    def _sync_selects(self, data: Page) -> None:
+        category = self.query_one("#category", Select)
+        if data.categories != self._categories:
+            self._categories = data.categories
+            current = category.value
+            with self.prevent(Select.Changed):
+                category.set_options([("all categories", ANY), *((c, c) for c in data.categories)])
+                category.value = current if current in data.categories else ANY
+        agent = self.query_one("#agent-filter", Select)
+        if data.agents != self._agents:
+            self._agents = data.agents
+            with self.prevent(Select.Changed):
+                agent.set_options([(a, a) for a in data.agents])
+                agent.value = self.tiermem.agent_id
+
+    def agent_changed(self, agent_id: str) -> None:
+        super().agent_changed(agent_id)
+        if self.is_mounted and agent_id in self._agents:
+            with self.prevent(Select.Changed):
+                self.query_one("#agent-filter", Select).value = agent_id
+
+    @work(thread=True, exclusive=True, group="page", exit_on_error=False)
+    def _next_page(self, memory: Memory, params: Params, serial: int, before: int) -> None:
+
+        try:
+            page = fetch_page(memory, params, serial, before)
+        except Exception as exc:
+            self.post_message(ActionFailed(describe_error(exc)))
+            return
+        self.post_message(Loaded(page))
+
+    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
+    def _load_detail(
+        self, memory: Memory, memory_id: str, explanation: Explanation | None, serial: int
+    ) -> None:
+        try:
+            data: DetailData | None = load_detail(memory, memory_id, explanation)
+        except Exception:
+            data = None  # gone meanwhile (forgotten by another process): the pane empties
+        if not get_current_worker().is_cancelled:
+            self.post_message(DetailLoaded(data, serial))
+
+    def _show_detail(self, memory_id: str | None) -> None:
+        self._detail_serial += 1
+        memory = self.tiermem.memory
+        if memory_id is None or memory is None:
+            self.query_one(MemoryDetail).show(None)
+            return
+        self._load_detail(memory, memory_id, self._explanations.get(memory_id), self._detail_serial)
+
+    def on_detail_loaded(self, message: DetailLoaded) -> None:
+        if message.serial == self._detail_serial:
+            self._detail = message.data
+            self.query_one(MemoryDetail).show(message.data)
+
+    # -- events ---------------------------------------------------------------------------
+
+    @on(Input.Changed, "#search")
+    def _search(self) -> None:
+        self.reload()
+
+    @on(Input.Submitted, "#search")
+    def _submitted(self) -> None:
+        self.query_one(MemoryTable).focus()
+
+    @on(Select.Changed, "#tier")
+    @on(Select.Changed, "#category")
+    def _filter(self) -> None:
+        self.reload()
+
+    @on(Select.Changed, "#agent-filter")
+    def _agent(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str) and event.value != self.tiermem.agent_id:
+            self.tiermem.open_agent(event.value)
+
+    @on(DataTable.RowHighlighted, "#memories")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        table = self.query_one(MemoryTable)
+        self._show_detail(table.current_id())
+        memory = self.tiermem.memory
+        near_end = event.cursor_row >= table.row_count - PREFETCH
+        if near_end and self._more and not self._paging and self._last_seq and memory:
+            self._paging = True
+            params = Params(self._params.query, self._params.tier, self._params.category, PAGE)
+            self._next_page(memory, params, self._serial, self._last_seq)
+
+    def set_category(self, category: str | None) -> None:
+        """Show one category (from the tree screen)."""
+        select = self.query_one("#category", Select)
+        if category and category not in self._categories:
+            self._categories = [*self._categories, category]
+            select.set_options([("all categories", ANY), *((c, c) for c in self._categories)])
+        select.value = category or ANY
+
+    # -- actions --------------------------------------------------------------------------
+
+    def action_search(self) -> None:
+        self.query_one("#search", Input).focus()
+
+    def action_leave_search(self) -> None:
+        search = self.query_one("#search", Input)
+        if search.has_focus:
+            self.query_one(MemoryTable).focus()
+        elif search.value:
+            search.value = ""
+
+    def _selected(self) -> str | None:
+        memory_id = self.query_one(MemoryTable).current_id()
+        if memory_id is None:
+            self.notify("no memory selected", severity="warning")
+        return memory_id
+
+    def action_pin(self) -> None:
+        memory_id = self._selected()
+        if memory_id is None:
+            return
+
+        def toggle(mem: Memory) -> str:
+            pinned = not curate.get_listed(mem, memory_id).pinned
+            tier = curate.set_pinned(mem, memory_id, pinned)
+            return f"pinned in {tier}" if pinned else "unpinned"
+
+        self.tiermem.perform(toggle)
+
+    def action_promote(self) -> None:
+        memory_id = self._selected()
+        if memory_id is not None:
+            self.tiermem.perform(lambda mem: f"promoted to {curate.promote(mem, memory_id)}")
+
+    def action_demote(self) -> None:
+        memory_id = self._selected()
+        if memory_id is not None:
+            self.tiermem.perform(lambda mem: f"demoted to {curate.demote(mem, memory_id)}")
+
+    def action_forget(self) -> None:
+        memory_id = self._selected()
+        if memory_id is None:
+            return
+        detail = self._detail
+        text = (
+            detail.listed.record.text
+            if detail is not None and detail.listed.record.id == memory_id
+            else str(self.query_one(MemoryTable).get_row(memory_id)[5])
+        )
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.tiermem.perform(
+                    lambda mem: f"forgot {curate.forget(mem, memory_id).id}", undo_hint=True
+                )
+
+        self.app.push_screen(
+            ConfirmModal(
+                f"Forget this memory?\n\n{text}\n\nIt leaves retrieval; u brings it back."
+            ),
+            confirmed,
+        )
+
+    def action_undo(self) -> None:
+        self.tiermem.perform(lambda mem: f"brought back {curate.undo_forget(mem).id}")
+
+    def action_edit(self) -> None:
+        memory_id = self._selected()
+        detail = self._detail
+        if memory_id is None:
+            return
+        if detail is None or detail.listed.record.id != memory_id:
+            self.notify("still loading this memory: try again", severity="warning")
+            return
+        m = detail.listed.record
+        self._edit_form(memory_id, m.text, m.category, m.importance)
+
+    def _edit_form(self, memory_id: str, text: str, category: str, importance: float) -> None:
+        def edited(values: dict[str, str] | None) -> None:
+            if values is None:
+                return
+
+            def apply(mem: Memory) -> str:
+                record = curate.edit(
+                    mem,
+                    memory_id,
+                    text=values["text"],
+                    category=values["category"],
+                    importance=parse_importance(values["importance"]),
+                )
+                return f"saved {record.id}"
+
+            self.tiermem.perform(apply)
+
+        self.app.push_screen(
+            FormModal("Edit memory", edit_fields(text, category, importance)), edited
+        )

@@ -1,0 +1,282 @@
+"""Modal dialogs: confirm, a small form, switch agent, consolidate with progress."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, ProgressBar, Static
+from textual.widgets.option_list import Option
+
+from tiermem.core import curate
+from tiermem.core.consolidate import MODES, ConsolidationReport
+from tiermem.core.engine import Memory
+from tiermem.core.errors import InvalidInput
+from tiermem.tui.messages import describe_error
+
+
+def parse_importance(raw: str) -> float:
+    try:
+        value = float(raw.strip() or "0.5")
+    except ValueError:
+        raise InvalidInput(f"importance must be a number between 0 and 1 (got {raw!r})") from None
+    if not 0.0 <= value <= 1.0:
+        raise InvalidInput(f"importance must be between 0 and 1 (got {value:g})")
+    return value
+
+
+def split_list(raw: str) -> list[str]:
+    """'a, b ,c' → ['a', 'b', 'c'] (metadata fields take comma-separated values)."""
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    label: str
+    value: str = ""
+    placeholder: str = ""
+    required: bool = False
+
+
+def memory_fields() -> list[Field]:
+    return [
+        Field("text", "Text", placeholder="the fact to remember", required=True),
+        Field("category", "Category", placeholder="projects/evoclaw/bsc", required=True),
+        Field("importance", "Importance", "0.5", "0-1: 0.9 critical, 0.5 fact, 0.2 casual"),
+        Field("urls", "URLs", placeholder="comma-separated"),
+        Field("commands", "Commands", placeholder="comma-separated"),
+        Field("paths", "Paths", placeholder="comma-separated"),
+    ]
+
+
+def edit_fields(text: str, category: str, importance: float) -> list[Field]:
+    return [
+        Field("text", "Text", text, required=True),
+        Field("category", "Category", category, required=True),
+        Field("importance", "Importance", f"{importance:g}"),
+    ]
+
+
+class ConfirmModal(ModalScreen[bool]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n,escape", "answer(False)", "No"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__(classes="modal")
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(self.question, classes="question", markup=False)
+            with Horizontal(classes="buttons"):
+                yield Button("Yes (y)", variant="error", id="yes")
+                yield Button("No (n)", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class FormModal(ModalScreen[dict[str, str] | None]):
+    """A few labelled inputs; enter on the last one (or ctrl+s) submits, escape cancels."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "submit", "Save"),
+    ]
+
+    def __init__(self, title: str, fields: Sequence[Field], note: str = "") -> None:
+        super().__init__(classes="modal")
+        self.title_text = title
+        self.fields = list(fields)
+        self.note = note
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="dialog form") as dialog:
+            dialog.border_title = self.title_text
+            if self.note:
+                yield Static(self.note, classes="note", markup=False)
+            for field in self.fields:
+                yield Label(field.label + (" *" if field.required else ""))
+                yield Input(
+                    field.value, placeholder=field.placeholder, id=f"f-{field.name}", compact=True
+                )
+            with Horizontal(classes="buttons"):
+                yield Button("Save (ctrl+s)", variant="primary", id="save")
+                yield Button("Cancel (esc)", id="cancel")
+
+    def values(self) -> dict[str, str]:
+        return {f.name: self.query_one(f"#f-{f.name}", Input).value for f in self.fields}
+
+    def action_submit(self) -> None:
+        values = self.values()
+        missing = [f.label for f in self.fields if f.required and not values[f.name].strip()]
+        if missing:
+            self.notify(f"{', '.join(missing)} cannot be empty", severity="error")
+            return
+        self.dismiss(values)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted)
+    def _next(self, event: Input.Submitted) -> None:
+        inputs = list(self.query(Input))
+        index = inputs.index(event.input)
+        if index + 1 < len(inputs):
+            inputs[index + 1].focus()
+        else:
+            self.action_submit()
+
+    @on(Button.Pressed, "#save")
+    def _save(self) -> None:
+        self.action_submit()
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel(self) -> None:
+        self.dismiss(None)
+
+
+class AgentModal(ModalScreen[str | None]):
+    """Pick an agent of this home, or type a new agent id."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, memory: Memory | None, current: str) -> None:
+        super().__init__(classes="modal")
+        self.memory = memory
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog") as dialog:
+            dialog.border_title = "Switch agent"
+            yield OptionList(id="agents")
+            yield Input(placeholder="or a new agent id, then enter", id="new-agent", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+        if self.memory is not None:
+            self._list(self.memory)
+
+    @work(thread=True, exit_on_error=False)
+    def _list(self, memory: Memory) -> None:
+        try:
+            agents = curate.list_agents(memory.db)
+        except Exception:
+            agents = [self.current]
+        self.app.call_from_thread(self._fill, agents)
+
+    def _fill(self, agents: list[str]) -> None:
+        options = self.query_one(OptionList)
+        options.clear_options()
+        options.add_options(
+            [Option(f"{a}{'  (current)' if a == self.current else ''}", id=a) for a in agents]
+        )
+        if self.current in agents:
+            options.highlighted = agents.index(self.current)
+
+    @on(OptionList.OptionSelected)
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    @on(Input.Submitted)
+    def _typed(self, event: Input.Submitted) -> None:
+        if event.value.strip():
+            self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConsolidateModal(ModalScreen[None]):
+    """Choose a mode, watch it run, read the report."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close")]
+
+    def __init__(self, memory: Memory) -> None:
+        super().__init__(classes="modal")
+        self.memory = memory
+        self.running = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog") as dialog:
+            dialog.border_title = "Consolidate"
+            yield OptionList(
+                Option("quick    re-score, promote, archive, evict", id="quick"),
+                Option("daily    quick + prune idle tree nodes", id="daily"),
+                Option("monthly  daily + tree rebuild + frozen cleanup", id="monthly"),
+                Option("full     monthly + archive re-score + report", id="full"),
+                id="modes",
+            )
+            yield ProgressBar(total=None, show_eta=False, id="progress")
+            yield Static("", id="report", markup=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#progress").display = False
+        self.query_one(OptionList).focus()
+
+    @on(OptionList.OptionSelected, "#modes")
+    def _start(self, event: OptionList.OptionSelected) -> None:
+        mode = event.option.id or "quick"
+        if self.running or mode not in MODES:
+            return
+        self.running = True
+        self.query_one("#modes").display = False
+        self.query_one("#progress").display = True
+        self.query_one("#report", Static).update(f"running {mode} consolidation…")
+        self._run(mode)
+
+    @work(thread=True, exclusive=True, group="consolidate", exit_on_error=False)
+    def _run(self, mode: str) -> None:
+
+        try:
+            report = self.memory.consolidate(mode)
+        except Exception as exc:
+            self.app.call_from_thread(self._finished, None, describe_error(exc))
+            return
+        self.app.call_from_thread(self._finished, report, "")
+
+    def _finished(self, report: ConsolidationReport | None, error: str) -> None:
+        self.running = False
+        bar = self.query_one(ProgressBar)
+        bar.update(total=1, progress=1)
+        if report is None:
+            self.query_one("#report", Static).update(f"failed: {error}\n\nesc closes")
+            self.notify(error, severity="error")
+            return
+        self.query_one("#report", Static).update(summary(report) + "\n\nesc closes")
+
+    def action_close(self) -> None:
+        if not self.running:
+            self.dismiss(None)
+
+
+def summary(report: ConsolidationReport) -> str:
+    lines = [
+        f"{report.mode}: {len(report.promoted)} promoted to hot, {len(report.evicted)} evicted, "
+        f"{report.deleted_frozen} frozen deleted, {len(report.tree_pruned)} tree nodes pruned, "
+        f"{len(report.tree_added)} added"
+    ]
+    if report.after is not None:
+        b, a = report.before, report.after
+        lines.append(
+            f"warm {b.warm_count} → {a.warm_count} facts, {b.warm_bytes} → {a.warm_bytes} B; "
+            f"cold {b.cold_count} → {a.cold_count}; hot {b.hot_bytes} → {a.hot_bytes} B"
+        )
+    lines += report.analysis[:6]
+    return "\n".join(lines)
