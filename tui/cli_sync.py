@@ -330,8 +330,9 @@ def _unlock_secret(use_passphrase: bool, from_stdin: bool) -> tuple[bytes | None
 
 
 def _restore_text(r: RestoreResult) -> str:
+    again = " (restored here before: brought up to date)" if r.refreshed else ""
     return (
-        f"restored agent {r.agent_id!r} from {r.url} into {r.home} in {r.seconds:.2f} s\n"
+        f"restored agent {r.agent_id!r} from {r.url} into {r.home} in {r.seconds:.2f} s{again}\n"
         f"version {r.version} (unlocked with the {r.unlocked_with}): {r.lessons} lesson(s), "
         f"{r.tree_nodes} tree node(s), hot {r.hot_bytes} bytes\n"
         f"MEMORY.md: {r.memory_md}\n"

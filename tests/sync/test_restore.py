@@ -272,7 +272,8 @@ def test_restore_retries_through_faults(
         assert dump_bytes(restored) == dump_bytes(source)
 
 
-def test_a_server_without_a_vault(tmp_path: Path, agent_id: str) -> None:
+def test_a_server_without_a_vault(tmp_path: Path, agent_id: str, sqld: SqldServer) -> None:
+    """A fresh sqld of its own (`sqld` only brings the binary check)."""
     server = SqldServer(tmp_path / "empty-sqld")
     server.start()
     try:
