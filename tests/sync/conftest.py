@@ -67,14 +67,3 @@ def _isolated_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
 def agent_id() -> str:
     """An agent id no other test uses (vaults on the shared sqld are per agent)."""
     return f"agent-{uuid.uuid4().hex[:12]}"
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`chaos` tests are the long fault-injection runs: they run only when asked for with
-    `-m chaos` (the default suite keeps a small bounded version of each)."""
-    if "chaos" in (config.getoption("markexpr") or ""):
-        return
-    skip = pytest.mark.skip(reason="long fault-injection run: select it with -m chaos")
-    for item in items:
-        if item.get_closest_marker("chaos") is not None:
-            item.add_marker(skip)

@@ -10,14 +10,6 @@ import pytest
 from tests.write.conftest import cli_json
 
 
-@pytest.fixture(autouse=True)
-def only_when_asked(request: pytest.FixtureRequest) -> None:
-    """The default run stays fast: these run with `-m slow`."""
-    expression = str(request.config.getoption("markexpr") or "")
-    if "slow" not in expression or "not slow" in expression:
-        pytest.skip("slow stress test: run with -m slow")
-
-
 @pytest.mark.slow
 def test_a_50_mb_transcript(capsys, tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
