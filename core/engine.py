@@ -373,25 +373,28 @@ class Memory:
                     if url:
                         out.setdefault(url, []).append(memory_id_)
 
-    def snapshot_metrics(self) -> DayMetrics:
-        """Record today's gauges (sizes, tokens) and return today's metrics."""
-        now = self.now()
+    def gauges(self) -> dict[str, int]:
+        """Today's sizes and token counts, measured now (nothing is written)."""
         memory_md = self.memory_md()
         tree = self.trees.load()
         counts = self.memories.counts()
+        return {
+            "flat_tokens": self.memories.total_tokens(),
+            "warm_bytes": self.memories.warm_bytes(),
+            "warm_count": counts["warm"],
+            "cold_count": counts["cold"] + counts["frozen"],
+            "hot_bytes": self.hot_size_bytes(),
+            "hot_tokens": count_tokens(memory_md),
+            "tree_nodes": len(tree.nodes),
+            "tree_bytes": tree.size_bytes(),
+            "tree_tokens": count_tokens(tree.serialize()),
+        }
+
+    def snapshot_metrics(self) -> DayMetrics:
+        """Record today's gauges (sizes, tokens) and return today's metrics."""
+        gauges = self.gauges()
         with self.db.transaction():
-            self.metrics.snapshot(
-                now,
-                flat_tokens=self.memories.total_tokens(),
-                warm_bytes=self.memories.warm_bytes(),
-                warm_count=counts["warm"],
-                cold_count=counts["cold"] + counts["frozen"],
-                hot_bytes=self.hot_size_bytes(),
-                hot_tokens=count_tokens(memory_md),
-                tree_nodes=len(tree.nodes),
-                tree_bytes=tree.size_bytes(),
-                tree_tokens=count_tokens(tree.serialize()),
-            )
+            self.metrics.snapshot(self.now(), **gauges)
         return self.metrics.history(1)[-1]
 
     def metrics_history(self, days: int = 30) -> list[DayMetrics]:

@@ -115,7 +115,7 @@ def urllib_transport(url: str, body: bytes, headers: dict[str, str], timeout: fl
     if parts.scheme not in ("http", "https") or not parts.hostname or ":?" in _origin(url):
         raise LLMError(f"invalid LLM base URL {_origin(url)!r}: use http(s)://host[:port]/path")
     handlers: list[urllib.request.BaseHandler] = []
-    if _is_loopback(parts.hostname):
+    if is_loopback(parts.hostname):
         handlers.append(urllib.request.ProxyHandler({}))
     opener = urllib.request.build_opener(*handlers)
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
@@ -153,7 +153,7 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:

@@ -8,7 +8,6 @@ printed as a traceback unless TIERMEM_DEBUG=1.
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import json
 import os
 import shlex
@@ -31,6 +30,7 @@ from tiermem.core.interchange import (
     import_seed,
     record_dict,
 )
+from tiermem.core.llm import is_loopback
 from tiermem.core.metrics import DayMetrics
 from tiermem.core.paths import DEFAULT_AGENT
 from tiermem.core.retrieve import RetrievalResult
@@ -650,15 +650,6 @@ def serve_address(host: str | None, lan: bool) -> str:
     if not lan and not is_loopback(host):
         raise InvalidInput(f"{host} is reachable from other machines: add --lan to allow that")
     return host
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def lan_address() -> str:

@@ -12,7 +12,6 @@ from tiermem.core import curate
 from tiermem.core.config import Config
 from tiermem.core.engine import Memory
 from tiermem.core.metrics import DayMetrics, day_of
-from tiermem.core.tokens import count_tokens
 from tiermem.tui.screens.base import DataScreen
 from tiermem.tui.screens.sync import SyncView, sync_view
 from tiermem.tui.widgets.format import compact, count, kib, stamp
@@ -32,27 +31,12 @@ class DashboardData:
 
 def live_today(mem: Memory) -> tuple[DayMetrics, int]:
     """Today's counters with the gauges measured now (read-only: nothing is written)."""
-    counts = mem.memories.counts()
-    tree = mem.trees.load()
-    md = mem.memory_md()
     today = day_of(mem.now())
     base = next((d for d in mem.metrics.history(3) if d.day == today), None)
     zero = dict.fromkeys(("retrievals", "evictions", "promotions", "stores", "context_tokens"), 0)
     counters = zero if base is None else {k: getattr(base, k) for k in zero}
-    live = DayMetrics(
-        day=today,
-        **counters,
-        flat_tokens=mem.memories.total_tokens(),
-        warm_bytes=mem.memories.warm_bytes(),
-        warm_count=counts["warm"],
-        cold_count=counts["cold"] + counts["frozen"],
-        hot_bytes=mem.hot_size_bytes(),
-        hot_tokens=count_tokens(md),
-        tree_nodes=len(tree.nodes),
-        tree_bytes=tree.size_bytes(),
-        tree_tokens=count_tokens(tree.serialize()),
-    )
-    return live, counts["frozen"]
+    live = DayMetrics(day=today, **counters, **mem.gauges())
+    return live, mem.memories.counts()["frozen"]
 
 
 class DashboardScreen(DataScreen[DashboardData]):
