@@ -112,8 +112,8 @@ class RetrievalConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The fallback also runs when the best keyword result contains less than this share of
     the query's terms (0 = only the count above decides)."""
     hybrid_vector_weight: Fraction = 0.5
-    """Hybrid mode: weight of the embedding similarity against keyword relevance (both
-    normalised to their best candidate)."""
+    """Hybrid mode: weight of the embedding similarity against keyword relevance (each
+    min-max normalised over its candidates)."""
 
 
 class DedupConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from functools import lru_cache
@@ -230,8 +230,8 @@ def search(
     if terms and mode != "vector":
         keyword = _keyword_candidates(store, terms, filters, retrieval)
     similar: list[_Candidate] = []
-    if mode != "keyword":
-        similar = _vector_candidates(vectors, query, filters, retrieval)  # type: ignore[arg-type]
+    if mode != "keyword" and vectors is not None:  # (vector and hybrid modes require it)
+        similar = _vector_candidates(vectors, query, filters, retrieval)
     elif vectors is not None and retrieval.vector_fallback:
         why = _fallback_reason(keyword, terms, retrieval, wanted)
         if why:
@@ -466,25 +466,35 @@ def _vector_candidates(
 
 
 def _fuse(keyword: list[_Candidate], similar: list[_Candidate], weight: float) -> list[_Candidate]:
-    """Hybrid: (1 - weight) × keyword relevance + weight × similarity (each normalised to its
-    best candidate); a memory found by one side only gets 0 from the other."""
-    best_sim = max((c.relevance for c in similar), default=0.0) or 1.0
+    """Hybrid: (1 - weight) × keyword relevance + weight × similarity, each min-max normalised
+    over its own candidates (best 1, worst 0); a memory found by one side only gets 0 from the
+    other. Min-max, not division by the best: similarities of one query sit in a narrow band
+    (0.3–0.6, say), so only their spread says anything."""
+    kw = _spread([c.relevance for c in keyword])
+    vec = _spread([c.relevance for c in similar])
     by_seq = {c.seq: c for c in keyword}
+    for c in keyword:
+        c.relevance = (1 - weight) * kw(c.relevance)
     fused = []
     for c in similar:
-        sim = c.relevance / best_sim
         k = by_seq.pop(c.seq, None)
         if k is None:
-            c.relevance = weight * sim
+            c.relevance = weight * vec(c.relevance)
             fused.append(c)
         else:
-            k.relevance = (1 - weight) * k.relevance + weight * sim
+            k.relevance += weight * vec(c.relevance)
             k.found_by, k.vector_rank, k.similarity = "both", c.vector_rank, c.similarity
             fused.append(k)
-    for k in by_seq.values():
-        k.relevance *= 1 - weight
-        fused.append(k)
+    fused += by_seq.values()
     return fused
+
+
+def _spread(values: list[float]) -> Callable[[float], float]:
+    """value → (value - min) / (max - min); 1 for all when they are equal."""
+    low, high = min(values, default=0.0), max(values, default=0.0)
+    if high <= low:
+        return lambda value: 1.0
+    return lambda value: (value - low) / (high - low)
 
 
 @dataclass(frozen=True)
