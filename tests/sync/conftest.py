@@ -10,6 +10,7 @@ import pytest
 
 from tests.sync.faultproxy import FaultProxy
 from tests.sync.sqld import INSTALL_COMMAND, SqldServer, sqld_binary
+from tiermem.sync.hrana import HranaClient
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +32,13 @@ def sqld(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqldServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def client(sqld: SqldServer) -> Iterator[HranaClient]:
+    """A Turso client authenticated against the session's sqld."""
+    with HranaClient(sqld.url, sqld.token, timeout=10.0) as c:
+        yield c
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,6 @@ from tiermem.sync.hrana import HranaClient
 from tiermem.sync.state import NotInitialised
 
 PATIENCE = 30.0  # generous bounds on waits for background work (never a timing assertion)
-
-
-@pytest.fixture
-def client(sqld: SqldServer) -> Iterator[HranaClient]:
-    with HranaClient(sqld.url, sqld.token, timeout=10.0) as c:
-        yield c
 
 
 def eventually(condition: Callable[[], bool], what: str) -> None:

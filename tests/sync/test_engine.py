@@ -33,12 +33,6 @@ from tiermem.sync.state import AlreadyInitialised, NotInitialised, agent_tag
 
 
 @pytest.fixture
-def client(sqld: SqldServer) -> Iterator[HranaClient]:
-    with HranaClient(sqld.url, sqld.token, timeout=10.0) as c:
-        yield c
-
-
-@pytest.fixture
 def mem(tmp_path: Path, agent_id: str) -> Iterator[Memory]:
     with Memory(tmp_path / "home", agent_id) as m:
         yield m

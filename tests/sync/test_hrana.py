@@ -7,7 +7,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from email.utils import formatdate
 from typing import Any
 
@@ -547,12 +547,6 @@ def test_token_never_in_logs_or_repr(
 
 # ---------------------------------------------------------------------------------------------
 # Against a real sqld
-
-
-@pytest.fixture
-def client(sqld: SqldServer) -> Iterator[HranaClient]:
-    with HranaClient(sqld.url, sqld.token, timeout=10.0) as c:
-        yield c
 
 
 def count(client: HranaClient, table: str) -> int:

@@ -30,12 +30,6 @@ from tiermem.sync.state import CRITICAL_TABLE, HomeNotEmpty, NothingToRestore, a
 
 
 @pytest.fixture
-def client(sqld: SqldServer) -> Iterator[HranaClient]:
-    with HranaClient(sqld.url, sqld.token, timeout=10.0) as c:
-        yield c
-
-
-@pytest.fixture
 def pushed(
     tmp_path: Path, agent_id: str, sqld: SqldServer
 ) -> Iterator[tuple[Memory, SyncEngine, bytes]]:
