@@ -4,15 +4,13 @@ now, and the restore flow into an empty home."""
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from textual.widgets import DataTable, Static
 
+from tests.sync.conftest import _isolated_secrets, sqld
 from tests.sync.helpers import init_engine
-from tests.sync.sqld import INSTALL_COMMAND, SqldServer, sqld_binary
+from tests.sync.sqld import SqldServer
 from tests.tui.conftest import make_app, settle
 from tests.tui.demo import NOW, FixedClock
 from tests.tui.test_app import fill_form, messages
@@ -22,38 +20,12 @@ from tiermem.sync import crypto
 from tiermem.tui.screens.hot import HotScreen
 from tiermem.tui.screens.modals import FormModal
 
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqldServer]:
-    binary = sqld_binary()
-    if not binary.is_file():
-        message = f"sqld binary not found at {binary}; install it with:\n    {INSTALL_COMMAND}"
-        if os.environ.get("TIERMEM_SKIP_SQLD") == "1":
-            pytest.skip(f"TIERMEM_SKIP_SQLD=1: {message}")
-        pytest.fail(message)
-    sqld = SqldServer(tmp_path_factory.mktemp("sqld-tui"))
-    sqld.start()
-    try:
-        yield sqld
-    finally:
-        sqld.stop()
+__all__ = ["_isolated_secrets", "sqld"]  # the sync tests' fixtures, reused here
 
 
-@pytest.fixture(autouse=True)
-def isolated_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
-    for name in (
-        "TIERMEM_SYNC_URL",
-        "TIERMEM_SYNC_TOKEN",
-        "TIERMEM_RECOVERY_KEY",
-        "TIERMEM_PASSPHRASE",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
-def test_status_push_now_and_restore(server: SqldServer, demo_home: Path, tmp_path: Path) -> None:
+def test_status_push_now_and_restore(sqld: SqldServer, demo_home: Path, tmp_path: Path) -> None:
     with Memory(demo_home, clock=FixedClock(NOW)) as mem:
-        engine, key = init_engine(mem, server.url, server.token)
+        engine, key = init_engine(mem, sqld.url, sqld.token)
         engine.close()
         pending = len(snapshot.pending(mem.db, mem.agent_id))
         lessons = [x.text for x in mem.hot().critical_lessons]
@@ -91,8 +63,8 @@ def test_status_push_now_and_restore(server: SqldServer, demo_home: Path, tmp_pa
             await fill_form(
                 pilot,
                 {
-                    "url": server.url,
-                    "token": server.token,
+                    "url": sqld.url,
+                    "token": sqld.token,
                     "recovery_key": crypto.format_recovery_key(key),
                 },
             )
