@@ -37,7 +37,15 @@ from tiermem.core.retrieve import RetrievalResult
 from tiermem.core.scoring import half_life_days
 from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import TreeIndex
-from tiermem.tui import cli_sync, cli_write
+from tiermem.tui import (
+    cli_agent,
+    cli_conflicts,
+    cli_devices,
+    cli_ops,
+    cli_restore,
+    cli_sync,
+    cli_write,
+)
 from tiermem.tui.clikit import Options, emit, pass_options
 
 EXIT_USAGE = 2
@@ -666,9 +674,21 @@ def lan_address() -> str:
 # -- entry point ---------------------------------------------------------------------------
 
 
-for command_module in (cli_write, cli_sync):
+# Each command module lists its top-level commands in COMMANDS and, where it has any, the
+# subcommands of `tiermem sync` in SYNC_COMMANDS.
+for command_module in (
+    cli_write,
+    cli_sync,
+    cli_restore,
+    cli_devices,
+    cli_conflicts,
+    cli_agent,
+    cli_ops,
+):
     for command in command_module.COMMANDS:
         app.add_command(command)
+    for command in getattr(command_module, "SYNC_COMMANDS", []):
+        cli_sync.sync_group.add_command(command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
