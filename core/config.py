@@ -113,7 +113,11 @@ class RetrievalConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     the query's terms (0 = only the count above decides)."""
     hybrid_vector_weight: Fraction = 0.5
     """Hybrid mode: weight of the embedding similarity against keyword relevance (each
-    min-max normalised over its candidates)."""
+    min-max normalised over its candidates), when the two are fused."""
+    hybrid_keyword_coverage: Fraction = 0.3
+    """Hybrid mode is keyword first: when the best keyword result contains more than this share
+    of the query's terms, its ranking is kept (vector-only results after it); at or below it
+    (the query words are not the memories' words) both rankings are fused. 1 = always fuse."""
 
 
 class DedupConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -166,6 +170,16 @@ class IngestConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The watcher ingests a file once it has been quiet for this long."""
 
 
+class SyncConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Encrypted sync: full restore, pruning of old remote versions."""
+
+    keep_versions: Positive = 10
+    """`sync prune` keeps this many newest versions of each remote record (point-in-time
+    restores reach back as far as the oldest kept version)."""
+    restore_page_rows: Positive = 1000
+    """Remote rows per request when a full restore or `sync check` streams the vault."""
+
+
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """All settings of one memory home."""
 
@@ -179,6 +193,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     distill: DistillConfig = msgspec.field(default_factory=DistillConfig)
     llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
     ingest: IngestConfig = msgspec.field(default_factory=IngestConfig)
+    sync: SyncConfig = msgspec.field(default_factory=SyncConfig)
 
     def __post_init__(self) -> None:
         s = self.scoring

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 Mode = Literal["quick", "daily", "monthly", "full"]
 MODES: tuple[Mode, ...] = ("quick", "daily", "monthly", "full")
+Progress = Callable[[str, int, int], None]
+"""`progress(step, done, total)`: called before each step (and once with done == total)."""
 YEAR = 365.25 * DAY
 
 
@@ -85,29 +88,61 @@ def check_mode(mode: str) -> Mode:
     return mode
 
 
-def consolidate(mem: Memory, mode: str) -> ConsolidationReport:
-    """Run one consolidation in a single transaction (all of it happens, or none)."""
+def steps(mode: Mode) -> list[str]:
+    """The steps a mode runs, in order (what `progress` reports)."""
+    out = ["re-score archive"] if mode == "full" else []
+    out.append("re-score, promote, archive and evict warm")
+    if mode in ("daily", "monthly", "full"):
+        out.append("prune idle tree nodes")
+    if mode in ("monthly", "full"):
+        out += ["rebuild tree", "delete expired frozen"]
+    if mode == "full":
+        out.append("analyse tree")
+    return [*out, "write MEMORY.md", "record metrics"]
+
+
+def consolidate(mem: Memory, mode: str, progress: Progress | None = None) -> ConsolidationReport:
+    """Run one consolidation in a single transaction (all of it happens, or none).
+
+    `progress` (optional) hears of each step as it starts, for a progress bar."""
     chosen = check_mode(mode)
+    names = steps(chosen)
+    done = iter(range(len(names) + 1))
+
+    def step() -> None:
+        index = next(done)
+        if progress is not None:
+            progress(names[index] if index < len(names) else "done", index, len(names))
+
     report = ConsolidationReport(mode=chosen, before=sizes(mem))
     now = mem.now()
     with mem.db.transaction():
         if chosen == "full":
+            step()
             _rescore_archive(mem, now, report)
+        step()
         _quick(mem, now, report)
         if chosen in ("daily", "monthly", "full"):
+            step()
             report.tree_pruned = mem.trees.prune(now)
         if chosen in ("monthly", "full"):
+            step()
             report.tree_added = _rebuild_tree(mem, now)
+            step()
             cutoff = now - mem.cfg.cold.retention_years * YEAR
             report.deleted_frozen = mem.memories.delete_frozen_before(cutoff)
         if chosen == "full":
+            step()
             report.analysis = _analyse_tree(mem)
         mem.metrics.bump(now, evictions=len(report.evicted), promotions=len(report.promoted))
         if report.promoted or report.tree_pruned or report.tree_added:
             snapshot.enqueue(mem.db, mem.agent_id, "consolidation", now)
+    step()
     mem.write_memory_md()
     report.after = sizes(mem)
+    step()
     mem.snapshot_metrics()
+    step()
     return report
 
 

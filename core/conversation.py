@@ -6,7 +6,11 @@
    summary and every URL/command/path it mentioned, the hot updates (events, open tasks,
    lessons), the bookkeeping that makes a replay a no-op, and a "conversation-end" entry in the
    sync outbox (critical state changed);
-4. rewrite MEMORY.md and run a quick consolidation.
+4. rewrite MEMORY.md and run a quick consolidation;
+5. session hygiene (core/hygiene.py, seed 002): act on the directive tags of the user's messages
+   (`[[pin:…]]`, `[[promote:…]]`, `[[forget:…]]`, `[[forget keyword:…]]`, `[[restore:…]]`,
+   `[[memory_health]]`; they are taken out of the text before distillation), then the
+   session-end rules (promote what ≥ 3 sessions recalled, demote hot lessons unused for 3).
 
 A conversation is identified by its OpenClaw session id when it has one (a growing session adds
 only its new facts), otherwise by the digest of its text. Calling twice with the same transcript
@@ -15,20 +19,21 @@ changes nothing the second time: no fact is reinforced twice, no hot item or out
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tiermem.core import distill as distillmod
+from tiermem.core import hygiene, snapshot
 from tiermem.core import llm as llmmod
 from tiermem.core import metadata as meta
-from tiermem.core import snapshot
 from tiermem.core.consolidate import ConsolidationReport
 from tiermem.core.errors import InvalidInput
 from tiermem.core.hot import HotState, HotStore
 from tiermem.core.ingest import item_key, record_items, record_source, source_digest, source_items
-from tiermem.core.transcript import Transcript
+from tiermem.core.transcript import Message, Transcript
 from tiermem.core.warm import MAX_METADATA_ITEMS, NewFact
 
 if TYPE_CHECKING:
@@ -54,6 +59,9 @@ class ConversationReport:
     outbox: bool = False
     consolidation: ConsolidationReport | None = None
     memory_md: MemoryMdReport | None = None
+    tags: list[str] = field(default_factory=list)
+    """The directive tags found in the user's messages and acted on this time."""
+    hygiene: hygiene.HygieneReport | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d = self.distilled
@@ -77,6 +85,8 @@ class ConversationReport:
             else {"promoted": len(c.promoted), "evicted": len(c.evicted)},
             "memory_md": self.memory_md.as_dict() if self.memory_md else None,
             "warnings": d.warnings if d else [],
+            "tags": self.tags,
+            "hygiene": self.hygiene.as_dict() if self.hygiene else None,
         }
 
 
@@ -93,10 +103,16 @@ def conversation_end(
     *,
     mode: str | None = None,
     transport: llmmod.Transport | None = None,
+    session: str | None = None,
 ) -> ConversationReport:
-    """Distill, store, update hot, consolidate, and record the outbox entry (module doc)."""
+    """Distill, store, update hot, consolidate, record the outbox entry, then the tags and
+    session hygiene (module doc). `session` names the agent's session for hygiene (default:
+    the transcript's session id, else the conversation itself is the session)."""
     if not transcript.messages and not transcript.tool_commands:
         raise InvalidInput("the transcript has no conversation messages")
+    if session is not None:
+        session = hygiene.check_session(session)
+    tags, transcript = _take_tags(transcript)
     source = conversation_source(transcript, text)
     digest = hashlib.sha256(text.encode()).hexdigest()
     report = ConversationReport(source=source)
@@ -151,7 +167,49 @@ def conversation_end(
         report.outbox = True
     mem.write_memory_md()
     report.consolidation = mem.consolidate("quick")
+    _hygiene(mem, report, tags, known, session or transcript.session_id or source)
     return report
+
+
+def _take_tags(transcript: Transcript) -> tuple[list[hygiene.Tag], Transcript]:
+    """The directive tags of the user's messages (and speakerless notes), and the transcript
+    with every tag taken out of its text (so no tag is distilled into a fact)."""
+    tags: list[hygiene.Tag] = []
+    messages = []
+    for message in transcript.messages:
+        if message.role in ("user", ""):
+            tags += hygiene.find_tags(message.text)
+        cleaned = hygiene.strip_tags(message.text)
+        if cleaned:
+            messages.append(Message(message.role, cleaned))
+    return tags, dataclasses.replace(transcript, messages=messages)
+
+
+def _hygiene(
+    mem: Memory,
+    report: ConversationReport,
+    tags: list[hygiene.Tag],
+    known: dict[str, tuple[str, bool]],
+    session: str,
+) -> None:
+    """Tags not acted on before (a growing session repeats its earlier ones), then the
+    session-end rules."""
+    result = hygiene.HygieneReport()
+    done = []
+    for i, tag in enumerate(tags):
+        key = "tag:" + item_key(f"{i}:{tag.text}")
+        if key in known:
+            continue
+        result.merge(hygiene.apply_tag(mem, tag, session))
+        report.tags.append(tag.text)
+        done.append((key, "", False))
+    if done:
+        with mem.db.transaction():
+            record_items(mem, report.source, done)
+    ended = hygiene.end_session(mem, session[: hygiene.MAX_SESSION_CHARS])
+    ended.merge(result)
+    ended.health = result.health
+    report.hygiene = ended
 
 
 def _new_fact(fact: distillmod.Fact, source: str) -> NewFact:

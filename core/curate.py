@@ -270,8 +270,12 @@ def edit(
     text: str | None = None,
     category: str | None = None,
     importance: float | None = None,
+    urls: Sequence[str] | None = None,
+    commands: Sequence[str] | None = None,
+    paths: Sequence[str] | None = None,
 ) -> MemoryRecord:
-    """Change a memory's text, category or importance. Its id follows its text (ids are
+    """Change a memory's text, category, importance or metadata (URLs, commands, paths: a
+    given list replaces the old one; None keeps it). Its id follows its text (ids are
     content-addressed), so an edit to text another memory already has is refused."""
     from tiermem.core import snapshot  # the outbox, only when the tree grows
 
@@ -282,9 +286,9 @@ def edit(
             text=old.text if text is None else text,
             category=old.category if category is None else category,
             importance=old.importance if importance is None else importance,
-            urls=old.urls,
-            commands=old.commands,
-            paths=old.paths,
+            urls=old.urls if urls is None else tuple(urls),
+            commands=old.commands if commands is None else tuple(commands),
+            paths=old.paths if paths is None else tuple(paths),
         )
         new_category = normalize_path(fact.category)
         new_id = memory_id(mem.agent_id, fact.text)
@@ -302,7 +306,7 @@ def edit(
         )
         mem.db.execute(
             "UPDATE memories SET id = ?, text = ?, category = ?, importance = ?, size_bytes = ?, "
-            "tokens = ? WHERE agent_id = ? AND id = ?",
+            "tokens = ?, urls = ?, commands = ?, paths = ? WHERE agent_id = ? AND id = ?",
             (
                 new_id,
                 fact.text,
@@ -310,6 +314,9 @@ def edit(
                 float(fact.importance),
                 size,
                 count_tokens(fact.text),
+                "\n".join(fact.urls),
+                "\n".join(fact.commands),
+                "\n".join(fact.paths),
                 mem.agent_id,
                 old.id,
             ),
@@ -392,12 +399,21 @@ def _record_from(data: dict[str, Any]) -> MemoryRecord:
     return MemoryRecord.from_row(tuple(data[f] for f in _FIELDS))
 
 
-def undo_forget(mem: Memory) -> MemoryRecord:
-    """Bring back the most recently forgotten memory, as it was (tier, pin, access history)."""
+def undo_forget(mem: Memory, memory_id_: str | None = None) -> MemoryRecord:
+    """Bring back the most recently forgotten memory (or the forgotten memory `memory_id_`),
+    as it was (tier, pin, access history)."""
     now = mem.now()
     with mem.db.transaction():
-        row = _last_forgotten_row(mem)
+        if memory_id_ is None:
+            row = _last_forgotten_row(mem)
+        else:
+            row = mem.db.query_one(
+                "SELECT id, data FROM forgotten WHERE agent_id = ? AND id = ?",
+                (mem.agent_id, memory_id_),
+            )
         if row is None:
+            if memory_id_ is not None:
+                raise NotFound(f"no forgotten memory {memory_id_!r}")
             raise NotFound("nothing to undo: no memory has been forgotten")
         data: dict[str, Any] = json.loads(row[1])
         if mem.memories.get_many([data["id"]]):

@@ -303,13 +303,15 @@ class Memory:
 
     def tree_add(self, path: str, description: str) -> TreeNode:
         with self.db.transaction():
-            snapshot.enqueue(self.db, self.agent_id, "tree", self.now())
-            return self.trees.add(path, description, self.now())
+            node = self.trees.add(path, description, self.now())
+            snapshot.enqueue(self.db, self.agent_id, "tree", self.now())  # after: it stamps
+            return node
 
     def tree_remove(self, path: str) -> list[str]:
         with self.db.transaction():
-            snapshot.enqueue(self.db, self.agent_id, "tree", self.now())
-            return self.trees.remove(path)
+            removed = self.trees.remove(path)
+            snapshot.enqueue(self.db, self.agent_id, "tree", self.now())  # after: it stamps
+            return removed
 
     def tree_prune(self) -> list[str]:
         with self.db.transaction():
@@ -320,9 +322,12 @@ class Memory:
 
     # -- maintenance and metrics -----------------------------------------------------------
 
-    def consolidate(self, mode: str = "quick") -> ConsolidationReport:
+    def consolidate(
+        self, mode: str = "quick", progress: Callable[[str, int, int], None] | None = None
+    ) -> ConsolidationReport:
         """Maintenance (see `core.consolidate`). Hand edits of MEMORY.md are read back first;
-        daily, monthly and full also ingest the daily notes (seed v2.2)."""
+        daily, monthly and full also ingest the daily notes (seed v2.2). `progress(step, done,
+        total)` hears of each consolidation step (a progress bar's feed)."""
         chosen = check_mode(mode)
         memory_md = self.read_back_memory_md()
         ingested = None
@@ -330,7 +335,7 @@ class Memory:
             from tiermem.core.ingest import ingest_daily
 
             ingested = ingest_daily(self, memory_md=False)
-        report = consolidate(self, chosen)
+        report = consolidate(self, chosen, progress)
         report.memory_md, report.ingested = memory_md, ingested
         return report
 
@@ -343,11 +348,16 @@ class Memory:
         return ingest_daily(self, folder)
 
     def conversation_end(
-        self, transcript: Transcript, text: str, *, mode: str | None = None
+        self,
+        transcript: Transcript,
+        text: str,
+        *,
+        mode: str | None = None,
+        session: str | None = None,
     ) -> ConversationReport:
         from tiermem.core.conversation import conversation_end
 
-        return conversation_end(self, transcript, text, mode=mode)
+        return conversation_end(self, transcript, text, mode=mode, session=session)
 
     def search_url(self, fragment: str) -> list[MemoryRecord]:
         """Memories (every tier) with a URL containing `fragment`, newest first."""

@@ -122,6 +122,11 @@ def _date(ts: float, with_time: bool = False) -> str:
     return time.strftime(fmt, time.gmtime(ts))
 
 
+def render_digest(text: str) -> str:
+    """What identifies one MEMORY.md rendering (see `HotStore.previous_render`)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def size_bytes(state: HotState) -> int:
     """The size the 5 KB limit applies to: the larger of the JSON state and MEMORY.md."""
     return max(len(encode(state)), len(render_markdown(state).encode()))
@@ -200,16 +205,27 @@ class HotStore:
         return HotState() if raw is None else decode(raw)
 
     def save(self, state: HotState, now: float) -> list[str]:
-        """Enforce limits, then store. Raises (and stores nothing) if the limits cannot hold."""
+        """Enforce limits, then store. Raises (and stores nothing) if the limits cannot hold.
+
+        The digest of the previous state's MEMORY.md rendering is kept with it: that is the
+        file a crash before MEMORY.md is rewritten leaves behind (`previous_render`)."""
         state.updated_at = now
         pruned = enforce_limits(state, self.cfg)
+        previous = render_digest(render_markdown(self.load()))
         self.db.execute(
-            "INSERT INTO hot_state (agent_id, data, updated_at) VALUES (?, ?, ?) "
-            "ON CONFLICT (agent_id) DO UPDATE SET data = excluded.data, "
-            "updated_at = excluded.updated_at",
-            (self.agent_id, encode(state).decode(), now),
+            "INSERT INTO hot_state (agent_id, data, updated_at, previous_render) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (agent_id) DO UPDATE SET data = excluded.data, "
+            "updated_at = excluded.updated_at, previous_render = excluded.previous_render",
+            (self.agent_id, encode(state).decode(), now, previous),
         )
         return pruned
+
+    def previous_render(self) -> str:
+        """The digest of the MEMORY.md rendering the last save replaced ('' if none)."""
+        value = self.db.scalar(
+            "SELECT previous_render FROM hot_state WHERE agent_id = ?", (self.agent_id,)
+        )
+        return str(value or "")
 
     # -- edits: each returns the new state's pruned items --------------------------------
 

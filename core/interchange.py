@@ -105,6 +105,8 @@ def _parse_warm(data: Any, path: Path, report: ImportReport) -> list[NewFact]:
         try:
             if not isinstance(item, dict):
                 raise InvalidInput("not an object")
+            if not isinstance(item.get("metadata") or {}, dict):
+                raise InvalidInput("metadata is not an object")
             meta = item.get("metadata") or {}
             facts.append(
                 NewFact(
@@ -141,9 +143,12 @@ def _parse_tree(data: Any, path: Path) -> list[tuple[str, str]]:
 
 def _parse_hot(data: Any, path: Path) -> hotmod.HotState:
     raw = _object(data, path)
+    mappings = {key: raw.get(key) or {} for key in ("identity", "owner_profile")}
+    for key, value in mappings.items():
+        if not isinstance(value, dict):
+            raise InvalidInput(f"{path}: malformed hot state ({key} is not an object)")
     state = hotmod.HotState(
-        identity=dict(raw.get("identity") or {}),
-        owner_profile=dict(raw.get("owner_profile") or {}),
+        identity=dict(mappings["identity"]), owner_profile=dict(mappings["owner_profile"])
     )
     ctx = raw.get("active_context") or {}
     try:

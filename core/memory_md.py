@@ -307,6 +307,8 @@ def read_back(mem: Memory) -> MemoryMdReport:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
+        if mem.hot_store.load().updated_at:  # saved, then killed before the file was written
+            mem.write_memory_md()
         return report
     except OSError as exc:
         report.error = f"cannot read {path.name} ({exc.strerror})"
@@ -323,7 +325,10 @@ def read_back(mem: Memory) -> MemoryMdReport:
             text = None
         if text is not None and text == hotmod.render_markdown(state):
             return report
-        if text is not None:
+        # The file tiermem wrote before its last save: that save committed and the process
+        # died before rewriting MEMORY.md. Not a hand edit: applying it would undo the save.
+        stale = text is not None and hotmod.render_digest(text) == mem.hot_store.previous_render()
+        if text is not None and not stale:
             report.edited = True
             _apply_text(mem, state, text, data, now, report)
     mem.write_memory_md()

@@ -210,6 +210,228 @@ MIGRATIONS: list[str] = [
         embedding F32_BLOB(384) NOT NULL
     );
     """,
+    # 7: incremental sync of warm/cold/frozen rows (sync/engine.py, format in sync/records.py).
+    # `sync_dirty`: one row per memory id changed since its last push (triggers; a new change
+    # takes a new seq, so churn coalesces and a change made while a push is in flight is seen;
+    # a dirty id without a row is pushed as a tombstone). Existing rows start dirty so the first
+    # push sends them. `sync_versions`: the newest remote version known per memory id (pushed or
+    # pulled; kept for deleted ids so an old version never resurrects a row). `sync_outgoing` +
+    # `sync_batches`: sealed push requests in flight, resent byte for byte until confirmed.
+    # `sync_progress`: pull cursor, this device's manifest counter, pull bookkeeping.
+    # `sync_peers`: per other device the highest manifest counter pulled. `sync_log`: history.
+    """
+    CREATE TABLE sync_dirty (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        UNIQUE (agent_id, id)
+    );
+    CREATE INDEX sync_dirty_agent ON sync_dirty (agent_id, seq);
+    INSERT INTO sync_dirty (agent_id, id) SELECT agent_id, id FROM memories ORDER BY seq;
+    CREATE TRIGGER sync_dirty_ai AFTER INSERT ON memories BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    CREATE TRIGGER sync_dirty_au AFTER UPDATE ON memories BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    CREATE TRIGGER sync_dirty_au_id AFTER UPDATE OF id ON memories
+    WHEN old.id != new.id BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (old.agent_id, old.id);
+    END;
+    CREATE TRIGGER sync_dirty_ad AFTER DELETE ON memories BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (old.agent_id, old.id);
+    END;
+    CREATE TABLE sync_versions (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        version TEXT NOT NULL,
+        PRIMARY KEY (agent_id, id)
+    );
+    CREATE TABLE sync_batches (
+        agent_id TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        dirty_up_to INTEGER NOT NULL,
+        outbox_up_to INTEGER NOT NULL,
+        digest TEXT,
+        PRIMARY KEY (agent_id, n)
+    );
+    CREATE TABLE sync_outgoing (
+        agent_id TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        pos INTEGER NOT NULL,
+        tbl TEXT NOT NULL,
+        key TEXT NOT NULL,
+        record_id BLOB NOT NULL,
+        version TEXT NOT NULL,
+        epoch INTEGER NOT NULL,
+        envelope BLOB NOT NULL,
+        PRIMARY KEY (agent_id, n, pos)
+    );
+    CREATE TABLE sync_progress (
+        agent_id TEXT PRIMARY KEY,
+        pull_cursor INTEGER NOT NULL DEFAULT 0,
+        manifest_n INTEGER NOT NULL DEFAULT 0,
+        critical_version TEXT NOT NULL DEFAULT '',
+        last_pull_at REAL,
+        last_pull_records INTEGER NOT NULL DEFAULT 0,
+        pulls INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE sync_peers (
+        agent_id TEXT NOT NULL,
+        device_id TEXT NOT NULL,
+        last_n INTEGER NOT NULL,
+        last_version TEXT NOT NULL,
+        PRIMARY KEY (agent_id, device_id)
+    );
+    CREATE TABLE sync_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent_id TEXT NOT NULL,
+        at REAL NOT NULL,
+        kind TEXT NOT NULL,
+        version TEXT,
+        records INTEGER NOT NULL DEFAULT 0,
+        bytes INTEGER NOT NULL DEFAULT 0,
+        note TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX sync_log_agent ON sync_log (agent_id, seq);
+    """,
+    # 8: agent integration (core/hygiene.py, seed 002): the agent's sessions in the order first
+    # seen, which memories each session recalled (promotion after 3 distinct sessions), when
+    # each hot lesson was last used (demotion after 3 sessions unused) and its pin, the log of
+    # promotions / demotions / archivals, and per memory the tags and expiry given by
+    # `memory_store` (an expired memory is archived to cold).
+    """
+    CREATE TABLE sessions (
+        agent_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        first_seen REAL NOT NULL,
+        ended_at REAL,
+        PRIMARY KEY (agent_id, session_id)
+    );
+    CREATE TABLE session_access (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        at REAL NOT NULL,
+        PRIMARY KEY (agent_id, id, session_id)
+    );
+    CREATE TABLE hot_tracking (
+        agent_id TEXT NOT NULL,
+        lesson_id TEXT NOT NULL,
+        last_n INTEGER NOT NULL,
+        last_access REAL,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (agent_id, lesson_id)
+    );
+    CREATE TABLE hygiene_log (
+        agent_id TEXT NOT NULL,
+        at REAL NOT NULL,
+        action TEXT NOT NULL,
+        item TEXT NOT NULL,
+        text TEXT NOT NULL,
+        reason TEXT NOT NULL
+    );
+    CREATE INDEX hygiene_log_at ON hygiene_log (agent_id, at);
+    CREATE TABLE memory_extras (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        tags TEXT NOT NULL DEFAULT '',
+        expires_at REAL,
+        PRIMARY KEY (agent_id, id)
+    );
+    CREATE INDEX memory_extras_expiry ON memory_extras (agent_id, expires_at);
+    """,
+    # 9: merging critical state between devices (core/clocks.py, core/conflicts.py,
+    # sync/merge.py). `crit_clocks`: per agent, item (`identity`, `lesson/<id>`, `tree/<path>`,
+    # ...) and field, the hybrid-logical-clock stamp of its last change, the writer ('' = this
+    # device) and a digest of the value ('' = deleted), so a change is stamped when it happens.
+    # `crit_seen`: per writer device the newest stamp merged in (a version vector: a value
+    # overwritten by a writer that had seen it is not a conflict). `conflicts`: values that lost
+    # a merge (or were pruned to keep a limit), kept until resolved.
+    """
+    CREATE TABLE crit_clocks (
+        agent_id TEXT NOT NULL,
+        item TEXT NOT NULL,
+        field TEXT NOT NULL,
+        stamp TEXT NOT NULL,
+        device TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        PRIMARY KEY (agent_id, item, field)
+    );
+    CREATE TABLE crit_seen (
+        agent_id TEXT NOT NULL,
+        device TEXT NOT NULL,
+        stamp TEXT NOT NULL,
+        PRIMARY KEY (agent_id, device)
+    );
+    CREATE TABLE conflicts (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        item TEXT NOT NULL,
+        field TEXT NOT NULL,
+        kept_value TEXT NOT NULL,
+        lost_value TEXT NOT NULL,
+        kept_version TEXT NOT NULL,
+        lost_version TEXT NOT NULL,
+        lost_device TEXT NOT NULL,
+        reason TEXT NOT NULL DEFAULT '',
+        detected_at REAL NOT NULL,
+        resolved_at REAL,
+        resolution TEXT,
+        PRIMARY KEY (agent_id, id)
+    );
+    CREATE INDEX conflicts_recent ON conflicts (agent_id, detected_at);
+    """,
+    # N: full restore (sync/restore.py). `restore_progress`: one row per agent whose critical
+    # state is restored but whose memories are still streaming (the home is usable meanwhile):
+    # the vault and point in time it restores, and the remote cursor of the last committed page,
+    # so a rerun continues there. `restore_staging`: the newest version per memory id streamed so
+    # far (or a tombstone), moved into `memories` in one transaction when the last page is in.
+    """
+    CREATE TABLE restore_progress (
+        agent_id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        vault_check TEXT NOT NULL,
+        at TEXT,
+        version TEXT NOT NULL,
+        cursor INTEGER NOT NULL DEFAULT 0,
+        rows INTEGER NOT NULL DEFAULT 0,
+        pages INTEGER NOT NULL DEFAULT 0,
+        bytes INTEGER NOT NULL DEFAULT 0,
+        started_at REAL NOT NULL
+    );
+    CREATE TABLE restore_staging (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        version TEXT NOT NULL,
+        deleted INTEGER NOT NULL,
+        text TEXT,
+        category TEXT,
+        importance REAL,
+        created_at REAL,
+        access_count INTEGER,
+        last_access REAL,
+        tier TEXT,
+        tier_changed_at REAL,
+        urls TEXT,
+        commands TEXT,
+        paths TEXT,
+        source TEXT,
+        size_bytes INTEGER,
+        tokens INTEGER,
+        pinned INTEGER,
+        PRIMARY KEY (agent_id, id)
+    );
+    """,
+    # MEMORY.md after a crash (core/memory_md.py): the digest of the MEMORY.md rendering of the
+    # hot state as it was before its last save. A process killed between that save's commit and
+    # the rewrite of MEMORY.md leaves exactly that file behind; read back, it is recognised as
+    # stale and rewritten, not taken for a hand edit that would undo the committed save.
+    """
+    ALTER TABLE hot_state ADD COLUMN previous_render TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

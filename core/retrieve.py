@@ -11,8 +11,9 @@ not whether a relevant one is found; (4) every hit carries its explanation; (5) 
 token budget keeps the best set that fits.
 
 Vector and hybrid modes (core/vectors.py, an optional extra) add embedding similarity: `vector`
-ranks by it alone, `hybrid` fuses both rankings, and keyword mode can fall back to it when the
-keyword results are too few. Each explanation shows the parts it was ranked by.
+ranks by it alone, `hybrid` keeps a confident keyword ranking (vector-only results after it) and
+fuses both rankings otherwise, and keyword mode can fall back to it when the keyword results are
+too few. Each explanation shows the parts it was ranked by.
 
 Query text is never passed to FTS5 as syntax: terms are extracted and quoted, so quotes,
 operators, unicode and 10 KB of text are all just words.
@@ -86,9 +87,35 @@ def stem(word: str) -> str:
     return word
 
 
-def fts_match(terms: Sequence[str]) -> str:
-    """An FTS5 query matching any of the quoted terms (never FTS5 syntax from the user)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+def fts_match(terms: Sequence[str], prefixes: Sequence[str] = ()) -> str:
+    """An FTS5 query matching any of the quoted terms, or any word starting with one of the
+    quoted `prefixes` (never FTS5 syntax from the user)."""
+    quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
+    quoted += ['"' + p.replace('"', '""') + '"*' for p in prefixes]
+    return " OR ".join(quoted)
+
+
+MIN_PREFIX = 2
+
+
+def prefix_variants(word: str) -> list[str]:
+    """Search-as-you-type: the unfinished last word as FTS5 prefixes. The index holds Porter
+    stems, so a prefix that runs past a word's stem ("deployi" of "deploying", indexed as
+    "deploy") finds nothing by itself: up to two shorter prefixes (never under four letters)
+    join it, and a memory matching more of them ranks higher."""
+    if len(word) < MIN_PREFIX:
+        return []
+    shortest = min(len(word), max(4, len(word) - 2))
+    return [word[:n] for n in range(len(word), shortest - 1, -1)]
+
+
+def unfinished_word(query: str, terms: Sequence[str]) -> str | None:
+    """The query's last term if the query ends inside it (no space typed after it yet)."""
+    words = _TERM.findall(query)
+    if not terms or not words or not query[-1:].strip() or not query.rstrip().endswith(words[-1]):
+        return None
+    last = words[-1].casefold()[:MAX_TERM_CHARS]
+    return last if terms[-1] == last else None
 
 
 @dataclass(frozen=True)
@@ -192,13 +219,16 @@ def search(
     vectors: VectorSearch | None = None,
     llm_paths: Sequence[PathChoice] | None = None,
     tz: tzinfo | None = None,
+    prefix: bool = False,
 ) -> RetrievalResult:
     """Rank this agent's memories for `query`. Pure read: reinforcement is the caller's.
 
     `vectors` is needed for the vector and hybrid modes, and for keyword mode's fallback
     (`vector_fallback`); without it keyword mode simply does not fall back. `llm_paths` (LLM
     tree search) restricts the search to the chosen categories, ranked by the model's score
-    and then by keyword relevance."""
+    and then by keyword relevance. `prefix` (search-as-you-type, keyword mode; off by default
+    so the tuned ranking is unchanged): the last word, unless a space follows it, also matches
+    as the start of a word ("kube" finds "kubernetes")."""
     if not query.strip():
         raise InvalidInput("query is empty")
     if limit is not None and limit < 1:
@@ -227,8 +257,11 @@ def search(
             result, tree, llm_paths, filters, wanted, windows, now, retrieval, scoring
         )
     keyword: list[_Candidate] = []
+    last = unfinished_word(query, terms) if prefix and mode == "keyword" else None
+    prefixes = prefix_variants(last) if last else []
     if terms and mode != "vector":
-        keyword = _keyword_candidates(store, terms, filters, retrieval)
+        exact = [t for t in terms if t != last] if prefixes else terms
+        keyword = _keyword_candidates(store, exact, filters, retrieval, prefixes)
     similar: list[_Candidate] = []
     if mode != "keyword" and vectors is not None:  # (vector and hybrid modes require it)
         similar = _vector_candidates(vectors, query, filters, retrieval)
@@ -250,9 +283,54 @@ def search(
     elif mode == "vector":
         ranked = context.rank(similar)
     else:
-        ranked = context.rank(_fuse(keyword, similar, retrieval.hybrid_vector_weight))
-    _finish(result, tree, ranked, wanted)
+        ranked = _hybrid(result, keyword, similar, context)
+    _finish(result, tree, ranked, wanted, prefixes)
     return result
+
+
+def _hybrid(
+    result: RetrievalResult,
+    keyword: list[_Candidate],
+    similar: list[_Candidate],
+    context: _Context,
+) -> list[_Candidate]:
+    """Keyword first: when the best keyword result contains more than `hybrid_keyword_coverage`
+    of the query's terms, keyword search is confident and its ranking stands (vector-only
+    results follow it, as in the fallback); otherwise the query says what it wants in other
+    words than the memories, and both rankings are fused. On LongMemEval this keeps what keyword
+    search gets right on fact-gathering questions ("how many … in total": similarity pulls in
+    turns about the topic rather than the counted facts) and what similarity adds to
+    paraphrased ones ("any tips for my phone's battery?")."""
+    cfg = context.retrieval
+    share = _coverage(keyword[0], result.terms) if keyword else 0.0
+    if share <= cfg.hybrid_keyword_coverage:
+        result.notes.append(
+            f"the best keyword result has {share:.0%} of the query's terms "
+            f"(at most {cfg.hybrid_keyword_coverage:.0%}): keyword and vector rankings fused"
+        )
+        return context.rank(_fuse(keyword, similar, cfg.hybrid_vector_weight))
+    result.notes.append(
+        f"the best keyword result has {share:.0%} of the query's terms "
+        f"(more than {cfg.hybrid_keyword_coverage:.0%}): keyword ranking kept, vector results "
+        "after it"
+    )
+    by_seq = {c.seq: c for c in keyword}
+    extra = []
+    for c in similar:
+        k = by_seq.get(c.seq)
+        if k is None:
+            extra.append(c)
+        else:
+            k.found_by, k.vector_rank, k.similarity = "both", c.vector_rank, c.similarity
+    return context.rank(keyword) + context.rank(extra)
+
+
+def _coverage(candidate: _Candidate, terms: Sequence[str]) -> float:
+    """The share of the query's terms a candidate's searchable fields contain."""
+    if not terms:
+        return 0.0
+    text = " ".join(str(candidate.row[i]) for i in _SEARCHABLE)
+    return len(matched_terms(text, {stem(t): t for t in terms})) / len(terms)
 
 
 def _fallback_reason(
@@ -263,9 +341,7 @@ def _fallback_reason(
     if len(keyword) < needed:
         return f"keyword search found {len(keyword)} < {needed}"
     if retrieval.fallback_min_coverage > 0 and terms:
-        row = keyword[0].row
-        text = " ".join(str(row[i]) for i in _SEARCHABLE)
-        share = len(matched_terms(text, {stem(t): t for t in terms})) / len(terms)
+        share = _coverage(keyword[0], terms)
         if share < retrieval.fallback_min_coverage:
             return (
                 f"the best keyword result has {share:.0%} of the query's terms "
@@ -275,10 +351,14 @@ def _fallback_reason(
 
 
 def _finish(
-    result: RetrievalResult, tree: TreeIndex, ranked: list[_Candidate], wanted: int
+    result: RetrievalResult,
+    tree: TreeIndex,
+    ranked: list[_Candidate],
+    wanted: int,
+    prefixes: Sequence[str] = (),
 ) -> None:
     chosen = _fit(ranked, wanted, result.budget)
-    result.hits = _explain(tree, chosen, result.terms, result.categories)
+    result.hits = _explain(tree, chosen, result.terms, result.categories, prefixes)
     result.tokens = sum(h.memory.tokens for h in result.hits)
 
 
@@ -390,12 +470,16 @@ class _Filters:
 
 
 def _keyword_candidates(
-    store: MemoryStore, terms: Sequence[str], filters: _Filters, retrieval: RetrievalConfig
+    store: MemoryStore,
+    terms: Sequence[str],
+    filters: _Filters,
+    retrieval: RetrievalConfig,
+    prefixes: Sequence[str] = (),
 ) -> list[_Candidate]:
     """The best `candidate_pool` BM25 matches, relevance-weighted by length. The agent's rowid
     range scopes the FTS5 walk; a tier or category filter needs the join inside the search,
     otherwise only the pool's rows are looked up."""
-    params: list[object] = [fts_match(terms), store.slot, store.slot]
+    params: list[object] = [fts_match(terms, prefixes), store.slot, store.slot]
     if not filters.any:
         sql = (
             f"SELECT f.rowid, f.r, {_FIELDS} FROM (SELECT rowid, {_BM25} AS r FROM memories_fts "
@@ -538,10 +622,13 @@ def _explain(
     chosen: list[_Candidate],
     terms: Sequence[str],
     categories: list[CategoryMatch],
+    prefixes: Sequence[str] = (),
 ) -> list[Hit]:
     """Records and explanations, only for the memories actually returned."""
     reasons = {c.path: c.reason for c in categories}
-    stems = {stem(t): t for t in terms}
+    unfinished = prefixes[0] if prefixes else None
+    stems = {stem(t): t for t in terms if t != unfinished}
+    stems |= {p: f"{unfinished}…" for p in prefixes}
     hits = []
     for c in chosen:
         memory = MemoryRecord.from_row(c.row)
@@ -553,7 +640,7 @@ def _explain(
             tree_match=f"{c.matched_category}: {reasons[c.matched_category]}"
             if c.matched_category
             else None,
-            matched_terms=matched_terms(searchable, stems),
+            matched_terms=matched_terms(searchable, stems, frozenset(prefixes)),
             bm25=c.bm25,
             relevance=c.relevance,
             category_boost=c.boost,
@@ -573,11 +660,14 @@ def _explain(
     return hits
 
 
-def matched_terms(text: str, stems: dict[str, str]) -> tuple[str, ...]:
+def matched_terms(
+    text: str, stems: dict[str, str], prefixes: frozenset[str] = frozenset()
+) -> tuple[str, ...]:
     """Which query terms (values of `stems`, keyed by their stem) a text contains: a stem at a
     word start followed by at most four more letters ("deadline" finds "deadlines", "game"
-    finds "gaming"). An approximation of Porter stemming made only to explain; plain substring
-    searches (no regex built per query)."""
+    finds "gaming"), or by any number for the keys in `prefixes` (an unfinished word). An
+    approximation of Porter stemming made only to explain; plain substring searches (no regex
+    built per query)."""
     folded = text.casefold()
     found = []
     for s, term in stems.items():
@@ -587,11 +677,11 @@ def matched_terms(text: str, stems: dict[str, str]) -> tuple[str, ...]:
             tail = end
             while tail < len(folded) and tail - end <= 4 and _is_word(folded[tail]):
                 tail += 1
-            if (at == 0 or not _is_word(folded[at - 1])) and tail - end <= 4:
+            if (at == 0 or not _is_word(folded[at - 1])) and (tail - end <= 4 or s in prefixes):
                 found.append(term)
                 break
             at = folded.find(s, at + 1)
-    return tuple(found)
+    return tuple(dict.fromkeys(found))
 
 
 def _is_word(char: str) -> bool:

@@ -207,9 +207,11 @@ def _add_message(transcript: Transcript, body: dict[str, Any], number: int) -> N
     elif content is not None:
         transcript.warn(f"line {number}: message content is not text, skipped")
         return
-    for call in body.get("tool_calls") or ():
+    calls = body.get("tool_calls")
+    for call in calls if isinstance(calls, list) else ():
         if isinstance(call, dict):
-            _tool_command(transcript, call.get("function") or call)
+            function = call.get("function")
+            _tool_command(transcript, function if isinstance(function, dict) else call)
     if role_key in _SKIPPED_ROLES:
         return
     text = "\n".join(t for t in texts if t.strip()).strip()

@@ -17,4 +17,7 @@ tm retrieve "when is the hackathon deadline"
 tm consolidate --mode full
 tm tree
 tm metrics
+tm demo                         # a second agent with five months of memories, for the TUI
+tm doctor --offline
 echo "Demo home: $demo    Installed: .venv/bin/tiermem (try: .venv/bin/tiermem --help)"
+echo "Look around: .venv/bin/tiermem --home $demo --agent-id demo"

@@ -30,6 +30,12 @@ Key wrap, format 1::
     kind 3 device:     ephemeral_pub[32]      key = HKDF(X25519(eph, device),
                                                          salt = eph_pub || device_pub,
                                                          info = "tiermem/v1/device-wrap")
+    kind 4 chain:      parent_epoch u32       key = HKDF(vault key of parent_epoch,
+                                                         info = "tiermem/v1/chain")
+
+A *chain* wrap holds an older epoch's vault key sealed under the next epoch's key (kind 4, the
+wrap's context epoch is the older one): every device that holds the current key reaches every
+older one, and a device removed at a rotation never gets the new key.
 
 with associated data ``lp("tiermem/v1/wrap") | lp(agent_id) | epoch u32 | lp(kind name) |
 lp(wrap_id) | lp(everything in the blob before the ciphertext)``.
@@ -61,16 +67,19 @@ __all__ = [
     "KEY_LEN",
     "MAGIC",
     "MIN_BUCKET",
+    "PAIRING_NONCE_LEN",
     "RECORD_ID_LEN",
     "SNAPSHOT_BUCKET",
     "SUITE_AES_256_GCM",
     "WRAP_MAGIC",
+    "ChainWrap",
     "CryptoError",
     "DeviceWrap",
     "Envelope",
     "KdfParameters",
     "KdfParametersOutOfBounds",
     "MalformedKey",
+    "PairingTranscript",
     "PassphraseWrap",
     "RecordContext",
     "RecoveryWrap",
@@ -80,6 +89,7 @@ __all__ = [
     "WrongKey",
     "WrongPassphrase",
     "check_kdf_parameters",
+    "device_entry_mac",
     "device_public_bytes",
     "format_recovery_key",
     "generate_device_key",
@@ -87,20 +97,27 @@ __all__ = [
     "generate_vault_key",
     "load_device_private_key",
     "load_device_public_key",
+    "open_pairing_bundle",
     "open_record",
     "pad",
     "padded_size",
+    "pairing_code",
+    "pairing_commitment",
     "parse_envelope",
     "parse_recovery_key",
     "parse_wrap",
     "record_aad",
     "record_id",
+    "seal_pairing_bundle",
     "seal_record",
     "short_auth_string",
     "unpad",
+    "unwrap_chain",
     "unwrap_for_device",
     "unwrap_with_passphrase",
     "unwrap_with_recovery_key",
+    "verify_device_entry",
+    "wrap_chain",
     "wrap_for_device",
     "wrap_with_passphrase",
     "wrap_with_recovery_key",
@@ -183,6 +200,11 @@ _INFO_DEVICE_WRAP: Final = b"tiermem/v1/device-wrap"
 _WRAP_AAD_LABEL: Final = b"tiermem/v1/wrap"
 _RECOVERY_CHECK_LABEL: Final = b"tiermem/v1/recovery-check"
 _SAS_LABEL: Final = b"tiermem/v1/sas"
+_INFO_CHAIN: Final = b"tiermem/v1/chain"
+_INFO_DEVICE_LIST: Final = b"tiermem/v1/device-list"
+_INFO_PAIRING: Final = b"tiermem/v1/pairing"
+_PAIRING_CODE_LABEL: Final = b"tiermem/v1/pairing-code"
+_PAIRING_COMMIT_LABEL: Final = b"tiermem/v1/pairing-commit"
 
 _MAX_U32: Final = 0xFFFFFFFF
 
@@ -544,14 +566,41 @@ class DeviceWrap:
         return self.header() + self.ciphertext
 
 
-Wrap = RecoveryWrap | PassphraseWrap | DeviceWrap
-_W = TypeVar("_W", RecoveryWrap, PassphraseWrap, DeviceWrap)
+@dataclass(frozen=True, slots=True)
+class ChainWrap:
+    """A parsed chain wrap: an older epoch's vault key under the key of `parent_epoch`."""
 
-_KIND_CODES: Final = {"recovery": 1, "passphrase": 2, "device": 3}
+    parent_epoch: int
+    nonce: bytes
+    ciphertext: bytes
+
+    kind: ClassVar[str] = "chain"
+
+    def header(self) -> bytes:
+        return (
+            WRAP_MAGIC
+            + bytes((FORMAT_V1, _KIND_CODES[self.kind]))
+            + _LEN_PREFIX.pack(self.parent_epoch)
+            + self.nonce
+        )
+
+    def to_bytes(self) -> bytes:
+        return self.header() + self.ciphertext
+
+
+Wrap = RecoveryWrap | PassphraseWrap | DeviceWrap | ChainWrap
+_W = TypeVar("_W", RecoveryWrap, PassphraseWrap, DeviceWrap, ChainWrap)
+
+_KIND_CODES: Final = {"recovery": 1, "passphrase": 2, "device": 3, "chain": 4}
 _KDF_STRUCT = struct.Struct(">III")
 _WRAPPED_LEN: Final = KEY_LEN + TAG_LEN
 # Bytes after magic+fmt+kind and before the nonce, per kind.
-_KIND_FIELDS_LEN: Final = {1: 0, 2: _KDF_STRUCT.size + PASSPHRASE_SALT_LEN, 3: X25519_LEN}
+_KIND_FIELDS_LEN: Final = {
+    1: 0,
+    2: _KDF_STRUCT.size + PASSPHRASE_SALT_LEN,
+    3: X25519_LEN,
+    4: _LEN_PREFIX.size,
+}
 
 
 def parse_wrap(blob: bytes) -> Wrap:
@@ -573,6 +622,9 @@ def parse_wrap(blob: bytes) -> Wrap:
     if code == 2:
         m, t, p = _KDF_STRUCT.unpack_from(fields)
         return PassphraseWrap(KdfParameters(m, t, p), fields[_KDF_STRUCT.size :], nonce, ciphertext)
+    if code == 4:
+        (parent,) = _LEN_PREFIX.unpack(fields)
+        return ChainWrap(parent, nonce, ciphertext)
     return DeviceWrap(fields, nonce, ciphertext)
 
 
@@ -753,6 +805,69 @@ def unwrap_for_device(blob: bytes, device_key: X25519PrivateKey, context: WrapCo
     return vault_key
 
 
+# Chain (older epoch under the next one) ----------------------------------------------------
+
+
+def _chain_key(parent_key: bytes) -> bytes:
+    return _hkdf(parent_key, None, _INFO_CHAIN)
+
+
+def wrap_chain(
+    old_key: bytes,
+    parent_key: bytes,
+    parent_epoch: int,
+    context: WrapContext,
+    *,
+    nonce: bytes | None = None,
+) -> bytes:
+    """Wrap the vault key of epoch ``context.epoch`` under the key of the newer `parent_epoch`.
+    `nonce` is for known-answer tests only."""
+    _check_key(old_key, "vault key")
+    _check_key(parent_key, "parent vault key")
+    _check_epoch(parent_epoch)
+    if parent_epoch <= context.epoch:
+        raise ValueError("a chain wrap's parent epoch must be newer than the wrapped epoch")
+    shell = ChainWrap(parent_epoch, _random_or(nonce, NONCE_LEN, "nonce"), b"")
+    sealed = AESGCM(_chain_key(parent_key)).encrypt(shell.nonce, old_key, _wrap_aad(context, shell))
+    return ChainWrap(parent_epoch, shell.nonce, sealed).to_bytes()
+
+
+def unwrap_chain(blob: bytes, parent_key: bytes, context: WrapContext) -> bytes:
+    """The older epoch's vault key, or `WrongKey` when `parent_key` does not open the wrap (or
+    the wrap was modified or moved)."""
+    _check_key(parent_key, "parent vault key")
+    wrap = _expect_kind(blob, ChainWrap)
+    if wrap.parent_epoch <= context.epoch:
+        raise TamperedData("chain wrap points to an epoch that is not newer")
+    old_key = _unwrap(_chain_key(parent_key), wrap, context)
+    if old_key is None:
+        raise WrongKey("the newer vault key does not unlock this chain wrap")
+    return old_key
+
+
+# Device list entries ------------------------------------------------------------------------
+
+
+def device_entry_mac(
+    vault_key: bytes, agent_id: str, epoch: int, device_id: bytes, public_key: bytes
+) -> bytes:
+    """HMAC-SHA256 over one entry of the server's device list under a subkey of the epoch's
+    vault key: the server (which holds no vault key) cannot add a device of its own, so a
+    rotation never wraps the new key to a public key it slipped in."""
+    _check_key(vault_key, "vault key")
+    _check_epoch(epoch)
+    key = _hkdf(vault_key, None, _INFO_DEVICE_LIST)
+    message = _lp(agent_id.encode()) + _LEN_PREFIX.pack(epoch) + _lp(device_id) + _lp(public_key)
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def verify_device_entry(
+    mac: bytes, vault_key: bytes, agent_id: str, epoch: int, device_id: bytes, public_key: bytes
+) -> bool:
+    expected = device_entry_mac(vault_key, agent_id, epoch, device_id, public_key)
+    return hmac.compare_digest(mac, expected)
+
+
 # Short authentication string --------------------------------------------------------------
 
 # The PGP word list's "even" (two-syllable) table: 256 words chosen to be hard to confuse.
@@ -794,3 +909,100 @@ def short_auth_string(public_key: X25519PublicKey | bytes) -> str:
         raise MalformedKey(f"a device public key is {X25519_LEN} bytes, got {len(raw)}")
     digest = hashlib.sha256(_SAS_LABEL + raw).digest()
     return " ".join(_SAS_WORDS[b] for b in digest[:_SAS_LEN])
+
+
+# Pairing ----------------------------------------------------------------------------------
+
+PAIRING_NONCE_LEN: Final = 16
+
+
+@dataclass(frozen=True, slots=True)
+class PairingTranscript:
+    """Everything both devices saw during one pairing. The code shown on both screens and the
+    answer's key are derived from all of it, so a key swapped by the server changes the code."""
+
+    agent_id: str
+    pairing_id: bytes
+    new_public: bytes
+    new_nonce: bytes
+    approver_public: bytes
+    approver_nonce: bytes
+
+    def to_bytes(self) -> bytes:
+        return (
+            _lp(self.agent_id.encode())
+            + _lp(self.pairing_id)
+            + _lp(self.new_public)
+            + _lp(self.new_nonce)
+            + _lp(self.approver_public)
+            + _lp(self.approver_nonce)
+        )
+
+
+def pairing_commitment(new_public: bytes, new_nonce: bytes) -> bytes:
+    """What the new device posts first: ``SHA-256(label | lp(public) | lp(nonce))``. It reveals
+    the nonce only after the existing device's nonce is on the server, so nobody in between can
+    search for two keys whose codes collide (the Bluetooth numeric-comparison commitment)."""
+    if len(new_public) != X25519_LEN:
+        raise MalformedKey(f"a device public key is {X25519_LEN} bytes, got {len(new_public)}")
+    return hashlib.sha256(_PAIRING_COMMIT_LABEL + _lp(new_public) + _lp(new_nonce)).digest()
+
+
+def pairing_code(transcript: PairingTranscript) -> str:
+    """Six words (48 bits) binding both public keys, both nonces, the agent and the pairing."""
+    digest = hashlib.sha256(_PAIRING_CODE_LABEL + transcript.to_bytes()).digest()
+    return " ".join(_SAS_WORDS[b] for b in digest[:_SAS_LEN])
+
+
+def _pairing_key(own: X25519PrivateKey, peer_public: bytes, transcript: PairingTranscript) -> bytes:
+    try:
+        shared = own.exchange(load_device_public_key(peer_public))
+    except ValueError:
+        raise TamperedData("the pairing holds an invalid public key") from None
+    salt = hashlib.sha256(transcript.to_bytes()).digest()
+    return _hkdf(shared, salt, _INFO_PAIRING)
+
+
+_BUNDLE = struct.Struct(">I")
+
+
+def seal_pairing_bundle(
+    approver_key: X25519PrivateKey,
+    transcript: PairingTranscript,
+    epoch: int,
+    vault_key: bytes,
+    *,
+    nonce: bytes | None = None,
+) -> bytes:
+    """The approval: ``nonce | AES-GCM(epoch u32 | vault key)`` under a key only the two
+    devices of `transcript` can derive (static X25519 between the approver's device key and the
+    new device's key), associated data = the transcript."""
+    _check_key(vault_key, "vault key")
+    _check_epoch(epoch)
+    if device_public_bytes(approver_key) != transcript.approver_public:
+        raise ValueError("the approver key does not match the transcript")
+    key = _pairing_key(approver_key, transcript.new_public, transcript)
+    nonce = _random_or(nonce, NONCE_LEN, "nonce")
+    plain = _BUNDLE.pack(epoch) + vault_key
+    return nonce + AESGCM(key).encrypt(nonce, plain, transcript.to_bytes())
+
+
+def open_pairing_bundle(
+    new_key: X25519PrivateKey, transcript: PairingTranscript, blob: bytes
+) -> tuple[int, bytes]:
+    """(epoch, vault key) of an approval, or `WrongKey` when it was not made by the device whose
+    public key is in `transcript` for this very pairing."""
+    if device_public_bytes(new_key) != transcript.new_public:
+        raise ValueError("the device key does not match the transcript")
+    if len(blob) != NONCE_LEN + _BUNDLE.size + KEY_LEN + TAG_LEN:
+        raise TamperedData("the pairing answer is truncated or has trailing bytes")
+    key = _pairing_key(new_key, transcript.approver_public, transcript)
+    try:
+        plain = AESGCM(key).decrypt(blob[:NONCE_LEN], blob[NONCE_LEN:], transcript.to_bytes())
+    except InvalidTag:
+        raise WrongKey(
+            "the pairing answer does not authenticate: it was not made by the device whose "
+            "code was compared"
+        ) from None
+    (epoch,) = _BUNDLE.unpack_from(plain)
+    return epoch, plain[_BUNDLE.size :]

@@ -1,9 +1,13 @@
-"""`tiermem daemon`: drain the sync outbox in the background.
+"""`tiermem daemon`: sync in the background, both ways.
 
-The loop checks the outbox every `poll` seconds (0.25 s by default, so a `conversation-end` is
-pushed well within a second) and pushes with the backoff schedule, retrying transient failures
-for as long as it runs. A failure that needs a person (bad token, SQL error) is reported and
-tried again after the longest backoff wait, so fixing the token is enough.
+The loop checks for local changes (the critical-state outbox and changed memory rows) every
+`poll` seconds (0.25 s by default, so a `conversation-end` is pushed well within a second) and
+pushes with the backoff schedule, retrying transient failures for as long as it runs. It also
+pulls what other devices pushed: once at start (right after pushing what was already waiting)
+and then every `pull_interval` seconds (30 s by default), so a fact learned on the phone is
+recalled on the desktop within one interval. A failure that needs a person (bad token, SQL
+error) is reported and tried again after the longest backoff wait, so fixing the token is
+enough.
 
 Stopping (SIGTERM/SIGINT call `stop()`) interrupts a backoff wait at once; a request on the wire
 is allowed to finish (its timeouts bound it) so its outcome is recorded. Nothing queued can be
@@ -16,6 +20,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,13 +30,14 @@ import httpx
 
 from tiermem.core.engine import Memory
 from tiermem.core.errors import StorageError, TiermemError
-from tiermem.sync.engine import SyncEngine
+from tiermem.sync.engine import DEFAULT_BATCH_BYTES, SyncEngine
 from tiermem.sync.hrana import DEFAULT_TIMEOUT
 from tiermem.sync.retry import MAX_CAP, RetryPolicy
 
-__all__ = ["DEFAULT_POLL", "Daemon", "DaemonRunning"]
+__all__ = ["DEFAULT_POLL", "DEFAULT_PULL_INTERVAL", "Daemon", "DaemonRunning"]
 
 DEFAULT_POLL: Final = 0.25
+DEFAULT_PULL_INTERVAL: Final = 30.0
 
 Report = Callable[[dict[str, Any]], None]
 
@@ -56,16 +62,24 @@ class Daemon:
         timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
         transport: httpx.BaseTransport | None = None,
         error_pause: float = MAX_CAP,
+        pull_interval: float = DEFAULT_PULL_INTERVAL,
+        batch_bytes: int = DEFAULT_BATCH_BYTES,
     ) -> None:
         if poll <= 0:
             raise ValueError("poll must be positive")
+        if pull_interval <= 0:
+            raise ValueError("pull_interval must be positive")
         self.mem = mem
         self.poll = poll
+        self.pull_interval = pull_interval
         self.error_pause = error_pause
         self._report = report or (lambda event: None)
         self._stop = threading.Event()
-        self._engine = SyncEngine(mem, timeout=timeout, transport=transport)
+        self._engine = SyncEngine(
+            mem, timeout=timeout, transport=transport, batch_bytes=batch_bytes
+        )
         self.pushes = 0
+        self.pulls = 0
 
     def stop(self) -> None:
         """Ask the loop to end (safe from a signal handler or another thread)."""
@@ -85,19 +99,31 @@ class Daemon:
         self._wait(seconds)
 
     def run(self) -> None:
-        """Push until stopped. Raises `NotInitialised` at once if sync is not set up."""
+        """Pull and push until stopped. Raises `NotInitialised` at once if sync is not set up."""
         engine = self._engine
         try:
             engine.require_ready()
             with _single_instance(self.mem.home.root, self.mem.agent_id):
                 self._report({"event": "started", "agent_id": self.mem.agent_id})
                 policy = RetryPolicy(max_attempts=None, sleep=self._backoff_wait)
+                next_pull = time.monotonic()  # pull at once on start …
+                push_first = True  # … after pushing what waits here (a kill may have left it)
                 while not self._stop.is_set():
-                    if not engine.has_work():
-                        self._stop.wait(self.poll)
-                        continue
                     try:
-                        result = engine.push(policy)
+                        if push_first:
+                            push_first = False
+                            if engine.has_work():
+                                self._push(policy)
+                                continue
+                        if time.monotonic() >= next_pull:
+                            # Set first: a failing pull must not hold pushes back.
+                            next_pull = time.monotonic() + self.pull_interval
+                            self._pull(policy)
+                            continue
+                        if not engine.has_work():
+                            self._stop.wait(min(self.poll, max(next_pull - time.monotonic(), 0)))
+                            continue
+                        self._push(policy)
                     except _Stopped:
                         break
                     except TiermemError as exc:
@@ -108,19 +134,37 @@ class Daemon:
                             self._wait(self.error_pause)
                         except _Stopped:
                             break
-                        continue
-                    self.pushes += int(result.pushed)
-                    self._report(
-                        {
-                            "event": "pushed" if result.pushed else "up-to-date",
-                            "version": result.version,
-                            "changes": result.changes,
-                            "requests": result.requests,
-                        }
-                    )
-                self._report({"event": "stopped", "pushes": self.pushes})
+                self._report({"event": "stopped", "pushes": self.pushes, "pulls": self.pulls})
         finally:
             engine.close()
+
+    def _pull(self, policy: RetryPolicy) -> None:
+        result = self._engine.pull(policy)
+        self.pulls += 1
+        if result.applied or result.rejected:
+            self._report(
+                {
+                    "event": "pulled",
+                    "applied": result.applied,
+                    "memories": result.memories,
+                    "critical": result.critical,
+                    "conflicts": result.conflicts,
+                    "rejected": result.rejected,
+                }
+            )
+
+    def _push(self, policy: RetryPolicy) -> None:
+        result = self._engine.push(policy)
+        self.pushes += int(result.pushed)
+        self._report(
+            {
+                "event": "pushed" if result.pushed else "up-to-date",
+                "version": result.version,
+                "changes": result.changes,
+                "memories": result.memories,
+                "requests": result.requests,
+            }
+        )
 
 
 @contextmanager

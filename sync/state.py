@@ -2,10 +2,12 @@
 
 **The server's tables** (ARCHITECTURE §5) hold only ciphertext and opaque ids:
 
-- ``records(record_id, version, epoch, device_id, envelope)``: one row per pushed version of a
-  record. ``record_id`` is an HMAC under the vault key (`crypto.record_id`), ``version`` a hybrid
+- ``records(seq, agent_tag, record_id, version, epoch, device_id, envelope)``: one row per
+  pushed version of a record. ``seq`` is the server's commit order (what pulls page by),
+  ``record_id`` an HMAC under the vault's id key (`crypto.record_id`), ``version`` a hybrid
   logical clock (`hlc`) with the writer's device id as tie-break, ``envelope`` the sealed,
-  padded plaintext. Inserts are ``ON CONFLICT DO NOTHING``, so a retried push changes nothing.
+  padded plaintext; ``UNIQUE (record_id, version)`` with inserts ``ON CONFLICT DO NOTHING``, so
+  a retried push changes nothing. What the envelopes hold: `tiermem.sync.records`.
 - ``key_wraps(wrap_id, agent_tag, epoch, kind, blob)``: the vault key wrapped to the recovery
   key, the optional passphrase and each device. ``agent_tag`` is a labelled hash of the agent
   id so that a restore can find its wraps: a server can confirm a *guessed* agent id, never read
@@ -30,6 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import StorageError, TiermemError
 from tiermem.sync.hrana import Args
+from tiermem.sync.records import CRITICAL_TABLE
 from tiermem.sync.secrets import DEVICE_KEY, ENV_STORE, TOKEN, SecretStore, open_store
 
 __all__ = [
@@ -54,25 +57,35 @@ __all__ = [
     "wrap_id",
 ]
 
-CRITICAL_TABLE: Final = "critical"
 EPOCH: Final = 1
 
 REMOTE_SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS records ("
+    "seq INTEGER PRIMARY KEY AUTOINCREMENT, agent_tag BLOB NOT NULL, "
     "record_id BLOB NOT NULL, version TEXT NOT NULL, epoch INTEGER NOT NULL, "
-    "device_id BLOB NOT NULL, envelope BLOB NOT NULL, PRIMARY KEY (record_id, version))",
+    "device_id BLOB NOT NULL, envelope BLOB NOT NULL, UNIQUE (record_id, version))",
+    "CREATE INDEX IF NOT EXISTS records_agent ON records (agent_tag, seq)",
     "CREATE TABLE IF NOT EXISTS key_wraps ("
     "wrap_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, epoch INTEGER NOT NULL, "
-    "kind TEXT NOT NULL CHECK (kind IN ('device', 'recovery', 'passphrase')), "
+    "kind TEXT NOT NULL CHECK (kind IN ('device', 'recovery', 'passphrase', 'chain')), "
     "blob BLOB NOT NULL)",
     "CREATE INDEX IF NOT EXISTS key_wraps_agent ON key_wraps (agent_tag, kind, epoch)",
     "CREATE TABLE IF NOT EXISTS devices ("
     "device_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, public_key BLOB NOT NULL, "
-    "added TEXT NOT NULL)",
+    "added TEXT NOT NULL, "
+    # 6B (sync/devices.py): name = sealed envelope; mac = crypto.device_entry_mac under the
+    # key of mac_epoch; revoked_* set by `sync remove-device`.
+    "name BLOB, last_seen REAL, revoked_at REAL, revoked_epoch INTEGER, "
+    "mac BLOB, mac_epoch INTEGER)",
+    # 6B (sync/pairing.py): one row per pairing of a new device, deleted when it completes.
+    "CREATE TABLE IF NOT EXISTS pairings ("
+    "pairing_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, created REAL NOT NULL, "
+    "new_public BLOB NOT NULL, commitment BLOB NOT NULL, approver_public BLOB, "
+    "approver_nonce BLOB, new_nonce BLOB, bundle BLOB, refused INTEGER NOT NULL DEFAULT 0)",
 )
 INSERT_RECORD: Final = (
-    "INSERT INTO records (record_id, version, epoch, device_id, envelope) "
-    "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+    "INSERT INTO records (agent_tag, record_id, version, epoch, device_id, envelope) "
+    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 )
 INSERT_WRAP: Final = (
     "INSERT INTO key_wraps (wrap_id, agent_tag, epoch, kind, blob) VALUES (?, ?, ?, ?, ?)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -65,3 +66,111 @@ def open_memory(tmp_path: Path, clock: Clock, driver: str) -> Iterator[MemoryFac
 @pytest.fixture
 def mem(open_memory: MemoryFactory) -> Memory:
     return open_memory()
+
+
+# -- secrets: nothing the suite hands to tiermem as a secret may come out of it -------------------
+
+
+@pytest.fixture(autouse=True)
+def _secret_sentinels(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Registers every secret handed to tiermem during the test (see tests/sentinels.py) and
+    fails the test if one shows up in an exception message, a CliRunner result, captured
+    output read by the test, or a subprocess's output; `pytest_runtest_makereport` below scans
+    what pytest captured (stdout, stderr, logs) and the failure text."""
+    import subprocess
+
+    from click.testing import CliRunner
+
+    from tests import sentinels
+    from tiermem.core.errors import TiermemError
+    from tiermem.sync import crypto, hrana
+
+    found: list[str] = []
+    request.node.stash[sentinels.LEAKS] = found  # tests/reliability/test_secrets.py reads it
+
+    def scan(text: object, where: str) -> None:
+        if isinstance(text, bytes):
+            text = text.decode(errors="replace")
+        if isinstance(text, str):
+            found.extend(f"{kind} in {where}" for kind in sentinels.leaks(text))
+
+    generate = crypto.generate_recovery_key
+
+    def generate_recovery_key() -> bytes:
+        key = generate()
+        sentinels.register_recovery_key(key)
+        return key
+
+    monkeypatch.setattr(crypto, "generate_recovery_key", generate_recovery_key)
+    for name in ("wrap_with_passphrase", "unwrap_with_passphrase"):
+        original = getattr(crypto, name)
+
+        def with_passphrase(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            if len(args) > 1 and isinstance(args[1], str):
+                sentinels.register(args[1], "passphrase")
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(crypto, name, with_passphrase)
+    client_init = hrana.HranaClient.__init__
+
+    def hrana_init(self: hrana.HranaClient, url: str, token: str | None, **kwargs: Any) -> None:
+        sentinels.register(token, "token")
+        client_init(self, url, token, **kwargs)
+
+    monkeypatch.setattr(hrana.HranaClient, "__init__", hrana_init)
+    error_init = TiermemError.__init__
+
+    def tiermem_error_init(self: TiermemError, message: str, *args: Any, **kwargs: Any) -> None:
+        scan(message, f"a {type(self).__name__} message")
+        error_init(self, message, *args, **kwargs)
+
+    monkeypatch.setattr(TiermemError, "__init__", tiermem_error_init)
+    invoke = CliRunner.invoke
+
+    def cli_invoke(self: CliRunner, *args: Any, **kwargs: Any) -> Any:
+        result = invoke(self, *args, **kwargs)
+        scan(result.stdout_bytes + (result.stderr_bytes or b""), "CLI output")
+        return result
+
+    monkeypatch.setattr(CliRunner, "invoke", cli_invoke)
+    readouterr = pytest.CaptureFixture.readouterr
+
+    def read_captured(self: pytest.CaptureFixture[Any]) -> Any:
+        result = readouterr(self)
+        scan(str(result.out) + str(result.err), "captured output")
+        return result
+
+    monkeypatch.setattr(pytest.CaptureFixture, "readouterr", read_captured)
+    communicate = subprocess.Popen.communicate
+
+    def popen_communicate(self: subprocess.Popen[Any], *args: Any, **kwargs: Any) -> Any:
+        out, err = communicate(self, *args, **kwargs)
+        scan(out, "a subprocess's stdout")
+        scan(err, "a subprocess's stderr")
+        return out, err
+
+    monkeypatch.setattr(subprocess.Popen, "communicate", popen_communicate)
+    yield
+    if found:
+        pytest.fail(f"secret leaked: {'; '.join(sorted(set(found)))}", pytrace=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    from tests import sentinels
+
+    outcome: Any = yield
+    report: pytest.TestReport = outcome.get_result()
+    if report.when != "call":
+        return
+    texts = {"stdout": report.capstdout, "stderr": report.capstderr, "logs": report.caplog}
+    if report.failed:
+        texts["the failure"] = report.longreprtext
+    found = [
+        f"{kind} in {where}" for where, text in texts.items() for kind in sentinels.leaks(text)
+    ]
+    if found:
+        report.outcome = "failed"
+        report.longrepr = f"secret leaked: {'; '.join(found)}"

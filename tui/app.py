@@ -40,9 +40,9 @@ from tiermem.tui.screens.modals import (
     FormModal,
     memory_fields,
     parse_importance,
-    split_list,
+    split_lines,
 )
-from tiermem.tui.screens.sync import SyncScreen, push_now
+from tiermem.tui.screens.sync import SyncScreen, pull_now, push_now, sync_now
 from tiermem.tui.screens.tree import TreeScreen
 from tiermem.tui.widgets.nav import SCREENS
 
@@ -211,7 +211,7 @@ class TiermemApp(App[None]):
         try:
             text = action(memory)
         except Exception as exc:
-            self.post_message(ActionFailed(describe_error(exc)))
+            self.post_message(ActionFailed(describe_error(exc), reload=True))
             return
         if not get_current_worker().is_cancelled:
             self.post_message(ActionDone(text, undo_hint))
@@ -223,6 +223,8 @@ class TiermemApp(App[None]):
 
     def on_action_failed(self, message: ActionFailed) -> None:
         self.notify(message.text, title=message.title, severity="error", timeout=8)
+        if message.reload:
+            self.reload_current()  # a failed push still recorded its error, for one
 
     def action_store(self) -> None:
         def stored(values: dict[str, str] | None) -> None:
@@ -234,9 +236,9 @@ class TiermemApp(App[None]):
                     values["text"],
                     values["category"],
                     parse_importance(values["importance"]),
-                    urls=split_list(values["urls"]),
-                    commands=split_list(values["commands"]),
-                    paths=split_list(values["paths"]),
+                    urls=split_lines(values["urls"]),
+                    commands=split_lines(values["commands"]),
+                    paths=split_lines(values["paths"]),
                     source="tui",
                 )
                 return (
@@ -272,6 +274,17 @@ class TiermemApp(App[None]):
     def action_push(self) -> None:
         self.perform(push_now)
 
+    def action_pull(self) -> None:
+        self.perform(pull_now)
+
+    def action_sync_now(self) -> None:
+        self.perform(sync_now)
+
+    async def action_restore(self) -> None:
+        await self.switch_mode("sync")
+        if isinstance(self.screen, SyncScreen):
+            self.screen.action_restore()
+
     # -- the command palette ---------------------------------------------------------------
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
@@ -286,7 +299,12 @@ class TiermemApp(App[None]):
         yield SystemCommand(
             "Switch agent", "Browse another agent's memory (A)", self.action_switch_agent
         )
-        yield SystemCommand("Push now", "Push critical state to sync", self.action_push)
+        yield SystemCommand("Push now", "Push local changes to the sync vault", self.action_push)
+        yield SystemCommand("Pull now", "Fetch other devices' changes", self.action_pull)
+        yield SystemCommand("Sync now", "Pull, then push", self.action_sync_now)
+        yield SystemCommand(
+            "Restore from sync", "Restore an agent from the encrypted vault", self.action_restore
+        )
         yield SystemCommand(
             "Toggle light/dark", "Switch between the tiermem themes (T)", self.action_toggle_theme
         )

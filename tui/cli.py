@@ -149,6 +149,7 @@ def store(
     is_flag=True,
     help="LLM tree search: the [llm] endpoint picks the categories (falls back to keyword).",
 )
+@cli_agent.session_option
 @pass_options
 def retrieve(
     opts: Options,
@@ -159,12 +160,14 @@ def retrieve(
     budget: int | None,
     mode: str | None,
     llm: bool,
+    session: str | None,
 ) -> None:
     """Find memories through the tree, with the reason each was found."""
     with opts.open() as mem:
         result = mem.retrieve(
             query, limit=limit, tier=tier, category=category, budget=budget, mode=mode, llm=llm
         )
+        cli_agent.track(mem, session, result)
     emit(opts, retrieval_payload(result), lambda: render_retrieval(result))
 
 

@@ -1,8 +1,272 @@
-"""CLI commands: placeholder module, filled in by its issue (registered in tui/cli.py)."""
+"""CLI commands for agent integration: the MCP server, context injection, recall within a budget,
+the session-hygiene actions (the CLI twins of the transcript tags), health, audit and status.
+
+    tag in a transcript            CLI
+    [[pin:REF]]                    tiermem pin REF          (tiermem unpin REF)
+    [[promote:REF]]                tiermem promote REF      (tiermem demote REF)
+    [[forget:REF]]                 tiermem forget REF
+    [[forget keyword:WORD]]        tiermem forget --keyword WORD
+    [[restore:REF]]                tiermem unforget REF     (`restore` is the sync restore)
+    [[memory_health]]              tiermem health
+
+REF is a memory id, a hot lesson id, or category:slug (see core/hygiene.py).
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import click
 
-COMMANDS: list[click.Command] = []
+from tiermem.core import audit, hygiene
+from tiermem.core import context as ctx
+from tiermem.core.engine import Memory
+from tiermem.core.errors import InvalidInput
+from tiermem.core.hygiene import HygieneReport
+from tiermem.core.retrieve import RetrievalResult
+from tiermem.tui.clikit import Options, emit, pass_options
+
+SESSION_ENV = "TIERMEM_SESSION"
+session_option = click.option(
+    "--session",
+    envvar=SESSION_ENV,
+    help=f"Session id for session hygiene (default: ${SESSION_ENV}).",
+)
+PRIORITY = click.Choice(list(ctx.PRIORITIES))
+
+
+def track(mem: Memory, session: str | None, result: RetrievalResult) -> None:
+    """Count a `tiermem retrieve` for session hygiene when it names a session."""
+    hygiene.track_result(mem, session, result)
+
+
+@click.command(name="mcp")
+@session_option
+@click.option(
+    "--tools-doc", is_flag=True, help="Print the tools and their schemas as markdown, then exit."
+)
+@pass_options
+def mcp_cmd(opts: Options, session: str | None, tools_doc: bool) -> None:
+    """Run the MCP server on stdio (for Claude Desktop, OpenClaw or any MCP client)."""
+    from tiermem.tui import mcp
+
+    if tools_doc:
+        server, _ = mcp.build_server(opts.home, opts.agent_id, session)
+        click.echo(mcp.tools_markdown(server), nl=False)
+        return
+    if session is not None:
+        hygiene.check_session(session)
+    mcp.serve(opts.home, opts.agent_id, session)
+
+
+@click.command(name="context")
+@click.option("--query", "-q", help="The user's message (without it: the always-loaded part).")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=ctx.DEFAULT_CONTEXT_BUDGET,
+    show_default=True,
+    help="Most tokens of the whole block.",
+)
+@session_option
+@pass_options
+def context_cmd(opts: Options, query: str | None, budget: int, session: str | None) -> None:
+    """Print the block to put in the prompt: hot memory, the tree index (under 1,500 tokens
+    together) and the memories relevant to the query, all within the budget."""
+    with opts.open() as mem:
+        block = ctx.build_context(mem, query, budget=budget, session=session)
+    emit(opts, block.as_dict() | {"session": session}, block.text)
+
+
+@click.command(name="recall")
+@click.argument("query")
+@click.option("--category", "categories", multiple=True, help="Only this category (repeatable).")
+@click.option("--priority-min", type=PRIORITY, help="Leave out entries below this priority.")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=ctx.DEFAULT_RECALL_BUDGET,
+    show_default=True,
+    help="Most tokens the entries may take.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(list(ctx.FORMATS)), default="brief", show_default=True
+)
+@session_option
+@pass_options
+def recall(
+    opts: Options,
+    query: str,
+    categories: tuple[str, ...],
+    priority_min: str | None,
+    budget: int,
+    fmt: str,
+    session: str | None,
+) -> None:
+    """Recall memories within a token budget (the CLI twin of MCP memory_recall)."""
+    with opts.open() as mem:
+        found = ctx.recall(
+            mem,
+            query,
+            categories=categories,
+            priority_min=priority_min,
+            budget=budget,
+            fmt=fmt,
+            session=session,
+        )
+
+    def render() -> str:
+        lines = [f"note: {n}" for n in found.notes]
+        for i, e in enumerate(found.entries, 1):
+            lines.append(f"{i}. [{e['priority']}] {e['content']}")
+            lines.append(f"   {e['why']}; id {e['id']}")
+        if not found.entries:
+            lines.append("no memories found")
+        lines.append(
+            f"{found.token_count}/{found.budget} tokens, {found.total_entries_matched} matched"
+        )
+        return "\n".join(lines)
+
+    emit(opts, found.as_dict(), render)
+
+
+def _action(
+    name: str, doc: str, work: Callable[[Any, str], dict[str, Any]], verb: str
+) -> click.Command:
+    @click.command(name=name, help=doc)
+    @click.argument("ref")
+    @pass_options
+    def command(opts: Options, ref: str) -> None:
+        with opts.open() as mem:
+            done = work(mem, ref)
+        emit(opts, done, f"{done.get('action', verb)}: {done.get('text', ref)}")
+
+    return command
+
+
+pin = _action(
+    "pin",
+    "Pin a memory or hot lesson (the [[pin:REF]] tag): never evicted, never demoted.",
+    lambda mem, ref: hygiene.pin(mem, ref, True),
+    "pinned",
+)
+unpin = _action(
+    "unpin",
+    "Remove a pin.",
+    lambda mem, ref: hygiene.pin(mem, ref, False),
+    "unpinned",
+)
+promote = _action(
+    "promote",
+    "Promote a memory into hot memory now (the [[promote:REF]] tag).",
+    hygiene.promote,
+    "promoted to hot",
+)
+demote = _action(
+    "demote",
+    "Take a lesson out of hot memory (it stays in warm).",
+    hygiene.demote,
+    "demoted from hot",
+)
+unforget = _action(
+    "unforget",
+    "Restore a forgotten (archived) memory (the [[restore:REF]] tag).",
+    lambda mem, ref: hygiene.restore(mem, ref),
+    "restored",
+)
+
+
+@click.command(name="forget")
+@click.argument("ref", required=False)
+@click.option("--keyword", help="Forget every entry containing this word.")
+@pass_options
+def forget(opts: Options, ref: str | None, keyword: str | None) -> None:
+    """Forget (the [[forget:REF]] / [[forget keyword:WORD]] tags): a hot entry leaves hot memory
+    (kept in warm), any other memory is archived (`tiermem unforget` brings it back)."""
+    if (ref is None) == (keyword is None):
+        raise InvalidInput("give REF or --keyword (one of them)")
+    with opts.open() as mem:
+        if keyword is not None:
+            report = hygiene.forget_keyword(mem, keyword)
+            emit(opts, report.as_dict(), lambda: render_hygiene(report) or "nothing matched")
+            return
+        done = hygiene.forget(mem, ref or "")
+    emit(opts, done, f"{done['action']}: {done['text']}")
+
+
+def render_hygiene(report: HygieneReport) -> str:
+    lines = report.lines()
+    if report.health:
+        lines.append(report.health)
+    return "\n".join(lines)
+
+
+@click.command(name="health")
+@pass_options
+def health(opts: Options) -> None:
+    """The session-hygiene report (seed 002's [[memory_health]])."""
+    with opts.open() as mem:
+        report = hygiene.health(mem)
+    emit(opts, report.as_dict(), report.text())
+
+
+@click.command(name="audit")
+@click.option("--scope", type=click.Choice(list(audit.SCOPES)), default="all", show_default=True)
+@click.option("--no-recommend", is_flag=True, help="Only the analysis.")
+@pass_options
+def audit_cmd(opts: Options, scope: str, no_recommend: bool) -> None:
+    """Token audit: tokens per source, near-duplicates, recommendations with savings."""
+    with opts.open() as mem:
+        found = audit.audit(mem, scope, not no_recommend)
+
+    def render() -> str:
+        a = found["analysis"]
+        lines = [f"total {a['total_tokens']} tokens"]
+        lines += [
+            f"  {b['tokens']:>8} {b['percentage']:>6.2f}%  {b['source']}" for b in a["breakdown"]
+        ]
+        for d in a["duplicates"]:
+            lines.append(
+                f"duplicate ({d['similarity']:.0%}): {d['id_a']} ~ {d['id_b']}: {d['content_b']}"
+            )
+        for r in found.get("recommendations", []):
+            lines.append(
+                f"- {r['action']} (saves ~{r['estimated_savings_tokens']} tokens, risk "
+                f"{r['risk']}): {r['description']}"
+            )
+        return "\n".join(lines)
+
+    emit(opts, found, render)
+
+
+@click.command(name="index-status")
+@pass_options
+def index_status(opts: Options) -> None:
+    """Memory statistics: files, structured store, always-loaded tokens, on-demand domains."""
+    with opts.open() as mem:
+        status = audit.index_status(mem)
+    emit(opts, status, json.dumps(status, indent=2, ensure_ascii=False, default=_default))
+
+
+def _default(value: Any) -> Any:
+    return str(value) if isinstance(value, Path) else value
+
+
+COMMANDS: list[click.Command] = [
+    mcp_cmd,
+    context_cmd,
+    recall,
+    pin,
+    unpin,
+    promote,
+    demote,
+    forget,
+    unforget,
+    health,
+    audit_cmd,
+    index_status,
+]
 SYNC_COMMANDS: list[click.Command] = []

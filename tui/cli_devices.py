@@ -1,8 +1,404 @@
-"""CLI commands: placeholder module, filled in by its issue (registered in tui/cli.py)."""
+"""CLI commands for the devices of a vault: `tiermem sync devices|add-device|approve-device|
+remove-device|rename-device`.
+
+Joining a new device (run in the new, empty home) either unlocks the vault with the recovery
+key (`add-device --recovery`) or pairs with a device that already syncs (`add-device --pair`,
+then `approve-device` on that device): both screens show six words, and the user types the
+new device's words on the existing one. Removing a lost device rotates the vault key; it needs
+the recovery key (and the passphrase, to keep it working), asked on the terminal or taken from
+TIERMEM_RECOVERY_KEY / TIERMEM_PASSPHRASE or standard input. No secret is ever printed.
+"""
 
 from __future__ import annotations
 
+import sys
+import time
+from dataclasses import asdict
+from typing import Any
+
 import click
 
+from tiermem.core.errors import InvalidInput
+from tiermem.sync import crypto, keys
+from tiermem.sync.devices import (
+    DeviceInfo,
+    JoinResult,
+    add_device_with_recovery,
+    list_devices,
+    remove_device,
+    rename_device,
+    resolve_device,
+)
+from tiermem.sync.engine import SyncEngine
+from tiermem.sync.hrana import HranaError
+from tiermem.sync.pairing import PAIRING_TTL, NewDevicePairing, PairingRefused, answer_pairing
+from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, env_secret
+from tiermem.sync.state import MissingSecret, SyncFailed
+from tiermem.tui.cli_sync import _ask_hidden, _retry_policy, _say, _token, _url, interactive
+from tiermem.tui.clikit import Options, emit, pass_options
+
+WAIT = click.FloatRange(1.0, 24 * 3600.0)
+
+
+def _when(ts: float | None) -> str:
+    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def _status(d: DeviceInfo) -> str:
+    if d.revoked:
+        return f"removed {_when(d.revoked_at)}"
+    if d.current:
+        return "this device"
+    return "ok" if d.verified else "UNVERIFIED (not vouched for by the vault key)"
+
+
+def _devices_text(found: list[DeviceInfo], epoch: int) -> str:
+    rows = [("ID", "NAME", "ADDED", "LAST SEEN", "STATUS")]
+    rows += [
+        (d.device_id[:12], d.name or "-", _when(d.added), _when(d.last_seen), _status(d))
+        for d in found
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4]
+        for r in rows
+    ]
+    active = sum(not d.revoked for d in found)
+    lines.append(f"{active} active device(s), {len(found) - active} removed; key epoch {epoch}")
+    return "\n".join(lines)
+
+
+@click.command(name="devices")
+@pass_options
+def devices_cmd(opts: Options) -> None:
+    """List the devices of this agent's vault (and refresh this one's entry)."""
+    with opts.open() as mem, SyncEngine(mem) as engine:
+        engine.require_ready()
+        found = list_devices(engine)
+        epoch = engine.require_ready().epoch
+    emit(
+        opts,
+        {"epoch": epoch, "devices": [asdict(d) for d in found]},
+        lambda: _devices_text(found, epoch),
+    )
+
+
+@click.command(name="rename-device")
+@click.argument("name")
+@pass_options
+def rename_cmd(opts: Options, name: str) -> None:
+    """Name this device in the device list (sealed: the server never reads it)."""
+    with opts.open() as mem, SyncEngine(mem) as engine:
+        rename_device(engine, name)
+        device = engine.require_ready().device_id.hex()
+    emit(opts, {"device_id": device, "name": name}, f"this device is now named {name!r}")
+
+
+# -- add-device (on the new device) ----------------------------------------------------------
+
+
+def _recovery_key(from_stdin: bool) -> bytes:
+    if from_stdin:
+        line = sys.stdin.readline().strip()
+        if not line:
+            raise MissingSecret("standard input is empty: give the recovery key")
+        return crypto.parse_recovery_key(line)
+    from_env = env_secret(ENV_RECOVERY_KEY)
+    if from_env is not None:
+        return crypto.parse_recovery_key(from_env)
+    if not interactive():
+        raise MissingSecret(f"no terminal to ask on: set {ENV_RECOVERY_KEY}, or use --stdin")
+    return crypto.parse_recovery_key(_ask_hidden("Recovery key"))
+
+
+def _join_text(r: JoinResult, pulled: str) -> str:
+    return (
+        f"this home is now device {r.device_id[:12]}… ({r.name!r}) of agent {r.agent_id!r}'s "
+        f"vault at {r.url} (key epoch {r.epoch}, joined with the {r.via}); secrets in the "
+        f"{r.secret_store} store{'' if r.token_stored else ' (token not stored)'}\n{pulled}"
+    )
+
+
+def _first_pull(opts: Options, result: JoinResult) -> tuple[dict[str, Any] | None, str]:
+    """Bring the vault's memory here right away (a failure only postpones it)."""
+    with opts.open() as mem, SyncEngine(mem) as engine:
+        try:
+            pulled = engine.pull(_retry_policy(opts, 3))
+        except HranaError as exc:
+            return None, f"first pull failed ({exc}); run `tiermem sync pull` later"
+    return asdict(
+        pulled
+    ), f"pulled {pulled.applied} record(s); run `tiermem daemon` to keep syncing"
+
+
+@click.command(name="add-device")
+@click.option("--url", help="Database URL (default $TIERMEM_SYNC_URL).")
+@click.option(
+    "--recovery", "mode", flag_value="recovery", help="Join by unlocking with the recovery key."
+)
+@click.option(
+    "--pair",
+    "mode",
+    flag_value="pair",
+    default=True,
+    help="Join by pairing with a device that already syncs (default).",
+)
+@click.option("--name", help="This device's name in the device list (default: the host name).")
+@click.option("--stdin", "from_stdin", is_flag=True, help="Read the recovery key from stdin.")
+@click.option(
+    "--wait",
+    type=WAIT,
+    default=PAIRING_TTL,
+    show_default=True,
+    help="Seconds to wait for the other device during pairing.",
+)
+@pass_options
+def add_device_cmd(
+    opts: Options, url: str | None, mode: str, name: str | None, from_stdin: bool, wait: float
+) -> None:
+    """Join this (empty) home to the agent's existing vault as a new device."""
+    url = _url(url)
+    token, token_from_env = _token()
+    with opts.open() as mem:
+        if mode == "recovery":
+            result = add_device_with_recovery(
+                mem, url, token, _recovery_key(from_stdin), name, store_token=not token_from_env
+            )
+            code = None
+        else:
+            result, code = _pair_here(opts, mem, url, token, name, not token_from_env, wait)
+    pulled, note = _first_pull(opts, result)
+    emit(opts, asdict(result) | {"code": code, "pulled": pulled}, _join_text(result, note))
+
+
+def _pair_here(
+    opts: Options,
+    mem: Any,
+    url: str,
+    token: str | None,
+    name: str | None,
+    store_token: bool,
+    wait: float,
+) -> tuple[JoinResult, str]:
+    pairing = NewDevicePairing(mem, url, token, name=name, store_token=store_token)
+    try:
+        pairing.start()
+        _say(
+            f"pairing request {pairing.request_id} posted. On a device that already syncs agent "
+            f"{mem.agent_id!r}, run:\n\n    tiermem sync approve-device\n\nwaiting for it …"
+        )
+        try:
+            code = pairing.wait_code(wait)
+            _say(
+                f"\nThe other device must show exactly these words:\n\n    {code}\n\n"
+                "Type them there to approve. If it shows other words, refuse: someone is in "
+                "the middle."
+            )
+            # Both sides confirm (numeric comparison): a server posing as the other device
+            # could answer here, but it cannot make the real device show these words.
+            if interactive() and not click.confirm(
+                "Does the other device show the same words?", default=False, err=True
+            ):
+                raise PairingRefused("the words differ; pairing refused here, nothing was set up")
+            _say("waiting for the approval …")
+            return pairing.finish(wait), code
+        except BaseException:
+            pairing.cancel()
+            raise
+    finally:
+        pairing.close()
+
+
+# -- approve-device (on an existing device) --------------------------------------------------
+
+
+def _typed_code(given: str | None) -> str:
+    if given is not None:
+        return given
+    if interactive():
+        typed: str = click.prompt(
+            "Type the words the new device shows (or 'no' to refuse)", err=True
+        )
+        return typed
+    line = sys.stdin.readline()
+    if not line.strip():
+        raise MissingSecret(
+            "no terminal to ask on: give the new device's words with --code or on stdin"
+        )
+    return line
+
+
+@click.command(name="approve-device")
+@click.option("--request", "request", help="The pairing request id (when several wait).")
+@click.option(
+    "--code",
+    help="The words the new device shows (else asked on the terminal, or read from stdin).",
+)
+@click.option(
+    "--wait",
+    type=WAIT,
+    default=PAIRING_TTL,
+    show_default=True,
+    help="Seconds to wait for the new device.",
+)
+@pass_options
+def approve_device_cmd(opts: Options, request: str | None, code: str | None, wait: float) -> None:
+    """Approve a new device's pairing request after comparing the words on both screens."""
+    with opts.open() as mem, SyncEngine(mem) as engine:
+        engine.require_ready()
+        approval = answer_pairing(engine, request)
+        try:
+            ours = approval.wait_code(wait)
+        except BaseException:
+            approval.refuse()
+            raise
+        _say(f"\nThis device shows:\n\n    {ours}\n")
+        try:
+            typed = _typed_code(code)
+        except BaseException:
+            approval.refuse()
+            raise
+        approval.approve(typed)  # refuses (and raises) when the words differ
+        request_id = approval.pairing_id.hex()[:8]
+    emit(
+        opts,
+        {"approved": True, "request": request_id, "code": ours},
+        f"approved pairing request {request_id}: the new device finishes joining by itself",
+    )
+
+
+# -- remove-device ---------------------------------------------------------------------------
+
+
+def _rotation_secrets(from_stdin: bool, has_passphrase: bool) -> tuple[bytes, str | None]:
+    """(recovery key, passphrase or None to drop it)."""
+    if from_stdin:
+        key = _recovery_key(True)
+        line = sys.stdin.readline().rstrip("\r\n") if has_passphrase else ""
+        return key, line or None
+    key = _recovery_key(False)
+    if not has_passphrase:
+        return key, None
+    from_env = env_secret(ENV_PASSPHRASE)
+    if from_env is not None:
+        return key, from_env or None
+    if interactive():
+        typed = _ask_hidden("Passphrase (empty: stop letting the passphrase unlock new data)")
+        return key, typed or None
+    return key, None
+
+
+def _rotation_text(r: keys.RotationResult) -> str:
+    lines = [
+        f"removed device {r.removed}; the vault key moved from epoch {r.old_epoch} to "
+        f"{r.new_epoch}",
+        f"kept: {len(r.kept)} device(s) ({', '.join(d[:12] for d in r.kept)})",
+    ]
+    if r.skipped:
+        lines.append(
+            "left out (not vouched for by the vault key, possibly added by the server): "
+            + ", ".join(d[:12] for d in r.skipped)
+            + "; pair them again if they are yours"
+        )
+    if r.passphrase == "dropped":
+        lines.append(
+            "the passphrase was not given, so it no longer unlocks the vault (the recovery key "
+            "does)"
+        )
+    lines.append(r.note)
+    return "\n".join(lines)
+
+
+@click.command(name="remove-device")
+@click.argument("device_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--stdin",
+    "from_stdin",
+    is_flag=True,
+    help="Read the recovery key (and on a second line the passphrase) from stdin.",
+)
+@pass_options
+def remove_device_cmd(opts: Options, device_id: str, yes: bool, from_stdin: bool) -> None:
+    """Revoke a lost device and rotate the vault key for future data."""
+    with opts.open() as mem, SyncEngine(mem) as engine:
+        engine.require_ready()
+        keys.refresh_epoch(engine)
+        s = engine.require_ready()
+        target = resolve_device(engine, device_id, active=True)
+        if target == s.device_id:
+            raise InvalidInput(
+                "this is the device you are using; remove it from another device (or just "
+                "delete this home)"
+            )
+        if not yes:
+            if not interactive():
+                raise InvalidInput("add --yes to remove a device without a terminal to confirm on")
+            click.confirm(
+                f"Remove device {target.hex()[:12]}… and rotate the vault key? It will not get "
+                "data written from now on; what it already downloaded stays readable to it.",
+                abort=True,
+                err=True,
+            )
+        recovery_key, passphrase = _rotation_secrets(from_stdin, s.passphrase_wrap is not None)
+        try:
+            result = remove_device(engine, target, recovery_key, passphrase=passphrase)
+        except HranaError as exc:
+            raise SyncFailed(
+                f"remove-device could not finish: {exc}; run it again (a rotation that did reach "
+                "the server is picked up then)",
+                exc.exit_code,
+            ) from None
+    emit(opts, asdict(result), lambda: _rotation_text(result))
+
+
+def _rotate_text(r: keys.RotationResult) -> str:
+    lines = [
+        f"the vault key moved from epoch {r.old_epoch} to {r.new_epoch}: data written from now "
+        "on is sealed under a key no removed device ever had",
+        f"kept: {len(r.kept)} device(s) ({', '.join(d[:12] for d in r.kept)})",
+    ]
+    if r.skipped:
+        lines.append(
+            "left out (not vouched for by the vault key): " + ", ".join(d[:12] for d in r.skipped)
+        )
+    if r.passphrase == "dropped":
+        lines.append("the passphrase was not given, so it no longer unlocks the vault")
+    return "\n".join(lines)
+
+
+@click.command(name="rotate-key")
+@click.option(
+    "--stdin",
+    "from_stdin",
+    is_flag=True,
+    help="Read the recovery key (and on a second line the passphrase) from stdin.",
+)
+@pass_options
+def rotate_key_cmd(opts: Options, from_stdin: bool) -> None:
+    """Start a new key epoch without removing a device (e.g. on suspected compromise)."""
+    with opts.open() as mem, SyncEngine(mem) as engine:
+        engine.require_ready()
+        keys.refresh_epoch(engine)
+        s = engine.require_ready()
+        recovery_key, passphrase = _rotation_secrets(from_stdin, s.passphrase_wrap is not None)
+        try:
+            result = keys.rotate(engine, recovery_key, passphrase=passphrase)
+        except HranaError as exc:
+            raise SyncFailed(
+                f"rotate-key could not finish: {exc}; run it again (a rotation that did reach "
+                "the server is picked up then)",
+                exc.exit_code,
+            ) from None
+    emit(opts, asdict(result), lambda: _rotate_text(result))
+
+
+SYNC_COMMANDS: list[click.Command] = [
+    rotate_key_cmd,
+    devices_cmd,
+    add_device_cmd,
+    approve_device_cmd,
+    remove_device_cmd,
+    rename_cmd,
+]
 COMMANDS: list[click.Command] = []
-SYNC_COMMANDS: list[click.Command] = []

@@ -1,8 +1,250 @@
-"""CLI commands: placeholder module, filled in by its issue (registered in tui/cli.py)."""
+"""Operations commands: `service` (background units), `doctor` (health checks), `demo` (a
+realistic demo agent) and `reference` (the generated config and exit-code reference)."""
 
 from __future__ import annotations
 
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
 import click
 
-COMMANDS: list[click.Command] = []
+from tiermem.core import service as svc
+from tiermem.core.paths import DEFAULT_AGENT, default_home
+from tiermem.tui.clikit import Options, emit, pass_options
+
+EXIT_CHECK_FAILED = 1
+
+RUNNER: svc.Runner = svc.run_command
+"""How `service` calls systemctl/launchctl (tests replace it)."""
+
+# -- service ---------------------------------------------------------------------------------
+
+
+def _memory_home(opts: Options) -> Path:
+    return (opts.home if opts.home is not None else default_home()).expanduser().resolve()
+
+
+def _sync_ready(home: Path, agent_id: str) -> bool:
+    """Whether sync is set up for the agent (read without creating a home)."""
+    if not (home / "tiermem.db").is_file():
+        return False
+    from tiermem.core.engine import Memory
+    from tiermem.sync.state import read_settings
+
+    with Memory(home, agent_id) as mem:
+        settings = read_settings(mem.db, agent_id)
+    return settings is not None and settings.status == "ready"
+
+
+def _service_plan(opts: Options, platform: str | None, daemon: bool | None) -> svc.ServicePlan:
+    platform = svc.check_platform(platform) if platform else svc.detect_platform()
+    home = _memory_home(opts)
+    include = daemon if daemon is not None else _sync_ready(home, opts.agent_id)
+    return svc.plan(platform, home, opts.agent_id, daemon=include)
+
+
+def _units_payload(report: svc.ServiceReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "unit": u.unit,
+            "path": str(u.path),
+            "installed": u.installed,
+            "current": u.current,
+            "enabled": u.enabled,
+            "active": u.active,
+        }
+        for u in report.units
+    ]
+
+
+def _units_text(report: svc.ServiceReport) -> list[str]:
+    width = max((len(u.unit) for u in report.units), default=10)
+    lines = []
+    for u in report.units:
+        if not u.installed:
+            state = u.enabled if u.enabled in ("removed", "absent") else "not installed"
+            lines.append(f"{u.unit:<{width}}  {state}")
+            continue
+        stale = "" if u.current else "  (differs from this tiermem's: run install again)"
+        lines.append(f"{u.unit:<{width}}  {u.enabled:<9} {u.active}{stale}")
+    return lines
+
+
+_PLATFORM = click.option(
+    "--platform",
+    type=click.Choice(svc.PLATFORMS),
+    help="systemd (Linux) or launchd (macOS); default: this system's.",
+)
+_DAEMON = click.option(
+    "--daemon/--no-daemon",
+    default=None,
+    help="Include the sync daemon (default: when sync is set up for the agent).",
+)
+
+
+@click.group(name="service")
+def service_group() -> None:
+    """Run the sync daemon and the consolidation schedule in the background.
+
+    systemd user units and timers on Linux, launchd agents on macOS: quick consolidation every
+    3 hours, daily at midnight, monthly on the 1st. One set per agent (--agent-id)."""
+
+
+@service_group.command(name="install")
+@_PLATFORM
+@_DAEMON
+@click.option("--print", "print_only", is_flag=True, help="Show the files; change nothing.")
+@pass_options
+def service_install(
+    opts: Options, platform: str | None, daemon: bool | None, print_only: bool
+) -> None:
+    """Write the unit files and enable them (--print: show them only)."""
+    plan = _service_plan(opts, platform, True if print_only and daemon is None else daemon)
+    if print_only:
+        payload: dict[str, Any] = {
+            "platform": plan.platform,
+            "folder": str(plan.folder),
+            "files": [
+                {"path": str(f.path), "unit": f.unit, "enable": f.enable, "content": f.content}
+                for f in plan.files
+            ],
+        }
+        text = "\n".join(f"# {f.path}\n{f.content}" for f in plan.files)
+        emit(opts, payload, text)
+        return
+    report = svc.install(plan, RUNNER)
+    payload = {
+        "platform": plan.platform,
+        "folder": str(plan.folder),
+        "daemon": plan.daemon,
+        "units": _units_payload(report),
+        "commands": [shlex.join(c) for c in report.commands],
+        "notes": list(plan.notes),
+    }
+    lines = [f"installed {len(plan.files)} files in {plan.folder}", *_units_text(report)]
+    if not plan.daemon:
+        lines.append(
+            "note: no sync daemon (sync is not set up for this agent); after `tiermem sync "
+            "init`, run `tiermem service install` again"
+        )
+    emit(opts, payload, "\n".join(lines))
+
+
+@service_group.command(name="uninstall")
+@_PLATFORM
+@pass_options
+def service_uninstall(opts: Options, platform: str | None) -> None:
+    """Stop, disable and remove the units `install` wrote."""
+    plan = _service_plan(opts, platform, True)
+    report = svc.uninstall(plan, RUNNER)
+    removed = [u.unit for u in report.units if u.enabled == "removed"]
+    payload = {"platform": plan.platform, "folder": str(plan.folder), "removed": removed}
+    text = f"removed {len(removed)} files from {plan.folder}" if removed else "nothing installed"
+    emit(opts, payload, text)
+
+
+@service_group.command(name="status")
+@_PLATFORM
+@pass_options
+def service_status(opts: Options, platform: str | None) -> None:
+    """Show which units are installed, enabled and active."""
+    plan = _service_plan(opts, platform, True)
+    report = svc.status(plan, RUNNER)
+    payload = {
+        "platform": plan.platform,
+        "folder": str(plan.folder),
+        "units": _units_payload(report),
+    }
+    emit(
+        opts, payload, "\n".join([f"{plan.platform} units in {plan.folder}", *_units_text(report)])
+    )
+
+
+# -- doctor ----------------------------------------------------------------------------------
+
+
+@click.command(name="doctor")
+@click.option("--offline", is_flag=True, help="Skip the checks that contact the sync server.")
+@pass_options
+def doctor(opts: Options, offline: bool) -> int:
+    """Check the memory home, its database, config, secrets and sync (exit 1 on any FAIL)."""
+    from tiermem.core import doctor as local
+    from tiermem.sync import doctor as remote
+
+    home = _memory_home(opts)
+    checks = local.local_checks(home)
+    checks += remote.sync_checks(home, network=not offline)
+    failures = sum(c.verdict == local.FAIL for c in checks)
+    warnings = sum(c.verdict == local.WARN for c in checks)
+    payload = {
+        "home": str(home),
+        "checks": [c.as_dict() for c in checks],
+        "failures": failures,
+        "warnings": warnings,
+        "ok": failures == 0,
+    }
+    width = max(len(c.name) for c in checks)
+    lines = [f"{c.verdict:<4}  {c.name:<{width}}  {c.detail}" for c in checks]
+    lines.append(
+        f"{'healthy' if not failures else 'NOT healthy'}: {failures} failure(s), "
+        f"{warnings} warning(s)"
+    )
+    emit(opts, payload, "\n".join(lines))
+    return EXIT_CHECK_FAILED if failures else 0
+
+
+# -- demo ------------------------------------------------------------------------------------
+
+
+@click.command(name="demo")
+@click.option(
+    "--agent-id",
+    "agent",
+    default=None,
+    help="Agent to create (default: demo, or the global --agent-id when given).",
+)
+@pass_options
+def demo(opts: Options, agent: str | None) -> None:
+    """Create a demo agent with five months of memories, so the TUI has something to show.
+
+    It lives beside your own agents in the home and never touches them; it is refused when
+    the agent already has memories."""
+    from tiermem.core.demo import DEMO_AGENT, build_demo
+
+    agent_id = agent or (opts.agent_id if opts.agent_id != DEFAULT_AGENT else DEMO_AGENT)
+    if opts.json:
+        report = build_demo(opts.home, agent_id)
+    else:
+        with click.progressbar(length=1, label="building the demo agent", file=sys.stderr) as bar:
+
+            def progress(done: int, total: int) -> None:
+                bar.length = total
+                bar.update(done - bar.pos)
+
+            report = build_demo(opts.home, agent_id, progress=progress)
+    home_arg = "" if opts.home is None else f"--home {shlex.quote(str(opts.home))} "
+    payload = {
+        "home": str(report.home),
+        "agent_id": report.agent_id,
+        "days": report.days,
+        "stored": report.stored,
+        "retrievals": report.retrievals,
+        "tiers": report.tiers,
+        "tree_nodes": report.tree_nodes,
+        "conflicts": report.conflicts,
+        "seconds": round(report.seconds, 2),
+    }
+    text = (
+        f"demo agent {report.agent_id!r}: {report.days} days, {report.stored} memories "
+        f"({report.tiers.get('warm_count', 0)} warm, {report.tiers.get('cold_count', 0)} cold), "
+        f"{report.tree_nodes} tree nodes, {report.retrievals} retrievals, "
+        f"{report.conflicts} sync conflicts\n"
+        f"open it:  tiermem {home_arg}--agent-id {report.agent_id}"
+    )
+    emit(opts, payload, text)
+
+
+COMMANDS: list[click.Command] = [service_group, doctor, demo]
 SYNC_COMMANDS: list[click.Command] = []

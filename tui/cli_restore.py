@@ -1,8 +1,305 @@
-"""CLI commands: placeholder module, filled in by its issue (registered in tui/cli.py)."""
+"""CLI commands for getting a vault back and trusting it: `restore`, `sync check`, `sync prune`.
+
+`restore` brings the critical state first (the agent is usable as soon as it says so), then
+streams every memory with a progress bar on a terminal (nothing but the result with --json),
+and finishes an interrupted restore when run again. `sync check` exits with a distinct code per
+damage class (see `tiermem.sync.check`).
+"""
 
 from __future__ import annotations
 
-import click
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
 
-COMMANDS: list[click.Command] = []
-SYNC_COMMANDS: list[click.Command] = []
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from tiermem.core.config import SyncConfig, load_config
+from tiermem.core.paths import Home, default_home
+from tiermem.sync import crypto
+from tiermem.sync.check import CheckReport, DamageFound, check
+from tiermem.sync.engine import SyncEngine
+from tiermem.sync.hrana import HranaError
+from tiermem.sync.restore import (
+    PruneResult,
+    RestoreProgress,
+    RestoreResult,
+    parse_at,
+    prune,
+    restore,
+)
+from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, env_secret
+from tiermem.sync.state import MissingSecret, SyncFailed
+from tiermem.tui.cli_sync import _ask_hidden, _token, _url, interactive
+from tiermem.tui.clikit import Options, emit, pass_options
+
+# -- restore ---------------------------------------------------------------------------------
+
+
+def _unlock_secret(use_passphrase: bool, from_stdin: bool) -> tuple[bytes | None, str | None]:
+    """(recovery key, passphrase): exactly one is set."""
+    if from_stdin:
+        line = sys.stdin.readline().rstrip("\r\n")
+        if not line:
+            raise MissingSecret("standard input is empty: give the recovery key or passphrase")
+        return (None, line) if use_passphrase else (crypto.parse_recovery_key(line), None)
+    if not use_passphrase:
+        env_key = env_secret(ENV_RECOVERY_KEY)
+        if env_key is not None:
+            return crypto.parse_recovery_key(env_key), None
+    env_pw = env_secret(ENV_PASSPHRASE)
+    if env_pw is not None and (use_passphrase or not interactive()):
+        return None, env_pw
+    if not interactive():
+        raise MissingSecret(
+            f"no terminal to ask on: set {ENV_RECOVERY_KEY} (or {ENV_PASSPHRASE}), or use --stdin"
+        )
+    if use_passphrase:
+        return None, _ask_hidden("Passphrase")
+    return crypto.parse_recovery_key(_ask_hidden("Recovery key")), None
+
+
+def _restore_text(r: RestoreResult) -> str:
+    again = " (restored here before: brought up to date)" if r.refreshed else ""
+    resumed = " (finished an interrupted restore)" if r.resumed else ""
+    when = f" as of {r.at}" if r.at else ""
+    lines = [
+        f"restored agent {r.agent_id!r} from {r.url}{when} into {r.home} in {r.seconds:.2f} s"
+        f"{again}{resumed}",
+    ]
+    if not r.resumed:
+        lines.append(
+            f"critical state {r.version} (unlocked with the {r.unlocked_with}): {r.lessons} "
+            f"lesson(s), {r.tree_nodes} tree node(s), hot {r.hot_bytes} bytes; usable after "
+            f"{r.usable_seconds:.2f} s"
+        )
+    lines.append(
+        f"memories: {r.memories} restored ({r.tombstones} deleted, {r.kept_local} kept from "
+        f"local writes) from {r.rows} remote row(s) in {r.pages} page(s), "
+        f"{r.memory_bytes / 1e6:.1f} MB"
+    )
+    lines.append(f"MEMORY.md: {r.memory_md}")
+    lines.append(
+        f"this device: {r.device_id[:12]}… (registered with its first push; "
+        "run `tiermem daemon` to keep pushing)"
+    )
+    return "\n".join(lines)
+
+
+@contextmanager
+def _progress_bar(show: bool) -> Iterator[Callable[[RestoreProgress], None]]:
+    """A rich progress bar on standard error (a terminal only); else a silent callback."""
+    if not show:
+        yield lambda p: None
+        return
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task("memories", total=None)
+        announced = False
+
+        def update(p: RestoreProgress) -> None:
+            nonlocal announced
+            if p.usable and not announced:
+                announced = True
+                console.print(
+                    "critical state restored: the agent is usable now; streaming memories…"
+                )
+            bar.update(
+                task,
+                completed=p.bytes,
+                total=max(p.total_bytes, 1),
+                description=f"{p.phase} ({p.memories} memories)",
+            )
+
+        yield update
+
+
+def _sync_config(home: Path) -> SyncConfig:
+    path = Home(home).config_path
+    return load_config(path).sync if path.is_file() else SyncConfig()
+
+
+@click.command(name="restore")
+@click.option("--url", help="Database URL (default $TIERMEM_SYNC_URL).")
+@click.option("--agent-id", "agent", help="Agent to restore (default: the global --agent-id).")
+@click.option(
+    "--passphrase", "use_passphrase", is_flag=True, help="Unlock with the passphrase instead."
+)
+@click.option(
+    "--stdin",
+    "from_stdin",
+    is_flag=True,
+    help="Read the recovery key (or, with --passphrase, the passphrase) from standard input.",
+)
+@click.option(
+    "--at",
+    "at",
+    metavar="TIME|VERSION",
+    help="Restore as of a point in time: a version, Unix seconds or an ISO date/time.",
+)
+@click.option(
+    "--page-rows",
+    type=click.IntRange(1, 100_000),
+    default=None,
+    help="Remote rows per request (default: [sync] restore_page_rows, 1000).",
+)
+@pass_options
+def restore_cmd(
+    opts: Options,
+    url: str | None,
+    agent: str | None,
+    use_passphrase: bool,
+    from_stdin: bool,
+    at: str | None,
+    page_rows: int | None,
+) -> None:
+    """Restore an agent from Turso into an empty home: critical state first, then every memory.
+
+    Run it again after an interruption: it continues where it stopped."""
+    url = _url(url)
+    bound = None if at is None else parse_at(at)
+    home = Path(opts.home if opts.home is not None else default_home())
+    token, token_from_env = _token()
+    recovery_key, passphrase = _unlock_secret(use_passphrase, from_stdin)
+    show = not opts.json and sys.stderr.isatty()
+    with _progress_bar(show) as progress:
+        try:
+            result = restore(
+                home,
+                agent or opts.agent_id,
+                url,
+                token,
+                recovery_key=recovery_key,
+                passphrase=passphrase,
+                store_token=not token_from_env,
+                at=bound,
+                progress=progress,
+                page_rows=page_rows or _sync_config(home).restore_page_rows,
+            )
+        except HranaError as exc:
+            raise SyncFailed(
+                f"restore stopped: {exc}; run the same command again to continue",
+                exc.exit_code,
+            ) from None
+    emit(opts, asdict(result), lambda: _restore_text(result))
+
+
+# -- sync check ------------------------------------------------------------------------------
+
+
+def _check_text(r: CheckReport) -> str:
+    mode = "structure and data" if r.read_data else "structure (add --read-data for contents)"
+    lines = [
+        f"checked agent {r.agent_id!r} at {r.url}: {mode}",
+        f"{r.rows} row(s), {r.records} record(s), {r.manifests} manifest(s) from "
+        f"{r.devices} device(s), {r.lines} manifest line(s) ({r.pruned} pruned), "
+        f"{r.decrypted} decrypted, {r.bytes / 1e6:.1f} MB in {r.seconds:.2f} s",
+    ]
+    if r.horizon:
+        lines.append(f"prune horizon: {r.horizon}")
+    if r.ok:
+        lines.append("no damage found")
+        return "\n".join(lines)
+    counts = ", ".join(f"{n} {kind}" for kind, n in r.counts.items() if n)
+    lines.append(f"DAMAGE: {counts}")
+    for p in r.problems[:20]:
+        where = f" [seq {p.seq}]" if p.seq is not None else ""
+        lines.append(f"  {p.kind}: {p.message}{where}")
+    if len(r.problems) > 20:
+        lines.append(f"  … and {len(r.problems) - 20} more (see --json)")
+    return "\n".join(lines)
+
+
+@click.command(name="check")
+@click.option(
+    "--read-data",
+    is_flag=True,
+    help="Also download, authenticate and decrypt every record (slower).",
+)
+@pass_options
+def sync_check(opts: Options, read_data: bool) -> None:
+    """Verify the server's copy: manifests, versions, key wraps (and with --read-data, every
+    record). Exit codes: 0 clean, 40 tampered, 41 missing, 42 gap/rollback, 43 key wraps."""
+    with opts.open() as mem, SyncEngine(mem) as engine:
+        show = not opts.json and sys.stderr.isatty()
+        with _check_bar(show) as progress:
+            try:
+                report = check(
+                    engine,
+                    read_data=read_data,
+                    page_rows=mem.cfg.sync.restore_page_rows,
+                    progress=progress,
+                )
+            except HranaError as exc:
+                raise SyncFailed(f"sync check could not finish: {exc}", exc.exit_code) from None
+    payload: dict[str, Any] = asdict(report) | {"exit_code": report.exit_code}
+    emit(opts, payload, lambda: _check_text(report))
+    if not report.ok:
+        counts = ", ".join(f"{n} {kind}" for kind, n in report.counts.items() if n)
+        raise DamageFound(f"sync check found damage: {counts}", report.exit_code)
+
+
+@contextmanager
+def _check_bar(show: bool) -> Iterator[Callable[[int, int], None] | None]:
+    if not show:
+        yield None
+        return
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("reading rows", total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+# -- sync prune ------------------------------------------------------------------------------
+
+
+def _prune_text(r: PruneResult) -> str:
+    horizon = (
+        f"points in time from {r.horizon} on restore completely"
+        if r.horizon
+        else "nothing was ever pruned: every point in time restores"
+    )
+    return (
+        f"pruned {r.deleted} old version(s), kept {r.kept} (newest {r.keep} of each of "
+        f"{r.records} record(s)) in {r.seconds:.2f} s\n{horizon}"
+    )
+
+
+@click.command(name="prune")
+@click.option(
+    "--keep",
+    type=click.IntRange(1, None),
+    default=None,
+    help="Versions to keep per record (default: [sync] keep_versions, 10).",
+)
+@pass_options
+def sync_prune(opts: Options, keep: int | None) -> None:
+    """Delete old remote versions, keeping the newest N of every record (and all manifests)."""
+    with opts.open() as mem, SyncEngine(mem) as engine:
+        try:
+            result = prune(engine, keep or mem.cfg.sync.keep_versions)
+        except HranaError as exc:
+            raise SyncFailed(f"sync prune could not finish: {exc}", exc.exit_code) from None
+    emit(opts, asdict(result), lambda: _prune_text(result))
+
+
+COMMANDS: list[click.Command] = [restore_cmd]
+SYNC_COMMANDS: list[click.Command] = [sync_check, sync_prune]

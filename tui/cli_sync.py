@@ -1,4 +1,4 @@
-"""CLI commands for encrypted sync: sync init/push/status, restore, daemon.
+"""CLI commands for encrypted sync: sync init/push/status, daemon (restore: cli_restore.py).
 
 Secrets are asked on the terminal (hidden) or taken from the environment for scripts:
 TIERMEM_SYNC_URL, TIERMEM_SYNC_TOKEN, TIERMEM_RECOVERY_KEY, TIERMEM_PASSPHRASE. None of them is
@@ -15,19 +15,24 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import click
 
 from tiermem.core.errors import InvalidInput
-from tiermem.core.paths import default_home
 from tiermem.sync import crypto
-from tiermem.sync.daemon import DEFAULT_POLL, Daemon
-from tiermem.sync.engine import MIN_PASSPHRASE_CHARS, PushResult, SyncEngine, SyncStatus
+from tiermem.sync.daemon import DEFAULT_POLL, DEFAULT_PULL_INTERVAL, Daemon
+from tiermem.sync.engine import (
+    DEFAULT_BATCH_BYTES,
+    MIN_PASSPHRASE_CHARS,
+    PullResult,
+    PushResult,
+    SyncEngine,
+    SyncEvent,
+    SyncStatus,
+)
 from tiermem.sync.hrana import HranaError, to_base_url
-from tiermem.sync.restore import RestoreResult, restore
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.secrets import (
     ENV_PASSPHRASE,
@@ -242,27 +247,125 @@ def sync_init(opts: Options, url: str | None, use_passphrase: bool, no_push: boo
 # -- sync push / status ----------------------------------------------------------------------
 
 
-@sync_group.command(name="push")
-@click.option(
+_ATTEMPTS = click.option(
     "--attempts",
     type=click.IntRange(1, 100),
     default=5,
     show_default=True,
-    help="Tries before giving up (waits of up to 5, 10, 20, 40 s between them).",
+    help="Tries per request before giving up (waits of up to 5, 10, 20, 40 s between them).",
+)
+_BATCH = click.option(
+    "--batch-kb",
+    type=click.IntRange(16, 64 * 1024),
+    default=DEFAULT_BATCH_BYTES // 1024,
+    show_default=True,
+    help="Sealed kilobytes per push request: a bigger push is split into several requests.",
+)
+
+
+@contextmanager
+def _pull_failures() -> Iterator[None]:
+    try:
+        yield
+    except HranaError as exc:
+        raise SyncFailed(
+            f"pull failed: {exc}; the next pull resumes where this one stopped", exc.exit_code
+        ) from None
+
+
+def _push_text(result: PushResult) -> str:
+    if not result.pushed:
+        return result.note
+    return (
+        f"pushed version {result.version} ({result.changes} critical change(s), "
+        f"{result.memories} memory record(s), {result.requests} request(s), "
+        f"{result.bytes / 1024:.0f} KiB, {result.seconds * 1000:.0f} ms)"
+    )
+
+
+def _pull_text(result: PullResult) -> str:
+    text = (
+        f"pulled: {result.memories} memory record(s) and {result.critical} critical state(s) "
+        f"applied, {result.skipped} older or superseded, {result.pages} page(s), "
+        f"{result.seconds * 1000:.0f} ms"
+    )
+    if result.conflicts:
+        text += f"\n{result.conflicts} conflict(s) kept: see `tiermem sync conflicts`"
+    if result.rejected:
+        text += (
+            f"\nWARNING: {result.rejected} record(s) failed authentication and were NOT "
+            "applied (run `tiermem sync check`)"
+        )
+    return text
+
+
+@sync_group.command(name="push")
+@_ATTEMPTS
+@_BATCH
+@pass_options
+def sync_push(opts: Options, attempts: int, batch_kb: int) -> None:
+    """Push what changed: critical state and changed memories (one request per batch)."""
+    with (
+        opts.open() as mem,
+        SyncEngine(mem, batch_bytes=batch_kb * 1024) as engine,
+        _push_failures(engine),
+    ):
+        result = engine.push(_retry_policy(opts, attempts))
+    emit(opts, asdict(result), _push_text(result))
+
+
+@sync_group.command(name="pull")
+@_ATTEMPTS
+@pass_options
+def sync_pull(opts: Options, attempts: int) -> None:
+    """Fetch and apply what other devices pushed since the last pull."""
+    with opts.open() as mem, SyncEngine(mem) as engine, _pull_failures():
+        result = engine.pull(_retry_policy(opts, attempts))
+    emit(opts, asdict(result), _pull_text(result))
+
+
+@sync_group.command(name="now")
+@_ATTEMPTS
+@_BATCH
+@pass_options
+def sync_now(opts: Options, attempts: int, batch_kb: int) -> None:
+    """Pull, then push: bring this device and the server up to date both ways."""
+    with opts.open() as mem, SyncEngine(mem, batch_bytes=batch_kb * 1024) as engine:
+        policy = _retry_policy(opts, attempts)
+        with _pull_failures():
+            pulled = engine.pull(policy)
+        with _push_failures(engine):
+            pushed = engine.push(policy)
+    emit(
+        opts,
+        {"pull": asdict(pulled), "push": asdict(pushed)},
+        lambda: _pull_text(pulled) + "\n" + _push_text(pushed),
+    )
+
+
+def _log_text(events: list[SyncEvent]) -> str:
+    if not events:
+        return "no sync activity recorded yet"
+    lines = []
+    for e in events:
+        size = f"{e.bytes / 1024:.0f} KiB" if e.bytes else "-"
+        lines.append(
+            f"{_when(e.at)}  {e.kind:<5}  {e.records:>5} record(s)  {size:>8}  "
+            f"{(e.version or '-')[:25]}  {e.note}"
+        )
+    return "\n".join(lines)
+
+
+@sync_group.command(name="log")
+@click.option(
+    "--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="Entries."
 )
 @pass_options
-def sync_push(opts: Options, attempts: int) -> None:
-    """Push queued changes of the critical state now (one request)."""
-    with opts.open() as mem, SyncEngine(mem) as engine, _push_failures(engine):
-        result = engine.push(_retry_policy(opts, attempts))
-    if result.pushed:
-        text = (
-            f"pushed version {result.version} ({result.changes} change(s), "
-            f"{result.requests} request(s), {result.seconds * 1000:.0f} ms)"
-        )
-    else:
-        text = result.note
-    emit(opts, asdict(result), text)
+def sync_log(opts: Options, limit: int) -> None:
+    """Recent pushes, pulls and errors of this device, newest first (no network)."""
+    with opts.open() as mem, SyncEngine(mem) as engine:
+        events = engine.history(limit)
+    emit(opts, {"events": [asdict(e) for e in events]}, lambda: _log_text(events))
 
 
 def _status_text(s: SyncStatus) -> str:
@@ -276,13 +379,20 @@ def _status_text(s: SyncStatus) -> str:
             f"· epoch {s.epoch}"
         ]
     age = "" if s.oldest_pending_at is None else f", oldest from {_when(s.oldest_pending_at)}"
-    lines.append(f"outbox: {s.pending} change(s) waiting{age}")
+    lines.append(f"outbox: {s.pending} critical change(s) waiting{age}")
+    lines.append(
+        f"memories: {s.pending_memories} changed record(s) waiting"
+        + (f", {s.inflight_batches} request(s) in flight" if s.inflight_batches else "")
+    )
     if s.inflight_version:
         lines.append(f"in flight: {s.inflight_version} (sent again until confirmed)")
     if s.status is not None:
         lines.append(
             f"last push: {_when(s.last_push_at)} ({s.pushes} push(es) from this home; "
             f"version {s.last_push_version or '-'})"
+        )
+        lines.append(
+            f"last pull: {_when(s.last_pull_at)} ({s.pulls} pull(s); cursor {s.pull_cursor})"
         )
         if s.last_error:
             retry = "" if s.retry_at is None else f"; next try at {_when(s.retry_at)}"
@@ -303,77 +413,6 @@ def sync_status(opts: Options) -> None:
     emit(opts, asdict(status), lambda: _status_text(status))
 
 
-# -- restore ---------------------------------------------------------------------------------
-
-
-def _unlock_secret(use_passphrase: bool, from_stdin: bool) -> tuple[bytes | None, str | None]:
-    """(recovery key, passphrase): exactly one is set."""
-    if from_stdin:
-        line = sys.stdin.readline().rstrip("\r\n")
-        if not line:
-            raise MissingSecret("standard input is empty: give the recovery key or passphrase")
-        return (None, line) if use_passphrase else (crypto.parse_recovery_key(line), None)
-    if not use_passphrase:
-        env_key = env_secret(ENV_RECOVERY_KEY)
-        if env_key is not None:
-            return crypto.parse_recovery_key(env_key), None
-    env_pw = env_secret(ENV_PASSPHRASE)
-    if env_pw is not None and (use_passphrase or not interactive()):
-        return None, env_pw
-    if not interactive():
-        raise MissingSecret(
-            f"no terminal to ask on: set {ENV_RECOVERY_KEY} (or {ENV_PASSPHRASE}), or use --stdin"
-        )
-    if use_passphrase:
-        return None, _ask_hidden("Passphrase")
-    return crypto.parse_recovery_key(_ask_hidden("Recovery key")), None
-
-
-def _restore_text(r: RestoreResult) -> str:
-    again = " (restored here before: brought up to date)" if r.refreshed else ""
-    return (
-        f"restored agent {r.agent_id!r} from {r.url} into {r.home} in {r.seconds:.2f} s{again}\n"
-        f"version {r.version} (unlocked with the {r.unlocked_with}): {r.lessons} lesson(s), "
-        f"{r.tree_nodes} tree node(s), hot {r.hot_bytes} bytes\n"
-        f"MEMORY.md: {r.memory_md}\n"
-        f"this device: {r.device_id[:12]}… (registered with its first push; "
-        "run `tiermem daemon` to keep pushing)"
-    )
-
-
-@click.command(name="restore")
-@click.option("--url", help=f"Database URL (default ${ENV_URL}).")
-@click.option("--agent-id", "agent", help="Agent to restore (default: the global --agent-id).")
-@click.option(
-    "--passphrase", "use_passphrase", is_flag=True, help="Unlock with the passphrase instead."
-)
-@click.option(
-    "--stdin",
-    "from_stdin",
-    is_flag=True,
-    help="Read the recovery key (or, with --passphrase, the passphrase) from standard input.",
-)
-@pass_options
-def restore_cmd(
-    opts: Options, url: str | None, agent: str | None, use_passphrase: bool, from_stdin: bool
-) -> None:
-    """Restore an agent's critical state from Turso into an empty home (one command)."""
-    url = _url(url)
-    home = opts.home if opts.home is not None else default_home()
-    token, token_from_env = _token()
-    recovery_key, passphrase = _unlock_secret(use_passphrase, from_stdin)
-    result = restore(
-        Path(home),
-        agent or opts.agent_id,
-        url,
-        token,
-        recovery_key=recovery_key,
-        passphrase=passphrase,
-        store_token=not token_from_env,
-    )
-    emit(opts, asdict(result), lambda: _restore_text(result))
-
-
 # -- daemon ----------------------------------------------------------------------------------
 
 
@@ -383,11 +422,19 @@ def restore_cmd(
     type=click.FloatRange(0.05, 60.0),
     default=DEFAULT_POLL,
     show_default=True,
-    help="Seconds between outbox checks.",
+    help="Seconds between checks for local changes.",
 )
+@click.option(
+    "--pull-interval",
+    type=click.FloatRange(1.0, 86400.0),
+    default=DEFAULT_PULL_INTERVAL,
+    show_default=True,
+    help="Seconds between pulls of other devices' changes (and one pull at start).",
+)
+@_BATCH
 @pass_options
-def daemon_cmd(opts: Options, poll: float) -> None:
-    """Push the outbox in the background until SIGTERM (nothing queued is ever lost)."""
+def daemon_cmd(opts: Options, poll: float, pull_interval: float, batch_kb: int) -> None:
+    """Sync in the background until SIGTERM: push local changes, pull other devices'."""
 
     def report(event: dict[str, Any]) -> None:
         if opts.json:
@@ -396,7 +443,14 @@ def daemon_cmd(opts: Options, poll: float) -> None:
             return
         kind = event["event"]
         if kind == "pushed":
-            line = f"pushed {event['version']} ({event['changes']} change(s))"
+            line = (
+                f"pushed {event['version']} ({event['changes']} critical change(s), "
+                f"{event['memories']} memory record(s))"
+            )
+        elif kind == "pulled":
+            line = f"pulled {event['applied']} record(s)"
+            if event["rejected"]:
+                line += f"; {event['rejected']} REJECTED (run `tiermem sync check`)"
         elif kind == "retry":
             line = f"retrying in {event['wait']:.1f} s: {event['error']}"
         elif kind == "error":
@@ -407,7 +461,13 @@ def daemon_cmd(opts: Options, poll: float) -> None:
         click.echo(f"tiermem daemon: {line}", err=True)
 
     with opts.open() as mem:
-        daemon = Daemon(mem, poll=poll, report=report)
+        daemon = Daemon(
+            mem,
+            poll=poll,
+            report=report,
+            pull_interval=pull_interval,
+            batch_bytes=batch_kb * 1024,
+        )
 
         def on_signal(signum: int, frame: FrameType | None) -> None:
             daemon.stop()
@@ -420,4 +480,4 @@ def daemon_cmd(opts: Options, poll: float) -> None:
                 signal.signal(sig, handler)
 
 
-COMMANDS: list[click.Command] = [sync_group, restore_cmd, daemon_cmd]
+COMMANDS: list[click.Command] = [sync_group, daemon_cmd]

@@ -251,15 +251,21 @@ def render_memory_md(report: MemoryMdReport) -> list[str]:
 @click.command(name="conversation-end")
 @click.argument("source", required=False, default="-", metavar="[TRANSCRIPT|-]")
 @click.option("--mode", type=MODE, help="Distillation mode (default: [distill] mode, rule).")
+@click.option(
+    "--session",
+    envvar="TIERMEM_SESSION",
+    help="Session id for session hygiene (default: $TIERMEM_SESSION, else the transcript's).",
+)
 @pass_options
-def conversation_end(opts: Options, source: str, mode: str | None) -> None:
-    """After a conversation: distill, store, update hot, consolidate, queue the sync push.
+def conversation_end(opts: Options, source: str, mode: str | None, session: str | None) -> None:
+    """After a conversation: distill, store, update hot, consolidate, queue the sync push, act
+    on the [[pin:…]]-style tags and run session hygiene (promotion, demotion).
 
     Calling it again with the same transcript changes nothing."""
     _, text = transcriptmod.read_text(source)
     parsed = transcriptmod.parse(text)
     with opts.open() as mem:
-        report = mem.conversation_end(parsed, text, mode=mode)
+        report = mem.conversation_end(parsed, text, mode=mode, session=session)
     payload = report.as_dict()
 
     def render() -> str:
@@ -278,6 +284,9 @@ def conversation_end(opts: Options, source: str, mode: str | None) -> None:
             lines += render_memory_md(report.memory_md)
         lines += [f"warning: {w}" for w in payload["warnings"]]
         lines.append("critical state queued for sync")
+        if report.hygiene:
+            lines += [f"  {line}" for line in report.hygiene.lines()]
+            lines += [report.hygiene.health] if report.hygiene.health else []
         return "\n".join(lines)
 
     emit(opts, payload, render)

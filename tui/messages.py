@@ -62,6 +62,8 @@ class ActionFailed(Message):
 
     text: str
     title: str = "tiermem"
+    reload: bool = False
+    """The failed work may still have changed what screens show (an error it recorded)."""
 
 
 class DetailLoaded(Message, bubble=False):

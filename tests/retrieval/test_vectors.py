@@ -86,7 +86,8 @@ def test_hybrid_explanation_shows_both_parts(home: Memory) -> None:
     e = result.hits[0].explanation
     assert result.mode == "hybrid" and e.found_by == "both"
     assert e.keyword_rank == 1 and e.vector_rank == 1 and e.bm25 < 0
-    assert e.relevance == pytest.approx(1.0)  # best on both sides: 0.5 × 1 + 0.5 × 1
+    assert e.relevance == pytest.approx(1.0)  # 'puppy' is its only term: keyword ranking kept
+    assert "keyword ranking kept" in result.notes[0]
     assert {h.explanation.found_by for h in result.hits[1:]} == {"vector"}
 
 

@@ -57,7 +57,15 @@ def seed_memory(mem: Memory) -> None:
 
 
 def dump_bytes(mem: Memory) -> bytes:
-    return snapshot.canonical(snapshot.dump(mem))
+    """The critical state as a push sends it: 6C's document with clocks once sync is set up
+    (equal on two devices holding the same state), else the plain dump."""
+    device = mem.db.scalar("SELECT device_id FROM sync_state WHERE agent_id = ?", (mem.agent_id,))
+    if device is None:
+        return snapshot.canonical(snapshot.dump(mem))
+    from tiermem.sync.merge import critical_document
+
+    raw = bytes(device) if isinstance(device, bytes | bytearray) else bytes.fromhex(str(device))
+    return snapshot.canonical(critical_document(mem, raw.hex()))
 
 
 def init_engine(

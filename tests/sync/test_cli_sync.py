@@ -93,7 +93,12 @@ def test_init_push_status_restore_through_the_cli(
     status = cli.json("sync", "status")
     assert status["initialised"] and status["pushes"] == 2 and status["token_source"] == "env"
     code, out, _ = cli("sync", "status")
-    assert code == 0 and "sync: ready" in out and "outbox: 0 change(s)" in out
+    assert (
+        code == 0
+        and "sync: ready" in out
+        and "outbox: 0 critical change(s)" in out
+        and "last pull: never" in out
+    )
 
     target = tmp_path / "new-laptop"
     monkeypatch.delenv("TIERMEM_PASSPHRASE")
@@ -115,6 +120,32 @@ def test_init_push_status_restore_through_the_cli(
     printed = "\n".join(cli.printed)
     assert env_token not in printed and PASSPHRASE not in printed
     assert printed.count(init["recovery_key"]) == 1 and key.hex() not in printed
+
+
+def test_pull_now_and_log_between_two_homes_through_the_cli(
+    cli: Cli, sqld: SqldServer, env_token: str, tmp_path: Path
+) -> None:
+    init = cli.json("sync", "init", "--url", sqld.url)
+    phone = tmp_path / "phone"
+    cli.json("restore", "--url", sqld.url, "--stdin", stdin=init["recovery_key"] + "\n", home=phone)
+    with Memory(cli.home, cli.agent_id) as mem:
+        fid = mem.store("the quokka feeder refills at dawn", "zoo", 0.6).id
+    pushed = cli.json("sync", "push", "--batch-kb", "64")
+    assert pushed["pushed"] and pushed["memories"] == 1 and pushed["requests"] == 1
+    assert cli.json("sync", "status")["pending_memories"] == 0
+    both = cli.json("sync", "now", home=phone)
+    assert both["pull"]["memories"] == 1 and both["pull"]["rejected"] == 0
+    assert both["push"]["note"] == "nothing to push"  # what was applied is not pushed back
+    with Memory(phone, cli.agent_id) as mem:
+        assert mem.get(fid).text == "the quokka feeder refills at dawn"
+    assert cli.json("sync", "pull", home=phone)["applied"] == 0
+    code, out, _ = cli("sync", "pull", home=phone)
+    assert code == 0 and out.startswith("pulled: 0 memory record(s)")
+    events = cli.json("sync", "log", home=phone)["events"]
+    assert [e["kind"] for e in events] == ["pull"] and events[0]["records"] >= 1
+    code, out, _ = cli("sync", "log", "--limit", "5")
+    assert code == 0 and "push" in out and "memory records" in out
+    assert env_token not in "\n".join(cli.printed)
 
 
 @pytest.mark.parametrize(

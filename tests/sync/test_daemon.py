@@ -22,6 +22,7 @@ from tiermem.core.engine import Memory
 from tiermem.sync.daemon import Daemon, DaemonRunning
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
+from tiermem.sync.restore import restore
 from tiermem.sync.state import NotInitialised
 
 PATIENCE = 30.0  # generous bounds on waits for background work (never a timing assertion)
@@ -163,3 +164,27 @@ def test_sigterm_during_a_backoff_exits_cleanly_and_loses_nothing(
         fault_proxy.weights = {}
         assert engine.push().pushed
         assert remote_versions(client, engine)[-1][2] == dump_bytes(mem)
+
+
+def test_the_daemon_pulls_on_start_and_every_interval(
+    tmp_path: Path, agent_id: str, sqld: SqldServer
+) -> None:
+    """A fact learned on one device is recalled on the other within one pull interval."""
+    with Memory(tmp_path / "desktop", agent_id) as desktop:
+        engine, key = init_engine(desktop, sqld.url, sqld.token)
+        engine.push()
+        restore(tmp_path / "phone", agent_id, sqld.url, sqld.token, recovery_key=key)
+        first = desktop.store("the ferry to the capybara island leaves at nine", "travel").id
+        engine.push()
+        running = Running(tmp_path / "phone", agent_id, pull_interval=0.2)
+        try:
+            with Memory(tmp_path / "phone", agent_id) as phone:
+                eventually(lambda: bool(phone.memories.get_many([first])), "the pull on start")
+                second = desktop.store("the capybara island ferry is cancelled", "travel").id
+                engine.push()
+                eventually(lambda: bool(phone.memories.get_many([second])), "a timed pull")
+        finally:
+            running.stop()
+        engine.close()
+    assert running.error is None and running.daemon.pulls >= 2
+    assert "pulled" in running.kinds() and "pushed" not in running.kinds()  # no ping-pong

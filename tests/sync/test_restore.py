@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from tests.sync.sqld import SqldServer
 from tiermem.core import snapshot
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto, hlc
+from tiermem.sync import restore as restore_module
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import restore
@@ -48,7 +50,8 @@ def test_restore_on_a_fresh_home_gives_the_identical_critical_state(
     source, _, key = pushed
     target = tmp_path / "new-laptop"
     result = restore(target, source.agent_id, sqld.url, sqld.token, recovery_key=key)
-    assert result.unlocked_with == "recovery-key" and result.requests == 2
+    # Requests: the wraps, the critical state, the totals and one page of records.
+    assert result.unlocked_with == "recovery-key" and result.requests == 4
     assert not result.refreshed and result.lessons == 1 and result.tree_nodes == 3
     with Memory(target, source.agent_id) as restored:
         assert dump_bytes(restored) == dump_bytes(source)
@@ -151,9 +154,9 @@ def test_another_agents_record_moved_in_is_refused(
     rid = crypto.record_id(engine.vault_key(settings(engine)), CRITICAL_TABLE, source.agent_id)
     newer = str(hlc.Hlc(hlc.parse(version).wall_ms + 10_000, 0, device.hex()))
     client.execute(
-        "INSERT INTO records (record_id, version, epoch, device_id, envelope) "
-        "SELECT ?, ?, epoch, device_id, envelope FROM records WHERE record_id = ?",
-        (rid, newer, other_rid),
+        "INSERT INTO records (agent_tag, record_id, version, epoch, device_id, envelope) "
+        "SELECT ?, ?, ?, epoch, device_id, envelope FROM records WHERE record_id = ?",
+        (agent_tag(source.agent_id), rid, newer, other_rid),
     )
     with pytest.raises(crypto.TamperedData):
         restore(tmp_path / "t", source.agent_id, sqld.url, sqld.token, recovery_key=key)
@@ -218,7 +221,11 @@ def test_the_restored_home_pushes_as_a_new_device(
         assert s.device_id != settings(source_engine).device_id
         versions = remote_versions(client, source_engine)
         assert versions[-1][0] == result.version and versions[-1][1] == s.device_id
-        assert versions[-1][2] == dump_bytes(mem)
+        pushed_state = json.loads(versions[-1][2])
+        assert (pushed_state["hot"], pushed_state["tree"]) == (
+            snapshot.dump(mem)["hot"],
+            snapshot.dump(mem)["tree"],
+        )
     devices = client.execute(
         "SELECT count(*) FROM devices WHERE agent_tag = ?", (agent_tag(source.agent_id),)
     ).rows
@@ -235,10 +242,10 @@ def test_a_failed_restore_leaves_nothing_behind(
     target = tmp_path / "t"
     target.mkdir()
 
-    def broken(mem: Memory, state: object) -> None:
+    def broken(mem: Memory, state: object, device_hex: str) -> str:
         raise OSError("disk on fire")
 
-    monkeypatch.setattr(snapshot, "load", broken)
+    monkeypatch.setattr(restore_module, "_load_critical", broken)
     with pytest.raises(OSError, match="disk on fire"):
         restore(target, source.agent_id, sqld.url, sqld.token, recovery_key=key)
     assert target.is_dir() and not any(target.iterdir())
@@ -261,7 +268,7 @@ def test_restore_retries_through_faults(
         recovery_key=key,
         policy=policy(),
     )
-    assert result.requests == 5
+    assert result.requests == 4 + 3  # three faults retried
     with Memory(tmp_path / "t", source.agent_id) as restored:
         assert dump_bytes(restored) == dump_bytes(source)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tiermem.core import curate
+from tiermem.core import conflicts, curate
 from tiermem.core.engine import Memory
 from tiermem.core.scoring import DAY
 from tiermem.core.warm import memory_id
@@ -153,6 +153,20 @@ def build(home: Path) -> FixedClock:
         clock.now = NOW
         mem.retrieve("hackathon demo")
         mem.snapshot_metrics()
+        with mem.db.transaction():  # a merge with another device kept one value, lost one
+            conflicts.record_conflict(
+                mem.db,
+                "default",
+                "identity",
+                "role",
+                "assistant",
+                "research assistant",
+                "0001767225600000-0000-aa",
+                "0001767225500000-0000-bb",
+                "bb" * 16,
+                NOW - 3600.0,
+                reason="both devices changed it",
+            )
     with Memory(home, "research", clock=clock) as other:
         other.store("Paper on tiered memory cites MemGPT", "papers", 0.6)
         other.store("Benchmark LongMemEval has 500 questions", "benchmarks", 0.7)

@@ -9,12 +9,24 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, Select, Static, Tree
+from textual.widgets import (
+    DataTable,
+    Input,
+    ProgressBar,
+    Select,
+    Static,
+    TabbedContent,
+    TextArea,
+    Tree,
+)
+from textual.widgets.tree import TreeNode
 
 from tests.tui.conftest import make_app, settle
 from tests.tui.demo import NOW, FixedClock
-from tiermem.core import curate, snapshot
+from tiermem.core import conflicts, curate, snapshot
+from tiermem.core.consolidate import steps
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact, memory_id
 from tiermem.tui.app import TiermemApp
@@ -58,7 +70,12 @@ async def fill_form(pilot: Pilot[None], values: dict[str, str]) -> None:
     modal = pilot.app.screen
     assert isinstance(modal, FormModal)
     for name, value in values.items():
-        modal.query_one(f"#f-{name}", Input).value = value
+        widget = modal.query_one(f"#f-{name}")
+        if isinstance(widget, TextArea):
+            widget.text = value
+        else:
+            assert isinstance(widget, Input)
+            widget.value = value
     await pilot.press("ctrl+s")
     await settle(pilot)
 
@@ -127,7 +144,15 @@ def test_dashboard_shows_tiers_against_limits_today_and_sync(demo_home: Path) ->
             screen.query_one("#g-cold").render()
         )
         today = str(screen.query_one("#today", Static).render())
-        assert "2026-02-10" in today and "retrievals    3" in today
+        assert "2026-02-10" in today
+        retrievals = next(line for line in today.splitlines() if line.startswith("retrievals"))
+        assert retrievals.split()[1] == "3" and len(retrievals.split()[2]) == 14  # 14-day trend
+        with open_home(demo_home) as mem:
+            newest = curate.list_memories(mem, limit=1)[0].record
+            projects = mem.tree().nodes["projects"]
+        assert newest.text[:20] in str(screen.query_one("#dash-latest", Static).render())
+        busiest = str(screen.query_one("#dash-categories", Static).render()).splitlines()
+        assert busiest[0].split()[:2] == ["projects", str(projects.warm + projects.cold)]
         assert f"outbox {outbox} pending" in str(screen.query_one("#dash-sync", Static).render())
 
     drive(app, body)
@@ -251,7 +276,7 @@ def test_store_from_the_form(demo_home: Path) -> None:
                 "text": "The VPN config is in the infra repo",
                 "category": "projects/infra",
                 "importance": "0.8",
-                "paths": "infra/vpn.conf, infra/vpn.key",
+                "paths": "infra/vpn.conf\ninfra/vpn.key",
             },
         )
         with open_home(demo_home) as mem:
@@ -365,6 +390,13 @@ def test_consolidate_shows_progress_then_the_report(demo_home: Path) -> None:
         await settle(pilot)
         report = str(modal.query_one("#report", Static).render())
         assert report.startswith("full: ") and "promoted to hot" in report and "tree:" in report
+        # the bar followed the consolidation's own steps, in order, to the end
+        plan = steps("full")
+        assert [name for name, _, _ in modal.seen] == [*plan, "done"]
+        assert [done for _, done, _ in modal.seen] == list(range(len(plan) + 1))
+        bar = modal.query_one(ProgressBar)
+        assert bar.total == len(plan) and bar.progress == len(plan)
+        assert f"✓ {len(plan)} steps done" in str(modal.query_one("#steps", Static).render())
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, DashboardScreen)
@@ -552,5 +584,188 @@ def test_a_write_from_another_process_shows_up(demo_home: Path) -> None:
                 break
         await settle(pilot)
         assert memory_id("default", "an agent wrote this while you looked") in row_ids(app)
+
+    drive(app, body)
+
+
+# -- session 2: prefix search, metadata edits, hot item edits, sync tabs ---------------------
+
+
+def test_search_matches_the_word_being_typed_as_a_prefix(demo_home: Path) -> None:
+    app = make_app(demo_home)
+    grafana = memory_id("default", "Grafana dashboard for evoclaw latency")
+
+    async def body(pilot: Pilot[None]) -> None:
+        with open_home(demo_home) as mem:
+            accesses = mem.get(grafana).access_count
+        await goto(pilot, "3")
+        await pilot.press("slash", *"graf")
+        await settle(pilot)
+        assert row_ids(app) == [grafana]  # "graf" is no word, but the start of "grafana"
+        rest = str(app.screen.query_one("#detail-rest", Static).render())
+        assert "matched terms graf…" in rest
+        await pilot.press("space")  # a finished word is a whole word again: no match
+        await settle(pilot)
+        assert row_ids(app) == []
+        await pilot.press("backspace", *"ana evoc")
+        await settle(pilot)
+        assert row_ids(app)[0] == grafana
+        with open_home(demo_home) as mem:
+            assert mem.get(grafana).access_count == accesses  # typing never reinforces
+
+    drive(app, body)
+
+
+def test_edit_changes_the_metadata_too(demo_home: Path) -> None:
+    app = make_app(demo_home)
+    target = memory_id("default", "Backups run nightly at 02:00 UTC to the NAS")
+
+    async def body(pilot: Pilot[None]) -> None:
+        await goto(pilot, "3")
+        select_row(app, target)
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        modal = app.screen
+        assert isinstance(modal, FormModal)
+        assert modal.query_one("#f-paths", TextArea).text == "/mnt/nas/backups"
+        await fill_form(
+            pilot,
+            {
+                "urls": "https://nas.local/backups",
+                "commands": "restic backup /srv, --tag nightly\nrestic check",
+                "paths": "",
+            },
+        )
+        with open_home(demo_home) as mem:
+            record = mem.get(target)
+            [hit] = mem.retrieve("restic", reinforce=False).hits  # the index follows the edit
+        assert record.urls == ("https://nas.local/backups",)
+        assert record.commands == ("restic backup /srv, --tag nightly", "restic check")
+        assert record.paths == () and hit.memory.id == target
+        main = str(app.screen.query_one("#detail-main", Static).render())
+        assert "command restic check" in main and "/mnt/nas" not in main
+
+    drive(app, body)
+
+
+def test_hot_items_are_edited_in_place(demo_home: Path) -> None:
+    app = make_app(demo_home)
+
+    def node(kind: str, text: str) -> TreeNode[Item]:
+        tree: Tree[Item] = app.screen.query_one("#hot-tree", Tree)
+        return next(
+            n for n in _nodes(tree) if n.data and n.data.kind == kind and text in str(n.label)
+        )
+
+    async def edit(pilot: Pilot[None], kind: str, text: str, values: dict[str, str]) -> None:
+        app.screen.query_one("#hot-tree", Tree).move_cursor(node(kind, text))
+        await pilot.press("e")
+        await settle(pilot)
+        await fill_form(pilot, values)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await goto(pilot, "4")
+        with open_home(demo_home) as mem:
+            before = mem.hot()
+        await edit(pilot, "lesson", "force-push", {"text": "Never force-push to main or release"})
+        await edit(pilot, "task", "Record the hackathon", {"status": "in progress"})
+        await edit(pilot, "project", "Website", {"description": "redesign in Astro"})
+        await edit(
+            pilot, "event", "Kickoff call", {"text": "Kickoff call with the BSC and Binance teams"}
+        )
+        await edit(pilot, "identity", "role", {"value": "pair programmer"})
+        with open_home(demo_home) as mem:
+            after = mem.hot()
+        lessons = [x.text for x in after.critical_lessons]
+        assert lessons == [
+            "Never force-push to main or release"
+            if x.text == "Never force-push to main"
+            else x.text
+            for x in before.critical_lessons
+        ]  # same place in the list
+        [task] = [t for t in after.active_context.tasks if t.text.startswith("Record")]
+        assert task.status == "in progress"
+        [site] = [p for p in after.active_context.projects if p.name == "Website"]
+        assert site.description == "redesign in Astro" and site.status == "paused"
+        events = [e.text for e in after.active_context.events]
+        assert "Kickoff call with the BSC and Binance teams" in events
+        assert "Kickoff call with the BSC team" not in events
+        assert after.identity["role"] == "pair programmer"
+        assert isinstance(app.screen, HotScreen) and "pair programmer" in app.screen.markdown
+        await edit(pilot, "section", "Tasks", {"text": "Water the plants"})  # e on a heading adds
+        with open_home(demo_home) as mem:
+            assert "Water the plants" in [t.text for t in mem.hot().active_context.tasks]
+
+    drive(app, body)
+
+
+def test_sync_tabs_show_history_devices_and_resolve_conflicts(demo_home: Path) -> None:
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await goto(pilot, "6")
+        screen = app.screen
+        assert isinstance(screen, SyncScreen)
+        tabs = screen.query_one(TabbedContent)
+        assert tabs.active == "tab-outbox"
+        assert str(tabs.get_tab("tab-conflicts").label) == "Conflicts (1)"
+        state = str(screen.query_one("#sync-state", Static).render())
+        assert "state not set up" in state and "conflicts 1 open" in state
+        await pilot.press("right_square_bracket")
+        assert tabs.active == "tab-history"
+        assert "nothing pushed or pulled yet" in str(screen.query_one("#history-note").render())
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        assert "sync is not set up: no devices" in str(screen.query_one("#devices-note").render())
+        await pilot.press("k")  # keep/take act on the conflicts tab only
+        await settle(pilot)
+        assert all("conflict" not in m for m in messages(app))
+        await pilot.press("right_square_bracket")
+        assert tabs.active == "tab-conflicts"
+        table = screen.query_one("#conflicts", DataTable)
+        assert table.row_count == 1 and table.has_focus
+        await pilot.press("t")  # take the value the other device lost
+        await settle(pilot)
+        with open_home(demo_home) as mem:
+            assert mem.hot().identity["role"] == "research assistant"
+            [closed] = conflicts.list_conflicts(mem.db, mem.agent_id, include_resolved=True)
+        assert closed.resolution == "lost"
+        assert str(tabs.get_tab("tab-conflicts").label) == "Conflicts (0)"
+        assert "took lost" in str(table.get_row_at(0)[-1])
+        await pilot.press("t")
+        await settle(pilot)
+        assert any("already resolved" in m for m in messages(app, "error"))
+        for key in ("F", "Y"):
+            await pilot.press(key)
+            await settle(pilot)
+        assert sum("sync is not set up" in m for m in messages(app, "error")) == 2
+
+    drive(app, body)
+
+
+def test_copy_and_open_url(demo_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make_app(demo_home)
+    opened: list[str] = []
+    monkeypatch.setattr(app, "open_url", lambda url, **_: opened.append(url))
+    deploy = "EvoClaw deploys with `make deploy` from the release branch"
+    casual = "Lunch on Tuesday was pasta"
+
+    async def body(pilot: Pilot[None]) -> None:
+        await goto(pilot, "3")
+        select_row(app, memory_id("default", deploy))
+        await settle(pilot)
+        await pilot.press("y")
+        assert app.clipboard == f"{deploy}\nmake deploy"
+        await pilot.press("o")
+        assert opened == [] and "this memory has no URL" in messages(app, "warning")
+        select_row(app, memory_id("default", casual))
+        await settle(pilot)
+        await pilot.press("y")
+        assert app.clipboard == casual
+        await pilot.press("slash", *"grafana", "enter")
+        await settle(pilot)
+        await pilot.press("o")
+        assert opened == ["https://grafana.example.org/d/evoclaw"]
 
     drive(app, body)

@@ -49,3 +49,43 @@ def test_forget_confirmation(snap_compare: Callable[..., bool], demo_home: Path)
         await settle(pilot)
 
     assert snap_compare(make_app(demo_home), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_edit_form_with_metadata(snap_compare: Callable[..., bool], demo_home: Path) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("3", "slash", *"deploys", "enter")
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+
+    assert snap_compare(make_app(demo_home), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_sync_conflicts_tab(snap_compare: Callable[..., bool], demo_home: Path) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("6")
+        await settle(pilot)
+        await pilot.press(*"]]]")
+        await settle(pilot)
+
+    assert snap_compare(make_app(demo_home), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_consolidation_report(snap_compare: Callable[..., bool], demo_home: Path) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("C", "down", "enter")  # daily
+        await settle(pilot)
+
+    assert snap_compare(make_app(demo_home), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_light_theme(snap_compare: Callable[..., bool], demo_home: Path) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("T", "3")
+        await settle(pilot)
+
+    assert snap_compare(make_app(demo_home), terminal_size=(120, 40), run_before=run_before)

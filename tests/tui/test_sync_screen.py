@@ -1,34 +1,40 @@
-"""The Sync screen against the real sync engine and a real libSQL server (sqld): status, push
-now, and the restore flow into an empty home."""
+"""The Sync screen against the real sync engine and a real libSQL server (sqld): status, the
+device list, push, pull and sync now, the history, and the restore flow (with its progress)
+into an empty home."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from textual.widgets import DataTable, Static
+import pytest
+from textual.widgets import DataTable, Static, TabbedContent
 
 from tests.sync.conftest import _isolated_secrets, sqld
 from tests.sync.helpers import init_engine
 from tests.sync.sqld import SqldServer
 from tests.tui.conftest import make_app, settle
 from tests.tui.demo import NOW, FixedClock
-from tests.tui.test_app import fill_form, messages
-from tiermem.core import snapshot
+from tests.tui.test_app import fill_form, messages, row_ids
+from tiermem.core import curate, snapshot
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto
 from tiermem.tui.screens.hot import HotScreen
 from tiermem.tui.screens.modals import FormModal
+from tiermem.tui.screens.sync import RestoreModal, SyncScreen
 
 __all__ = ["_isolated_secrets", "sqld"]  # the sync tests' fixtures, reused here
 
 
-def test_status_push_now_and_restore(sqld: SqldServer, demo_home: Path, tmp_path: Path) -> None:
+def test_status_push_now_and_restore(
+    sqld: SqldServer, demo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with Memory(demo_home, clock=FixedClock(NOW)) as mem:
         engine, key = init_engine(mem, sqld.url, sqld.token)
         engine.close()
         pending = len(snapshot.pending(mem.db, mem.agent_id))
         lessons = [x.text for x in mem.hot().critical_lessons]
+        memories = curate.count_memories(mem)
     assert pending > 0
 
     async def push() -> None:
@@ -37,15 +43,40 @@ def test_status_push_now_and_restore(sqld: SqldServer, demo_home: Path, tmp_path
             await settle(pilot)
             await pilot.press("6")
             await settle(pilot)
-            state = str(app.screen.query_one("#sync-state", Static).render())
+            screen = app.screen
+            assert isinstance(screen, SyncScreen)
+            state = str(screen.query_one("#sync-state", Static).render())
             assert "state ready" in state and f"outbox {pending} pending" in state
-            assert app.screen.query_one("#outbox", DataTable).row_count == pending
+            assert screen.query_one("#outbox", DataTable).row_count == pending
+            devices = screen.query_one("#devices", DataTable)
+            assert devices.row_count == 1 and str(devices.get_row_at(0)[-1]) == "this device"
+            # a token that cannot write: the push fails, and the screen says so
+            monkeypatch.setenv("TIERMEM_SYNC_TOKEN", sqld.mint({"a": "ro"}))
+            await pilot.press("P")
+            await settle(pilot)
+            monkeypatch.delenv("TIERMEM_SYNC_TOKEN")
+            assert any("permission denied" in m for m in messages(app, "error"))
+            tabs = screen.query_one(TabbedContent)
+            assert str(tabs.get_tab("tab-history").label) == "History (1 errors)"
+            assert str(screen.query_one("#history", DataTable).get_row_at(0)[1]) == "error"
+            state = str(screen.query_one("#sync-state", Static).render())
+            assert "last error -" not in state and f"outbox {pending} pending" in state
             await pilot.press("P")
             await settle(pilot)
             assert any(m.startswith("pushed version") for m in messages(app)), messages(app)
-            state = str(app.screen.query_one("#sync-state", Static).render())
+            state = str(screen.query_one("#sync-state", Static).render())
             assert "outbox 0 pending" in state and "1 push(es)" in state
-            assert app.screen.query_one("#outbox", DataTable).row_count == 0
+            assert screen.query_one("#outbox", DataTable).row_count == 0
+            history = screen.query_one("#history", DataTable)
+            assert [str(c) for c in history.get_row_at(0)[1:2]] == ["push"]
+            await pilot.press("F")  # nothing new from other devices
+            await settle(pilot)
+            assert any(m.startswith("pulled 0 change(s)") for m in messages(app)), messages(app)
+            await pilot.press("Y")
+            await settle(pilot)
+            assert any(
+                m.startswith("pulled") and "; nothing to push" in m for m in messages(app)
+            ), messages(app)
 
     asyncio.run(push())
 
@@ -55,9 +86,11 @@ def test_status_push_now_and_restore(sqld: SqldServer, demo_home: Path, tmp_path
         app = make_app(empty)
         async with app.run_test(size=(110, 34)) as pilot:
             await settle(pilot)
-            await pilot.press("6")
+            await pilot.press("ctrl+p")  # the restore flow is in the palette too
+            await pilot.pause()
+            await pilot.press(*"Restore from sync")
             await settle(pilot)
-            await pilot.press("R")
+            await pilot.press("enter")
             await settle(pilot)
             assert isinstance(app.screen, FormModal)
             await fill_form(
@@ -69,11 +102,24 @@ def test_status_push_now_and_restore(sqld: SqldServer, demo_home: Path, tmp_path
                 },
             )
             await settle(pilot)
+            modal = app.screen
+            assert isinstance(modal, RestoreModal) and not modal.running
             assert any(m.startswith("restored 'default'") for m in messages(app)), messages(app)
+            phases = [p.phase for p in modal.seen]
+            assert phases[0] == "critical" and phases[-1] == "done"
+            assert any(p.usable for p in modal.seen)
+            assert modal.seen[-1].memories == memories
+            await pilot.press("escape")
+            await settle(pilot)
             await pilot.press("4")
             await settle(pilot)
             assert isinstance(app.screen, HotScreen) and lessons[0] in app.screen.markdown
+            await pilot.press("3")
+            await settle(pilot)
+            assert "memories, newest first" in str(app.screen.query_one("#mem-status").render())
+            assert len(row_ids(app)) == min(memories, 200)
 
     asyncio.run(restore())
     with Memory(empty, clock=FixedClock(NOW)) as restored:
         assert [x.text for x in restored.hot().critical_lessons] == lessons
+        assert curate.count_memories(restored) == memories

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.markup import escape
 from textual.app import ComposeResult
-from textual.containers import Grid, Vertical
+from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from tiermem.core import curate
 from tiermem.core.config import Config
 from tiermem.core.engine import Memory
 from tiermem.core.metrics import DayMetrics, day_of
+from tiermem.core.scoring import DAY
+from tiermem.core.warm import MemoryRecord
 from tiermem.tui.screens.base import DataScreen
 from tiermem.tui.screens.sync import SyncView, sync_view
-from tiermem.tui.widgets.format import compact, count, kib, stamp
+from tiermem.tui.widgets.format import compact, count, day, kib, one_line, spark, stamp
 from tiermem.tui.widgets.gauge import Gauge
 
 
@@ -27,6 +30,15 @@ class DashboardData:
     pinned: int
     forgotten: int
     sync: SyncView
+    recent: list[DayMetrics]
+    categories: list[tuple[str, int, int]]
+    latest: list[MemoryRecord]
+    """The last `TREND_DAYS` calendar days, oldest first (a day without activity is zeros)."""
+
+
+TREND_DAYS = 14
+TOP_CATEGORIES = 10
+RECENT = 16
 
 
 def live_today(mem: Memory) -> tuple[DayMetrics, int]:
@@ -39,25 +51,47 @@ def live_today(mem: Memory) -> tuple[DayMetrics, int]:
     return live, mem.memories.counts()["frozen"]
 
 
+def recent_days(mem: Memory, today: DayMetrics) -> list[DayMetrics]:
+    stored = {d.day: d for d in mem.metrics.history(TREND_DAYS)} | {today.day: today}
+    now = mem.now()
+    days = [day_of(now - i * DAY) for i in range(TREND_DAYS - 1, -1, -1)]
+    zero = dict.fromkeys(DayMetrics.__dataclass_fields__, 0)
+    del zero["day"]
+    return [stored.get(d) or DayMetrics(day=d, **zero) for d in days]
+
+
+def busiest(mem: Memory, n: int = TOP_CATEGORIES) -> list[tuple[str, int, int]]:
+    """The top-level categories holding the most memories: (path, warm, cold)."""
+    tree = mem.tree()
+    top = [(p, tree.nodes[p].warm, tree.nodes[p].cold) for p in tree.children("")]
+    return sorted(top, key=lambda x: (-(x[1] + x[2]), x[0]))[:n]
+
+
 class DashboardScreen(DataScreen[DashboardData]):
     MODE = "dashboard"
 
     def compose_body(self) -> ComposeResult:
-        with Grid(id="dash"):
-            with Vertical(id="tiers", classes="panel"):
-                yield Gauge("hot", id="g-hot")
-                yield Gauge("warm", id="g-warm")
-                yield Gauge("cold", id="g-cold")
-                yield Gauge("tree", id="g-tree")
-                yield Gauge("", id="g-tree-bytes")
-                yield Static("", id="tier-notes")
-            yield Static("…", id="today", classes="panel")
+        with Vertical(id="dash"):
+            with Horizontal(id="dash-top", classes="dash-row"):
+                with Vertical(id="tiers", classes="panel"):
+                    yield Gauge("hot", id="g-hot")
+                    yield Gauge("warm", id="g-warm")
+                    yield Gauge("cold", id="g-cold")
+                    yield Gauge("tree", id="g-tree")
+                    yield Gauge("", id="g-tree-bytes")
+                    yield Static("", id="tier-notes")
+                yield Static("…", id="today", classes="panel")
             yield Static("…", id="dash-sync", classes="panel")
+            with Horizontal(id="dash-bottom", classes="dash-row"):
+                yield Static("…", id="dash-categories", classes="panel")
+                yield Static("…", id="dash-latest", classes="panel")
 
     def on_mount(self) -> None:
         self.query_one("#tiers").border_title = "Tiers"
         self.query_one("#today").border_title = "Today"
         self.query_one("#dash-sync").border_title = "Sync"
+        self.query_one("#dash-categories").border_title = "Busiest categories"
+        self.query_one("#dash-latest").border_title = "Latest memories"
 
     def fetch(self, memory: Memory) -> DashboardData:
         today, frozen = live_today(memory)
@@ -69,6 +103,9 @@ class DashboardScreen(DataScreen[DashboardData]):
             pinned=len(curate.pinned_ids(memory.db, memory.agent_id)),
             forgotten=curate.forgotten_count(memory),
             sync=sync_view(memory),
+            recent=recent_days(memory, today),
+            categories=busiest(memory),
+            latest=[x.record for x in curate.list_memories(memory, limit=RECENT)],
         )
 
     def show(self, data: DashboardData) -> None:
@@ -96,16 +133,42 @@ class DashboardScreen(DataScreen[DashboardData]):
             f"[dim]hot {t.hot_tokens} tokens · {data.pinned} pinned · "
             f"{data.forgotten} forgotten[/dim]"
         )
+
+        def trend(name: str) -> str:
+            values = [float(getattr(d, name)) for d in data.recent]
+            return f"  [$accent]{spark(values)}[/]"
+
         self.query_one("#today", Static).update(
-            f"[b]{t.day}[/b]\n"
-            f"retrievals    {count(t.retrievals)}\n"
-            f"evictions     {count(t.evictions)}\n"
-            f"stored        {count(t.stores)}   promoted {count(t.promotions)}\n"
-            f"tokens saved  [b]{compact(t.tokens_saved)}[/b]"
+            f"[b]{t.day}[/b]   [dim]last {TREND_DAYS} days →[/dim]\n"
+            f"retrievals    {count(t.retrievals):>7}{trend('retrievals')}\n"
+            f"evictions     {count(t.evictions):>7}{trend('evictions')}\n"
+            f"stored        {count(t.stores):>7}{trend('stores')}\n"
+            f"promoted      {count(t.promotions):>7}{trend('promotions')}\n"
+            f"tokens saved  [b]{compact(t.tokens_saved):>7}[/b]{trend('tokens_saved')}"
         )
         s = data.sync
         self.query_one("#dash-sync", Static).update(
-            f"{s.state} · outbox [b]{len(s.outbox)}[/b] pending · last push "
+            f"{s.state} · outbox [b]{len(s.outbox)}[/b] pending"
+            + (f" + {s.pending_memories} memories" if s.pending_memories else "")
+            + " · last push "
             f"{stamp(s.last_push)} · next retry {stamp(s.next_retry) if s.next_retry else '-'}\n"
-            f"last error {s.last_error or '-'}"
+            f"last error {s.last_error or '-'} · conflicts {s.open_conflicts} open"
+        )
+        widest = max((w + c for _, w, c in data.categories), default=0) or 1
+        self.query_one("#dash-categories", Static).update(
+            "\n".join(
+                f"{escape(one_line(path, 14)):<14} {w + c:>6,}  "
+                f"[$success]{'█' * round(w / widest * 16)}[/][dim]{'█' * round(c / widest * 16)}[/]"
+                for path, w, c in data.categories
+            )
+            + "\n[dim]warm █ · archived █[/dim]"
+            if data.categories
+            else "[dim]no categories yet[/dim]"
+        )
+        self.query_one("#dash-latest", Static).update(
+            "\n".join(
+                f"[dim]{day(m.created_at)}[/dim] {escape(one_line(m.text, 120))}"
+                for m in data.latest
+            )
+            or "[dim]nothing stored yet: s stores a memory[/dim]"
         )

@@ -4,6 +4,7 @@ edit goes through the engine, which enforces them (5 KB, 20 lessons, 10 events, 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -17,7 +18,8 @@ from textual.widgets.tree import TreeNode as UINode
 
 from tiermem.core.config import HotConfig
 from tiermem.core.engine import Memory
-from tiermem.core.hot import HotState
+from tiermem.core.errors import NotFound
+from tiermem.core.hot import HotState, HotStore
 from tiermem.core.tokens import count_tokens
 from tiermem.tui.screens.base import DataScreen
 from tiermem.tui.screens.modals import ConfirmModal, Field, FormModal, parse_importance
@@ -46,6 +48,19 @@ def pruned_note(pruned: list[str]) -> str:
     return "" if not pruned else " · pruned to fit: " + "; ".join(one_line(p, 40) for p in pruned)
 
 
+def replace_item(items: list[Any], old_id: str, make: Callable[[], Any]) -> Any:
+    """Swap the item `old_id` of a hot list for what `make` adds (it appends), keeping its
+    place; a text equal to another item's merges into that one."""
+    index = next((i for i, x in enumerate(items) if x.id == old_id), None)
+    if index is None:
+        raise NotFound("that item is gone from hot memory (changed meanwhile?)")
+    old = items.pop(index)
+    new = make()
+    if items and items[-1] is new and new is not old:
+        items.insert(index, items.pop())
+    return new
+
+
 def _value(raw: str) -> Any:
     """A profile value: JSON when it parses (lists, numbers), else the text itself."""
     try:
@@ -65,9 +80,11 @@ class HotScreen(DataScreen[HotData]):
         Binding("v", "add_event", "Event"),
         Binding("t", "add_task", "Task"),
         Binding("j", "add_project", "Project"),
+        Binding("e", "edit", "Edit"),
         Binding("c", "complete_task", "Done"),
         Binding("x,delete", "remove", "Remove", key_display="x"),
     ]
+    data: HotData | None = None
 
     def compose_body(self) -> ComposeResult:
         yield Gauge("hot", id="hot-gauge")
@@ -95,6 +112,7 @@ class HotScreen(DataScreen[HotData]):
         )
 
     def show(self, data: HotData) -> None:
+        self.data = data
         lim = data.limits
         self.query_one("#hot-gauge", Gauge).set(
             data.size,
@@ -185,6 +203,9 @@ class HotScreen(DataScreen[HotData]):
         current = self._current()
         key = current.key if current is not None and current.kind == which else ""
         title = "Identity" if which == "identity" else "Owner profile"
+        mapping = {} if self.data is None else getattr(self.data.state, which)
+        value = mapping.get(key, "")
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
         def apply(mem: Memory, v: dict[str, str]) -> str:
             value = None if not v["value"].strip() else _value(v["value"])
@@ -196,7 +217,7 @@ class HotScreen(DataScreen[HotData]):
             f"{title}: set a key",
             [
                 Field("key", "Key", key, required=True),
-                Field("value", "Value", placeholder="text or JSON; empty removes the key"),
+                Field("value", "Value", shown, "text or JSON; empty removes the key"),
             ],
             apply,
             note="Hot memory stays under 5 KB; an edit that cannot fit is refused.",
@@ -255,6 +276,126 @@ class HotScreen(DataScreen[HotData]):
                 Field("status", "Status", placeholder="active, paused…"),
             ],
             apply,
+        )
+
+    def action_edit(self) -> None:
+        """Edit the item under the cursor in place (its position in the list is kept); on a
+        section heading, add an item to that section."""
+        current, data = self._current(), self.data
+        if current is not None and current.kind == "section":
+            if current.key in ("identity", "owner_profile"):
+                self.action_set_key(current.key)
+            else:
+                getattr(self, f"action_add_{current.key}")()
+            return
+        if current is None or data is None:
+            self.notify("select an item to edit", severity="warning")
+            return
+        if current.kind in ("identity", "owner_profile"):
+            self.action_set_key(current.kind)
+            return
+        s, ctx, key = data.state, data.state.active_context, current.key
+        if current.kind == "lesson":
+            lesson = next((x for x in s.critical_lessons if x.id == key), None)
+            if lesson is None:
+                self._gone()
+                return
+
+            def lesson_change(state: HotState, v: dict[str, str]) -> object:
+                return replace_item(
+                    state.critical_lessons,
+                    key,
+                    lambda: HotStore.add_lesson(
+                        state,
+                        v["text"],
+                        parse_importance(v["importance"]),
+                        v["category"] or "general",
+                        lesson.timestamp,
+                        source_id=lesson.source_id,
+                    ),
+                )
+
+            fields = [
+                Field("text", "Lesson", lesson.text, required=True),
+                Field("importance", "Importance", f"{lesson.importance:g}"),
+                Field("category", "Category", lesson.category),
+            ]
+            self._edit_form("Edit lesson", fields, lesson_change)
+        elif current.kind == "task":
+            task = next((x for x in ctx.tasks if x.id == key), None)
+            if task is None:
+                self._gone()
+                return
+
+            def task_change(state: HotState, v: dict[str, str]) -> object:
+                return replace_item(
+                    state.active_context.tasks,
+                    key,
+                    lambda: HotStore.add_task(state, v["text"], task.timestamp, v["status"]),
+                )
+
+            fields = [
+                Field("text", "Task", task.text, required=True),
+                Field("status", "Status", task.status, "pending, in progress, blocked…"),
+            ]
+            self._edit_form("Edit task", fields, task_change)
+        elif current.kind == "event":
+            event = next((x for x in ctx.events if x.id == key), None)
+            if event is None:
+                self._gone()
+                return
+
+            def event_change(state: HotState, v: dict[str, str]) -> object:
+                return replace_item(
+                    state.active_context.events,
+                    key,
+                    lambda: HotStore.add_event(state, v["text"], event.timestamp),
+                )
+
+            self._edit_form(
+                "Edit event", [Field("text", "Event", event.text, required=True)], event_change
+            )
+        else:
+            project = next((x for x in ctx.projects if x.id == key), None)
+            if project is None:
+                self._gone()
+                return
+
+            def project_change(state: HotState, v: dict[str, str]) -> object:
+                return replace_item(
+                    state.active_context.projects,
+                    key,
+                    lambda: HotStore.upsert_project(
+                        state, v["name"], v["description"], v["status"], project.updated_at
+                    ),
+                )
+
+            fields = [
+                Field("name", "Name", project.name, required=True),
+                Field("description", "Description", project.description),
+                Field("status", "Status", project.status),
+            ]
+            self._edit_form("Edit project", fields, project_change)
+
+    def _gone(self) -> None:
+        self.notify("that item changed meanwhile: look again", severity="warning")
+        self.reload()
+
+    def _edit_form(
+        self,
+        title: str,
+        fields: list[Field],
+        change: Callable[[HotState, dict[str, str]], object],
+    ) -> None:
+        def apply(mem: Memory, v: dict[str, str]) -> str:
+            _, pruned = mem.edit_hot(lambda state: change(state, v))
+            return f"{title.removeprefix('Edit ')} saved{pruned_note(pruned)}"
+
+        self._form(
+            title,
+            fields,
+            apply,
+            note="Hot memory stays under 5 KB: edits that cannot fit are refused.",
         )
 
     def action_complete_task(self) -> None:

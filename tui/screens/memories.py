@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import msgspec
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -16,11 +17,18 @@ from textual.worker import get_current_worker
 
 from tiermem.core import curate
 from tiermem.core.curate import Listed
-from tiermem.core.engine import Memory
-from tiermem.core.retrieve import Explanation
+from tiermem.core.engine import Memory, tiers_for
+from tiermem.core.retrieve import Explanation, RetrievalResult, search
+from tiermem.core.warm import MemoryRecord
 from tiermem.tui.messages import ActionFailed, DetailLoaded, Loaded, describe_error
 from tiermem.tui.screens.base import DataScreen
-from tiermem.tui.screens.modals import ConfirmModal, FormModal, edit_fields, parse_importance
+from tiermem.tui.screens.modals import (
+    ConfirmModal,
+    FormModal,
+    memory_fields,
+    parse_importance,
+    split_lines,
+)
 from tiermem.tui.widgets.detail import DetailData, MemoryDetail, load_detail
 from tiermem.tui.widgets.format import count, one_line
 from tiermem.tui.widgets.memory_table import MemoryRow, MemoryTable
@@ -28,6 +36,8 @@ from tiermem.tui.widgets.memory_table import MemoryRow, MemoryTable
 PAGE = curate.PAGE
 PREFETCH = 25
 MAX_RELOAD = 5000
+SEARCH_ROWS = 50
+"""Results shown while typing: every keystroke pays for each (explanation, table row)."""
 TIERS = [("all tiers", "all"), ("warm", "warm"), ("cold+frozen", "cold"), ("frozen", "frozen")]
 ANY = "*"
 
@@ -54,18 +64,33 @@ class Page:
     agents: list[str] = field(default_factory=list)
 
 
+def search_as_you_type(
+    memory: Memory, query: str, tier: str | None, category: str | None
+) -> RetrievalResult:
+    """The engine's keyword retrieval, read-only (browsing is not the agent using its memory),
+    with the last word matched as a prefix while it is being typed ("kube" finds
+    "kubernetes") and a pool of at least `SEARCH_ROWS`."""
+    cfg = memory.cfg.retrieval
+    return search(
+        memory.memories,
+        memory.trees.load(),
+        query,
+        now=memory.now(),
+        retrieval=msgspec.structs.replace(cfg, candidate_pool=max(cfg.candidate_pool, SEARCH_ROWS)),
+        scoring=memory.cfg.scoring,
+        limit=SEARCH_ROWS,
+        tiers=tiers_for(tier),
+        category=category,
+        prefix=True,
+    )
+
+
 def fetch_page(memory: Memory, params: Params, serial: int, before: int | None = None) -> Page:
     """A listing page (newest first) or the retrieval results for `params.query`."""
     now, scoring = memory.now(), memory.cfg.scoring
     tier = None if params.tier == "all" else params.tier
     if params.query.strip():
-        result = memory.retrieve(
-            params.query,
-            limit=memory.cfg.retrieval.candidate_pool,
-            tier=tier,
-            category=params.category,
-            reinforce=False,
-        )
+        result = search_as_you_type(memory, params.query, tier, params.category)
         pinned = curate.pinned_ids(memory.db, memory.agent_id)
         rows = [
             MemoryRow(Listed(0, h.memory, h.memory.id in pinned), h.explanation.score)
@@ -120,6 +145,8 @@ class MemoriesScreen(DataScreen[Page]):
         Binding("minus", "demote", "Demote", key_display="-"),
         Binding("d,delete", "forget", "Forget", key_display="d"),
         Binding("u", "undo", "Undo"),
+        Binding("y", "copy", "Copy", show=False),
+        Binding("o", "open_url", "Open URL", show=False),
     ]
 
     def __init__(self) -> None:
@@ -367,37 +394,59 @@ class MemoriesScreen(DataScreen[Page]):
             confirmed,
         )
 
+    def _loaded(self) -> MemoryRecord | None:
+        """The selected memory, once its detail is loaded (what copy and open act on)."""
+        memory_id, detail = self._selected(), self._detail
+        if memory_id is None:
+            return None
+        if detail is None or detail.listed.record.id != memory_id:
+            self.notify("still loading this memory: try again", severity="warning")
+            return None
+        return detail.listed.record
+
+    def action_copy(self) -> None:
+        """The memory's text (and its commands, one a line) to the clipboard (OSC 52)."""
+        record = self._loaded()
+        if record is not None:
+            self.app.copy_to_clipboard("\n".join([record.text, *record.commands]))
+            self.notify("copied the text" + (" and commands" if record.commands else ""))
+
+    def action_open_url(self) -> None:
+        record = self._loaded()
+        if record is None:
+            return
+        if not record.urls:
+            self.notify("this memory has no URL", severity="warning")
+            return
+        self.app.open_url(record.urls[0])
+        self.notify(f"opening {record.urls[0]}")
+
     def action_undo(self) -> None:
         self.tiermem.perform(lambda mem: f"brought back {curate.undo_forget(mem).id}")
 
     def action_edit(self) -> None:
-        memory_id = self._selected()
-        detail = self._detail
-        if memory_id is None:
-            return
-        if detail is None or detail.listed.record.id != memory_id:
-            self.notify("still loading this memory: try again", severity="warning")
-            return
-        m = detail.listed.record
-        self._edit_form(memory_id, m.text, m.category, m.importance)
+        record = self._loaded()
+        if record is not None:
+            self._edit_form(record.id, record)
 
-    def _edit_form(self, memory_id: str, text: str, category: str, importance: float) -> None:
+    def _edit_form(self, memory_id: str, record: MemoryRecord) -> None:
         def edited(values: dict[str, str] | None) -> None:
             if values is None:
                 return
 
             def apply(mem: Memory) -> str:
-                record = curate.edit(
+                saved = curate.edit(
                     mem,
                     memory_id,
                     text=values["text"],
                     category=values["category"],
                     importance=parse_importance(values["importance"]),
+                    urls=split_lines(values["urls"]),
+                    commands=split_lines(values["commands"]),
+                    paths=split_lines(values["paths"]),
                 )
-                return f"saved {record.id}"
+                return f"saved {saved.id}"
 
             self.tiermem.perform(apply)
 
-        self.app.push_screen(
-            FormModal("Edit memory", edit_fields(text, category, importance)), edited
-        )
+        self.app.push_screen(FormModal("Edit memory", memory_fields(record)), edited)

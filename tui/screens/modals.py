@@ -11,13 +11,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, OptionList, ProgressBar, Static
+from textual.widgets import Button, Input, Label, OptionList, ProgressBar, Static, TextArea
 from textual.widgets.option_list import Option
 
 from tiermem.core import curate
-from tiermem.core.consolidate import MODES, ConsolidationReport
+from tiermem.core.consolidate import MODES, ConsolidationReport, steps
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
+from tiermem.core.warm import MemoryRecord
 from tiermem.tui.messages import describe_error
 
 
@@ -31,9 +32,9 @@ def parse_importance(raw: str) -> float:
     return value
 
 
-def split_list(raw: str) -> list[str]:
-    """'a, b ,c' → ['a', 'b', 'c'] (metadata fields take comma-separated values)."""
-    return [part.strip() for part in raw.split(",") if part.strip()]
+def split_lines(raw: str) -> list[str]:
+    """One metadata value a line (a command may hold commas and semicolons), blanks dropped."""
+    return [part.strip() for part in raw.splitlines() if part.strip()]
 
 
 @dataclass(frozen=True)
@@ -43,25 +44,30 @@ class Field:
     value: str = ""
     placeholder: str = ""
     required: bool = False
+    lines: int = 1
+    """More than one: a text area that many lines high (enter starts a new line)."""
 
 
-def memory_fields() -> list[Field]:
-    return [
-        Field("text", "Text", placeholder="the fact to remember", required=True),
-        Field("category", "Category", placeholder="projects/evoclaw/bsc", required=True),
-        Field("importance", "Importance", "0.5", "0-1: 0.9 critical, 0.5 fact, 0.2 casual"),
-        Field("urls", "URLs", placeholder="comma-separated"),
-        Field("commands", "Commands", placeholder="comma-separated"),
-        Field("paths", "Paths", placeholder="comma-separated"),
+META = (("urls", "URLs"), ("commands", "Commands"), ("paths", "Paths"))
+
+
+def memory_fields(record: MemoryRecord | None = None) -> list[Field]:
+    """The store form, or (given a memory) the edit form filled with it."""
+    m = record
+    fields = [
+        Field("text", "Text", m.text if m else "", "the fact to remember", True, lines=2),
+        Field("category", "Category", m.category if m else "", "projects/evoclaw/bsc", True),
+        Field(
+            "importance",
+            "Importance",
+            f"{m.importance:g}" if m else "0.5",
+            "0-1: 0.9 critical, 0.5 fact, 0.2 casual",
+        ),
     ]
-
-
-def edit_fields(text: str, category: str, importance: float) -> list[Field]:
-    return [
-        Field("text", "Text", text, required=True),
-        Field("category", "Category", category, required=True),
-        Field("importance", "Importance", f"{importance:g}"),
-    ]
+    for name, label in META:
+        value = "\n".join(getattr(m, name)) if m else ""
+        fields.append(Field(name, label, value, "one a line", lines=2))
+    return fields
 
 
 class ConfirmModal(ModalScreen[bool]):
@@ -113,15 +119,40 @@ class FormModal(ModalScreen[dict[str, str] | None]):
                 yield Static(self.note, classes="note", markup=False)
             for field in self.fields:
                 yield Label(field.label + (" *" if field.required else ""))
-                yield Input(
-                    field.value, placeholder=field.placeholder, id=f"f-{field.name}", compact=True
-                )
+                if field.lines > 1:
+                    area = TextArea(
+                        field.value,
+                        placeholder=field.placeholder,
+                        id=f"f-{field.name}",
+                        compact=True,
+                        show_cursor=True,
+                        highlight_cursor_line=False,
+                    )
+                    area.styles.height = field.lines
+                    yield area
+                else:
+                    yield Input(
+                        field.value,
+                        placeholder=field.placeholder,
+                        id=f"f-{field.name}",
+                        compact=True,
+                    )
             with Horizontal(classes="buttons"):
                 yield Button("Save (ctrl+s)", variant="primary", id="save")
                 yield Button("Cancel (esc)", id="cancel")
 
     def values(self) -> dict[str, str]:
-        return {f.name: self.query_one(f"#f-{f.name}", Input).value for f in self.fields}
+        out: dict[str, str] = {}
+        for f in self.fields:
+            widget = self.query_one(f"#f-{f.name}")
+            out[f.name] = (
+                widget.text
+                if isinstance(widget, TextArea)
+                else widget.value
+                if isinstance(widget, Input)
+                else ""
+            )
+        return out
 
     def action_submit(self) -> None:
         values = self.values()
@@ -136,7 +167,7 @@ class FormModal(ModalScreen[dict[str, str] | None]):
 
     @on(Input.Submitted)
     def _next(self, event: Input.Submitted) -> None:
-        inputs = list(self.query(Input))
+        inputs = [w for w in self.query("Input, TextArea") if w.id and w.id.startswith("f-")]
         index = inputs.index(event.input)
         if index + 1 < len(inputs):
             inputs[index + 1].focus()
@@ -204,7 +235,8 @@ class AgentModal(ModalScreen[str | None]):
 
 
 class ConsolidateModal(ModalScreen[None]):
-    """Choose a mode, watch it run, read the report."""
+    """Choose a mode, watch its steps run (a bar fed by the consolidation's progress hook),
+    read the report."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close")]
 
@@ -212,9 +244,11 @@ class ConsolidateModal(ModalScreen[None]):
         super().__init__(classes="modal")
         self.memory = memory
         self.running = False
+        self.seen: list[tuple[str, int, int]] = []
+        """Every progress report, in order (what the bar showed)."""
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog") as dialog:
+        with VerticalScroll(classes="dialog") as dialog:
             dialog.border_title = "Consolidate"
             yield OptionList(
                 Option("quick    re-score, promote, archive, evict", id="quick"),
@@ -224,6 +258,7 @@ class ConsolidateModal(ModalScreen[None]):
                 id="modes",
             )
             yield ProgressBar(total=None, show_eta=False, id="progress")
+            yield Static("", id="steps", markup=False)
             yield Static("", id="report", markup=False)
 
     def on_mount(self) -> None:
@@ -238,23 +273,41 @@ class ConsolidateModal(ModalScreen[None]):
         self.running = True
         self.query_one("#modes").display = False
         self.query_one("#progress").display = True
-        self.query_one("#report", Static).update(f"running {mode} consolidation…")
+        plan = ", ".join(steps(mode))
+        self.query_one("#report", Static).update(
+            f"{mode}: reading back MEMORY.md{'' if mode == 'quick' else ' and daily notes'}…\n"
+            f"then: {plan}"
+        )
         self._run(mode)
 
     @work(thread=True, exclusive=True, group="consolidate", exit_on_error=False)
     def _run(self, mode: str) -> None:
+        def progress(step: str, done: int, total: int) -> None:
+            self.app.call_from_thread(self._progress, step, done, total)
 
         try:
-            report = self.memory.consolidate(mode)
+            report = self.memory.consolidate(mode, progress)
         except Exception as exc:
             self.app.call_from_thread(self._finished, None, describe_error(exc))
             return
         self.app.call_from_thread(self._finished, report, "")
 
+    def _progress(self, step: str, done: int, total: int) -> None:
+        self.seen.append((step, done, total))
+        self.query_one(ProgressBar).update(total=total, progress=done)
+        lines = [f"✓ {name}" for name, _, _ in self.seen[:-1]]
+        if done < total:
+            lines.append(f"… {step} ({done + 1}/{total})")
+        self.query_one("#steps", Static).update("\n".join(lines))
+        self.query_one("#report", Static).update("" if done == total else "running…")
+
     def _finished(self, report: ConsolidationReport | None, error: str) -> None:
         self.running = False
         bar = self.query_one(ProgressBar)
-        bar.update(total=1, progress=1)
+        if bar.total is None:
+            bar.update(total=1, progress=1 if report is not None else 0)
+        if self.seen and report is not None:
+            self.query_one("#steps", Static).update(f"✓ {len(self.seen) - 1} steps done")
         if report is None:
             self.query_one("#report", Static).update(f"failed: {error}\n\nesc closes")
             self.notify(error, severity="error")

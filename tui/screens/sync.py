@@ -1,29 +1,58 @@
-"""Sync: the engine's state (this device, last push, errors, next retry), the outbox of
-critical-state changes waiting to be pushed, push now, and the restore flow.
+"""Sync: the engine's state (this device, last push and pull, errors, next retry), then tabs
+for the outbox of critical-state changes waiting to be pushed, the push/pull history (errors
+included), the vault's devices and the conflicts merges recorded; push, pull or sync now,
+resolve a conflict, and the restore flow with its progress.
 
 The sync engine (`tiermem.sync`) is imported only inside the workers: it brings httpx and
-cryptography, which the first paint does not need.
+cryptography, which the first paint does not need. The device list needs the network, so it
+loads on its own (when the screen is shown, after a sync action, or on `D`), never on the
+refreshes that follow every local write.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from textual import work
+from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
-from textual.widgets import DataTable, Static
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
+from textual.worker import get_current_worker
 
+from tiermem.core import conflicts as conflicts_mod
 from tiermem.core import snapshot
+from tiermem.core.conflicts import Conflict
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
 from tiermem.tui.messages import ActionDone, ActionFailed, describe_error
 from tiermem.tui.screens.base import DataScreen
 from tiermem.tui.screens.modals import Field, FormModal
-from tiermem.tui.widgets.format import stamp
+from tiermem.tui.widgets.format import one_line, stamp
+
+if TYPE_CHECKING:
+    from tiermem.sync.devices import DeviceInfo
+    from tiermem.sync.engine import PullResult, PushResult, SyncEvent
+    from tiermem.sync.restore import RestoreProgress
+
+T = TypeVar("T")
+TABS = ("outbox", "history", "devices", "conflicts")
+HISTORY_ROWS = 200
+
+
+@dataclass(frozen=True)
+class Part(Generic[T]):
+    """One tab's rows, or why there are none."""
+
+    rows: list[T] = field(default_factory=list)
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -38,22 +67,51 @@ class SyncView:
     last_push: float | None = None
     last_version: str | None = None
     pushes: int = 0
+    last_pull: float | None = None
+    pulls: int = 0
+    pending_memories: int = 0
     last_error: str | None = None
     last_error_at: float | None = None
     next_retry: float | None = None
     secrets: str = ""
     notes: list[str] = field(default_factory=list)
+    history: Part[SyncEvent] = field(default_factory=Part)
+    conflicts: Part[Conflict] = field(default_factory=Part)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for h in self.history.rows if h.kind == "error")
+
+    @property
+    def open_conflicts(self) -> int:
+        return sum(1 for c in self.conflicts.rows if not c.resolved)
+
+
+def conflicts_part(mem: Memory) -> Part[Conflict]:
+    """Open conflicts first, then the resolved ones (newest first in each)."""
+    found = conflicts_mod.list_conflicts(mem.db, mem.agent_id, include_resolved=True)
+    rows = [c for c in found if not c.resolved] + [c for c in found if c.resolved]
+    return Part(rows, "" if rows else "no conflicts: every merge agreed")
 
 
 def sync_view(mem: Memory) -> SyncView:
-    """The outbox and the engine's status (no network)."""
+    """The outbox, the engine's status, its history and the conflicts (local: no network)."""
     from tiermem.sync.engine import SyncEngine
 
     outbox = snapshot.pending(mem.db, mem.agent_id)
+    conflicts = conflicts_part(mem)
     with SyncEngine(mem) as engine:
         s = engine.status()
+        events = engine.history(HISTORY_ROWS) if s.status is not None else []
+    history = Part(events, "" if events else "nothing pushed or pulled yet")
     if s.status is None:
-        return SyncView(outbox, "not set up", notes=["set up with `tiermem sync init --url URL`"])
+        return SyncView(
+            outbox,
+            "not set up",
+            notes=["set up with `tiermem sync init --url URL`, or R restores from a vault"],
+            history=history,
+            conflicts=conflicts,
+        )
     return SyncView(
         outbox,
         s.status,
@@ -64,12 +122,51 @@ def sync_view(mem: Memory) -> SyncView:
         last_push=s.last_push_at,
         last_version=s.last_push_version,
         pushes=s.pushes,
+        last_pull=s.last_pull_at,
+        pulls=s.pulls,
+        pending_memories=s.pending_memories,
         last_error=s.last_error,
         last_error_at=s.last_error_at,
         next_retry=s.retry_at,
         secrets=f"{s.secret_store} store · token {s.token_source} · "
         f"passphrase {'on' if s.passphrase else 'off'}",
+        history=history,
+        conflicts=conflicts,
     )
+
+
+def device_part(mem: Memory) -> Part[DeviceInfo]:
+    """The vault's devices (asks the server: run apart from the local refreshes)."""
+    from tiermem.sync.devices import list_devices
+    from tiermem.sync.engine import SyncEngine
+
+    with SyncEngine(mem) as engine:
+        if engine.settings() is None:
+            return Part(note="sync is not set up: no devices")
+        rows = list_devices(engine, touch=False)
+    return Part(rows, "" if rows else "no devices registered")
+
+
+# -- actions (each runs in a worker and returns what to tell the person) ---------------------
+
+
+def _pushed(result: PushResult) -> str:
+    if not result.pushed:
+        return result.note
+    return (
+        f"pushed version {result.version} ({result.changes} change(s), "
+        f"{result.seconds * 1000:.0f} ms)"
+    )
+
+
+def _pulled(result: PullResult) -> str:
+    text = (
+        f"pulled {result.applied} change(s) ({result.memories} memories, "
+        f"{result.critical} critical), {result.conflicts} conflict(s)"
+    )
+    if result.rejected:
+        text += f", {result.rejected} rejected (run `tiermem sync check`)"
+    return text
 
 
 def push_now(mem: Memory) -> str:
@@ -78,13 +175,34 @@ def push_now(mem: Memory) -> str:
     from tiermem.sync.retry import RetryPolicy
 
     with SyncEngine(mem) as engine:
-        result = engine.push(RetryPolicy(max_attempts=1))
-    if not result.pushed:
-        return result.note
-    return (
-        f"pushed version {result.version} ({result.changes} change(s), "
-        f"{result.seconds * 1000:.0f} ms)"
-    )
+        return _pushed(engine.push(RetryPolicy(max_attempts=1)))
+
+
+def pull_now(mem: Memory) -> str:
+    from tiermem.sync.engine import SyncEngine
+    from tiermem.sync.retry import RetryPolicy
+
+    with SyncEngine(mem) as engine:
+        return _pulled(engine.pull(RetryPolicy(max_attempts=1)))
+
+
+def sync_now(mem: Memory) -> str:
+    """Pull, then push (what the daemon does on each round)."""
+    from tiermem.sync.engine import SyncEngine
+    from tiermem.sync.retry import RetryPolicy
+
+    with SyncEngine(mem) as engine:
+        pulled, pushed = engine.sync(RetryPolicy(max_attempts=1))
+    return f"{_pulled(pulled)}; {_pushed(pushed)}"
+
+
+def resolve(mem: Memory, conflict_id: str, take: str) -> str:
+    closed = conflicts_mod.resolve_conflict(mem.db, mem.agent_id, conflict_id, take, mem=mem)
+    chosen = closed.kept_value if take == "kept" else closed.lost_value
+    return f"{closed.item} {closed.field}: {conflicts_mod.show(chosen, 40)} stays"
+
+
+# -- restore -----------------------------------------------------------------------------------
 
 
 def restore_fields(agent_id: str) -> list[Field]:
@@ -94,11 +212,15 @@ def restore_fields(agent_id: str) -> list[Field]:
         Field("agent", "Agent", agent_id, required=True),
         Field("recovery_key", "Recovery key", placeholder="the key shown at `sync init`"),
         Field("passphrase", "or passphrase", placeholder="if the vault has one"),
+        Field("at", "As of", placeholder="empty: newest; or 2026-11-20T14:30, or a version"),
     ]
 
 
-def restore_agent(home: Path, values: dict[str, str]) -> str:
-    """Restore an agent's critical state into this home (it must hold no memory of it)."""
+def restore_agent(
+    home: Path, values: dict[str, str], progress: Callable[[RestoreProgress], None] | None = None
+) -> str:
+    """Restore an agent into this home (it must hold no memory of it): the critical state
+    first, then every memory, swapped in at once."""
     from tiermem.sync import crypto
     from tiermem.sync.restore import restore
     from tiermem.sync.secrets import ENV_TOKEN, env_secret
@@ -115,43 +237,195 @@ def restore_agent(home: Path, values: dict[str, str]) -> str:
         recovery_key=crypto.parse_recovery_key(key) if key else None,
         passphrase=passphrase or None,
         store_token=bool(values["token"].strip()),
+        at=values.get("at", "").strip() or None,
+        progress=progress,
     )
     return (
-        f"restored {result.agent_id!r}: {result.lessons} lesson(s), {result.tree_nodes} tree "
-        f"node(s), version {result.version}"
+        f"restored {result.agent_id!r}: {result.memories} memories, {result.lessons} "
+        f"lesson(s), {result.tree_nodes} tree node(s), version {result.version}"
     )
+
+
+class RestoreStep(Message):
+    def __init__(self, progress: RestoreProgress) -> None:
+        super().__init__()
+        self.progress = progress
+
+
+PHASES = {
+    "critical": "hot memory and tree",
+    "memories": "memories",
+    "swap": "swapping in",
+    "done": "done",
+}
+
+
+class RestoreModal(ModalScreen[str | None]):
+    """Runs a restore, shows its progress (rows read of the total, the phase, when the home
+    became usable), then its outcome; returns the restored agent id."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close")]
+
+    def __init__(self, home: Path, values: dict[str, str]) -> None:
+        super().__init__(classes="modal")
+        self.home = home
+        self.values = values
+        self.running = True
+        self.ok = False
+        self.seen: list[RestoreProgress] = []
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="dialog") as dialog:
+            dialog.border_title = f"Restore {self.values['agent'].strip()!r}"
+            yield ProgressBar(total=None, show_eta=False, id="progress")
+            yield Static("connecting…", id="stage", markup=False)
+            yield Static("", id="report", markup=False)
+
+    def on_mount(self) -> None:
+        self._run()
+
+    @work(thread=True, exclusive=True, group="restore", exit_on_error=False)
+    def _run(self) -> None:
+        def progress(step: RestoreProgress) -> None:
+            self.post_message(RestoreStep(step))
+
+        try:
+            text = restore_agent(self.home, self.values, progress)
+        except Exception as exc:
+            self.app.call_from_thread(self._finished, "", describe_error(exc))
+            return
+        self.app.call_from_thread(self._finished, text, "")
+
+    def on_restore_step(self, message: RestoreStep) -> None:
+        p = message.progress
+        self.seen.append(p)
+        self.query_one(ProgressBar).update(total=max(1, p.total_rows), progress=p.rows)
+        usable = " · usable now" if p.usable else ""
+        self.query_one("#stage", Static).update(
+            f"{PHASES.get(p.phase, p.phase)}: {p.rows:,}/{p.total_rows:,} rows, "
+            f"{p.bytes / 1024:,.0f}/{p.total_bytes / 1024:,.0f} KB, {p.memories:,} memories"
+            f"{usable}"
+        )
+
+    def _finished(self, text: str, error: str) -> None:
+        self.running = False
+        bar = self.query_one(ProgressBar)
+        if error:
+            self.query_one("#stage", Static).update("restore failed")
+            self.query_one("#report", Static).update(f"{error}\n\nesc closes")
+            self.app.post_message(ActionFailed(error, "restore failed"))
+            return
+        self.ok = True
+        bar.update(total=bar.total or 1, progress=bar.total or 1)
+        self.query_one("#report", Static).update(f"{text}\n\nesc closes")
+        self.app.post_message(ActionDone(text))
+
+    def action_close(self) -> None:
+        if not self.running:
+            self.dismiss(self.values["agent"].strip() if self.ok else None)
+
+
+# -- the screen -------------------------------------------------------------------------------
+
+
+class DevicesLoaded(Message, bubble=False):
+    def __init__(self, part: Part[DeviceInfo]) -> None:
+        super().__init__()
+        self.part = part
 
 
 class SyncScreen(DataScreen[SyncView]):
     MODE = "sync"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("P", "app.push", "Push now"),
+        Binding("P", "app.push", "Push"),
+        Binding("F", "pull", "Pull"),
+        Binding("Y", "sync", "Sync"),
         Binding("R", "restore", "Restore"),
+        Binding("D", "devices", "Devices", show=False),
+        Binding("k", "resolve('kept')", "Keep ours"),
+        Binding("t", "resolve('lost')", "Take theirs"),
+        Binding("right_square_bracket", "tab(1)", "Next tab", key_display="]"),
+        Binding("left_square_bracket", "tab(-1)", "Prev tab", key_display="[", show=False),
     ]
+    view: SyncView | None = None
+    devices: Part[DeviceInfo] | None = None
 
     def compose_body(self) -> ComposeResult:
         with Vertical(id="sync-body"):
             yield Static("…", id="sync-state", classes="panel")
-            yield DataTable(id="outbox", cursor_type="row", zebra_stripes=True)
+            with TabbedContent(id="sync-tabs"):
+                for tab in TABS:
+                    with TabPane(tab.title(), id=f"tab-{tab}"):
+                        yield Static("", id=f"{tab}-note", classes="tab-note")
+                        yield DataTable(id=tab, cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         self.query_one("#sync-state").border_title = "Sync"
-        table = self.query_one("#outbox", DataTable)
-        table.border_title = "Outbox: changes of critical state (hot + tree) to push"
-        table.add_columns("#", "kind", "reason", "queued")
+        columns = {
+            "outbox": ("#", "kind", "reason", "queued"),
+            "history": ("at", "kind", "version", "records", "bytes", "note"),
+            "devices": ("", "device", "name", "added", "last seen", "state"),
+            "conflicts": ("#", "item", "field", "kept (here)", "lost (other)", "from", "state"),
+        }
+        for tab, names in columns.items():
+            self.query_one(f"#{tab}", DataTable).add_columns(*names)
+
+    _devices_stale = False
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        self.reload_devices()
+
+    def reload(self) -> None:
+        """The local state on every refresh; the devices (network) only when an action asked."""
+        super().reload()
+        if self._devices_stale:
+            self._devices_stale = False
+            self.reload_devices()
+
+    def reload_devices(self) -> None:
+        memory = self.tiermem.memory
+        if memory is not None and self.is_mounted:
+            self._load_devices(memory)
+
+    @work(thread=True, exclusive=True, group="devices", exit_on_error=False)
+    def _load_devices(self, memory: Memory) -> None:
+        """The listing runs in a daemon thread this worker waits for: an unreachable server
+        (the listing retries with backoff) never holds up quitting the app."""
+        found: list[Part[DeviceInfo]] = []
+
+        def run() -> None:
+            try:
+                found.append(device_part(memory))
+            except Exception as exc:
+                found.append(Part(note=f"cannot list devices: {describe_error(exc)}"))
+
+        thread = threading.Thread(target=run, name="tiermem-devices", daemon=True)
+        thread.start()
+        worker = get_current_worker()
+        while thread.is_alive():
+            thread.join(0.1)
+            if worker.is_cancelled:
+                return
+        self.post_message(DevicesLoaded(found[0]))
 
     def fetch(self, memory: Memory) -> SyncView:
         return sync_view(memory)
 
     def show(self, data: SyncView) -> None:
+        self.view = data
         retry = stamp(data.next_retry) if data.next_retry else "-"
+        unresolved = data.open_conflicts
+        memories = f" + {data.pending_memories} memories" if data.pending_memories else ""
         lines = [
             f"[b]state[/b] {data.state}"
             + (f" · {data.url} · epoch {data.epoch}" if data.url else "")
-            + f"   [b]outbox[/b] {len(data.outbox)} pending",
+            + f"   [b]outbox[/b] {len(data.outbox)} pending{memories}",
             f"[b]last push[/b] {stamp(data.last_push)}"
             + (f" (version {data.last_version})" if data.last_version else "")
             + f" · {data.pushes} push(es) from this home   [b]next retry[/b] {retry}",
+            f"[b]last pull[/b] {stamp(data.last_pull)} · {data.pulls} pull(s)"
+            f"   [b]conflicts[/b] {unresolved} open",
             f"[b]last error[/b] {data.last_error or '-'}"
             + (f" ({stamp(data.last_error_at)})" if data.last_error_at else ""),
         ]
@@ -161,38 +435,143 @@ class SyncScreen(DataScreen[SyncView]):
             lines.append(f"[b]in flight[/b] {data.inflight} (sent again until confirmed)")
         lines += [f"[dim]{n}[/dim]" for n in data.notes]
         self.query_one("#sync-state", Static).update("\n".join(lines))
-        table = self.query_one("#outbox", DataTable)
+        self._fill(
+            "outbox",
+            Part(data.outbox[-500:], "" if data.outbox else "nothing waiting to be pushed"),
+            lambda r: (str(r[0]), r[1], r[2], stamp(r[3])),
+            lambda r: str(r[0]),
+        )
+        self._fill(
+            "history",
+            data.history,
+            lambda h: (
+                stamp(h.at),
+                Text(h.kind, style="bold red" if h.kind == "error" else ""),
+                one_line(h.version or "-", 24),
+                str(h.records),
+                f"{h.bytes:,}",
+                one_line(h.note, 60),
+            ),
+            None,
+        )
+        self._fill(
+            "conflicts",
+            data.conflicts,
+            lambda c: (
+                c.id[:8],
+                one_line(c.item, 24),
+                c.field,
+                conflicts_mod.show(c.kept_value, 24),
+                conflicts_mod.show(c.lost_value, 24),
+                c.lost_device[:8],
+                f"took {c.resolution}" if c.resolved else Text("open", style="bold"),
+            ),
+            lambda c: c.id,
+        )
+        tabs = self.query_one(TabbedContent)
+        tabs.get_tab("tab-outbox").label = f"Outbox ({len(data.outbox)})"
+        tabs.get_tab("tab-history").label = (
+            f"History ({data.errors} errors)" if data.errors else "History"
+        )
+        tabs.get_tab("tab-conflicts").label = f"Conflicts ({unresolved})"
+
+    def on_devices_loaded(self, message: DevicesLoaded) -> None:
+        self.devices = message.part
+        self._fill(
+            "devices",
+            message.part,
+            lambda d: (
+                "●" if d.current else "",
+                d.device_id[:16],
+                d.name or "-",
+                stamp(d.added),
+                stamp(d.last_seen),
+                "removed"
+                if d.revoked
+                else ("this device" if d.current else "active")
+                + ("" if d.verified else " (unverified)"),
+            ),
+            lambda d: d.device_id,
+        )
+        active = sum(1 for d in message.part.rows if not d.revoked)
+        self.query_one(TabbedContent).get_tab("tab-devices").label = f"Devices ({active})"
+
+    def _fill(
+        self,
+        tab: str,
+        part: Part[Any],
+        cells: Callable[[Any], tuple[str | Text, ...]],
+        key: Callable[[Any], str] | None,
+    ) -> None:
+        note = self.query_one(f"#{tab}-note", Static)
+        note.update(f"[dim]{part.note}[/dim]" if part.note else "")
+        note.display = bool(part.note)
+        table = self.query_one(f"#{tab}", DataTable)
+        keep = table.cursor_row
         table.clear()
-        for seq, kind, reason, created in data.outbox[-500:]:
-            table.add_row(str(seq), kind, reason, stamp(created), key=str(seq))
+        for row in part.rows:
+            table.add_row(*cells(row), key=key(row) if key else None)
+        if part.rows:
+            table.move_cursor(row=min(keep, len(part.rows) - 1), animate=False)
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def action_tab(self, step: int) -> None:
+        tabs = self.query_one(TabbedContent)
+        index = TABS.index(str(tabs.active).removeprefix("tab-")) if tabs.active else 0
+        tabs.active = f"tab-{TABS[(index + step) % len(TABS)]}"
+
+    @on(TabbedContent.TabActivated)
+    def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        self.query_one(f"#{str(event.pane.id).removeprefix('tab-')}", DataTable).focus()
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keep and take act on the Conflicts tab only (and show in the footer only there)."""
+        if action == "resolve":
+            return self.query_one(TabbedContent).active == "tab-conflicts"
+        return True
+
+    def action_pull(self) -> None:
+        self._devices_stale = True  # a pull may bring a rotation or a new device
+        self.tiermem.perform(pull_now)
+
+    def action_sync(self) -> None:
+        self._devices_stale = True
+        self.tiermem.perform(sync_now)
+
+    def action_devices(self) -> None:
+        self.query_one(TabbedContent).active = "tab-devices"
+        self.reload_devices()
+
+    def action_resolve(self, take: str) -> None:
+        table = self.query_one("#conflicts", DataTable)
+        if not table.row_count:
+            self.notify("no conflict to resolve", severity="warning")
+            return
+        conflict_id = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        self.tiermem.perform(lambda mem: resolve(mem, conflict_id, take))
 
     def action_restore(self) -> None:
         memory = self.tiermem.memory
         if memory is None:
             return
+        home = memory.home.root
+
+        def restored(agent_id: str | None) -> None:
+            if agent_id:
+                self.tiermem.open_agent(agent_id)
 
         def chosen(values: dict[str, str] | None) -> None:
             if values is not None:
-                self.notify("restoring…", timeout=3)
-                self._restore(memory.home.root, values)
+                self.app.push_screen(RestoreModal(home, values), restored)
 
         self.app.push_screen(
             FormModal(
                 "Restore an agent from sync",
                 restore_fields(self.tiermem.agent_id),
-                note="Brings back hot memory and the tree into this home; the agent must have "
-                "no memory here yet.",
+                note="Brings the agent's memory back into this home from the encrypted vault; "
+                "the agent must have no memory here yet.",
             ),
             chosen,
         )
-
-    @work(thread=True, exclusive=True, group="restore", exit_on_error=False)
-    def _restore(self, home: Path, values: dict[str, str]) -> None:
-
-        try:
-            text = restore_agent(home, values)
-        except Exception as exc:
-            self.post_message(ActionFailed(describe_error(exc), "restore failed"))
-            return
-        self.post_message(ActionDone(text))
-        self.app.call_from_thread(self.tiermem.open_agent, values["agent"].strip())

@@ -95,7 +95,12 @@ def describe_rest(data: DetailData) -> str:
             lines.append(f"  tree match {escape(e.tree_match)}")
         lines.append(f"  matched terms {escape(', '.join(e.matched_terms)) or '-'}")
         boost = f" + {e.category_boost:.0%} category" if e.category_boost else ""
-        lines.append(f"  relevance {e.relevance:.2f} (bm25 {e.bm25:.2f}){boost}")
+        length = f", length ×{e.length_factor:.2f}" if e.length_factor != 1.0 else ""
+        lines.append(f"  relevance {e.relevance:.2f} (bm25 {e.bm25:.2f}{length}){boost}")
+        if e.time_match:
+            lines.append(f"  time {escape(e.time_match)} (+{e.time_boost:.0%})")
+        if e.found_by != "keyword":
+            lines.append(f"  found by {escape(e.found_by)}")
         lines.append(f"  tier score {e.tier_score:.3f} (tie-break) → final {e.score:.3f}")
     return "\n".join(lines)
 

@@ -34,3 +34,14 @@ def compact(n: int) -> str:
 def one_line(text: str, width: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
+
+
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def spark(values: list[float]) -> str:
+    """A one-line sparkline (▁…█, scaled to the largest value; zero or less is ▁)."""
+    top = max(values, default=0.0)
+    if top <= 0:
+        return BARS[0] * len(values)
+    return "".join(BARS[max(0, round(v / top * (len(BARS) - 1)))] for v in values)

@@ -1,0 +1,524 @@
+"""What an agent puts in its prompt, and recall within a real token budget.
+
+- **Always loaded** (seed 001: under 1,500 tokens): hot memory (MEMORY.md) and the tree index.
+  Hot memory may hold 5 KB and the tree 2 KB, more than 1,500 tokens together, so the block is
+  fitted: tree descriptions and deep nodes go first, then hot items in hot memory's own
+  pruning order (oldest events, oldest tasks, least important lessons, stalest projects); a
+  last line says what was left out and where to read it.
+- **Context** (`tiermem context`): the always-loaded part plus the memories relevant to the
+  message, the whole block within the budget. A trivial message (fewer than 3 meaningful words
+  once stopwords and greetings are dropped, seed 003) gets only the always-loaded part.
+- **Recall** (`memory_recall`): the best entries that fit the budget, where an entry costs the
+  tokens of what is returned (its JSON), so the budget is what the agent's context receives.
+
+Every token count is `core.tokens.count_tokens` (cl100k, offline).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+
+from tiermem.core import hot as hotmod
+from tiermem.core import hygiene
+from tiermem.core.errors import InvalidInput
+from tiermem.core.hot import HotState
+from tiermem.core.retrieve import STOPWORDS, Hit
+from tiermem.core.tokens import count_tokens
+from tiermem.core.tree import TreeIndex, default_description, normalize_path
+
+if TYPE_CHECKING:
+    from tiermem.core.engine import Memory
+
+ALWAYS_LOADED_MAX_TOKENS = 1500
+DEFAULT_RECALL_BUDGET = 3000
+DEFAULT_CONTEXT_BUDGET = 3000
+MIN_MEANINGFUL_WORDS = 3
+_WORD = re.compile(r"[^\W_]+")
+
+Priority = Literal["critical", "high", "medium", "low"]
+PRIORITIES: tuple[Priority, ...] = ("critical", "high", "medium", "low")
+PRIORITY_IMPORTANCE: dict[str, float] = {"critical": 0.95, "high": 0.8, "medium": 0.5, "low": 0.3}
+"""The importance a priority stores (seed 000's guide: 0.9-1.0 critical, 0.7-0.8 decisions,
+0.4-0.6 facts, below 0.4 casual)."""
+PRIORITY_FLOOR: dict[str, float] = {"critical": 0.9, "high": 0.7, "medium": 0.4, "low": 0.0}
+FORMATS = ("brief", "detailed")
+
+TRIVIAL_WORDS = frozenset(
+    """hi hello hey hiya yo sup morning evening night thanks thank thx ty ok okay k kk yes yeah
+    yep yup no nope nah sure cool great nice good fine awesome perfect lol haha bye goodbye cheers
+    please pls hmm hm ah oh wow right alright got gotcha understood agreed done np welcome""".split()  # noqa: SIM905
+)
+
+
+def priority_of(importance: float) -> Priority:
+    for name in PRIORITIES:
+        if importance >= PRIORITY_FLOOR[name]:
+            return name
+    return "low"
+
+
+def check_priority(priority: str) -> Priority:
+    if priority not in PRIORITIES:
+        raise InvalidInput(f"unknown priority {priority!r}: use {', '.join(PRIORITIES)}")
+    return priority
+
+
+def meaningful_words(message: str) -> list[str]:
+    words = [w.casefold() for w in _WORD.findall(message)]
+    return [w for w in words if w not in STOPWORDS and w not in TRIVIAL_WORDS and len(w) > 1]
+
+
+def is_trivial(message: str) -> bool:
+    """Seed 003's trivial filter: fewer than 3 meaningful words after stopwords."""
+    return len(meaningful_words(message)) < MIN_MEANINGFUL_WORDS
+
+
+# -- the always-loaded part ---------------------------------------------------------------------
+
+
+@dataclass
+class AlwaysLoaded:
+    text: str
+    tokens: int
+    limit: int
+    left_out: list[str] = field(default_factory=list)
+
+
+def tree_lines(tree: TreeIndex, descriptions: bool = True, max_depth: int = 99) -> list[str]:
+    lines = []
+    for path in sorted(tree.nodes):
+        if path.count("/") + 1 > max_depth:
+            continue
+        desc = tree.nodes[path].description
+        show = descriptions and desc and desc != default_description(path)
+        lines.append(f"- {path}: {desc}" if show else f"- {path}")
+    return lines
+
+
+def always_loaded(mem: Memory, limit: int = ALWAYS_LOADED_MAX_TOKENS) -> AlwaysLoaded:
+    """Hot memory and the tree index, fitted under `limit` tokens (module doc)."""
+    if limit < 1:
+        raise InvalidInput(f"the always-loaded limit must be at least 1 token (got {limit})")
+    tree = mem.trees.load()
+    state: HotState = msgspec.json.decode(hotmod.encode(mem.hot()), type=HotState)
+    left_out: list[str] = []
+    tree_share = max(1, limit // 3)
+    variants = [
+        (tree_lines(tree), ""),
+        (tree_lines(tree, descriptions=False), "tree descriptions"),
+        (tree_lines(tree, False, 2), "tree nodes below depth 2"),
+        (tree_lines(tree, False, 1), "tree nodes below depth 1"),
+    ]
+    lines, dropped = next(
+        ((ls, d) for ls, d in variants if count_tokens(_tree_block(ls)) <= tree_share),
+        variants[-1],
+    )
+    if dropped:
+        left_out.append(dropped)
+    tree_text = _tree_block(lines)
+    while True:
+        text = _assemble(state, tree_text, left_out)
+        tokens = count_tokens(text)
+        if tokens <= limit:
+            return AlwaysLoaded(text, tokens, limit, left_out)
+        item = _drop_one(state)
+        if item is None:
+            break
+        left_out.append(item)
+    # identity and owner profile alone are too long: cut whole lines from the end
+    lines = _assemble(state, tree_text, left_out).split("\n")
+    while lines and count_tokens("\n".join([*lines, "…"])) > limit:
+        lines.pop()
+    text = "\n".join([*lines, "…"]) if lines else ""
+    return AlwaysLoaded(text, count_tokens(text), limit, [*left_out, "the end of hot memory"])
+
+
+def _tree_block(lines: list[str]) -> str:
+    return "## Memory tree (recall a category for details)\n\n" + "\n".join(lines or ["(empty)"])
+
+
+def _assemble(state: HotState, tree_text: str, left_out: list[str]) -> str:
+    body = hotmod.render_markdown(state).rstrip("\n")
+    parts = [body, "", tree_text]
+    if left_out:
+        parts += ["", f"*Left out to stay in budget: {_summary(left_out)} (`tiermem hot`).*"]
+    return "\n".join(parts) + "\n"
+
+
+def _summary(left_out: list[str]) -> str:
+    """ "2 events, 1 lesson, tree descriptions"."""
+    counts: dict[str, int] = {}
+    plain = []
+    for item in left_out:
+        kind, sep, _ = item.partition(": ")
+        if sep:
+            counts[kind] = counts.get(kind, 0) + 1
+        else:
+            plain.append(item)
+    return ", ".join([*plain, *(f"{n} {k}{'s' if n > 1 else ''}" for k, n in counts.items())])
+
+
+def _drop_one(state: HotState) -> str | None:
+    """Hot memory's own pruning order: oldest event, oldest task, least important lesson,
+    least recently updated project."""
+    ctx = state.active_context
+    if ctx.events:
+        oldest = min(ctx.events, key=lambda e: (e.timestamp, e.id))
+        ctx.events.remove(oldest)
+        return f"event: {oldest.text}"
+    if ctx.tasks:
+        oldest_task = min(ctx.tasks, key=lambda t: (t.timestamp, t.id))
+        ctx.tasks.remove(oldest_task)
+        return f"task: {oldest_task.text}"
+    if state.critical_lessons:
+        least = min(state.critical_lessons, key=lambda x: (x.importance, x.timestamp, x.id))
+        state.critical_lessons.remove(least)
+        return f"lesson: {least.text}"
+    if ctx.projects:
+        stalest = min(ctx.projects, key=lambda p: (p.updated_at, p.id))
+        ctx.projects.remove(stalest)
+        return f"project: {stalest.name}"
+    return None
+
+
+# -- recall within a budget ---------------------------------------------------------------------
+
+
+@dataclass
+class Recall:
+    query: str
+    entries: list[dict[str, Any]]
+    token_count: int
+    budget: int
+    total_entries_matched: int
+    notes: list[str]
+    terms: list[str]
+    session: str | None = None
+
+    @property
+    def budget_remaining(self) -> int:
+        return self.budget - self.token_count
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "entries": self.entries,
+            "token_count": self.token_count,
+            "budget": self.budget,
+            "budget_remaining": self.budget_remaining,
+            "total_entries_matched": self.total_entries_matched,
+            "notes": self.notes,
+            "session": self.session,
+        }
+
+
+def iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def why(hit: Hit) -> str:
+    """One line: where the memory lives and why it was found."""
+    e = hit.explanation
+    parts = [f"in {e.path or 'root'}"]
+    if e.matched_terms:
+        parts.append("matched " + ", ".join(e.matched_terms))
+    if e.tree_match:
+        parts.append("tree: " + e.tree_match)
+    if e.time_match:
+        parts.append("time: " + e.time_match)
+    if e.similarity is not None:
+        parts.append(f"similarity {e.similarity:.2f}")
+    parts.append(f"{e.tier}, score {e.score:.2f}")
+    return "; ".join(parts)
+
+
+def entry(hit: Hit, tags: tuple[str, ...], fmt: str) -> dict[str, Any]:
+    m, e = hit.memory, hit.explanation
+    out: dict[str, Any] = {
+        "id": m.id,
+        "category": m.category,
+        "content": m.text,
+        "priority": priority_of(m.importance),
+        "score": round(e.score, 4),
+        "stored_at": iso(m.created_at),
+        "tags": list(tags),
+        "why": why(hit),
+    }
+    if fmt == "detailed":
+        out |= {
+            "importance": m.importance,
+            "tier": m.tier,
+            "access_count": m.access_count,
+            "metadata": {"urls": m.urls, "commands": m.commands, "paths": m.paths},
+            "source": m.source,
+            "explanation": {
+                "path": e.path,
+                "tree_match": e.tree_match,
+                "matched_terms": list(e.matched_terms),
+                "relevance": round(e.relevance, 4),
+                "category_boost": e.category_boost,
+                "time_match": e.time_match,
+                "tier_score": round(e.tier_score, 4),
+                "found_by": e.found_by,
+            },
+        }
+    return out
+
+
+def entry_tokens(item: dict[str, Any]) -> int:
+    return count_tokens(json.dumps(item, ensure_ascii=False))
+
+
+def recall(
+    mem: Memory,
+    query: str,
+    *,
+    categories: list[str] | tuple[str, ...] = (),
+    priority_min: str | None = None,
+    budget: int = DEFAULT_RECALL_BUDGET,
+    fmt: str = "brief",
+    session: str | None = None,
+    tier: str | None = None,
+    reinforce: bool = True,
+) -> Recall:
+    """The best entries for `query` whose JSON fits `budget` tokens, best first. What is
+    returned is reinforced and, with a session, counted for session hygiene."""
+    if budget < 1:
+        raise InvalidInput(f"token budget must be at least 1 (got {budget})")
+    if fmt not in FORMATS:
+        raise InvalidInput(f"unknown format {fmt!r}: use brief or detailed")
+    floor = PRIORITY_FLOOR[check_priority(priority_min)] if priority_min else 0.0
+    if session is not None:
+        session = hygiene.check_session(session)
+    hygiene.archive_expired(mem)
+    pool = mem.cfg.retrieval.candidate_pool
+    hits: dict[str, Hit] = {}
+    notes: list[str] = []
+    terms: list[str] = []
+    paths: list[str | None] = list(dict.fromkeys(normalize_path(c) for c in categories))
+    paths = paths or [None]
+    for path in paths:
+        result = mem.retrieve(query, limit=pool, category=path, tier=tier, reinforce=False)
+        terms = result.terms
+        notes += [n for n in result.notes if n not in notes]
+        for hit in result.hits:
+            hits.setdefault(hit.memory.id, hit)
+    ranked = sorted(
+        (h for h in hits.values() if h.memory.importance >= floor),
+        key=lambda h: (-h.explanation.score, h.memory.id),
+    )
+    extras = hygiene.extras_for(mem, [h.memory.id for h in ranked])
+    chosen: list[Hit] = []
+    entries: list[dict[str, Any]] = []
+    used = 0
+    for hit in ranked:
+        item = entry(hit, extras.get(hit.memory.id, ((), None))[0], fmt)
+        cost = entry_tokens(item)
+        if used + cost <= budget:
+            chosen.append(hit)
+            entries.append(item)
+            used += cost
+    if len(chosen) < len(ranked) and not chosen:
+        notes.append("no entry fits the token budget")
+    out = Recall(query, entries, used, budget, len(ranked), notes, terms, session)
+    _after(mem, chosen, used, reinforce, session, terms)
+    return out
+
+
+def _after(
+    mem: Memory,
+    chosen: list[Hit],
+    tokens: int,
+    reinforce: bool,
+    session: str | None,
+    terms: list[str],
+) -> None:
+    """Reinforce what was returned (as retrieval does) and count it for the session."""
+    if reinforce:
+        now = mem.now()
+        with mem.db.relaxed_transaction():
+            mem.memories.reinforce([h.memory.id for h in chosen], now)
+            mem.trees.touch({h.explanation.path for h in chosen}, now)
+            mem.metrics.bump(now, retrievals=1, context_tokens=tokens)
+    if session:
+        ids = [h.memory.id for h in chosen]
+        hygiene.track(mem, session, ids, hygiene.lessons_used(mem.hot(), terms, ids))
+
+
+# -- the context block --------------------------------------------------------------------------
+
+
+@dataclass
+class ContextBlock:
+    text: str
+    query: str | None
+    trivial: bool
+    budget: int
+    always_loaded_tokens: int
+    memory_tokens: int
+    tokens: int
+    memory_ids: list[str]
+    left_out: list[str]
+    notes: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "context": self.text,
+            "query": self.query,
+            "trivial": self.trivial,
+            "tokens": {
+                "total": self.tokens,
+                "always_loaded": self.always_loaded_tokens,
+                "memories": self.memory_tokens,
+                "budget": self.budget,
+                "always_loaded_limit": min(ALWAYS_LOADED_MAX_TOKENS, self.budget),
+            },
+            "memories": self.memory_ids,
+            "left_out": self.left_out,
+            "notes": self.notes,
+        }
+
+
+MEMORIES_HEADING = "## Relevant memories"
+
+
+def build_context(
+    mem: Memory,
+    query: str | None = None,
+    *,
+    budget: int = DEFAULT_CONTEXT_BUDGET,
+    session: str | None = None,
+) -> ContextBlock:
+    """The block to put in the prompt before answering `query` (module doc): its whole text,
+    `tokens`, is at most `budget`."""
+    if budget < 1:
+        raise InvalidInput(f"token budget must be at least 1 (got {budget})")
+    if session is not None:
+        session = hygiene.check_session(session)
+    mem.read_back_memory_md()  # hand edits of MEMORY.md are part of hot memory
+    base = always_loaded(mem, min(ALWAYS_LOADED_MAX_TOKENS, budget))
+    notes: list[str] = []
+    trivial = query is None or is_trivial(query)
+    lines: list[str] = []
+    chosen: list[Hit] = []
+    terms: list[str] = []
+    if query is not None and trivial:
+        notes.append("trivial message: only the always-loaded part")
+    if not trivial and query is not None:
+        hygiene.archive_expired(mem)
+        result = mem.retrieve(query, limit=mem.cfg.retrieval.candidate_pool, reinforce=False)
+        terms = result.terms
+        notes += result.notes
+        room = budget - base.tokens - count_tokens(f"\n{MEMORIES_HEADING}\n\n")
+        used = 0
+        for hit in result.hits:
+            line = _memory_line(hit)
+            cost = count_tokens(line + "\n")
+            if used + cost <= room:
+                lines.append(line)
+                chosen.append(hit)
+                used += cost
+    text = base.text
+    while lines:
+        text = base.text + f"\n{MEMORIES_HEADING}\n\n" + "\n".join(lines) + "\n"
+        if count_tokens(text) <= budget:
+            break
+        lines.pop()  # BPE merges across lines can cost a token more than the sum
+        chosen.pop()
+        text = base.text
+    total = count_tokens(text)
+    if chosen or session:
+        _after(mem, chosen, total - base.tokens, bool(chosen), session, terms)
+    return ContextBlock(
+        text=text,
+        query=query,
+        trivial=trivial,
+        budget=budget,
+        always_loaded_tokens=base.tokens,
+        memory_tokens=total - base.tokens,
+        tokens=total,
+        memory_ids=[h.memory.id for h in chosen],
+        left_out=base.left_out,
+        notes=notes,
+    )
+
+
+def _memory_line(hit: Hit) -> str:
+    e = hit.explanation
+    return f"- [{e.path or 'root'}] {hit.memory.text} (id {hit.memory.id})"
+
+
+# -- structured store (memory_store) ------------------------------------------------------------
+
+
+def parse_expiry(value: str, now: float) -> float:
+    """An ISO date (the memory expires at the end of that day, UTC) or date-time; never in
+    the past."""
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            day = dt.date.fromisoformat(text)
+            moment = dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC) + dt.timedelta(days=1)
+        else:
+            moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=dt.UTC)
+    except ValueError:
+        raise InvalidInput(
+            f"expires {value!r} is not an ISO date (YYYY-MM-DD) or date-time"
+        ) from None
+    ts = moment.timestamp()
+    if ts <= now:
+        raise InvalidInput(f"expires {value!r} is already past")
+    return ts
+
+
+def store_entry(
+    mem: Memory,
+    content: str,
+    category: str,
+    *,
+    priority: str | None = None,
+    importance: float | None = None,
+    tags: Sequence[str] = (),
+    expires: str | None = None,
+    urls: Sequence[str] = (),
+    commands: Sequence[str] = (),
+    paths: Sequence[str] = (),
+    context: str | None = None,
+) -> dict[str, Any]:
+    """Seed 001's structured write: priority (or importance), tags and an expiry date on top of
+    `Memory.store` (deduplicated: a known fact is reinforced and gains the tags)."""
+    if priority is not None and importance is not None:
+        raise InvalidInput("give priority or importance, not both")
+    value = PRIORITY_IMPORTANCE[check_priority(priority)] if priority else importance
+    value = 0.5 if value is None else value
+    expires_at = parse_expiry(expires, mem.now()) if expires else None
+    source = "mcp" if not context else "mcp: " + " ".join(context.split())[:200]
+    with mem.db.transaction():
+        outcome = mem.store(
+            content, category, value, urls=urls, commands=commands, paths=paths, source=source
+        )
+        kept = hygiene.set_extras(mem, outcome.id, tags, expires_at)
+    node = mem.trees.load().node_for(outcome.category)
+    return {
+        "id": outcome.id,
+        "category": outcome.category,
+        "tree_node": node,
+        "stored": outcome.created,
+        "deduplicated": not outcome.created,
+        "merged_into": outcome.merged_into,
+        "similarity": outcome.similarity,
+        "priority": priority_of(mem.get(outcome.id).importance),
+        "token_cost": outcome.tokens,
+        "tags": list(kept),
+        "expires": iso(expires_at) if expires_at else None,
+    }

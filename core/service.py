@@ -1,0 +1,418 @@
+"""`tiermem service`: run the sync daemon and the consolidation schedule in the background.
+
+Linux gets systemd **user** units (no root): `<name>-daemon.service` for `tiermem daemon` and a
+oneshot service plus a timer for each consolidation mode. macOS gets launchd agents in
+`~/Library/LaunchAgents`. The schedule is seed 000's: quick every 3 hours, daily at midnight,
+monthly on the 1st (a quarter of an hour after the daily run, so the two never overlap).
+
+Everything here is plain files and argv lists: `plan()` renders the files without touching
+anything (what `--print` shows), `install()`/`uninstall()`/`status()` write or remove them and
+call `systemctl --user` / `launchctl` through an injectable runner, so tests never start a
+service manager.
+"""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from tiermem.core.errors import InvalidInput, TiermemError
+from tiermem.core.paths import DEFAULT_AGENT
+
+PLATFORMS: Final = ("systemd", "launchd")
+LAUNCHD_PREFIX: Final = "dev.tiermem"
+
+
+class ServiceError(TiermemError):
+    """The service manager (systemctl --user or launchctl) is missing or refused a change."""
+
+    exit_code = 50
+
+
+@dataclass(frozen=True)
+class Job:
+    """One consolidation timer: `calendar` entries are (day of month or None, hour, minute)."""
+
+    mode: str
+    description: str
+    calendar: tuple[tuple[int | None, int, int], ...]
+
+    @property
+    def on_calendar(self) -> str:
+        """systemd's OnCalendar= for the entries (they share day and minute)."""
+        day = self.calendar[0][0]
+        hours = ",".join(f"{h:02d}" for _, h, _ in self.calendar)
+        minute = self.calendar[0][2]
+        return f"*-*-{'*' if day is None else f'{day:02d}'} {hours}:{minute:02d}:00"
+
+
+SCHEDULE: Final = (
+    Job("quick", "every 3 hours", tuple((None, h, 30) for h in range(1, 24, 3))),
+    Job("daily", "every day at midnight", ((None, 0, 0),)),
+    Job("monthly", "on the 1st of each month at 00:15", ((1, 0, 15),)),
+)
+
+
+@dataclass(frozen=True)
+class ServiceFile:
+    path: Path
+    content: str
+    unit: str
+    """The systemd unit name or the launchd label the file defines."""
+    enable: bool
+    """Started/enabled on install (the timers, and the daemon when included); the oneshot
+    consolidation services are only started by their timers."""
+
+
+@dataclass(frozen=True)
+class ServicePlan:
+    platform: str
+    folder: Path
+    files: tuple[ServiceFile, ...]
+    daemon: bool
+    notes: tuple[str, ...] = ()
+
+    def enabled_units(self) -> list[str]:
+        return [f.unit for f in self.files if f.enable]
+
+
+@dataclass
+class UnitStatus:
+    unit: str
+    path: Path
+    installed: bool
+    current: bool
+    """The installed file equals what `install` would write now."""
+    enabled: str
+    active: str
+
+
+@dataclass
+class ServiceReport:
+    platform: str
+    folder: Path
+    units: list[UnitStatus] = field(default_factory=list)
+    commands: list[list[str]] = field(default_factory=list)
+
+
+Runner = Callable[[Sequence[str]], tuple[int, str]]
+
+
+def run_command(argv: Sequence[str]) -> tuple[int, str]:
+    """Run a service-manager command; (exit code, stdout+stderr). A missing program is a
+    ServiceError naming it."""
+    if shutil.which(argv[0]) is None:
+        raise ServiceError(f"{argv[0]} is not available on this system")
+    done = subprocess.run(list(argv), capture_output=True, text=True, check=False, timeout=60)
+    return done.returncode, (done.stdout + done.stderr).strip()
+
+
+def detect_platform() -> str:
+    if sys.platform == "darwin":
+        return "launchd"
+    if "com.termux" in os.environ.get("PREFIX", ""):
+        raise ServiceError(
+            "Termux has no systemd: run the daemon with termux-services and the consolidation "
+            "with cron (packaging/termux/README.md)"
+        )
+    if sys.platform.startswith("linux"):
+        return "systemd"
+    raise ServiceError(
+        f"no background-service support for {sys.platform}: run `tiermem daemon` and "
+        "`tiermem consolidate` from your own scheduler"
+    )
+
+
+def check_platform(platform: str) -> str:
+    if platform not in PLATFORMS:
+        raise InvalidInput(f"unknown platform {platform!r}: use {' or '.join(PLATFORMS)}")
+    return platform
+
+
+def tiermem_command() -> list[str]:
+    """How a service runs this tiermem: the console script beside this interpreter (a pipx or
+    uv tool venv, a project .venv), else `python -m tiermem.tui` with this interpreter."""
+    script = Path(sys.executable).parent / "tiermem"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "tiermem.tui"]
+
+
+def unit_folder(
+    platform: str, user_home: Path | None = None, env: dict[str, str] | None = None
+) -> Path:
+    """systemd: $XDG_CONFIG_HOME/systemd/user (default ~/.config); launchd: ~/Library/LaunchAgents."""
+    env = dict(os.environ) if env is None else env
+    home = user_home if user_home is not None else Path.home()
+    if platform == "launchd":
+        return home / "Library" / "LaunchAgents"
+    config = env.get("XDG_CONFIG_HOME") or str(home / ".config")
+    return Path(config) / "systemd" / "user"
+
+
+def base_name(agent_id: str) -> str:
+    """`tiermem` for the default agent, `tiermem-<agent>` for the others (one set per agent)."""
+    return "tiermem" if agent_id == DEFAULT_AGENT else f"tiermem-{agent_id}"
+
+
+def plan(
+    platform: str,
+    memory_home: Path,
+    agent_id: str,
+    *,
+    daemon: bool = True,
+    command: Sequence[str] | None = None,
+    folder: Path | None = None,
+    log_folder: Path | None = None,
+) -> ServicePlan:
+    """The files `install` writes, rendered (nothing is touched)."""
+    check_platform(platform)
+    folder = folder if folder is not None else unit_folder(platform)
+    base = [*(command or tiermem_command()), "--home", str(memory_home), "--agent-id", agent_id]
+    name = base_name(agent_id)
+    if platform == "systemd":
+        files = _systemd_files(folder, name, agent_id, base, daemon)
+    else:
+        logs = (
+            log_folder if log_folder is not None else Path.home() / "Library" / "Logs" / "tiermem"
+        )
+        files = _launchd_files(folder, name, agent_id, base, daemon, logs)
+    notes = () if daemon else ("the sync daemon is not included (sync is not set up here)",)
+    return ServicePlan(platform, folder, tuple(files), daemon, notes)
+
+
+# -- systemd -------------------------------------------------------------------------------
+
+
+def _exec(argv: Sequence[str]) -> str:
+    """An ExecStart= line: systemd splits like a shell for quoting, and `%` is its specifier
+    character, so it is doubled."""
+    return shlex.join(argv).replace("%", "%%")
+
+
+def _systemd_files(
+    folder: Path, name: str, agent_id: str, base: list[str], daemon: bool
+) -> list[ServiceFile]:
+    files: list[ServiceFile] = []
+    if daemon:
+        unit = f"{name}-daemon.service"
+        text = f"""[Unit]
+Description=tiermem sync daemon (agent {agent_id})
+
+[Service]
+Type=simple
+ExecStart={_exec([*base, "daemon"])}
+Restart=on-failure
+RestartSec=30
+# 22: sync not set up, 26: a secret is missing, 27: another daemon runs: restarting cannot help
+RestartPreventExitStatus=22 26 27
+Environment=PYTHONUNBUFFERED=1
+
+[Install]
+WantedBy=default.target
+"""
+        files.append(ServiceFile(folder / unit, text, unit, True))
+    for job in SCHEDULE:
+        service = f"{name}-consolidate-{job.mode}.service"
+        timer = f"{name}-consolidate-{job.mode}.timer"
+        service_text = f"""[Unit]
+Description=tiermem {job.mode} consolidation (agent {agent_id})
+
+[Service]
+Type=oneshot
+ExecStart={_exec([*base, "consolidate", "--mode", job.mode])}
+Nice=10
+IOSchedulingClass=idle
+"""
+        timer_text = f"""[Unit]
+Description=tiermem {job.mode} consolidation, {job.description} (agent {agent_id})
+
+[Timer]
+OnCalendar={job.on_calendar}
+Persistent=true
+Unit={service}
+
+[Install]
+WantedBy=timers.target
+"""
+        files.append(ServiceFile(folder / service, service_text, service, False))
+        files.append(ServiceFile(folder / timer, timer_text, timer, True))
+    return files
+
+
+# -- launchd -------------------------------------------------------------------------------
+
+
+def _launchd_files(
+    folder: Path, name: str, agent_id: str, base: list[str], daemon: bool, logs: Path
+) -> list[ServiceFile]:
+    suffix = "" if agent_id == DEFAULT_AGENT else f".{agent_id}"
+    files: list[ServiceFile] = []
+
+    def add(kind: str, argv: list[str], extra: dict[str, object]) -> None:
+        label = f"{LAUNCHD_PREFIX}{suffix}.{kind}"
+        doc: dict[str, object] = {
+            "Label": label,
+            "ProgramArguments": argv,
+            "StandardOutPath": str(logs / f"{name}-{kind}.log"),
+            "StandardErrorPath": str(logs / f"{name}-{kind}.log"),
+            "EnvironmentVariables": {"PYTHONUNBUFFERED": "1"},
+            **extra,
+        }
+        text = plistlib.dumps(doc, sort_keys=True).decode()
+        files.append(ServiceFile(folder / f"{label}.plist", text, label, True))
+
+    if daemon:
+        add(
+            "daemon",
+            [*base, "daemon"],
+            {
+                "RunAtLoad": True,
+                # Restart after a crash or a network failure, not after a clean exit (22, 26, 27
+                # need a person: see `tiermem doctor`).
+                "KeepAlive": {"SuccessfulExit": False},
+                "ThrottleInterval": 30,
+            },
+        )
+    for job in SCHEDULE:
+        calendar = []
+        for day, hour, minute in job.calendar:
+            entry = {"Hour": hour, "Minute": minute}
+            if day is not None:
+                entry["Day"] = day
+            calendar.append(entry)
+        add(
+            f"consolidate-{job.mode}",
+            [*base, "consolidate", "--mode", job.mode],
+            {
+                "StartCalendarInterval": calendar if len(calendar) > 1 else calendar[0],
+                "LowPriorityIO": True,
+                "Nice": 10,
+            },
+        )
+    return files
+
+
+# -- install / uninstall / status ------------------------------------------------------------
+
+
+def _check(runner: Runner, argv: list[str], report: ServiceReport) -> str:
+    report.commands.append(argv)
+    code, output = runner(argv)
+    if code != 0:
+        shown = shlex.join(argv)
+        raise ServiceError(f"`{shown}` failed (exit {code}): {' '.join(output.split())[:300]}")
+    return output
+
+
+def _gui_domain() -> str:
+    return f"gui/{os.getuid()}"
+
+
+def install(the_plan: ServicePlan, runner: Runner = run_command) -> ServiceReport:
+    """Write the files, reload the manager and enable/start the timers (and the daemon)."""
+    report = ServiceReport(the_plan.platform, the_plan.folder)
+    try:
+        the_plan.folder.mkdir(parents=True, exist_ok=True)
+        for f in the_plan.files:
+            tmp = f.path.with_name(f".{f.path.name}.tmp")
+            tmp.write_text(f.content, encoding="utf-8")
+            tmp.replace(f.path)
+        if the_plan.platform == "launchd":
+            for f in the_plan.files:
+                log = plistlib.loads(f.content.encode()).get("StandardOutPath")
+                if isinstance(log, str):
+                    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ServiceError(f"cannot write to {the_plan.folder} ({exc.strerror})") from None
+    if the_plan.platform == "systemd":
+        _check(runner, ["systemctl", "--user", "daemon-reload"], report)
+        units = the_plan.enabled_units()
+        _check(runner, ["systemctl", "--user", "enable", "--now", *units], report)
+        # A unit already running from an earlier install picks up a new ExecStart.
+        daemons = [u for u in units if u.endswith("-daemon.service")]
+        if daemons:
+            _check(runner, ["systemctl", "--user", "restart", *daemons], report)
+    else:
+        domain = _gui_domain()
+        for f in the_plan.files:
+            report.commands.append(["launchctl", "bootout", f"{domain}/{f.unit}"])
+            runner(report.commands[-1])  # not loaded yet: fine
+            _check(runner, ["launchctl", "bootstrap", domain, str(f.path)], report)
+    report.units = status(the_plan, runner).units
+    return report
+
+
+def uninstall(the_plan: ServicePlan, runner: Runner = run_command) -> ServiceReport:
+    """Stop and disable what `install` set up and remove its files (missing ones are fine)."""
+    report = ServiceReport(the_plan.platform, the_plan.folder)
+    present = [f for f in the_plan.files if f.path.exists()]
+    if the_plan.platform == "systemd":
+        if present:
+            argv = ["systemctl", "--user", "disable", "--now", *[f.unit for f in present]]
+            report.commands.append(argv)
+            runner(argv)  # a unit that never loaded cannot be disabled: nothing to undo
+    else:
+        for f in present:
+            report.commands.append(["launchctl", "bootout", f"{_gui_domain()}/{f.unit}"])
+            runner(report.commands[-1])
+    try:
+        for f in present:
+            f.path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise ServiceError(f"cannot remove files from {the_plan.folder} ({exc.strerror})") from None
+    if the_plan.platform == "systemd" and present:
+        _check(runner, ["systemctl", "--user", "daemon-reload"], report)
+    report.units = [
+        UnitStatus(f.unit, f.path, False, False, "removed" if f in present else "absent", "-")
+        for f in the_plan.files
+    ]
+    return report
+
+
+def status(the_plan: ServicePlan, runner: Runner = run_command) -> ServiceReport:
+    """Installed (and current), enabled and active state of every file of the plan."""
+    report = ServiceReport(the_plan.platform, the_plan.folder)
+    for f in the_plan.files:
+        installed = f.path.is_file()
+        current = installed and f.path.read_text(encoding="utf-8") == f.content
+        enabled, active = "-", "-"
+        if installed:
+            try:
+                enabled, active = _unit_state(the_plan.platform, f, runner, report)
+            except ServiceError as exc:
+                enabled, active = "unknown", str(exc)
+        report.units.append(UnitStatus(f.unit, f.path, installed, current, enabled, active))
+    return report
+
+
+def _unit_state(
+    platform: str, f: ServiceFile, runner: Runner, report: ServiceReport
+) -> tuple[str, str]:
+    if platform == "systemd":
+        argv = ["systemctl", "--user", "is-enabled", f.unit]
+        report.commands.append(argv)
+        enabled = runner(argv)[1].splitlines()[:1] or ["unknown"]
+        argv = ["systemctl", "--user", "is-active", f.unit]
+        report.commands.append(argv)
+        active = runner(argv)[1].splitlines()[:1] or ["unknown"]
+        return enabled[0].strip(), active[0].strip()
+    argv = ["launchctl", "print", f"{_gui_domain()}/{f.unit}"]
+    report.commands.append(argv)
+    code, output = runner(argv)
+    if code != 0:
+        return "not loaded", "inactive"
+    state = "loaded"
+    for line in output.splitlines():
+        key, _, value = line.strip().partition(" = ")
+        if key == "state":
+            state = value.strip()
+    return "loaded", state

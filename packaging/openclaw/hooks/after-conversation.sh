@@ -1,0 +1,9 @@
+#!/bin/sh
+# After each conversation: distill and store it, act on its tags, run session hygiene.
+# Usage: after-conversation.sh TRANSCRIPT|- [SESSION_ID]
+set -eu
+session="${2:-${TIERMEM_SESSION:-}}"
+if [ -n "$session" ]; then
+    exec tiermem conversation-end "${1:--}" --session "$session"
+fi
+exec tiermem conversation-end "${1:--}"

@@ -1,0 +1,515 @@
+"""`tiermem sync check`: is the server's copy of the vault whole and authentic? (like `restic
+check`)
+
+Without ``read_data`` the *structure* is checked, reading every row's metadata but only the
+manifests' and prune records' envelopes (which are decrypted):
+
+- every row has a well-formed version written by its own device, and an envelope header and
+  length that a sealed record can have (a truncated blob fails here);
+- per device the manifests are numbered 1, 2, 3, … without a gap, and the server is not behind
+  what this home already knows (its own confirmed pushes, the highest manifest seen from every
+  other device in pulls, the newest critical state applied or pushed): a server that rolled
+  back or replays an old state is caught;
+- every record line of every manifest is on the server, unless pruning explains its absence
+  (below); every record row on the server is listed by a manifest (no row moved in from another
+  agent or injected);
+- the key wraps (`keys.check_wraps`, helper 6B).
+
+With ``read_data`` every envelope is also downloaded, authenticated and decrypted under its
+epoch's key, decoded, matched against its record id (a memory record must carry the memory id
+its record id was derived from), and its SHA-256 compared with its manifest line.
+
+**Pruning rule.** A manifest line ``(rid, v)`` whose row is gone counts as *pruned* iff the
+server holds a version ``w`` of the same record with ``v < w <= H``, where ``H`` is the prune
+horizon (the highest over all authenticated ``prune`` records, see `restore.prune`). Then every
+point in time from ``H`` on sees ``w`` or later, so ``v`` was not needed; anything else missing
+is damage.
+
+**Exit codes** (`DAMAGE_EXIT_CODES`): 0 clean; 40 tampered (fails authentication, differs from
+its manifest, malformed, or not listed by any manifest); 41 missing (a listed record is gone);
+42 gap or rollback (a manifest number is missing, or the server is behind this home); 43 key-wrap
+damage. With several classes found the exit code is the first in that order: 40, 42, 41, 43.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from tiermem.core.errors import TiermemError
+from tiermem.sync import crypto, hlc, keys, records
+from tiermem.sync.engine import SyncEngine
+from tiermem.sync.hrana import Args, HranaClient, ResultSet
+from tiermem.sync.restore import (
+    DEFAULT_PAGE_ROWS,
+    PRUNE_TABLE,
+    _KeyRing,
+    _prune_rid,
+    decode_prune,
+    prune_horizon,
+)
+from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.state import agent_tag
+
+__all__ = [
+    "DAMAGE_EXIT_CODES",
+    "CheckReport",
+    "DamageFound",
+    "Problem",
+    "check",
+]
+
+Damage = Literal["tampered", "missing", "rollback", "wraps"]
+DAMAGE_EXIT_CODES: Final[dict[Damage, int]] = {
+    "tampered": 40,
+    "missing": 41,
+    "rollback": 42,
+    "wraps": 43,
+}
+SEVERITY: Final[tuple[Damage, ...]] = ("tampered", "rollback", "missing", "wraps")
+_OVERHEAD: Final = crypto.ENVELOPE_HEADER_LEN + crypto.TAG_LEN
+
+
+class DamageFound(TiermemError):
+    """`sync check` found damage; the exit code names the worst class found."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: Damage
+    message: str
+    seq: int | None = None
+    record_id: str | None = None
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    agent_id: str
+    url: str
+    read_data: bool
+    rows: int
+    records: int
+    manifests: int
+    devices: int
+    lines: int
+    pruned: int
+    decrypted: int
+    bytes: int
+    horizon: str | None
+    problems: tuple[Problem, ...]
+    requests: int
+    seconds: float
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def exit_code(self) -> int:
+        for kind in SEVERITY:
+            if any(p.kind == kind for p in self.problems):
+                return DAMAGE_EXIT_CODES[kind]
+        return 0
+
+
+@dataclass
+class _Row:
+    seq: int
+    record_id: bytes
+    version: str
+    epoch: int
+    device_id: bytes
+    length: int
+    head: bytes
+    envelope: bytes | None
+
+
+@dataclass
+class _Manifest:
+    n: int
+    version: str
+    seq: int
+    lines: tuple[records.ManifestEntry, ...]
+
+
+CheckProgress = Callable[[int, int], None]
+
+
+def check(
+    engine: SyncEngine,
+    read_data: bool = False,
+    *,
+    policy: RetryPolicy | None = None,
+    page_rows: int = DEFAULT_PAGE_ROWS,
+    progress: CheckProgress | None = None,
+) -> CheckReport:
+    """Check the remote copy of this agent's vault (see the module docstring)."""
+    started = time.perf_counter()
+    policy = policy or RetryPolicy()
+    s = engine.require_ready()
+    agent = engine.agent_id
+    tag = agent_tag(agent)
+    requests = 0
+
+    def select(sql: str, args: Args) -> ResultSet:
+        nonlocal requests
+
+        def one(c: HranaClient) -> list[ResultSet]:
+            return [c.execute(sql, args)]
+
+        results, n, _ = engine._send(s, one, policy)
+        requests += n
+        return results[0]
+
+    problems: list[Problem] = []
+
+    def damage(kind: Damage, message: str, row: _Row | None = None) -> None:
+        problems.append(
+            Problem(
+                kind,
+                message,
+                None if row is None else row.seq,
+                None if row is None else row.record_id.hex(),
+                None if row is None else row.version,
+            )
+        )
+
+    # Wraps first: they decide which keys the rest can use.
+    for w in keys.check_wraps(engine):
+        damage("wraps", f"key wraps: {w.message} ({w.kind}, epoch {w.epoch}, {w.subject})")
+    ring = _KeyRing.of_engine(engine)
+    id_key = ring.id_key
+    critical_rid = records.record_id(id_key, records.CRITICAL_TABLE, agent)
+    prune_rid = _prune_rid(ring)
+    try:
+        horizon = prune_horizon(select, ring, tag)
+    except crypto.CryptoError as exc:
+        damage("tampered", f"a prune record fails authentication ({exc})")
+        horizon = None
+    known_devices = [
+        _blob(r[0])
+        for r in select("SELECT device_id FROM devices WHERE agent_tag = ?", (tag,)).rows
+    ]
+    manifest_rids = {
+        d: records.record_id(id_key, records.MANIFEST_TABLE, d.hex()) for d in known_devices
+    }
+    total = int(str(select("SELECT count(*) FROM records WHERE agent_tag = ?", (tag,)).rows[0][0]))
+
+    rows: list[_Row] = []
+    envelope_sql = (
+        "envelope"
+        if read_data
+        else "CASE WHEN record_id IN ({}) THEN envelope END".format(
+            ", ".join("?" * (len(manifest_rids) + 1))
+        )
+    )
+    extra: tuple[object, ...] = () if read_data else (*manifest_rids.values(), prune_rid)
+    after = 0
+    size = 0
+    while True:
+        page = select(
+            "SELECT seq, record_id, version, epoch, device_id, length(envelope), "
+            f"substr(envelope, 1, {crypto.ENVELOPE_HEADER_LEN}), {envelope_sql} FROM records "
+            "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (*extra, tag, after, page_rows),
+        ).rows
+        for raw in page:
+            try:
+                row = _Row(
+                    _int(raw[0]),
+                    _blob(raw[1]),
+                    _str(raw[2]),
+                    _int(raw[3]),
+                    _blob(raw[4]),
+                    _int(raw[5]),
+                    _blob(raw[6]),
+                    None if raw[7] is None else _blob(raw[7]),
+                )
+            except crypto.TamperedData:
+                damage("tampered", f"row seq {raw[0]!r} is malformed")
+                continue
+            rows.append(row)
+            size += row.length
+        if progress is not None:
+            progress(len(rows), max(total, len(rows)))
+        if len(page) < page_rows:
+            break
+        after = _int(page[-1][0])
+
+    # Classify rows; structural checks; decrypt what must (or may) be decrypted.
+    manifests: dict[str, list[_Manifest]] = {}
+    present: dict[tuple[bytes, str], _Row] = {}
+    versions: dict[bytes, list[str]] = {}
+    decrypted = 0
+    for row in rows:
+        if not _structure_ok(row, damage):
+            continue
+        device_hex = row.device_id.hex()
+        mrid = manifest_rids.get(row.device_id) or records.record_id(
+            id_key, records.MANIFEST_TABLE, device_hex
+        )
+        if row.record_id == prune_rid:
+            decrypted += _open_prune(ring, agent, row, damage)
+            continue
+        if row.record_id == mrid:
+            m = _open_manifest(ring, agent, row, select, damage)
+            decrypted += 1
+            if m is not None:
+                manifests.setdefault(device_hex, []).append(m)
+            continue
+        present[(row.record_id, row.version)] = row
+        versions.setdefault(row.record_id, []).append(row.version)
+        if read_data:
+            decrypted += 1
+            table = (
+                records.CRITICAL_TABLE if row.record_id == critical_rid else records.MEMORY_TABLE
+            )
+            _open_record(ring, agent, table, row, damage)
+
+    # Manifests: numbering, and whether the server is behind what this home knows.
+    confirmed = _confirmed_counters(engine, s.device_id.hex())
+    for device_hex, items in sorted(manifests.items()):
+        numbers = sorted(m.n for m in items)
+        if len(set(numbers)) != len(numbers):
+            damage("tampered", f"device {device_hex[:12]}… has two manifests with one number")
+        gaps = sorted(set(range(1, numbers[-1] + 1)) - set(numbers))
+        if gaps:
+            damage(
+                "rollback",
+                f"device {device_hex[:12]}…'s pushes {_ranges(gaps)} are missing "
+                f"(manifests 1..{numbers[-1]} expected)",
+            )
+    for device_hex, known_n in confirmed.items():
+        remote_n = max((m.n for m in manifests.get(device_hex, [])), default=0)
+        if remote_n < known_n:
+            damage(
+                "rollback",
+                f"the server is behind: device {device_hex[:12]}… pushed {known_n} time(s) as "
+                f"far as this home knows, the server holds {remote_n} (a rollback or a replayed "
+                "old state)",
+            )
+    newest_critical = max(versions.get(critical_rid, []), default="")
+    known_critical = _known_critical(engine)
+    if known_critical and newest_critical < known_critical:
+        damage(
+            "rollback",
+            f"the server's newest critical state ({newest_critical or 'none'}) is older than "
+            f"the one this home already has ({known_critical})",
+        )
+
+    # Manifest lines against the rows.
+    listed: set[tuple[bytes, str]] = set()
+    lines = pruned = 0
+    for device_hex, items in sorted(manifests.items()):
+        for m in items:
+            for line in m.lines:
+                lines += 1
+                try:
+                    rid = bytes.fromhex(line.record_id)
+                except ValueError:
+                    damage("tampered", f"manifest {m.n} of {device_hex[:12]}… has a bad line")
+                    continue
+                if (line.table == records.CRITICAL_TABLE) != (rid == critical_rid) or (
+                    line.table == records.MANIFEST_TABLE
+                ):
+                    damage(
+                        "tampered",
+                        f"manifest {m.n} of {device_hex[:12]}… files a record under the wrong "
+                        "table",
+                    )
+                    continue
+                listed.add((rid, line.version))
+                found = present.get((rid, line.version))
+                if found is None:
+                    if _pruned(line.version, versions.get(rid, []), horizon):
+                        pruned += 1
+                    else:
+                        damage(
+                            "missing",
+                            f"record {line.record_id[:12]}… version {line.version} (listed by "
+                            f"push {m.n} of device {device_hex[:12]}…) is missing",
+                        )
+                    continue
+                if read_data and found.envelope is not None:
+                    if records.envelope_digest(found.envelope) != line.digest:
+                        damage("tampered", "a record differs from its manifest line", found)
+                    elif found.device_id.hex() != device_hex:
+                        damage("tampered", "a record names another writer than its push", found)
+    for key, row in present.items():
+        if key not in listed:
+            damage(
+                "tampered",
+                "a record is not listed by any manifest (moved here from another agent, or "
+                "injected)",
+                row,
+            )
+    counts: dict[str, int] = {
+        kind: sum(1 for p in problems if p.kind == kind) for kind in DAMAGE_EXIT_CODES
+    }
+    return CheckReport(
+        agent_id=agent,
+        url=s.url,
+        read_data=read_data,
+        rows=len(rows),
+        records=len(versions),
+        manifests=sum(len(v) for v in manifests.values()),
+        devices=len(manifests),
+        lines=lines,
+        pruned=pruned,
+        decrypted=decrypted,
+        bytes=size,
+        horizon=horizon,
+        problems=tuple(problems),
+        requests=requests,
+        seconds=time.perf_counter() - started,
+        counts=counts,
+    )
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _structure_ok(row: _Row, damage: Callable[[Damage, str, _Row], None]) -> bool:
+    try:
+        version = hlc.parse(row.version)
+    except ValueError:
+        damage("tampered", "a record has a malformed version", row)
+        return False
+    if version.device != row.device_id.hex():
+        damage("tampered", "a record's version names another writer than its row", row)
+        return False
+    body = row.length - _OVERHEAD
+    if body < crypto.MIN_BUCKET or body & (body - 1):
+        damage("tampered", f"a record's envelope has an impossible length ({row.length})", row)
+        return False
+    try:
+        header = crypto.parse_envelope(row.head + bytes(crypto.TAG_LEN))
+    except crypto.CryptoError as exc:
+        damage("tampered", f"a record's envelope header is damaged ({exc})", row)
+        return False
+    if header.epoch != row.epoch:
+        damage("tampered", "a record's epoch column differs from its envelope", row)
+        return False
+    return True
+
+
+def _remote(row: _Row) -> records.RemoteRow:
+    assert row.envelope is not None
+    return records.RemoteRow(
+        row.seq, row.record_id, row.version, row.epoch, row.device_id, row.envelope
+    )
+
+
+def _open_record(
+    ring: _KeyRing,
+    agent: str,
+    table: str,
+    row: _Row,
+    damage: Callable[[Damage, str, _Row], None],
+) -> None:
+    try:
+        plaintext = records.open_row(ring.key(row.epoch), agent, table, _remote(row))
+        if table == records.CRITICAL_TABLE:
+            records.decode_critical(plaintext, agent)
+            return
+        item = records.decode_memory(plaintext)
+        if ring.memory_rid(item.id) != row.record_id:
+            raise crypto.TamperedData("a memory record holds another memory than its id says")
+    except crypto.CryptoError as exc:
+        damage("tampered", f"a {table} record fails: {exc}", row)
+
+
+def _open_prune(
+    ring: _KeyRing, agent: str, row: _Row, damage: Callable[[Damage, str, _Row], None]
+) -> int:
+    if row.envelope is None:
+        return 0
+    try:
+        decode_prune(records.open_row(ring.key(row.epoch), agent, PRUNE_TABLE, _remote(row)))
+    except crypto.CryptoError as exc:
+        damage("tampered", f"a prune record fails: {exc}", row)
+    return 1
+
+
+def _open_manifest(
+    ring: _KeyRing,
+    agent: str,
+    row: _Row,
+    select: Callable[[str, Args], ResultSet],
+    damage: Callable[[Damage, str, _Row], None],
+) -> _Manifest | None:
+    if row.envelope is None:  # a device missing from the device list: fetch it anyway
+        rs = select("SELECT envelope FROM records WHERE seq = ?", (row.seq,)).rows
+        row.envelope = _blob(rs[0][0]) if rs else b""
+    try:
+        plaintext = records.open_row(
+            ring.key(row.epoch), agent, records.MANIFEST_TABLE, _remote(row)
+        )
+        m = records.decode_manifest(plaintext, row.device_id.hex())
+    except crypto.CryptoError as exc:
+        damage("tampered", f"a manifest fails: {exc}", row)
+        return None
+    return _Manifest(m.n, row.version, row.seq, m.records)
+
+
+def _pruned(version: str, remaining: list[str], horizon: str | None) -> bool:
+    """The pruning rule (module docstring): a newer version w with version < w <= horizon."""
+    return horizon is not None and any(version < w <= horizon for w in remaining)
+
+
+def _confirmed_counters(engine: SyncEngine, own_hex: str) -> dict[str, int]:
+    """Per device, the highest push number this home knows the server confirmed or held:
+    its own pushes (the batches still in flight are not confirmed) and other devices' pulled
+    manifests."""
+    db, agent = engine.db, engine.agent_id
+    known: dict[str, int] = {}
+    own = db.query_one("SELECT manifest_n FROM sync_progress WHERE agent_id = ?", (agent,))
+    if own is not None:
+        inflight = int(db.scalar("SELECT count(*) FROM sync_batches WHERE agent_id = ?", (agent,)))
+        if int(own[0]) - inflight > 0:
+            known[own_hex] = int(own[0]) - inflight
+    for device, n in db.query(
+        "SELECT device_id, last_n FROM sync_peers WHERE agent_id = ?", (agent,)
+    ):
+        if str(device) != own_hex:
+            known[str(device)] = max(known.get(str(device), 0), int(n))
+    return known
+
+
+def _known_critical(engine: SyncEngine) -> str:
+    """The newest critical-state version this home pushed (confirmed) or applied."""
+    row = engine.db.query_one(
+        "SELECT critical_version FROM sync_progress WHERE agent_id = ?", (engine.agent_id,)
+    )
+    return "" if row is None else str(row[0])
+
+
+def _ranges(numbers: list[int]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:10])
+    return shown + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
+
+
+def _int(value: object) -> int:
+    if not isinstance(value, int):
+        raise crypto.TamperedData("malformed row")
+    return value
+
+
+def _blob(value: object) -> bytes:
+    if not isinstance(value, bytes):
+        raise crypto.TamperedData("malformed row")
+    return value
+
+
+def _str(value: object) -> str:
+    if not isinstance(value, str):
+        raise crypto.TamperedData("malformed row")
+    return value

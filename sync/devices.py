@@ -1,0 +1,455 @@
+"""The devices of a vault: list them, join a new one with the recovery key, remove a lost one.
+
+Each device has its own X25519 key, kept in the secret store (`tiermem.sync.secrets`), and a
+row in the server's ``devices`` table: its public key, a name sealed under the vault's id key
+(the server never reads it; the default is the host name), when it was added and last seen,
+and a MAC under the current epoch's key that vouches for the entry (`crypto.device_entry_mac`).
+A rotation wraps the new key only to entries vouched for under the old key, so a public key the
+server slipped into the table never receives it.
+
+Joining (`add_device_with_recovery`, or pairing in `tiermem.sync.pairing`) gives the new home
+its own device key and device wrap; its data then arrives by pulling. Removing
+(`remove_device`) revokes the entry and rotates the vault key (`keys.rotate`): new data is out
+of the removed device's reach; what it already downloaded is not.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from typing import Final
+
+import httpx
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from tiermem.core.engine import Memory
+from tiermem.core.errors import InvalidInput, NotFound
+from tiermem.sync import crypto, hlc, keys
+from tiermem.sync.engine import SyncEngine
+from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, HranaClient, SqlError, to_base_url
+from tiermem.sync.retry import RetryPolicy, call_with_retry
+from tiermem.sync.state import (
+    INSERT_WRAP,
+    AlreadyInitialised,
+    HomeNotEmpty,
+    NothingToRestore,
+    Settings,
+    agent_tag,
+    insert_settings,
+    read_settings,
+    save_secrets,
+    wrap_id,
+)
+
+__all__ = [
+    "NAME_TABLE",
+    "DeviceInfo",
+    "JoinResult",
+    "add_device_with_recovery",
+    "check_empty_home",
+    "clean_name",
+    "default_name",
+    "epoch_wraps",
+    "join",
+    "list_devices",
+    "open_name",
+    "own_entry_statements",
+    "remove_device",
+    "rename_device",
+    "resolve_device",
+    "seal_name",
+]
+
+NAME_TABLE: Final = "device-name"  # the `table` bound in a sealed device name
+MAX_NAME: Final = 64
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """``verified``: the entry is vouched for under the current key (a rotation keeps it)."""
+
+    device_id: str
+    name: str
+    added: float | None
+    last_seen: float | None
+    revoked: bool
+    revoked_at: float | None
+    current: bool
+    verified: bool
+
+
+@dataclass(frozen=True)
+class JoinResult:
+    agent_id: str
+    url: str
+    device_id: str
+    name: str
+    epoch: int
+    via: str
+    secret_store: str
+    token_stored: bool
+
+
+def default_name() -> str:
+    return clean_name(socket.gethostname() or "device")
+
+
+def clean_name(name: str) -> str:
+    text = " ".join(name.split())
+    if not text:
+        raise InvalidInput("a device name must not be empty")
+    if len(text) > MAX_NAME:
+        raise InvalidInput(f"a device name has at most {MAX_NAME} characters")
+    return text
+
+
+# --------------------------------------------------------------------------- names, entries
+
+
+def _name_context(agent_id: str, device_id: bytes) -> crypto.RecordContext:
+    return crypto.RecordContext(agent_id, NAME_TABLE, device_id, "name", device_id)
+
+
+def seal_name(id_key: bytes, agent_id: str, device_id: bytes, name: str) -> bytes:
+    return crypto.seal_record(
+        id_key, keys.ID_EPOCH, _name_context(agent_id, device_id), name.encode()
+    )
+
+
+def open_name(id_key: bytes, agent_id: str, device_id: bytes, sealed: bytes | None) -> str:
+    if sealed is None:
+        return ""
+    try:
+        return crypto.open_record(id_key, _name_context(agent_id, device_id), sealed).decode()
+    except (crypto.CryptoError, UnicodeDecodeError):
+        return "?"
+
+
+def _added(value: str) -> float | None:
+    try:
+        return hlc.parse(value).wall_ms / 1000
+    except ValueError:
+        return None
+
+
+def _stamp(now: float, device_id: bytes) -> str:
+    return str(hlc.Hlc(max(int(now * 1000), 0), 0, device_id.hex()))
+
+
+def own_entry_statements(
+    engine: SyncEngine, s: Settings, *, name: str | None = None
+) -> list[tuple[str, Args]]:
+    """Upsert this device's entry: public key, name (sealed; the host name unless one is given
+    or set), last seen, and the MAC under the current key. No remote read at epoch 1 (so `sync
+    init` can append these to its registration batch); cheap to append to any batch."""
+    tag = agent_tag(engine.agent_id)
+    public = crypto.device_public_bytes(keys.device_private_key(engine, s))
+    epoch, key = keys.current_key(engine, s)
+    id_key = key if epoch == keys.ID_EPOCH else keys.id_key(engine)
+    added = _stamp(s.created_at, s.device_id)
+    sealed = seal_name(id_key, engine.agent_id, s.device_id, clean_name(name or default_name()))
+    where = " WHERE device_id = ? AND agent_tag = ?"
+    return [
+        (
+            "INSERT INTO devices (device_id, agent_tag, public_key, added) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            (s.device_id, tag, public, added),
+        ),
+        # `sync init` registers with added = '0' (no clock reading yet).
+        ("UPDATE devices SET added = ?" + where + " AND added = '0'", (added, s.device_id, tag)),
+        ("UPDATE devices SET last_seen = ?" + where, (engine.mem.now(), s.device_id, tag)),
+        (
+            "UPDATE devices SET name = ?" + where + ("" if name else " AND name IS NULL"),
+            (sealed, s.device_id, tag),
+        ),
+        keys.entry_mac_statement(engine, s.device_id, public, epoch, key),
+    ]
+
+
+def _touch(engine: SyncEngine, s: Settings, name: str | None = None) -> None:
+    """Refresh this device's own entry (one request)."""
+    statements = own_entry_statements(engine, s, name=name)
+    engine._send(s, lambda c: c.batch(statements), RetryPolicy())
+
+
+def rename_device(engine: SyncEngine, name: str) -> None:
+    """Name this device in the vault's device list (sealed; the server never reads it)."""
+    s = engine.require_ready()
+    _touch(engine, s, clean_name(name))
+
+
+def list_devices(engine: SyncEngine, *, touch: bool = True) -> list[DeviceInfo]:
+    """The vault's devices, oldest first. Adopts a newer epoch first; with `touch`, refreshes
+    this device's own entry (last seen, MAC). A removed device still lists (as removed)."""
+    s = engine.require_ready()
+    revoked_here = False
+    try:
+        keys.refresh_epoch(engine)
+    except keys.DeviceRevoked:
+        revoked_here = True
+    s = engine.require_ready()
+    if touch and not revoked_here:
+        _touch(engine, s)
+    epoch, key = keys.current_key(engine, s)
+    id_key = keys.id_key(engine)
+    out = []
+    for e in keys.device_entries(engine):
+        current = e.device_id == s.device_id
+        out.append(
+            DeviceInfo(
+                device_id=e.device_id.hex(),
+                name=open_name(id_key, engine.agent_id, e.device_id, e.name),
+                added=_added(e.added),
+                last_seen=e.last_seen,
+                revoked=e.revoked,
+                revoked_at=e.revoked_at,
+                current=current,
+                verified=not e.revoked and e.verified_at(engine.agent_id, epoch, key),
+            )
+        )
+    return out
+
+
+def resolve_device(engine: SyncEngine, given: str, *, active: bool = False) -> bytes:
+    """A device id from its hex form or a unique prefix of it (at least 4 digits); with
+    `active`, a removed device is `NotFound`."""
+    text = given.strip().lower().rstrip("…")
+    if len(text) < 4 or any(c not in "0123456789abcdef" for c in text):
+        raise InvalidInput("give a device id (hex, at least 4 digits; see `tiermem sync devices`)")
+    matches = [e for e in keys.device_entries(engine) if e.device_id.hex().startswith(text)]
+    if not matches:
+        raise NotFound(f"no device {text} in this vault (see `tiermem sync devices`)")
+    if len(matches) > 1:
+        raise InvalidInput(f"{text} matches {len(matches)} devices; give more digits")
+    if active and matches[0].revoked:
+        raise NotFound(f"device {matches[0].device_id.hex()} is already removed")
+    return matches[0].device_id
+
+
+# ------------------------------------------------------------------------------------ remove
+
+
+def remove_device(
+    engine: SyncEngine,
+    device_id: str | bytes,
+    recovery_key: bytes,
+    *,
+    passphrase: str | None = None,
+    policy: RetryPolicy | None = None,
+) -> keys.RotationResult:
+    """Revoke a (lost) device and rotate the vault key to a new epoch for future data.
+
+    Needs the recovery key (see `keys.rotate`); with the passphrase the new epoch keeps a
+    passphrase wrap, without it the passphrase stops unlocking new data (the result says so).
+    Data the removed device already had is NOT protected by this (`keys.ROTATION_NOTE`)."""
+    target = device_id if isinstance(device_id, bytes) else resolve_device(engine, device_id)
+    return keys.rotate(engine, recovery_key, passphrase=passphrase, remove=target, policy=policy)
+
+
+# -------------------------------------------------------------------------------------- join
+
+
+def check_empty_home(mem: Memory) -> None:
+    if read_settings(mem.db, mem.agent_id) is not None:
+        raise AlreadyInitialised(
+            f"sync is already set up for agent {mem.agent_id!r} in this home; a new device "
+            "joins from a new home (--home DIR)"
+        )
+    counts = [
+        int(mem.db.scalar(f"SELECT count(*) FROM {table} WHERE agent_id = ?", (mem.agent_id,)))
+        for table in ("hot_state", "tree_nodes", "memories", "outbox")
+    ]
+    if any(counts):
+        raise HomeNotEmpty(
+            f"{mem.home.root} already holds memory for agent {mem.agent_id!r}; join from an "
+            "empty home (--home DIR): the vault's memory arrives with the first pull"
+        )
+
+
+def _int(value: object) -> int:
+    if not isinstance(value, int):
+        raise crypto.TamperedData("the server returned a malformed row")
+    return value
+
+
+def _bytes(value: object) -> bytes:
+    if not isinstance(value, bytes):
+        raise crypto.TamperedData("the server returned a malformed row")
+    return value
+
+
+def epoch_wraps(
+    client: HranaClient, agent_id: str, policy: RetryPolicy, epoch: int | None = None
+) -> tuple[int, dict[str, bytes]]:
+    """The newest (or the given) epoch and its recovery/passphrase wraps."""
+    tag = agent_tag(agent_id)
+    try:
+        rows = call_with_retry(
+            lambda: client.execute(
+                "SELECT epoch, kind, blob FROM key_wraps WHERE agent_tag = ? "
+                "AND kind IN ('recovery', 'passphrase') ORDER BY epoch DESC",
+                (tag,),
+            ),
+            policy,
+        ).rows
+    except SqlError as exc:
+        if "no such table" not in str(exc):
+            raise
+        rows = ()
+    if not rows:
+        raise NothingToRestore(
+            f"{client.base_url} holds no vault for agent {agent_id!r} (set it up with "
+            "`tiermem sync init` on the first device)"
+        )
+    chosen = _int(rows[0][0]) if epoch is None else epoch
+    wraps = {str(kind): _bytes(blob) for e, kind, blob in rows if _int(e) == chosen}
+    if "recovery" not in wraps:
+        raise NothingToRestore(f"the vault of agent {agent_id!r} has no recovery key wrap")
+    return chosen, wraps
+
+
+def add_device_with_recovery(
+    mem: Memory,
+    url: str,
+    token: str | None,
+    recovery_key: bytes,
+    name: str | None = None,
+    *,
+    store_token: bool = True,
+    timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+    transport: httpx.BaseTransport | None = None,
+    policy: RetryPolicy | None = None,
+) -> JoinResult:
+    """Join this (empty) home to the existing vault of its agent as a new device, unlocking the
+    current vault key with the recovery key. Generates this device's X25519 key (secret store),
+    wraps the vault key to it and registers it, in one remote batch."""
+    policy = policy or RetryPolicy()
+    check_empty_home(mem)
+    with HranaClient(to_base_url(url), token, timeout=timeout, transport=transport) as client:
+        epoch, wraps = epoch_wraps(client, mem.agent_id, policy)
+        context = crypto.WrapContext(mem.agent_id, epoch, wrap_id(mem.agent_id, epoch, "recovery"))
+        vault_key = crypto.unwrap_with_recovery_key(wraps["recovery"], recovery_key, context)
+        return join(
+            mem,
+            client,
+            token,
+            crypto.generate_device_key(),
+            epoch,
+            vault_key,
+            wraps,
+            name=name,
+            via="recovery-key",
+            store_token=store_token,
+            policy=policy,
+        )
+
+
+def join(
+    mem: Memory,
+    client: HranaClient,
+    token: str | None,
+    device_key: X25519PrivateKey,
+    epoch: int,
+    vault_key: bytes,
+    wraps: dict[str, bytes],
+    *,
+    name: str | None,
+    via: str,
+    store_token: bool,
+    policy: RetryPolicy,
+) -> JoinResult:
+    """Set this home up as a new device of a vault whose key of `epoch` it already holds."""
+    check_empty_home(mem)
+    name = clean_name(name) if name is not None else default_name()
+    agent = mem.agent_id
+    tag = agent_tag(agent)
+    device_id = os.urandom(16)
+    public = crypto.device_public_bytes(device_key)
+    dev_wrap_id = wrap_id(agent, epoch, "device", device_id)
+    device_wrap = crypto.wrap_for_device(
+        vault_key, device_key.public_key(), crypto.WrapContext(agent, epoch, dev_wrap_id)
+    )
+    ref = uuid.uuid4().hex
+    store, token_stored = save_secrets(
+        mem.home.root, ref, device_key, token if store_token else None
+    )
+    settings = Settings(
+        agent_id=agent,
+        status="pending",
+        url=client.base_url,
+        device_id=device_id,
+        epoch=epoch,
+        secret_ref=ref,
+        secret_store=store.kind,
+        device_wrap=device_wrap,
+        recovery_wrap=wraps["recovery"],
+        passphrase_wrap=wraps.get("passphrase"),
+        created_at=mem.now(),
+    )
+    try:
+        with mem.db.transaction():
+            insert_settings(mem.db, settings)
+        id_key = vault_key
+        if epoch != keys.ID_EPOCH:
+            chains = _chain_blobs(client, agent, epoch, policy)
+            id_key = keys.unlock_chain(agent, epoch, vault_key, chains, keys.ID_EPOCH)[
+                keys.ID_EPOCH
+            ]
+        mac = crypto.device_entry_mac(vault_key, agent, epoch, device_id, public)
+        statements: list[tuple[str, Args]] = [
+            (
+                INSERT_WRAP + " ON CONFLICT DO NOTHING",
+                (dev_wrap_id, tag, epoch, "device", device_wrap),
+            ),
+            (
+                "INSERT INTO devices (device_id, agent_tag, public_key, added, name, last_seen, "
+                "mac, mac_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (
+                    device_id,
+                    tag,
+                    public,
+                    _stamp(mem.now(), device_id),
+                    seal_name(id_key, agent, device_id, name),
+                    mem.now(),
+                    mac,
+                    epoch,
+                ),
+            ),
+        ]
+        call_with_retry(lambda: client.batch(statements), policy)
+        with mem.db.transaction():
+            mem.db.execute(
+                "UPDATE sync_state SET status = 'ready', registered = 1 WHERE agent_id = ?",
+                (agent,),
+            )
+    except BaseException:
+        store.delete_all()
+        with mem.db.transaction():
+            mem.db.execute("DELETE FROM sync_state WHERE agent_id = ?", (agent,))
+        raise
+    return JoinResult(
+        agent_id=agent,
+        url=client.base_url,
+        device_id=device_id.hex(),
+        name=name,
+        epoch=epoch,
+        via=via,
+        secret_store=store.kind,
+        token_stored=token_stored,
+    )
+
+
+def _chain_blobs(
+    client: HranaClient, agent_id: str, below: int, policy: RetryPolicy
+) -> dict[int, bytes]:
+    rows = call_with_retry(
+        lambda: client.execute(
+            "SELECT epoch, blob FROM key_wraps WHERE agent_tag = ? AND kind = 'chain' "
+            "AND epoch < ?",
+            (agent_tag(agent_id), below),
+        ),
+        policy,
+    ).rows
+    return {_int(e): _bytes(b) for e, b in rows}

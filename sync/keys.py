@@ -1,0 +1,719 @@
+"""Vault keys by epoch: the current key, older keys through the chain, rotation, wrap checks.
+
+Every agent's vault has a key per *epoch*. The current epoch's key (``VK_E``) is wrapped to each
+device, to the recovery key and optionally to the passphrase (`crypto`). When a device is
+removed, `rotate` makes epoch ``E+1`` with a fresh random key, wraps it to the devices that
+remain (and the recovery key, and the passphrase when it is given), and writes a *chain* wrap:
+``VK_E`` sealed under ``VK_{E+1}``. So a current device reaches every older key by walking the
+chain down, while the removed device, which never gets ``VK_{E+1}``, cannot open anything sealed
+after the rotation. What it already downloaded (and the older keys it held) stays readable to
+it: rotation protects future data only.
+
+Record ids never change across epochs: they are keyed with the *id key*, the epoch-1 key
+(`id_key`).
+
+A device learns about a newer epoch from the server (`refresh_epoch`, also done by `epoch_key`
+when a record names a newer epoch). It adopts it only when its own device wrap opens the new key
+*and* the chain leads from the new key back to the key it already holds: a server that invents
+an epoch of its own (wrapping a key it knows to this device's public key) cannot make that
+chain, because it never had the old key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from tiermem.core.errors import InvalidInput, NotFound, TiermemError
+from tiermem.sync import crypto
+from tiermem.sync.engine import SyncEngine
+from tiermem.sync.hrana import Args, ResultSet, SqlError, Value
+from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.secrets import DEVICE_KEY, open_store
+from tiermem.sync.state import INSERT_WRAP, MissingSecret, Settings, agent_tag, wrap_id
+
+__all__ = [
+    "CHAIN",
+    "EPOCH_GUARD_SQL",
+    "ID_EPOCH",
+    "ROTATION_NOTE",
+    "SELECT_DEVICES",
+    "DeviceEntry",
+    "DeviceRevoked",
+    "RotationConflict",
+    "RotationResult",
+    "WrapProblem",
+    "chain_wrap_id",
+    "check_wraps",
+    "current_key",
+    "device_entries",
+    "device_private_key",
+    "entry_mac_statement",
+    "epoch_guard",
+    "epoch_key",
+    "execute",
+    "id_key",
+    "is_epoch_guard_failure",
+    "query",
+    "refresh_epoch",
+    "remember",
+    "rotate",
+    "unlock_chain",
+]
+
+CHAIN: Final = "chain"
+ID_EPOCH: Final = 1
+
+
+class DeviceRevoked(TiermemError):
+    """This device was removed from the vault: it holds no wrap of the current epoch's key."""
+
+    exit_code = 54
+
+
+class RotationConflict(TiermemError):
+    """Another device rotated the vault key at the same moment; nothing of this one was kept."""
+
+    exit_code = 55
+
+
+# Epoch keys already unwrapped by an engine (they never change for a given vault and epoch).
+_CACHE: weakref.WeakKeyDictionary[SyncEngine, dict[int, bytes]] = weakref.WeakKeyDictionary()
+
+
+def _cache(engine: SyncEngine) -> dict[int, bytes]:
+    return _CACHE.setdefault(engine, {})
+
+
+def remember(engine: SyncEngine, keys: Mapping[int, bytes]) -> None:
+    """Keep unwrapped epoch keys for this engine (after a rotation or a join)."""
+    _cache(engine).update(keys)
+
+
+def chain_wrap_id(agent_id: str, epoch: int) -> bytes:
+    """The id of the wrap holding epoch `epoch`'s key under epoch ``epoch + 1``'s key."""
+    return wrap_id(agent_id, epoch, CHAIN)
+
+
+def execute(
+    engine: SyncEngine, sql: str, args: Args = (), policy: RetryPolicy | None = None
+) -> ResultSet:
+    """One remote statement through the engine's client, with its retries."""
+    s = engine.require_ready()
+    results, _, _ = engine._send(s, lambda c: [c.execute(sql, args)], policy or RetryPolicy())
+    return results[0]
+
+
+def query(
+    engine: SyncEngine, sql: str, args: Args = (), policy: RetryPolicy | None = None
+) -> tuple[tuple[Value, ...], ...]:
+    """The rows of one remote statement (`execute`)."""
+    return execute(engine, sql, args, policy).rows
+
+
+def device_private_key(engine: SyncEngine, s: Settings) -> X25519PrivateKey:
+    raw = open_store(engine.mem.home.root, s.secret_ref, s.secret_store).get(DEVICE_KEY)
+    if raw is None:
+        raise MissingSecret(f"this device's sync key is missing from the {s.secret_store} store")
+    try:
+        return crypto.load_device_private_key(bytes.fromhex(raw))
+    except ValueError:
+        raise crypto.MalformedKey("the stored device key is damaged") from None
+
+
+def current_key(engine: SyncEngine, s: Settings | None = None) -> tuple[int, bytes]:
+    """(epoch, key) as this device knows them locally (no network)."""
+    s = s or engine.require_ready()
+    cache = _cache(engine)
+    if s.epoch not in cache:
+        context = crypto.WrapContext(
+            engine.agent_id, s.epoch, wrap_id(engine.agent_id, s.epoch, "device", s.device_id)
+        )
+        cache[s.epoch] = crypto.unwrap_for_device(
+            s.device_wrap, device_private_key(engine, s), context
+        )
+    return s.epoch, cache[s.epoch]
+
+
+def unlock_chain(
+    agent_id: str, top_epoch: int, top_key: bytes, chains: Mapping[int, bytes], down_to: int
+) -> dict[int, bytes]:
+    """Walk the chain from `top_epoch`'s key down to `down_to`: ``{epoch: key}``.
+
+    `chains` maps an epoch to its chain wrap (that epoch's key under the next one's). Pure, so a
+    restore holding only the recovery key's epoch can use it too. A missing or failing link is
+    `crypto.TamperedData`."""
+    keys = {top_epoch: top_key}
+    key = top_key
+    for epoch in range(top_epoch - 1, down_to - 1, -1):
+        blob = chains.get(epoch)
+        if blob is None:
+            raise crypto.TamperedData(
+                f"the key chain of this vault has no link for epoch {epoch}: older data "
+                "cannot be opened"
+            )
+        context = crypto.WrapContext(agent_id, epoch, chain_wrap_id(agent_id, epoch))
+        try:
+            key = crypto.unwrap_chain(blob, key, context)
+        except crypto.WrongKey:
+            raise crypto.TamperedData(
+                f"the key chain of this vault is damaged at epoch {epoch}"
+            ) from None
+        keys[epoch] = key
+    return keys
+
+
+def _chains(engine: SyncEngine, low: int, high: int) -> dict[int, bytes]:
+    rows = query(
+        engine,
+        "SELECT epoch, blob FROM key_wraps WHERE agent_tag = ? AND kind = 'chain' "
+        "AND epoch >= ? AND epoch < ?",
+        (agent_tag(engine.agent_id), low, high),
+    )
+    return {int(str(e)): _blob(b) for e, b in rows}
+
+
+def epoch_key(engine: SyncEngine, epoch: int) -> bytes:
+    """The vault key of `epoch`: the current one from this device's wrap, an older one through
+    the chain (one remote read, then cached), a newer one after adopting it (`refresh_epoch`)."""
+    cache = _cache(engine)
+    if epoch in cache:
+        return cache[epoch]
+    s = engine.require_ready()
+    if epoch > s.epoch:
+        refresh_epoch(engine)
+        s = engine.require_ready()
+        if epoch > s.epoch:
+            raise crypto.TamperedData(
+                f"a record names key epoch {epoch}, but this vault's newest epoch is {s.epoch}"
+            )
+    if epoch < ID_EPOCH:
+        raise crypto.TamperedData(f"a record names key epoch {epoch}, which never exists")
+    top, key = current_key(engine, s)
+    if epoch == top:
+        return key
+    cache.update(unlock_chain(engine.agent_id, top, key, _chains(engine, epoch, top), epoch))
+    return cache[epoch]
+
+
+def id_key(engine: SyncEngine) -> bytes:
+    """The key of record ids: the epoch-1 vault key, so ids stay the same after rotations."""
+    return epoch_key(engine, ID_EPOCH)
+
+
+def _blob(value: object) -> bytes:
+    if not isinstance(value, bytes):
+        raise crypto.TamperedData("the server returned a malformed row")
+    return value
+
+
+@dataclass(frozen=True)
+class _EpochWraps:
+    recovery: bytes | None = None
+    passphrase: bytes | None = None
+    chain: bytes | None = None
+    own_device: bytes | None = None
+
+
+def _wraps_from(engine: SyncEngine, s: Settings) -> dict[int, _EpochWraps]:
+    """This device's view of the key wraps of epochs ≥ its own (one remote read)."""
+    rows = query(
+        engine,
+        "SELECT epoch, kind, wrap_id, blob FROM key_wraps WHERE agent_tag = ? AND epoch >= ? "
+        "AND kind IN ('recovery', 'passphrase', 'chain', 'device')",
+        (agent_tag(engine.agent_id), s.epoch),
+    )
+    out: dict[int, _EpochWraps] = {}
+    for e, kind, wid, blob in rows:
+        epoch = int(str(e))
+        current = out.get(epoch, _EpochWraps())
+        if kind == "device":
+            if wid != wrap_id(engine.agent_id, epoch, "device", s.device_id):
+                continue
+            current = dataclasses.replace(current, own_device=_blob(blob))
+        elif kind in ("recovery", "passphrase", "chain"):
+            current = dataclasses.replace(current, **{str(kind): _blob(blob)})
+        out[epoch] = current
+    return out
+
+
+def refresh_epoch(engine: SyncEngine) -> int:
+    """Adopt the newest epoch on the server, if newer than this device's (one remote read).
+
+    Raises `DeviceRevoked` when the newest epoch has no wrap for this device, and
+    `crypto.TamperedData` when its key does not chain back to the key this device holds."""
+    s = engine.require_ready()
+    wraps = _wraps_from(engine, s)
+    newest = max((e for e, w in wraps.items() if w.recovery is not None), default=s.epoch)
+    if newest <= s.epoch:
+        return s.epoch
+    top = wraps[newest]
+    if top.own_device is None:
+        raise DeviceRevoked(
+            f"this device was removed from the vault of agent {engine.agent_id!r} (the key was "
+            f"rotated to epoch {newest} without it, or the server withholds its key wrap): it "
+            "cannot read or write new data; pair it again (`tiermem sync add-device`) in a new "
+            "home"
+        )
+    context = crypto.WrapContext(
+        engine.agent_id, newest, wrap_id(engine.agent_id, newest, "device", s.device_id)
+    )
+    new_key = crypto.unwrap_for_device(top.own_device, device_private_key(engine, s), context)
+    chains = {e: w.chain for e, w in wraps.items() if w.chain is not None}
+    keys = unlock_chain(engine.agent_id, newest, new_key, chains, s.epoch)
+    _, held = current_key(engine, s)
+    if keys[s.epoch] != held:
+        raise crypto.TamperedData(
+            f"the server offers a key epoch {newest} that does not lead back to this device's "
+            "key: refusing it (the server may be trying to slip in a key of its own)"
+        )
+    with engine.db.transaction():
+        engine.db.execute(
+            "UPDATE sync_state SET epoch = ?, device_wrap = ?, recovery_wrap = ?, "
+            "passphrase_wrap = ? WHERE agent_id = ? AND epoch = ?",
+            (newest, top.own_device, top.recovery, top.passphrase, engine.agent_id, s.epoch),
+        )
+    engine._vault_key = None
+    remember(engine, keys)
+    return newest
+
+
+# ------------------------------------------------------------------------------ epoch guard
+
+# Integer overflow is the one error plain SQL can raise on demand: abs(INT64_MIN).
+EPOCH_GUARD_SQL: Final = (
+    "SELECT CASE WHEN EXISTS (SELECT 1 FROM key_wraps WHERE agent_tag = ? AND kind = 'recovery' "
+    "AND epoch > ?) THEN abs(-9223372036854775807 - 1) ELSE 0 END"
+)
+
+
+def epoch_guard(agent_id: str, epoch: int) -> tuple[str, Args]:
+    """A statement for the start of a push batch: it fails the whole (atomic) batch when the
+    server holds an epoch newer than `epoch`, so a device that missed a rotation never commits
+    records sealed under the old key (which the removed device holds), at no extra request.
+    On that failure (`is_epoch_guard_failure`): `refresh_epoch`, seal again, resend."""
+    return EPOCH_GUARD_SQL, (agent_tag(agent_id), epoch)
+
+
+def is_epoch_guard_failure(exc: SqlError, index: int) -> bool:
+    """Whether a batch failed at its epoch guard (statement `index`)."""
+    return exc.statement == index and "overflow" in str(exc).lower()
+
+
+# ------------------------------------------------------------------------------- wrap checks
+
+
+@dataclass(frozen=True)
+class WrapProblem:
+    """One thing wrong with the key wraps. ``kind``: 'missing' (a wrap that must exist does
+    not), 'unauthenticated' (a wrap or device entry fails authentication), 'mismatch' (differs
+    from this device's copy), 'revoked-has-key' (a removed device holds a current wrap),
+    'revoked' (this device itself was removed), 'chain' (an older epoch is unreachable)."""
+
+    kind: str
+    epoch: int
+    subject: str
+    message: str
+
+
+def check_wraps(engine: SyncEngine) -> list[WrapProblem]:
+    """Every wrap the vault needs for its current epoch exists and, where this device can tell,
+    authenticates; every older epoch is reachable through the chain. Two remote reads."""
+    problems: list[WrapProblem] = []
+    try:
+        refresh_epoch(engine)
+    except DeviceRevoked as exc:
+        s = engine.require_ready()
+        return [WrapProblem("revoked", s.epoch, s.device_id.hex(), str(exc))]
+    except crypto.TamperedData as exc:
+        s = engine.require_ready()
+        problems.append(WrapProblem("chain", s.epoch, "epoch", str(exc)))
+        return problems
+    s = engine.require_ready()
+    agent = engine.agent_id
+    epoch, key = current_key(engine, s)
+    rows = query(
+        engine,
+        "SELECT epoch, kind, wrap_id, blob FROM key_wraps WHERE agent_tag = ?",
+        (agent_tag(agent),),
+    )
+    by_id = {_blob(wid): (int(str(e)), str(kind), _blob(blob)) for e, kind, wid, blob in rows}
+
+    def find(kind: str, e: int, extra: bytes = b"") -> bytes | None:
+        found = by_id.get(wrap_id(agent, e, kind, extra))
+        return None if found is None or found[:2] != (e, kind) else found[2]
+
+    recovery = find("recovery", epoch)
+    if recovery is None:
+        problems.append(
+            WrapProblem(
+                "missing", epoch, "recovery", f"no recovery-key wrap for the current epoch {epoch}"
+            )
+        )
+    elif recovery != s.recovery_wrap:
+        problems.append(
+            WrapProblem(
+                "mismatch",
+                epoch,
+                "recovery",
+                "the server's recovery-key wrap differs from the one this device saved",
+            )
+        )
+    passphrase = find("passphrase", epoch)
+    if s.passphrase_wrap is None and passphrase is not None:
+        problems.append(
+            WrapProblem(
+                "mismatch",
+                epoch,
+                "passphrase",
+                "the server holds a passphrase wrap this device never saw (a passphrase there "
+                "may unlock a key of someone else's making)",
+            )
+        )
+    if s.passphrase_wrap is not None:
+        if passphrase is None:
+            problems.append(
+                WrapProblem("missing", epoch, "passphrase", "the passphrase wrap is missing")
+            )
+        elif passphrase != s.passphrase_wrap:
+            problems.append(
+                WrapProblem(
+                    "mismatch",
+                    epoch,
+                    "passphrase",
+                    "the server's passphrase wrap differs from the one this device saved",
+                )
+            )
+    problems += _check_devices(engine, s, key, find)
+    chains: dict[int, bytes] = {}
+    for e in range(ID_EPOCH, epoch):
+        blob = find(CHAIN, e)
+        if blob is None:
+            problems.append(
+                WrapProblem("chain", e, "chain", f"the chain link for epoch {e} is missing")
+            )
+        else:
+            chains[e] = blob
+    if len(chains) == epoch - ID_EPOCH:
+        try:
+            remember(engine, unlock_chain(agent, epoch, key, chains, ID_EPOCH))
+        except crypto.TamperedData as exc:
+            problems.append(WrapProblem("chain", epoch, "chain", str(exc)))
+    return problems
+
+
+def _check_devices(
+    engine: SyncEngine, s: Settings, key: bytes, find: Callable[[str, int, bytes], bytes | None]
+) -> list[WrapProblem]:
+    problems: list[WrapProblem] = []
+    agent = engine.agent_id
+    for entry in device_entries(engine):
+        hex_id = entry.device_id.hex()
+        wrap = find("device", s.epoch, entry.device_id)
+        if entry.revoked:
+            if wrap is not None:
+                problems.append(
+                    WrapProblem(
+                        "revoked-has-key",
+                        s.epoch,
+                        hex_id,
+                        f"removed device {hex_id[:12]}… holds a wrap of the current key",
+                    )
+                )
+            continue
+        if entry.device_id == s.device_id:
+            problems += _check_own_wrap(engine, s, key, wrap)
+        elif not entry.verified_at(agent, s.epoch, key):
+            problems.append(
+                WrapProblem(
+                    "unauthenticated",
+                    s.epoch,
+                    hex_id,
+                    f"device {hex_id[:12]}…'s entry is not authenticated under the current key "
+                    "(added without the vault key, or left out of the last rotation)",
+                )
+            )
+        elif wrap is None:
+            problems.append(
+                WrapProblem(
+                    "missing", s.epoch, hex_id, f"device {hex_id[:12]}… has no wrap of the key"
+                )
+            )
+    return problems
+
+
+def _check_own_wrap(
+    engine: SyncEngine, s: Settings, key: bytes, wrap: bytes | None
+) -> list[WrapProblem]:
+    hex_id = s.device_id.hex()
+    if wrap is None:
+        return [WrapProblem("missing", s.epoch, hex_id, "this device's own wrap is missing")]
+    agent = engine.agent_id
+    context = crypto.WrapContext(agent, s.epoch, wrap_id(agent, s.epoch, "device", s.device_id))
+    try:
+        opened: bytes | None = crypto.unwrap_for_device(
+            wrap, device_private_key(engine, s), context
+        )
+    except crypto.CryptoError:
+        opened = None
+    if opened != key:
+        return [
+            WrapProblem(
+                "unauthenticated",
+                s.epoch,
+                hex_id,
+                "this device's wrap on the server does not open the current key",
+            )
+        ]
+    return []
+
+
+# ------------------------------------------------------------------------------ device list
+
+
+@dataclass(frozen=True)
+class DeviceEntry:
+    """One row of the server's ``devices`` table, as stored (nothing decrypted)."""
+
+    device_id: bytes
+    public_key: bytes
+    added: str
+    name: bytes | None
+    last_seen: float | None
+    revoked_at: float | None
+    revoked_epoch: int | None
+    mac: bytes | None
+    mac_epoch: int | None
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def verified_at(self, agent_id: str, epoch: int, key: bytes) -> bool:
+        """Authenticated under the key of `epoch` (so added or kept by a holder of that key)."""
+        if self.mac is None or self.mac_epoch != epoch:
+            return False
+        return crypto.verify_device_entry(
+            self.mac, key, agent_id, epoch, self.device_id, self.public_key
+        )
+
+
+SELECT_DEVICES: Final = (
+    "SELECT device_id, public_key, added, name, last_seen, revoked_at, revoked_epoch, mac, "
+    "mac_epoch FROM devices WHERE agent_tag = ? ORDER BY added, device_id"
+)
+
+
+def _opt_float(value: Value) -> float | None:
+    return None if value is None else float(str(value))
+
+
+def _opt_int(value: Value) -> int | None:
+    return None if value is None else int(str(value))
+
+
+def _opt_blob(value: Value) -> bytes | None:
+    return None if value is None else _blob(value)
+
+
+def device_entries(engine: SyncEngine) -> list[DeviceEntry]:
+    """The server's device list for this agent (one remote read)."""
+    rows = query(engine, SELECT_DEVICES, (agent_tag(engine.agent_id),))
+    return [
+        DeviceEntry(
+            device_id=_blob(r[0]),
+            public_key=_blob(r[1]),
+            added=str(r[2]),
+            name=_opt_blob(r[3]),
+            last_seen=_opt_float(r[4]),
+            revoked_at=_opt_float(r[5]),
+            revoked_epoch=_opt_int(r[6]),
+            mac=_opt_blob(r[7]),
+            mac_epoch=_opt_int(r[8]),
+        )
+        for r in rows
+    ]
+
+
+def entry_mac_statement(
+    engine: SyncEngine, device_id: bytes, public_key: bytes, epoch: int, key: bytes
+) -> tuple[str, Args]:
+    """Vouch for a device entry under the key of `epoch`."""
+    mac = crypto.device_entry_mac(key, engine.agent_id, epoch, device_id, public_key)
+    return (
+        "UPDATE devices SET mac = ?, mac_epoch = ? WHERE device_id = ? AND agent_tag = ? "
+        "AND public_key = ? AND revoked_at IS NULL",
+        (mac, epoch, device_id, agent_tag(engine.agent_id), public_key),
+    )
+
+
+# --------------------------------------------------------------------------------- rotation
+
+
+@dataclass(frozen=True)
+class RotationResult:
+    """``kept``: devices that got the new key. ``skipped``: device entries left out because
+    they are not authenticated under the old key (the server may have added them). ``passphrase``:
+    'kept', 'dropped' (it was set but not given) or 'none'."""
+
+    old_epoch: int
+    new_epoch: int
+    removed: str | None
+    kept: list[str]
+    skipped: list[str]
+    passphrase: str
+    note: str
+
+
+ROTATION_NOTE: Final = (
+    "Data written from now on is sealed under the new key, which the removed device never "
+    "gets. Data it already downloaded, and the older keys it held, are NOT protected by this: "
+    "treat anything it could read before as known to whoever has it."
+)
+
+
+def rotate(
+    engine: SyncEngine,
+    recovery_key: bytes,
+    *,
+    passphrase: str | None = None,
+    remove: bytes | None = None,
+    now: float | None = None,
+    policy: RetryPolicy | None = None,
+) -> RotationResult:
+    """Start epoch E+1 with a fresh vault key (one atomic remote batch), optionally revoking
+    the device `remove`.
+
+    The recovery key is required: its wrap is symmetric (only its holder can wrap a new key to
+    it), and asking for it means a stolen device alone cannot lock the owner's other devices
+    out. It is checked against the current recovery wrap before anything is written. With the
+    passphrase the new key gets a passphrase wrap too; without it, the passphrase stops working
+    from this epoch on (say so). Older epochs stay readable through the chain wrap."""
+    policy = policy or RetryPolicy()
+    refresh_epoch(engine)
+    s = engine.require_ready()
+    agent = engine.agent_id
+    tag = agent_tag(agent)
+    old_epoch, old_key = current_key(engine, s)
+    recovery_context = crypto.WrapContext(agent, old_epoch, wrap_id(agent, old_epoch, "recovery"))
+    if crypto.unwrap_with_recovery_key(s.recovery_wrap, recovery_key, recovery_context) != old_key:
+        raise crypto.WrongKey("the recovery key does not unlock this vault")
+    keep_passphrase = s.passphrase_wrap is not None and passphrase is not None
+    params = crypto.DEFAULT_KDF_PARAMS
+    if keep_passphrase:
+        assert s.passphrase_wrap is not None and passphrase is not None
+        pw_context = crypto.WrapContext(agent, old_epoch, wrap_id(agent, old_epoch, "passphrase"))
+        crypto.unwrap_with_passphrase(s.passphrase_wrap, passphrase, pw_context)
+        parsed = crypto.parse_wrap(s.passphrase_wrap)
+        assert isinstance(parsed, crypto.PassphraseWrap)
+        params = parsed.params
+    entries = device_entries(engine)
+    own_public = crypto.device_public_bytes(device_private_key(engine, s))
+    if remove is not None:
+        if remove == s.device_id:
+            raise InvalidInput(
+                "this is the device you are using; remove it from another device (or just "
+                "delete this home)"
+            )
+        if not any(e.device_id == remove and not e.revoked for e in entries):
+            raise NotFound(f"no device {remove.hex()} in this vault (or it is already removed)")
+    kept: list[tuple[bytes, bytes]] = [(s.device_id, own_public)]
+    skipped: list[str] = []
+    for entry in entries:
+        if entry.revoked or entry.device_id in (remove, s.device_id):
+            continue
+        if entry.verified_at(agent, old_epoch, old_key):
+            kept.append((entry.device_id, entry.public_key))
+        else:
+            skipped.append(entry.device_id.hex())
+    new_epoch = old_epoch + 1
+    new_key = crypto.generate_vault_key()
+    recovery = crypto.wrap_with_recovery_key(
+        new_key,
+        recovery_key,
+        crypto.WrapContext(agent, new_epoch, wrap_id(agent, new_epoch, "recovery")),
+    )
+    statements: list[tuple[str, Args]] = [
+        (INSERT_WRAP, (wrap_id(agent, new_epoch, "recovery"), tag, new_epoch, "recovery", recovery))
+    ]
+    chain = crypto.wrap_chain(
+        old_key,
+        new_key,
+        new_epoch,
+        crypto.WrapContext(agent, old_epoch, chain_wrap_id(agent, old_epoch)),
+    )
+    statements.append(
+        (INSERT_WRAP, (chain_wrap_id(agent, old_epoch), tag, old_epoch, CHAIN, chain))
+    )
+    new_pw: bytes | None = None
+    if keep_passphrase:
+        assert passphrase is not None
+        pw_id = wrap_id(agent, new_epoch, "passphrase")
+        new_pw = crypto.wrap_with_passphrase(
+            new_key, passphrase, crypto.WrapContext(agent, new_epoch, pw_id), params=params
+        )
+        statements.append((INSERT_WRAP, (pw_id, tag, new_epoch, "passphrase", new_pw)))
+    own_wrap = b""
+    for device_id, public in kept:
+        dev_id = wrap_id(agent, new_epoch, "device", device_id)
+        blob = crypto.wrap_for_device(
+            new_key,
+            crypto.load_device_public_key(public),
+            crypto.WrapContext(agent, new_epoch, dev_id),
+        )
+        if device_id == s.device_id:
+            own_wrap = blob
+        statements.append((INSERT_WRAP, (dev_id, tag, new_epoch, "device", blob)))
+        statements.append(entry_mac_statement(engine, device_id, public, new_epoch, new_key))
+    when = engine.mem.now() if now is None else now
+    if remove is not None:
+        statements.append(
+            (
+                "UPDATE devices SET revoked_at = ?, revoked_epoch = ?, mac = NULL, "
+                "mac_epoch = NULL WHERE device_id = ? AND agent_tag = ?",
+                (when, new_epoch, remove, tag),
+            )
+        )
+    try:
+        engine._send(s, lambda c: c.batch(statements), policy)
+    except SqlError as exc:
+        if exc.statement != 0:
+            raise
+        # The new epoch's recovery wrap exists: ours (the answer to an earlier attempt was
+        # lost; the batch is atomic) or another device's rotation.
+        rows = query(
+            engine,
+            "SELECT blob FROM key_wraps WHERE wrap_id = ?",
+            (wrap_id(agent, new_epoch, "recovery"),),
+            policy,
+        )
+        if rows != ((recovery,),):
+            raise RotationConflict(
+                f"another device rotated the key of agent {agent!r} to epoch {new_epoch} at the "
+                "same moment; nothing was changed here; run the command again"
+            ) from None
+    with engine.db.transaction():
+        engine.db.execute(
+            "UPDATE sync_state SET epoch = ?, device_wrap = ?, recovery_wrap = ?, "
+            "passphrase_wrap = ? WHERE agent_id = ?",
+            (new_epoch, own_wrap, recovery, new_pw, agent),
+        )
+    engine._vault_key = None
+    remember(engine, {new_epoch: new_key, old_epoch: old_key})
+    pw_state = "kept" if keep_passphrase else "dropped"
+    if s.passphrase_wrap is None:
+        pw_state = "none"
+    return RotationResult(
+        old_epoch=old_epoch,
+        new_epoch=new_epoch,
+        removed=None if remove is None else remove.hex(),
+        kept=[d.hex() for d, _ in kept],
+        skipped=skipped,
+        passphrase=pw_state,
+        note=ROTATION_NOTE if remove is not None else "",
+    )

@@ -1,0 +1,532 @@
+"""Pairing a new device with an existing one, through the server, checked by a short code.
+
+The server relays four messages through one row of its ``pairings`` table:
+
+1. the new device N posts its public key and a *commitment* ``H(N_pub, n_N)`` to a random nonce;
+2. an existing device E answers with its device public key and its own nonce ``n_E``;
+3. N reveals ``n_N``; E checks it against the commitment;
+4. both show six words derived from the whole transcript (agent, pairing id, both public
+   keys, both nonces: `crypto.pairing_code`). The user compares them and confirms on E; only
+   then does E post the vault key, sealed under a key only E's and N's private keys can derive
+   (static X25519 + HKDF over the transcript). N opens it, makes its own device wrap and
+   registers like any joining device (`devices.join`).
+
+A server that swaps N's key for its own makes E show a different code (and cannot decrypt the
+answer anyway); one that swaps E's key makes N show a different code and the answer fails to
+open. The commitment stops it from searching for two keys whose codes happen to match: each
+side's nonce is fixed before it learns the other's. A mismatch refuses the pairing on E and
+nothing is sent.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import httpx
+
+from tiermem.core.engine import Memory
+from tiermem.core.errors import InvalidInput, NotFound, TiermemError
+from tiermem.sync import crypto, keys
+from tiermem.sync.devices import (
+    JoinResult,
+    check_empty_home,
+    epoch_wraps,
+    join,
+    own_entry_statements,
+)
+from tiermem.sync.engine import SyncEngine
+from tiermem.sync.hrana import DEFAULT_TIMEOUT, HranaClient, Value, to_base_url
+from tiermem.sync.retry import RetryPolicy, call_with_retry
+from tiermem.sync.state import agent_tag
+
+__all__ = [
+    "PAIRING_TTL",
+    "Approval",
+    "NewDevicePairing",
+    "PairingRefused",
+    "PairingRequest",
+    "PairingTimeout",
+    "answer_pairing",
+    "approve_pairing",
+    "codes_match",
+    "finish_pairing",
+    "pending_pairings",
+    "refuse_pairing",
+    "start_pairing",
+]
+
+PAIRING_TTL: Final = 15 * 60.0  # seconds a request stays listed
+POLL: Final = 1.0
+
+CREATE_PAIRINGS: Final = (
+    "CREATE TABLE IF NOT EXISTS pairings ("
+    "pairing_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, created REAL NOT NULL, "
+    "new_public BLOB NOT NULL, commitment BLOB NOT NULL, approver_public BLOB, "
+    "approver_nonce BLOB, new_nonce BLOB, bundle BLOB, refused INTEGER NOT NULL DEFAULT 0)"
+)
+_SELECT: Final = (
+    "SELECT pairing_id, created, new_public, commitment, approver_public, approver_nonce, "
+    "new_nonce, bundle, refused FROM pairings"
+)
+
+
+class PairingRefused(TiermemError):
+    """The codes differ (or the user said no, or the answer does not authenticate): the
+    pairing is refused and no key was sent."""
+
+    exit_code = 56
+
+
+class PairingTimeout(TiermemError):
+    """The other device did not take its step in time."""
+
+    exit_code = 57
+
+
+@dataclass(frozen=True)
+class _Row:
+    pairing_id: bytes
+    created: float
+    new_public: bytes
+    commitment: bytes
+    approver_public: bytes | None
+    approver_nonce: bytes | None
+    new_nonce: bytes | None
+    bundle: bytes | None
+    refused: bool
+
+
+def _opt(value: Value) -> bytes | None:
+    if value is None:
+        return None
+    if not isinstance(value, bytes):
+        raise crypto.TamperedData("the server returned a malformed pairing row")
+    return value
+
+
+def _row(r: tuple[Value, ...]) -> _Row:
+    pid, public, commitment = _opt(r[0]), _opt(r[2]), _opt(r[3])
+    if pid is None or public is None or commitment is None:
+        raise crypto.TamperedData("the server returned a malformed pairing row")
+    return _Row(
+        pid,
+        float(str(r[1])),
+        public,
+        commitment,
+        _opt(r[4]),
+        _opt(r[5]),
+        _opt(r[6]),
+        _opt(r[7]),
+        bool(r[8]),
+    )
+
+
+def codes_match(shown: str, typed: str) -> bool:
+    """Compare codes word by word, ignoring case, spaces, dashes and punctuation."""
+
+    def words(text: str) -> list[str]:
+        cleaned = "".join(c if c.isalnum() else " " for c in text.lower())
+        return cleaned.split()
+
+    return words(shown) == words(typed)
+
+
+def _wait(
+    fetch: Callable[[], _Row | None],
+    ready: Callable[[_Row], bool],
+    timeout: float,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+    what: str,
+) -> _Row:
+    deadline = clock() + timeout
+    while True:
+        row = fetch()
+        if row is None:
+            raise NotFound(f"the pairing request is gone from the server ({what})")
+        if row.refused:
+            raise PairingRefused("the pairing was refused on the existing device; nothing was sent")
+        if ready(row):
+            return row
+        if clock() >= deadline:
+            raise PairingTimeout(f"gave up waiting {timeout:.0f} s for {what}")
+        sleep(POLL)
+
+
+# ------------------------------------------------------------------------- the new device
+
+
+class NewDevicePairing:
+    """The new device's side (steps 1, 3 and the end). Holds its fresh private key in memory
+    only: an interrupted pairing is started again."""
+
+    def __init__(
+        self,
+        mem: Memory,
+        url: str,
+        token: str | None,
+        *,
+        name: str | None = None,
+        store_token: bool = True,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+        policy: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.mem = mem
+        self.token = token
+        self.name = name
+        self.store_token = store_token
+        self.policy = policy or RetryPolicy()
+        self.sleep = sleep
+        self.clock = clock
+        self.client = HranaClient(to_base_url(url), token, timeout=timeout, transport=transport)
+        self.key = crypto.generate_device_key()
+        self.public = crypto.device_public_bytes(self.key)
+        self.nonce = os.urandom(crypto.PAIRING_NONCE_LEN)
+        self.pairing_id = os.urandom(16)
+        self.code: str | None = None
+        self._transcript: crypto.PairingTranscript | None = None
+
+    @property
+    def request_id(self) -> str:
+        """What the existing device lists (a short, non-secret handle)."""
+        return self.pairing_id.hex()[:8]
+
+    def close(self) -> None:
+        self.client.close()
+
+    def start(self) -> None:
+        """Step 1: post the public key and the commitment."""
+        check_empty_home(self.mem)
+        epoch_wraps(self.client, self.mem.agent_id, self.policy)  # a vault exists
+        statements = [
+            (CREATE_PAIRINGS, ()),
+            (
+                "INSERT INTO pairings (pairing_id, agent_tag, created, new_public, commitment) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (
+                    self.pairing_id,
+                    agent_tag(self.mem.agent_id),
+                    time.time(),
+                    self.public,
+                    crypto.pairing_commitment(self.public, self.nonce),
+                ),
+            ),
+        ]
+        call_with_retry(lambda: self.client.batch(statements), self.policy)
+
+    def _fetch(self) -> _Row | None:
+        rows = call_with_retry(
+            lambda: self.client.execute(f"{_SELECT} WHERE pairing_id = ?", (self.pairing_id,)),
+            self.policy,
+        ).rows
+        return _row(rows[0]) if rows else None
+
+    def wait_code(self, timeout: float = PAIRING_TTL) -> str:
+        """Step 3: wait for an existing device to answer, reveal the nonce, return the code."""
+        row = _wait(
+            self._fetch,
+            lambda r: r.approver_public is not None and r.approver_nonce is not None,
+            timeout,
+            self.sleep,
+            self.clock,
+            "an existing device to answer (run `tiermem sync approve-device` there)",
+        )
+        assert row.approver_public is not None and row.approver_nonce is not None
+        if len(row.approver_public) != crypto.X25519_LEN:
+            raise crypto.TamperedData("the answer holds a malformed public key")
+        call_with_retry(
+            lambda: self.client.execute(
+                "UPDATE pairings SET new_nonce = ? WHERE pairing_id = ? AND new_nonce IS NULL",
+                (self.nonce, self.pairing_id),
+            ),
+            self.policy,
+        )
+        self._transcript = crypto.PairingTranscript(
+            agent_id=self.mem.agent_id,
+            pairing_id=self.pairing_id,
+            new_public=self.public,
+            new_nonce=self.nonce,
+            approver_public=row.approver_public,
+            approver_nonce=row.approver_nonce,
+        )
+        self.code = crypto.pairing_code(self._transcript)
+        return self.code
+
+    def finish(self, timeout: float = PAIRING_TTL) -> JoinResult:
+        """Wait for the approval, open it, and join this home to the vault as a new device."""
+        if self._transcript is None:
+            raise RuntimeError("call wait_code() first")
+        row = _wait(
+            self._fetch,
+            lambda r: r.bundle is not None,
+            timeout,
+            self.sleep,
+            self.clock,
+            "the codes to be confirmed on the existing device",
+        )
+        assert row.bundle is not None
+        try:
+            epoch, vault_key = crypto.open_pairing_bundle(self.key, self._transcript, row.bundle)
+        except crypto.WrongKey as exc:
+            raise PairingRefused(f"{exc}; nothing was set up") from None
+        _, wraps = epoch_wraps(self.client, self.mem.agent_id, self.policy, epoch)
+        result = join(
+            self.mem,
+            self.client,
+            self.token,
+            self.key,
+            epoch,
+            vault_key,
+            wraps,
+            name=self.name,
+            via="pairing",
+            store_token=self.store_token,
+            policy=self.policy,
+        )
+        self.cancel()
+        return result
+
+    def cancel(self) -> None:
+        """Withdraw the request (also done after a successful join)."""
+        call_with_retry(
+            lambda: self.client.execute(
+                "DELETE FROM pairings WHERE pairing_id = ?", (self.pairing_id,)
+            ),
+            self.policy,
+        )
+
+
+def start_pairing(
+    mem: Memory,
+    url: str,
+    token: str | None,
+    name: str | None = None,
+    *,
+    store_token: bool = True,
+    timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+    transport: httpx.BaseTransport | None = None,
+    policy: RetryPolicy | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> NewDevicePairing:
+    """Step 1 on the new device; then `wait_code()` (show it) and `finish_pairing`."""
+    pairing = NewDevicePairing(
+        mem,
+        url,
+        token,
+        name=name,
+        store_token=store_token,
+        timeout=timeout,
+        transport=transport,
+        policy=policy,
+        sleep=sleep,
+        clock=clock,
+    )
+    try:
+        pairing.start()
+    except BaseException:
+        pairing.close()
+        raise
+    return pairing
+
+
+def finish_pairing(pairing: NewDevicePairing, timeout: float = PAIRING_TTL) -> JoinResult:
+    return pairing.finish(timeout)
+
+
+# ---------------------------------------------------------------------- the existing device
+
+
+@dataclass(frozen=True)
+class PairingRequest:
+    request_id: str  # the first 8 hex digits of the pairing id
+    pairing_id: bytes
+    created: float
+    answered: bool
+
+
+def pending_pairings(engine: SyncEngine, now: float | None = None) -> list[PairingRequest]:
+    """Requests of new devices for this agent, newest first (expired ones are deleted)."""
+    now = time.time() if now is None else now
+    tag = agent_tag(engine.agent_id)
+    s = engine.require_ready()
+    results, _, _ = engine._send(
+        s,
+        lambda c: c.batch(
+            [
+                (CREATE_PAIRINGS, ()),
+                (
+                    "DELETE FROM pairings WHERE agent_tag = ? AND created < ?",
+                    (tag, now - PAIRING_TTL),
+                ),
+                (
+                    f"{_SELECT} WHERE agent_tag = ? AND bundle IS NULL AND refused = 0 "
+                    "ORDER BY created DESC",
+                    (tag,),
+                ),
+            ]
+        ),
+        RetryPolicy(),
+    )
+    rows = [_row(r) for r in results[2].rows]
+    return [
+        PairingRequest(
+            r.pairing_id.hex()[:8], r.pairing_id, r.created, r.approver_public is not None
+        )
+        for r in rows
+    ]
+
+
+class Approval:
+    """The existing device's side of one pairing (steps 2 and 4)."""
+
+    def __init__(
+        self,
+        engine: SyncEngine,
+        pairing_id: bytes,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.engine = engine
+        self.pairing_id = pairing_id
+        self.sleep = sleep
+        self.clock = clock
+        s = engine.require_ready()
+        self.device_key = keys.device_private_key(engine, s)
+        self.public = crypto.device_public_bytes(self.device_key)
+        self.nonce = os.urandom(crypto.PAIRING_NONCE_LEN)
+        self.code: str | None = None
+        self._transcript: crypto.PairingTranscript | None = None
+
+    def _fetch(self) -> _Row | None:
+        rows = keys.query(self.engine, f"{_SELECT} WHERE pairing_id = ?", (self.pairing_id,))
+        return _row(rows[0]) if rows else None
+
+    def answer(self) -> None:
+        """Step 2: post this device's public key and nonce (only if nobody answered yet)."""
+        keys.refresh_epoch(self.engine)
+        s = self.engine.require_ready()
+        statements = [
+            *own_entry_statements(self.engine, s),
+            (
+                "UPDATE pairings SET approver_public = ?, approver_nonce = ? "
+                "WHERE pairing_id = ? AND approver_public IS NULL AND refused = 0",
+                (self.public, self.nonce, self.pairing_id),
+            ),
+        ]
+        results, _, _ = self.engine._send(s, lambda c: c.batch(statements), RetryPolicy())
+        if results[-1].affected_row_count != 1:
+            raise PairingRefused(
+                "this pairing request was already answered (by another device?) or is gone; "
+                "start the pairing again on the new device"
+            )
+
+    def wait_code(self, timeout: float = PAIRING_TTL) -> str:
+        """Wait for the new device's reveal, check its commitment, return the code to show."""
+        row = _wait(
+            self._fetch,
+            lambda r: r.new_nonce is not None,
+            timeout,
+            self.sleep,
+            self.clock,
+            "the new device to show its code",
+        )
+        assert row.new_nonce is not None
+        if row.approver_public != self.public or row.approver_nonce != self.nonce:
+            self.refuse()
+            raise PairingRefused("the server altered this device's answer; pairing refused")
+        if crypto.pairing_commitment(row.new_public, row.new_nonce) != row.commitment:
+            self.refuse()
+            raise PairingRefused(
+                "the new device's key does not match what it committed to (the server may "
+                "have swapped it); pairing refused, nothing was sent"
+            )
+        self._transcript = crypto.PairingTranscript(
+            agent_id=self.engine.agent_id,
+            pairing_id=self.pairing_id,
+            new_public=row.new_public,
+            new_nonce=row.new_nonce,
+            approver_public=self.public,
+            approver_nonce=self.nonce,
+        )
+        self.code = crypto.pairing_code(self._transcript)
+        return self.code
+
+    def approve(self, typed_code: str) -> None:
+        """Step 4: when `typed_code` (what the new device shows) equals this device's code,
+        post the sealed vault key; otherwise refuse the pairing and send nothing."""
+        if self._transcript is None or self.code is None:
+            raise RuntimeError("call wait_code() first")
+        if not codes_match(self.code, typed_code):
+            self.refuse()
+            raise PairingRefused(
+                "the codes differ: someone may be in the middle (the server?); pairing "
+                "refused, nothing was sent"
+            )
+        epoch, key = keys.current_key(self.engine)
+        bundle = crypto.seal_pairing_bundle(self.device_key, self._transcript, epoch, key)
+        result = keys.execute(
+            self.engine,
+            "UPDATE pairings SET bundle = ? WHERE pairing_id = ? AND bundle IS NULL "
+            "AND refused = 0",
+            (bundle, self.pairing_id),
+        )
+        if result.affected_row_count != 1:
+            raise PairingRefused("the pairing request is gone or was refused; nothing was sent")
+
+    def refuse(self) -> None:
+        keys.query(
+            self.engine,
+            "UPDATE pairings SET refused = 1 WHERE pairing_id = ? AND bundle IS NULL",
+            (self.pairing_id,),
+        )
+
+
+def answer_pairing(
+    engine: SyncEngine,
+    request: str | None = None,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> Approval:
+    """Step 2 on an existing device for the request `request` (its id or a prefix), or the
+    only pending one. Then `wait_code()`, and `approve_pairing` with the new device's code.
+    A device that was removed from the vault cannot approve (`keys.DeviceRevoked`)."""
+    keys.refresh_epoch(engine)
+    pending = pending_pairings(engine)
+    if request is not None:
+        wanted = request.strip().lower()
+        pending = [p for p in pending if p.pairing_id.hex().startswith(wanted)]
+    waiting = [p for p in pending if not p.answered]
+    if pending and not waiting:
+        raise PairingRefused(
+            "this pairing request was already answered (by another device?); start the "
+            "pairing again on the new device"
+        )
+    if not waiting:
+        raise NotFound(
+            "no pairing request is waiting; start one on the new device with "
+            "`tiermem sync add-device --pair`"
+        )
+    if len(waiting) > 1:
+        ids = ", ".join(p.request_id for p in waiting)
+        raise InvalidInput(f"several pairing requests are waiting ({ids}); pick one with --request")
+    approval = Approval(engine, waiting[0].pairing_id, sleep=sleep, clock=clock)
+    approval.answer()
+    return approval
+
+
+def approve_pairing(approval: Approval, typed_code: str) -> None:
+    approval.approve(typed_code)
+
+
+def refuse_pairing(approval: Approval) -> None:
+    approval.refuse()

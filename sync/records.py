@@ -1,0 +1,394 @@
+"""The remote record format: what one row of the server's ``records`` table holds, decrypted.
+
+Every row is ``(seq, agent_tag, record_id, version, epoch, device_id, envelope)`` (schema in
+`tiermem.sync.state.REMOTE_SCHEMA`). ``seq`` is the server's commit order (the pull cursor),
+``version`` a hybrid logical clock (`tiermem.sync.hlc`, text that sorts by time then device),
+``envelope`` a `crypto.seal_record` envelope whose associated data binds agent id, *table*,
+record id, version and writer device. The server never sees the table: it is only in the
+associated data and in the keyed record id.
+
+**Record ids** are ``crypto.record_id(id_key, TABLE, key)``. The *id key* is the epoch-1 vault
+key (`keys.id_key(engine)`, helper 6B; ``SyncEngine.id_key()`` wraps it), so ids stay stable
+when the vault key is rotated. Envelopes are sealed under the *current epoch's* key
+(``SyncEngine.epoch_key(epoch)``); open a row with the key of the epoch written in its header
+(`crypto.parse_envelope(envelope).epoch`, equal to the row's ``epoch`` column).
+
+Tables (the ``table`` bound in the associated data) and their payloads (UTF-8 JSON, canonical:
+sorted keys, no whitespace; every payload has ``"format": 1``):
+
+``critical`` — key: the agent id. The hot state and tree of the agent (`core.snapshot.dump`, or
+  with helper 6C `tiermem.sync.merge.critical_document`: the same plus per-item HLC clocks;
+  that document carries its own ``format``, validated by its loader, not here).
+  Sealed with ``min_bucket=crypto.SNAPSHOT_BUCKET``. `encode_critical` / `decode_critical`.
+
+``memory`` — key: the memory id (`core.warm.memory_id`, 16 hex digits). The latest state of one
+  warm/cold/frozen row, every column needed to rebuild it::
+
+      {"format": 1, "id": "…", "deleted": false, "text": "…", "category": "…",
+       "importance": 0.5, "created_at": 1.0, "access_count": 0, "last_access": null,
+       "tier": "warm", "tier_changed_at": 1.0, "urls": [], "commands": [], "paths": [],
+       "source": "", "size_bytes": 3, "tokens": 1, "pinned": false}
+
+  or a tombstone (the row was deleted or forgotten) ``{"format": 1, "id": "…", "deleted":
+  true}``. Rows converge by id: the record with the highest version wins (versions never tie:
+  the device id is part of them); a tombstone wins like any other version, and a later store
+  of the same fact is a newer version again. `encode_memory` / `decode_memory` → `MemoryRow` |
+  `Tombstone`.
+
+``manifest`` — key: the writing device's id (32 hex digits). One per push request, written in
+  the same atomic batch as the records it lists::
+
+      {"format": 1, "device": "<hex>", "n": 7,
+       "records": [["memory", "<record id hex>", "<version>", "<sha256(envelope) hex>"], …]}
+
+  ``n`` counts the device's push requests 1, 2, 3, … without gaps (the in-flight batch is
+  resent byte for byte, never renumbered). The manifest lists every other row of its batch (not
+  itself). `encode_manifest` / `decode_manifest` → `Manifest`.
+
+``prune`` — key ``"horizon"`` (`PRUNE_KEY`): the prune horizon written by `sync prune` (helper
+  6D, `tiermem.sync.restore`); pulls skip it.
+
+One push request (one hrana ``batch``: BEGIN IMMEDIATE; INSERT … ON CONFLICT DO NOTHING …;
+COMMIT) gives every row it writes the same version (one HLC tick per request); distinct record
+ids make the rows distinct. Pulls read pages with `SELECT_PAGE` (args: agent tag, after seq,
+limit), as `RemoteRow`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from tiermem.sync import crypto
+
+__all__ = [
+    "CRITICAL_TABLE",
+    "FORMAT",
+    "MANIFEST_TABLE",
+    "MEMORY_BUCKET",
+    "MEMORY_TABLE",
+    "PRUNE_KEY",
+    "PRUNE_TABLE",
+    "SELECT_PAGE",
+    "TABLES",
+    "Manifest",
+    "ManifestEntry",
+    "MemoryRow",
+    "RemoteRow",
+    "Tombstone",
+    "canonical",
+    "context",
+    "decode_critical",
+    "decode_manifest",
+    "decode_memory",
+    "encode_critical",
+    "encode_manifest",
+    "encode_memory",
+    "envelope_digest",
+    "open_row",
+    "record_id",
+    "remote_row",
+    "seal",
+]
+
+FORMAT: Final = 1
+CRITICAL_TABLE: Final = "critical"
+MEMORY_TABLE: Final = "memory"
+MANIFEST_TABLE: Final = "manifest"
+PRUNE_TABLE: Final = "prune"
+PRUNE_KEY: Final = "horizon"
+TABLES: Final = (CRITICAL_TABLE, MEMORY_TABLE, MANIFEST_TABLE, PRUNE_TABLE)
+MEMORY_BUCKET: Final = crypto.MIN_BUCKET
+
+SELECT_PAGE: Final = (
+    "SELECT seq, record_id, version, epoch, device_id, envelope FROM records "
+    "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?"
+)
+
+Table = Literal["critical", "memory", "manifest", "prune"]
+_TIERS: Final = ("warm", "cold", "frozen")
+
+
+def canonical(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _load(plaintext: bytes, what: str) -> dict[str, Any]:
+    try:
+        data = json.loads(plaintext)
+    except ValueError:
+        raise crypto.TamperedData(f"a {what} record does not decode") from None
+    if not isinstance(data, dict):
+        raise crypto.TamperedData(f"a {what} record is not an object")
+    if data.get("format") != FORMAT:
+        raise crypto.UnsupportedFormat(f"{what} record format {data.get('format')!r}")
+    return data
+
+
+def envelope_digest(envelope: bytes) -> str:
+    """What a manifest line holds for a row: SHA-256 of its envelope, hex."""
+    return hashlib.sha256(envelope).hexdigest()
+
+
+def record_id(id_key: bytes, table: str, key: str) -> bytes:
+    if table not in TABLES:
+        raise ValueError(f"unknown record table {table!r}")
+    return crypto.record_id(id_key, table, key)
+
+
+# ------------------------------------------------------------------------------- envelopes
+
+
+def context(
+    agent_id: str, table: str, rid: bytes, version: str, device_id: bytes
+) -> crypto.RecordContext:
+    return crypto.RecordContext(agent_id, table, rid, version, device_id)
+
+
+def seal(
+    key: bytes,
+    epoch: int,
+    agent_id: str,
+    table: str,
+    rid: bytes,
+    version: str,
+    device_id: bytes,
+    payload: bytes,
+) -> bytes:
+    """Seal a payload for `table` (critical state uses the snapshot size bucket)."""
+    bucket = crypto.SNAPSHOT_BUCKET if table == CRITICAL_TABLE else MEMORY_BUCKET
+    return crypto.seal_record(
+        key,
+        epoch,
+        context(agent_id, table, rid, version, device_id),
+        payload,
+        min_bucket=bucket,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteRow:
+    """One row of a pull page."""
+
+    seq: int
+    record_id: bytes
+    version: str
+    epoch: int
+    device_id: bytes
+    envelope: bytes
+
+
+def remote_row(row: tuple[object, ...] | list[object]) -> RemoteRow:
+    """A `SELECT_PAGE` row, type-checked (a malformed row is damage, not a crash)."""
+    seq, rid, version, epoch, device, envelope = row
+    if not (
+        isinstance(seq, int)
+        and isinstance(rid, bytes)
+        and isinstance(version, str)
+        and isinstance(epoch, int)
+        and isinstance(device, bytes)
+        and isinstance(envelope, bytes)
+    ):
+        raise crypto.TamperedData("the server returned a malformed record row")
+    return RemoteRow(seq, rid, version, epoch, device, envelope)
+
+
+def open_row(key: bytes, agent_id: str, table: str, row: RemoteRow) -> bytes:
+    """Authenticate and decrypt `row` as a record of `table` (TamperedData otherwise)."""
+    if crypto.parse_envelope(row.envelope).epoch != row.epoch:
+        raise crypto.TamperedData("a record's epoch column does not match its envelope")
+    return crypto.open_record(
+        key, context(agent_id, table, row.record_id, row.version, row.device_id), row.envelope
+    )
+
+
+# ------------------------------------------------------------------------------ critical
+
+
+def encode_critical(document: dict[str, Any]) -> bytes:
+    return canonical(document)
+
+
+def decode_critical(plaintext: bytes, agent_id: str) -> dict[str, Any]:
+    """The critical-state document (its own ``format`` — 1 for `snapshot.dump`, 2 for 6C's
+    document with clocks — is checked by whoever loads it)."""
+    try:
+        data = json.loads(plaintext)
+    except ValueError:
+        raise crypto.TamperedData("a critical-state record does not decode") from None
+    if not isinstance(data, dict):
+        raise crypto.TamperedData("a critical-state record is not an object")
+    if data.get("agent_id") != agent_id:
+        raise crypto.TamperedData("the critical state belongs to another agent")
+    return data
+
+
+# -------------------------------------------------------------------------------- memory
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRow:
+    """A warm/cold/frozen row as it travels (metadata lists, not the local newline form)."""
+
+    id: str
+    text: str
+    category: str
+    importance: float
+    created_at: float
+    access_count: int
+    last_access: float | None
+    tier: str
+    tier_changed_at: float
+    urls: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    source: str = ""
+    size_bytes: int = 0
+    tokens: int = 0
+    pinned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    id: str
+
+
+def encode_memory(item: MemoryRow | Tombstone) -> bytes:
+    if isinstance(item, Tombstone):
+        return canonical({"format": FORMAT, "id": item.id, "deleted": True})
+    return canonical(
+        {
+            "format": FORMAT,
+            "id": item.id,
+            "deleted": False,
+            "text": item.text,
+            "category": item.category,
+            "importance": item.importance,
+            "created_at": item.created_at,
+            "access_count": item.access_count,
+            "last_access": item.last_access,
+            "tier": item.tier,
+            "tier_changed_at": item.tier_changed_at,
+            "urls": list(item.urls),
+            "commands": list(item.commands),
+            "paths": list(item.paths),
+            "source": item.source,
+            "size_bytes": item.size_bytes,
+            "tokens": item.tokens,
+            "pinned": item.pinned,
+        }
+    )
+
+
+def _strs(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("expected a list of strings")
+    return tuple(value)
+
+
+def _num(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError("expected a number")
+    return float(value)
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("expected an integer")
+    return value
+
+
+def _str(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value
+
+
+def decode_memory(plaintext: bytes, memory_id: str | None = None) -> MemoryRow | Tombstone:
+    """Decode a memory payload; `memory_id`, when known, must be the payload's id."""
+    data = _load(plaintext, "memory")
+    try:
+        mid = _str(data["id"])
+        if memory_id is not None and mid != memory_id:
+            raise crypto.TamperedData("a memory record holds another memory's id")
+        if data["deleted"] is True:
+            return Tombstone(mid)
+        tier = _str(data["tier"])
+        if tier not in _TIERS:
+            raise ValueError(f"unknown tier {tier!r}")
+        last = data["last_access"]
+        return MemoryRow(
+            id=mid,
+            text=_str(data["text"]),
+            category=_str(data["category"]),
+            importance=_num(data["importance"]),
+            created_at=_num(data["created_at"]),
+            access_count=_int(data["access_count"]),
+            last_access=None if last is None else _num(last),
+            tier=tier,
+            tier_changed_at=_num(data["tier_changed_at"]),
+            urls=_strs(data["urls"]),
+            commands=_strs(data["commands"]),
+            paths=_strs(data["paths"]),
+            source=_str(data["source"]),
+            size_bytes=_int(data["size_bytes"]),
+            tokens=_int(data["tokens"]),
+            pinned=bool(data["pinned"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, crypto.TamperedData):
+            raise
+        raise crypto.TamperedData(f"a memory record is malformed ({exc})") from None
+
+
+# ------------------------------------------------------------------------------ manifest
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    table: str
+    record_id: str  # hex
+    version: str
+    digest: str  # sha256(envelope) hex
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    device: str  # hex
+    n: int
+    records: tuple[ManifestEntry, ...] = field(default_factory=tuple)
+
+
+def encode_manifest(m: Manifest) -> bytes:
+    return canonical(
+        {
+            "format": FORMAT,
+            "device": m.device,
+            "n": m.n,
+            "records": [[e.table, e.record_id, e.version, e.digest] for e in m.records],
+        }
+    )
+
+
+def decode_manifest(plaintext: bytes, device_hex: str | None = None) -> Manifest:
+    data = _load(plaintext, "manifest")
+    try:
+        device = _str(data["device"])
+        if device_hex is not None and device != device_hex:
+            raise crypto.TamperedData("a manifest names another device")
+        n = _int(data["n"])
+        if n < 1:
+            raise ValueError("manifest counter below 1")
+        entries = []
+        for line in data["records"]:
+            table, rid, version, digest = (_str(v) for v in line)
+            if table not in TABLES:
+                raise ValueError(f"unknown table {table!r}")
+            entries.append(ManifestEntry(table, rid, version, digest))
+        return Manifest(device, n, tuple(entries))
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, crypto.TamperedData):
+            raise
+        raise crypto.TamperedData(f"a manifest is malformed ({exc})") from None

@@ -1,0 +1,73 @@
+"""The README's generated parts match the code: the configuration reference (config model),
+the exit codes (error classes), the screenshots (TUI snapshots); its first screen keeps the two
+commands. When one fails, regenerate with `.venv/bin/python -m tiermem.tui.docgen`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from tiermem.core.config import Config
+from tiermem.tui import docgen
+
+REPO = Path(__file__).resolve().parents[2]
+FIX = f"out of date: run `{docgen.COMMAND}` and commit the result"
+
+
+def test_config_reference_is_current() -> None:
+    text = docgen.README.read_text(encoding="utf-8")
+    generated = docgen.config_reference()
+    assert docgen.render_readme(text, {"config": generated}) == text, FIX
+
+
+def test_exit_codes_are_current() -> None:
+    text = docgen.README.read_text(encoding="utf-8")
+    generated = docgen.exit_codes_table()
+    assert docgen.render_readme(text, {"exit-codes": generated}) == text, FIX
+
+
+def test_screenshots_are_the_current_snapshots() -> None:
+    assert docgen.SNAPSHOTS.is_dir()
+    assert docgen.stale_screenshots() == [], FIX
+    readme = docgen.README.read_text(encoding="utf-8")
+    for name in docgen.SCREENSHOT_SOURCES:
+        assert (docgen.SCREENSHOTS / name).read_text().lstrip().startswith("<svg")
+    assert "](assets/screenshots/dashboard.svg)" in readme
+
+
+def test_check_mode_agrees(capsys) -> None:
+    assert docgen.main(["--check"]) == 0, capsys.readouterr().out
+
+
+def test_every_config_key_is_documented() -> None:
+    reference = docgen.config_reference()
+    info = msgspec.inspect.type_info(Config)
+    assert isinstance(info, msgspec.inspect.StructType)
+    for section in info.fields:
+        assert f"**`[{section.name}]`**" in reference
+        struct = section.type
+        assert isinstance(struct, msgspec.inspect.StructType)
+        docs = docgen._field_docs(struct.cls)
+        for f in struct.fields:
+            assert f"| `{f.name}` |" in reference
+            if f.name not in ("model", "api_key"):  # self-explanatory, no docstring
+                assert docs.get(f.name), f"[{section.name}] {f.name} has no docstring"
+
+
+def test_each_exit_code_means_one_thing() -> None:
+    """Helpers add error classes in parallel: two classes claiming one code is a collision."""
+    shared = {
+        code: [c.__name__ for c in classes]
+        for code, classes in docgen.error_classes().items()
+        if len(classes) > 1
+    }
+    assert shared == {}, f"exit codes used by more than one error class: {shared}"
+    assert not set(docgen.error_classes()) & set(docgen.CLI_CODES)
+
+
+def test_first_screen_keeps_the_two_commands() -> None:
+    first_screen = "\n".join(docgen.README.read_text(encoding="utf-8").splitlines()[:30])
+    assert "bash packaging/quickstart.sh" in first_screen
+    assert "bash .ci/run" in first_screen
+    assert (REPO / "packaging" / "quickstart.sh").is_file() and (REPO / ".ci" / "run").is_file()

@@ -1,0 +1,110 @@
+"""The remote record format (sync/records.py): payloads round-trip, damage is detected."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tiermem.sync import crypto, records
+
+KEY = bytes(range(32))
+DEVICE = bytes(16)
+VERSION = "000001767225600000.000000." + "00" * 16
+
+rows = st.builds(
+    records.MemoryRow,
+    id=st.text("0123456789abcdef", min_size=16, max_size=16),
+    text=st.text(min_size=1),
+    category=st.text(),
+    importance=st.floats(0, 1),
+    created_at=st.floats(0, 2e9),
+    access_count=st.integers(0, 2**40),
+    last_access=st.none() | st.floats(0, 2e9),
+    tier=st.sampled_from(["warm", "cold", "frozen"]),
+    tier_changed_at=st.floats(0, 2e9),
+    urls=st.lists(st.text(), max_size=3).map(tuple),
+    commands=st.lists(st.text(), max_size=3).map(tuple),
+    paths=st.lists(st.text(), max_size=3).map(tuple),
+    source=st.text(),
+    size_bytes=st.integers(0, 2**20),
+    tokens=st.integers(0, 2**20),
+    pinned=st.booleans(),
+)
+
+
+@given(rows)
+def test_memory_rows_round_trip(row: records.MemoryRow) -> None:
+    assert records.decode_memory(records.encode_memory(row), row.id) == row
+
+
+def test_tombstones_round_trip_and_ids_are_checked() -> None:
+    plain = records.encode_memory(records.Tombstone("abc"))
+    assert json.loads(plain) == {"format": 1, "id": "abc", "deleted": True}
+    assert records.decode_memory(plain) == records.Tombstone("abc")
+    with pytest.raises(crypto.TamperedData):
+        records.decode_memory(plain, "other")
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"not json",
+        b"[]",
+        b'{"format": 1, "id": "a", "deleted": false}',
+        b'{"format": 1, "id": 3, "deleted": true}',
+    ],
+)
+def test_malformed_memory_payloads_are_damage(payload: bytes) -> None:
+    with pytest.raises(crypto.TamperedData):
+        records.decode_memory(payload)
+
+
+def test_an_unknown_format_is_refused() -> None:
+    with pytest.raises(crypto.UnsupportedFormat):
+        records.decode_memory(b'{"format": 9, "id": "a", "deleted": true}')
+
+
+def test_manifests_round_trip() -> None:
+    m = records.Manifest(
+        "ab" * 16,
+        3,
+        (records.ManifestEntry(records.MEMORY_TABLE, "00" * 16, VERSION, "ff" * 32),),
+    )
+    assert records.decode_manifest(records.encode_manifest(m), "ab" * 16) == m
+    with pytest.raises(crypto.TamperedData):
+        records.decode_manifest(records.encode_manifest(m), "cd" * 16)
+    bad = json.loads(records.encode_manifest(m))
+    bad["records"][0][0] = "secrets"
+    with pytest.raises(crypto.TamperedData):
+        records.decode_manifest(json.dumps(bad).encode())
+
+
+def test_sealed_rows_open_only_as_their_table_and_id() -> None:
+    rid = records.record_id(KEY, records.MEMORY_TABLE, "0123456789abcdef")
+    assert rid != records.record_id(KEY, records.CRITICAL_TABLE, "0123456789abcdef")
+    payload = records.encode_memory(records.Tombstone("0123456789abcdef"))
+    env = records.seal(KEY, 1, "agent", records.MEMORY_TABLE, rid, VERSION, DEVICE, payload)
+    assert len(env) == crypto.ENVELOPE_HEADER_LEN + records.MEMORY_BUCKET + 16
+    row = records.RemoteRow(1, rid, VERSION, 1, DEVICE, env)
+    assert records.open_row(KEY, "agent", records.MEMORY_TABLE, row) == payload
+    with pytest.raises(crypto.TamperedData):
+        records.open_row(KEY, "agent", records.CRITICAL_TABLE, row)
+    with pytest.raises(crypto.TamperedData):
+        records.open_row(
+            KEY, "agent", records.MEMORY_TABLE, records.RemoteRow(1, rid, VERSION, 2, DEVICE, env)
+        )
+    with pytest.raises(crypto.TamperedData):
+        records.remote_row((1, rid, VERSION, "1", DEVICE, env))
+    assert records.envelope_digest(env) == records.envelope_digest(bytes(env))
+    with pytest.raises(ValueError):
+        records.record_id(KEY, "secrets", "x")
+
+
+def test_critical_documents_belong_to_their_agent() -> None:
+    plain = records.encode_critical({"format": 2, "agent_id": "a", "hot": {}})
+    assert records.decode_critical(plain, "a")["format"] == 2
+    with pytest.raises(crypto.TamperedData):
+        records.decode_critical(plain, "b")
