@@ -33,6 +33,7 @@ damage. With several classes found the exit code is the first in that order: 40,
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -214,13 +215,16 @@ def check(
     extra: tuple[object, ...] = () if read_data else (*manifest_rids.values(), prune_rid)
     after = 0
     size = 0
+    page_sql = (
+        "SELECT seq, record_id, version, epoch, device_id, length(envelope), "
+        f"substr(envelope, 1, {crypto.ENVELOPE_HEADER_LEN}), {envelope_sql} FROM records "
+        "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?"
+    )
     while True:
-        page = select(
-            "SELECT seq, record_id, version, epoch, device_id, length(envelope), "
-            f"substr(envelope, 1, {crypto.ENVELOPE_HEADER_LEN}), {envelope_sql} FROM records "
-            "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (*extra, tag, after, page_rows),
-        ).rows
+        result, page_rows = records.fit_page(
+            functools.partial(_select_page, select, page_sql, (*extra, tag, after)), page_rows
+        )
+        page = result.rows
         for raw in page:
             try:
                 row = _Row(
@@ -513,3 +517,12 @@ def _str(value: object) -> str:
     if not isinstance(value, str):
         raise crypto.TamperedData("malformed row")
     return value
+
+
+def _select_page(
+    select: Callable[[str, Args], ResultSet],
+    sql: str,
+    args: tuple[object, ...],
+    limit: int,
+) -> ResultSet:
+    return select(sql, (*args, limit))

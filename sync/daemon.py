@@ -7,7 +7,8 @@ pulls what other devices pushed: once at start (right after pushing what was alr
 and then every `pull_interval` seconds (30 s by default), so a fact learned on the phone is
 recalled on the desktop within one interval. A failure that needs a person (bad token, SQL
 error) is reported and tried again after the longest backoff wait, so fixing the token is
-enough.
+enough. A device removed from the vault (`keys.DeviceRevoked`) can never sync again: the daemon
+reports it and stops with that error instead of retrying.
 
 Stopping (SIGTERM/SIGINT call `stop()`) interrupts a backoff wait at once; a request on the wire
 is allowed to finish (its timeouts bound it) so its outcome is recorded. Nothing queued can be
@@ -30,6 +31,7 @@ import httpx
 
 from tiermem.core.engine import Memory
 from tiermem.core.errors import StorageError, TiermemError
+from tiermem.sync import keys
 from tiermem.sync.engine import DEFAULT_BATCH_BYTES, SyncEngine
 from tiermem.sync.hrana import DEFAULT_TIMEOUT
 from tiermem.sync.retry import MAX_CAP, RetryPolicy
@@ -126,6 +128,16 @@ class Daemon:
                         self._push(policy)
                     except _Stopped:
                         break
+                    except keys.DeviceRevoked:
+                        self._report(
+                            {
+                                "event": "stopped",
+                                "pushes": self.pushes,
+                                "pulls": self.pulls,
+                                "reason": "revoked",
+                            }
+                        )
+                        raise
                     except TiermemError as exc:
                         self._report(
                             {"event": "error", "error": str(exc), "retry_in": self.error_pause}

@@ -21,6 +21,14 @@ gap. A small push is one request; a 50 MB archive is one request per 2 MiB, read
 database page by page (never all in memory). A confirmed batch acknowledges the outbox rows and
 dirty marks it covered in one local transaction.
 
+**Key epochs.** Statement 0 of every push request is `keys.epoch_guard`: the whole request
+fails, and nothing commits, when the server holds a newer key epoch than the records are sealed
+under (another device removed a device and rotated the key). Then the batches in flight that an
+earlier attempt committed are confirmed, the others dropped (their rows pending again, the
+manifest counter rewound), the new epoch adopted (`keys.refresh_epoch`; a removed device gets
+`keys.DeviceRevoked`, exit 54) and everything sealed again and sent, once per push. So a device
+that missed a rotation never commits data the removed device could read.
+
 **Pull** reads the server's rows after a local cursor in pages, skips this device's own, and
 applies each page in one local transaction with the cursor: memory rows converge by id (the
 highest version wins; a row changed here and not yet sealed wins, since its push will carry a
@@ -50,7 +58,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from tiermem.core import snapshot
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
-from tiermem.core.errors import InvalidInput
+from tiermem.core.errors import InvalidInput, TiermemError
 from tiermem.sync import crypto, hlc
 from tiermem.sync import records as records_fmt
 from tiermem.sync.hrana import (
@@ -638,7 +646,7 @@ class SyncEngine:
         s = self.require_ready()
         self._ensure_progress()
         requests = attempts = records = sent_bytes = changes = memories = 0
-        resent = False
+        resent = resealed = False
         version: str | None = None
         note = "nothing to push"
         while True:
@@ -651,8 +659,12 @@ class SyncEngine:
                     batches.append(fresh)
             if not batches:
                 break
-            statements: list[tuple[str, Args]] = []
             s = self._settings_or_fail()
+            # Statement 0: the epoch guard (6B). It fails the whole atomic batch when the server
+            # holds a newer key epoch than the oldest one these records are sealed under, so a
+            # device that missed a rotation never commits data the removed device could read.
+            oldest_epoch = min(r[4] for b in batches for r in b.rows)
+            statements: list[tuple[str, Args]] = [_epoch_guard(self.agent_id, oldest_epoch)]
             if not s.registered:
                 statements += device_rows(
                     s, agent_tag(self.agent_id), crypto.device_public_bytes(self._device_key(s))
@@ -664,7 +676,32 @@ class SyncEngine:
             for b in batches:
                 for _, _, rid, v, epoch, _, envelope in b.rows:
                     statements.append((INSERT_RECORD, (tag, rid, v, epoch, s.device_id, envelope)))
-            _, req, att = self._send(s, functools.partial(_batch, statements=statements), policy)
+            client = self._client_for(s)
+            before = client.requests_sent
+            try:
+                _, req, att = self._send(
+                    s, functools.partial(_guarded_batch, statements=statements), policy
+                )
+            except _StaleEpoch:
+                # Nothing of this request committed. Batches an earlier attempt committed (its
+                # answer lost) are confirmed; the rest are dropped, to be sealed again under
+                # the newest epoch, which is adopted first (once per push).
+                committed, covered = self._settle_stale(s, batches, policy)
+                changes += covered
+                for b in committed:
+                    records += len(b.rows)
+                    sent_bytes += sum(len(r[6]) for r in b.rows)
+                    memories += sum(1 for r in b.rows if r[0] == MEMORY_TABLE)
+                    version = max(version or b.version, b.version)
+                    note = "pushed"
+                if resealed:
+                    raise self._rotated_again() from None
+                resealed = True
+                self._adopt_epoch()
+                requests += client.requests_sent - before
+                attempts += 1
+                s = self._settings_or_fail()
+                continue
             requests, attempts = requests + req, attempts + att
             changes += self._acknowledge(batches)
             for b in batches:
@@ -690,9 +727,11 @@ class SyncEngine:
                 time.perf_counter() - started,
                 note,
             )
+        if resealed:
+            note += f" (key epoch {self._settings_or_fail().epoch} adopted: sealed again)"
         self._log("push", version, records, sent_bytes, f"{memories} memory records")
         return PushResult(
-            True,
+            version is not None,
             changes,
             requests,
             attempts,
@@ -991,6 +1030,85 @@ class SyncEngine:
                 )
         return covered
 
+    def _settle_stale(
+        self, s: Settings, batches: list[_Batch], policy: RetryPolicy
+    ) -> tuple[list[_Batch], int]:
+        """After a failed epoch guard: confirm the in-flight batches the server already holds
+        and drop the others, which are sealed under a key the vault no longer writes with.
+        Returns (the batches confirmed, outbox rows they acknowledged).
+
+        One read tells which batches an earlier attempt committed (its answer lost): the
+        server holds their exact manifest envelope. Requests carry every batch in flight, so
+        those form a prefix. Dropping the rest rewinds the manifest counter to the last
+        committed batch, so the batch sealed next takes the number again (no gap), and makes
+        their rows pending again: a batch's only hold on them is its saved marks (the dirty
+        marks and outbox rows stay until a confirmation), so nothing is lost."""
+        manifest_rid = batches[0].rows[-1][2]
+        assert all(b.rows[-1][0] == MANIFEST_TABLE for b in batches)
+        results, _, _ = self._send(
+            s,
+            lambda c: [
+                c.execute(
+                    "SELECT version, envelope FROM records WHERE agent_tag = ? "
+                    "AND record_id = ? AND version >= ?",
+                    (agent_tag(self.agent_id), manifest_rid, min(b.version for b in batches)),
+                )
+            ],
+            policy,
+        )
+        held = {(str(v), bytes(e)) for v, e in results[0].rows if isinstance(e, bytes)}
+        committed: list[_Batch] = []
+        for b in sorted(batches, key=lambda b: b.n):
+            if (b.version, b.rows[-1][6]) not in held:
+                break
+            committed.append(b)
+        covered = self._acknowledge(committed) if committed else 0
+        confirmed = {b.n for b in committed}
+        stale = [b.n for b in batches if b.n not in confirmed]
+        if stale:
+            with self.db.transaction():
+                first = min(stale)
+                # Every batch from the first stale one on: any saved meanwhile builds on it.
+                self.db.execute(
+                    "DELETE FROM sync_outgoing WHERE agent_id = ? AND n >= ?",
+                    (self.agent_id, first),
+                )
+                self.db.execute(
+                    "DELETE FROM sync_batches WHERE agent_id = ? AND n >= ?",
+                    (self.agent_id, first),
+                )
+                self.db.execute(
+                    "UPDATE sync_progress SET manifest_n = ? WHERE agent_id = ?",
+                    (first - 1, self.agent_id),
+                )
+                self.db.execute(
+                    "UPDATE sync_state SET inflight_version = NULL, inflight_envelope = NULL, "
+                    "inflight_seq = NULL, inflight_digest = NULL WHERE agent_id = ?",
+                    (self.agent_id,),
+                )
+        return committed, covered
+
+    def _adopt_epoch(self) -> None:
+        """Adopt the server's newest key epoch (`keys.refresh_epoch`); a device removed from
+        the vault gets `keys.DeviceRevoked` (recorded for `status` and `history`)."""
+        from tiermem.sync import keys  # 6B (it imports this module)
+
+        try:
+            keys.refresh_epoch(self)
+        except keys.DeviceRevoked as exc:
+            self._record_error(str(exc), None)
+            self._log("error", None, 0, 0, str(exc))
+            raise
+
+    def _rotated_again(self) -> TiermemError:
+        from tiermem.sync import keys
+
+        return keys.RotationConflict(
+            f"the vault key of agent {self.agent_id!r} was rotated again while this push was "
+            "sealing its records under the new key; nothing under the old key was sent; run "
+            "the push again"
+        )
+
     def _acknowledge_unchanged(self) -> int:
         """Outbox rows whose state equals the one pushed last (nothing to send for them)."""
         s = self._settings_or_fail()
@@ -1035,18 +1153,25 @@ class SyncEngine:
         s = self.require_ready()
         tag = agent_tag(self.agent_id)
         totals = _PullTotals()
+        limit = page_size
         while True:
             cursor = self._progress().pull_cursor
-            results, req, _ = self._send(
-                s, functools.partial(_select_page, args=(tag, cursor, page_size)), policy
-            )
+
+            def select(client: HranaClient, cursor: int = cursor) -> list[ResultSet]:
+                nonlocal limit
+                result, limit = records_fmt.fit_page(
+                    lambda n: client.execute(SELECT_PAGE, (tag, cursor, n)), limit
+                )
+                return [result]
+
+            results, req, _ = self._send(s, select, policy)
             totals.requests += req
             page = [records_fmt.remote_row(r) for r in results[0].rows]
             if not page:
                 break
             totals.pages += 1
             self._apply_page(s, page, totals)
-            if len(page) < page_size:
+            if len(page) < limit:
                 break
         seconds = time.perf_counter() - started
         with self.db.transaction():
@@ -1343,12 +1468,27 @@ def _optional(name: str) -> ModuleType | None:
         return None
 
 
-def _batch(client: HranaClient, statements: list[tuple[str, Args]]) -> list[ResultSet]:
-    return client.batch(statements)
+class _StaleEpoch(Exception):
+    """A push batch failed at its epoch guard: the server holds a newer key epoch. Not a
+    `HranaError`, so it is neither retried nor logged as a failure: `push` handles it."""
 
 
-def _select_page(client: HranaClient, args: Args) -> list[ResultSet]:
-    return [client.execute(SELECT_PAGE, args)]
+def _epoch_guard(agent_id: str, epoch: int) -> tuple[str, Args]:
+    from tiermem.sync import keys  # 6B (it imports this module)
+
+    return keys.epoch_guard(agent_id, epoch)
+
+
+def _guarded_batch(client: HranaClient, statements: list[tuple[str, Args]]) -> list[ResultSet]:
+    """A push batch whose statement 0 is `keys.epoch_guard`: its failure is `_StaleEpoch`."""
+    from tiermem.sync import keys
+
+    try:
+        return client.batch(statements)
+    except SqlError as exc:
+        if keys.is_epoch_guard_failure(exc, 0):
+            raise _StaleEpoch(str(exc)) from None
+        raise
 
 
 def _split(value: str) -> tuple[str, ...]:

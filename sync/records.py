@@ -58,10 +58,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from tiermem.sync import crypto
+from tiermem.sync.hrana import SqlError
 
 __all__ = [
     "CRITICAL_TABLE",
@@ -178,6 +180,24 @@ class RemoteRow:
     epoch: int
     device_id: bytes
     envelope: bytes
+
+
+_T = TypeVar("_T")
+
+
+def fit_page(fetch: Callable[[int], _T], limit: int) -> tuple[_T, int]:
+    """`fetch(limit)`, halving `limit` while the server refuses the answer as too large.
+
+    sqld and Turso cap the size of one response, and sealed memories are padded to at least
+    8 KiB, so a page of a thousand rows can exceed the cap. Returns the result and the limit
+    that fitted: callers keep it for the next pages and compare a page's length with it."""
+    while True:
+        try:
+            return fetch(limit), limit
+        except SqlError as exc:
+            if exc.code != "RESPONSE_TOO_LARGE" or limit == 1:
+                raise
+            limit //= 2
 
 
 def remote_row(row: tuple[object, ...] | list[object]) -> RemoteRow:

@@ -339,7 +339,7 @@ def restore(
         resumed = pending is not None
         # The totals and the first page are fetched while the critical state is written.
         prefetch = _Prefetch(
-            lambda after: select(records.SELECT_PAGE, (tag, after, page_rows)),
+            lambda after, limit: select(records.SELECT_PAGE, (tag, after, limit)),
             lambda: select(
                 "SELECT count(*), COALESCE(sum(length(envelope)), 0) FROM records "
                 "WHERE agent_tag = ?",
@@ -846,7 +846,7 @@ class _Prefetch:
 
     def __init__(
         self,
-        fetch: Callable[[int], ResultSet],
+        fetch: Callable[[int, int], ResultSet],
         totals: Callable[[], ResultSet],
         after: int,
         limit: int,
@@ -856,7 +856,10 @@ class _Prefetch:
         self._limit = limit
         self.after = after
         self._totals: Future[ResultSet] = self._pool.submit(totals)
-        self._next: Future[ResultSet] | None = self._pool.submit(fetch, after)
+        self._next: Future[tuple[ResultSet, int]] | None = self._pool.submit(self._page, after)
+
+    def _page(self, after: int) -> tuple[ResultSet, int]:
+        return records.fit_page(lambda n: self._fetch(after, n), self._limit)
 
     def totals(self) -> tuple[int, int]:
         row = self._totals.result().rows[0]
@@ -864,9 +867,10 @@ class _Prefetch:
 
     def pages(self) -> Iterator[list[records.RemoteRow]]:
         while self._next is not None:
-            page = [records.remote_row(tuple(r)) for r in self._next.result().rows]
+            result, self._limit = self._next.result()
+            page = [records.remote_row(tuple(r)) for r in result.rows]
             more = len(page) == self._limit
-            self._next = self._pool.submit(self._fetch, page[-1].seq) if more else None
+            self._next = self._pool.submit(self._page, page[-1].seq) if more else None
             if page:
                 yield page
 

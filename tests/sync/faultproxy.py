@@ -148,8 +148,12 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {
             k: v
             for k, v in self.headers.items()
-            if k.lower() in ("authorization", "content-type", "accept")
+            if k.lower() in ("authorization", "content-type", "accept", "accept-encoding")
         }
+        # Without the client's Accept-Encoding (identity), httpx would ask sqld for gzip, which
+        # sqld sends in tiny chunks that cost many times the CPU to decode: under load the
+        # proxy's threads then pile up on its connection pool (seen in the soak: 2 GB RSS).
+        headers.setdefault("Accept-Encoding", "identity")
         return self.server.proxy.upstream.request(
             self.command, self.path, content=body, headers=headers
         )

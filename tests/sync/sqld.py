@@ -74,6 +74,7 @@ class SqldServer:
     key: Ed25519PrivateKey = field(default_factory=Ed25519PrivateKey.generate)
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
+    extra_args: tuple[str, ...] = ()  # e.g. ("--max-response-size", "64KB")
 
     @property
     def url(self) -> str:
@@ -101,6 +102,7 @@ class SqldServer:
             str(self.workdir / "jwt-key.pem"),
             "--no-welcome",
             "--disable-metrics",
+            *self.extra_args,
         ]
 
     def start(self) -> None:
