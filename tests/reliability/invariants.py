@@ -3,7 +3,10 @@ invariant of the memory model, for every agent of a home."""
 
 from __future__ import annotations
 
+import json
+
 from tiermem.core import hot as hotmod
+from tiermem.core import snapshot
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.core.errors import StorageError
@@ -69,3 +72,30 @@ def domain_problems(mem: Memory) -> list[str]:
 
 def all_problems(mem: Memory) -> list[str]:
     return storage_problems(mem.db) + domain_problems(mem)
+
+
+def critical(mem: Memory) -> tuple[bytes, dict[str, float]]:
+    """The critical state without the tree's activity times, and those times.
+
+    A store or a retrieval touches tree nodes (`last_activity`) without queueing a push: that
+    bookkeeping rides along with the next critical change, so it may lag on the server."""
+    state = snapshot.dump(mem)
+    times = {node["path"]: node.pop("last_activity") for node in state["tree"]}
+    return snapshot.canonical(state), times
+
+
+def difference(theirs: bytes, ours: bytes) -> str:
+    """Where two canonical documents first differ, as `path: restored != local`."""
+
+    def walk(a: object, b: object, path: str) -> str:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b)):
+                if a.get(key) != b.get(key):
+                    return walk(a.get(key), b.get(key), f"{path}.{key}")
+        if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                if x != y:
+                    return walk(x, y, f"{path}[{i}]")
+        return f"{path}: {a!r:.200} != {b!r:.200}"
+
+    return walk(json.loads(theirs), json.loads(ours), "$")

@@ -11,7 +11,7 @@ all at once on one home, for TIERMEM_CONCURRENCY_SECONDS (60).
 Checked: no "database is locked" (or any other error) reaches a user — every CLI exits 0 with
 nothing on stderr, the daemon reports no error, the TUI shows no failure; no write is lost —
 every acknowledged store is there, each writer's last counter is the value in hot, the outbox
-drains, and a restore from the server equals the local critical state.
+drains, and a restore from the server equals the local critical state (tree activity times aside).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from textual.message import Message
@@ -35,9 +34,9 @@ from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
 from tests.reliability.conftest import Record, env_int
+from tests.reliability.invariants import critical, difference
 from tests.sentinels import SENTINEL_RECOVERY_KEY
 from tests.sync.sqld import SqldServer
-from tiermem.core import snapshot
 from tiermem.core.engine import Memory
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.restore import restore
@@ -188,17 +187,21 @@ def test_cli_daemon_and_tui_at_once(
             found = {m.id for m in mem.memories.get_many(list(writer.stored))}
             assert set(writer.stored) == found, f"{context}: acknowledged stores lost"
             assert mem.hot().identity.get(writer.key, 0) == writer.counter, context
-        local: dict[str, Any] = snapshot.dump(mem)
+        local, _ = critical(mem)
     restored = tmp_path / "restored"
     restore(restored, "default", sqld.url, sqld.token, recovery_key=SENTINEL_RECOVERY_KEY)
     with Memory(restored) as copy:
-        assert snapshot.canonical(snapshot.dump(copy)) == snapshot.canonical(local), (
-            f"{context}: the server's critical state differs from the local one"
-        )
+        theirs, _ = critical(copy)
+        # tree activity times may lag on the server (see `critical`); everything else is equal
+        if theirs != local:
+            pytest.fail(
+                f"{context}: the server's critical state differs: {difference(theirs, local)}"
+            )
     stores = sum(len(w.stored) for w in writers)
     updates = sum(w.updates for w in writers)
     figures(
         f"{seconds} s: {stores} CLI stores + {updates} CLI hot updates (2 writers), "
         f"{reader.reads} TUI screen loads, the daemon pushing; 0 'database is locked', "
-        "0 lost writes, a restore from the server equals the local critical state"
+        "0 lost writes, a restore from the server equals the local critical state "
+        "(tree activity times aside)"
     )
