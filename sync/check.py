@@ -196,7 +196,7 @@ def check(
         damage("tampered", f"a prune record fails authentication ({exc})")
         horizon = None
     known_devices = [
-        _blob(r[0])
+        records.server_blob(r[0])
         for r in select("SELECT device_id FROM devices WHERE agent_tag = ?", (tag,)).rows
     ]
     manifest_rids = {
@@ -228,14 +228,14 @@ def check(
         for raw in page:
             try:
                 row = _Row(
-                    _int(raw[0]),
-                    _blob(raw[1]),
-                    _str(raw[2]),
-                    _int(raw[3]),
-                    _blob(raw[4]),
-                    _int(raw[5]),
-                    _blob(raw[6]),
-                    None if raw[7] is None else _blob(raw[7]),
+                    records.server_int(raw[0]),
+                    records.server_blob(raw[1]),
+                    records.server_str(raw[2]),
+                    records.server_int(raw[3]),
+                    records.server_blob(raw[4]),
+                    records.server_int(raw[5]),
+                    records.server_blob(raw[6]),
+                    None if raw[7] is None else records.server_blob(raw[7]),
                 )
             except crypto.TamperedData:
                 damage("tampered", f"row seq {raw[0]!r} is malformed")
@@ -246,7 +246,7 @@ def check(
             progress(len(rows), max(total, len(rows)))
         if len(page) < page_rows:
             break
-        after = _int(page[-1][0])
+        after = records.server_int(page[-1][0])
 
     # Classify rows; structural checks; decrypt what must (or may) be decrypted.
     manifests: dict[str, list[_Manifest]] = {}
@@ -452,7 +452,7 @@ def _open_manifest(
 ) -> _Manifest | None:
     if row.envelope is None:  # a device missing from the device list: fetch it anyway
         rs = select("SELECT envelope FROM records WHERE seq = ?", (row.seq,)).rows
-        row.envelope = _blob(rs[0][0]) if rs else b""
+        row.envelope = records.server_blob(rs[0][0]) if rs else b""
     try:
         plaintext = records.open_row(
             ring.key(row.epoch), agent, records.MANIFEST_TABLE, _remote(row)
@@ -499,24 +499,6 @@ def _known_critical(engine: SyncEngine) -> str:
 def _ranges(numbers: list[int]) -> str:
     shown = ", ".join(str(n) for n in numbers[:10])
     return shown + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
-
-
-def _int(value: object) -> int:
-    if not isinstance(value, int):
-        raise crypto.TamperedData("malformed row")
-    return value
-
-
-def _blob(value: object) -> bytes:
-    if not isinstance(value, bytes):
-        raise crypto.TamperedData("malformed row")
-    return value
-
-
-def _str(value: object) -> str:
-    if not isinstance(value, str):
-        raise crypto.TamperedData("malformed row")
-    return value
 
 
 def _select_page(

@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.sync import crypto, hlc, keys
+from tiermem.sync import crypto, hlc, keys, records
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, HranaClient, SqlError, to_base_url
 from tiermem.sync.retry import RetryPolicy, call_with_retry
@@ -268,18 +268,6 @@ def check_empty_home(mem: Memory) -> None:
         )
 
 
-def _int(value: object) -> int:
-    if not isinstance(value, int):
-        raise crypto.TamperedData("the server returned a malformed row")
-    return value
-
-
-def _bytes(value: object) -> bytes:
-    if not isinstance(value, bytes):
-        raise crypto.TamperedData("the server returned a malformed row")
-    return value
-
-
 def epoch_wraps(
     client: HranaClient, agent_id: str, policy: RetryPolicy, epoch: int | None = None
 ) -> tuple[int, dict[str, bytes]]:
@@ -303,8 +291,12 @@ def epoch_wraps(
             f"{client.base_url} holds no vault for agent {agent_id!r} (set it up with "
             "`tiermem sync init` on the first device)"
         )
-    chosen = _int(rows[0][0]) if epoch is None else epoch
-    wraps = {str(kind): _bytes(blob) for e, kind, blob in rows if _int(e) == chosen}
+    chosen = records.server_int(rows[0][0]) if epoch is None else epoch
+    wraps = {
+        str(kind): records.server_blob(blob)
+        for e, kind, blob in rows
+        if records.server_int(e) == chosen
+    }
     if "recovery" not in wraps:
         raise NothingToRestore(f"the vault of agent {agent_id!r} has no recovery key wrap")
     return chosen, wraps
@@ -452,4 +444,4 @@ def _chain_blobs(
         ),
         policy,
     ).rows
-    return {_int(e): _bytes(b) for e, b in rows}
+    return {records.server_int(e): records.server_blob(b) for e, b in rows}

@@ -30,7 +30,7 @@ from typing import Final
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from tiermem.core.errors import InvalidInput, NotFound, TiermemError
-from tiermem.sync import crypto
+from tiermem.sync import crypto, records
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import Args, ResultSet, SqlError, Value
 from tiermem.sync.retry import RetryPolicy
@@ -175,7 +175,7 @@ def _chains(engine: SyncEngine, low: int, high: int) -> dict[int, bytes]:
         "AND epoch >= ? AND epoch < ?",
         (agent_tag(engine.agent_id), low, high),
     )
-    return {int(str(e)): _blob(b) for e, b in rows}
+    return {int(str(e)): records.server_blob(b) for e, b in rows}
 
 
 def epoch_key(engine: SyncEngine, epoch: int) -> bytes:
@@ -206,12 +206,6 @@ def id_key(engine: SyncEngine) -> bytes:
     return epoch_key(engine, ID_EPOCH)
 
 
-def _blob(value: object) -> bytes:
-    if not isinstance(value, bytes):
-        raise crypto.TamperedData("the server returned a malformed row")
-    return value
-
-
 @dataclass(frozen=True)
 class _EpochWraps:
     recovery: bytes | None = None
@@ -235,9 +229,9 @@ def _wraps_from(engine: SyncEngine, s: Settings) -> dict[int, _EpochWraps]:
         if kind == "device":
             if wid != wrap_id(engine.agent_id, epoch, "device", s.device_id):
                 continue
-            current = dataclasses.replace(current, own_device=_blob(blob))
+            current = dataclasses.replace(current, own_device=records.server_blob(blob))
         elif kind in ("recovery", "passphrase", "chain"):
-            current = dataclasses.replace(current, **{str(kind): _blob(blob)})
+            current = dataclasses.replace(current, **{str(kind): records.server_blob(blob)})
         out[epoch] = current
     return out
 
@@ -342,7 +336,10 @@ def check_wraps(engine: SyncEngine) -> list[WrapProblem]:
         "SELECT epoch, kind, wrap_id, blob FROM key_wraps WHERE agent_tag = ?",
         (agent_tag(agent),),
     )
-    by_id = {_blob(wid): (int(str(e)), str(kind), _blob(blob)) for e, kind, wid, blob in rows}
+    by_id = {
+        records.server_blob(wid): (int(str(e)), str(kind), records.server_blob(blob))
+        for e, kind, wid, blob in rows
+    }
 
     def find(kind: str, e: int, extra: bytes = b"") -> bytes | None:
         found = by_id.get(wrap_id(agent, e, kind, extra))
@@ -518,7 +515,7 @@ def _opt_int(value: Value) -> int | None:
 
 
 def _opt_blob(value: Value) -> bytes | None:
-    return None if value is None else _blob(value)
+    return None if value is None else records.server_blob(value)
 
 
 def device_entries(engine: SyncEngine) -> list[DeviceEntry]:
@@ -526,8 +523,8 @@ def device_entries(engine: SyncEngine) -> list[DeviceEntry]:
     rows = query(engine, SELECT_DEVICES, (agent_tag(engine.agent_id),))
     return [
         DeviceEntry(
-            device_id=_blob(r[0]),
-            public_key=_blob(r[1]),
+            device_id=records.server_blob(r[0]),
+            public_key=records.server_blob(r[1]),
             added=str(r[2]),
             name=_opt_blob(r[3]),
             last_seen=_opt_float(r[4]),

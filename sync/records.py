@@ -302,6 +302,25 @@ def encode_memory(item: MemoryRow | Tombstone) -> bytes:
     )
 
 
+def server_int(value: object) -> int:
+    """A column the server returned, checked: a malformed row is damage, not a crash."""
+    if not isinstance(value, int):
+        raise crypto.TamperedData("the server returned a malformed row")
+    return value
+
+
+def server_blob(value: object) -> bytes:
+    if not isinstance(value, bytes):
+        raise crypto.TamperedData("the server returned a malformed row")
+    return value
+
+
+def server_str(value: object) -> str:
+    if not isinstance(value, str):
+        raise crypto.TamperedData("the server returned a malformed row")
+    return value
+
+
 def _strs(value: object) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TypeError("expected a list of strings")

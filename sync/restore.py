@@ -255,7 +255,7 @@ class _KeyRing:
                     "SELECT epoch, blob FROM key_wraps WHERE agent_tag = ? AND kind = 'chain'",
                     (tag,),
                 ).rows
-                chains.update({_int(e): _blob(b) for e, b in rows})
+                chains.update({records.server_int(e): records.server_blob(b) for e, b in rows})
             return keys.unlock_chain(agent_id, epoch, key, chains, wanted)[wanted]
 
         return cls(agent_id, key_for)
@@ -491,9 +491,9 @@ def _newest_critical(
         )
     version, row_epoch, writer, envelope = (
         str(rows[0][0]),
-        _int(rows[0][1]),
-        _blob(rows[0][2]),
-        _blob(rows[0][3]),
+        records.server_int(rows[0][1]),
+        records.server_blob(rows[0][2]),
+        records.server_blob(rows[0][3]),
     )
     try:
         hlc.parse(version)
@@ -511,8 +511,12 @@ def _unlock(
     passphrase: str | None,
 ) -> tuple[int, dict[str, bytes], bytes, Unlock]:
     """The newest epoch, its wraps by kind, and its vault key unwrapped with the given secret."""
-    epoch = _int(wraps[0][0])
-    by_kind = {str(kind): _blob(blob) for e, kind, blob in wraps if _int(e) == epoch}
+    epoch = records.server_int(wraps[0][0])
+    by_kind = {
+        str(kind): records.server_blob(blob)
+        for e, kind, blob in wraps
+        if records.server_int(e) == epoch
+    }
     if "recovery" not in by_kind:
         raise NothingToRestore(f"the vault of agent {agent_id!r} has no recovery key wrap")
     if recovery_key is not None:
@@ -527,18 +531,6 @@ def _unlock(
     context = crypto.WrapContext(agent_id, epoch, wrap_id(agent_id, epoch, "passphrase"))
     key = crypto.unwrap_with_passphrase(by_kind["passphrase"], passphrase, context)
     return epoch, by_kind, key, "passphrase"
-
-
-def _int(value: object) -> int:
-    if not isinstance(value, int):
-        raise crypto.TamperedData("the server returned a malformed row")
-    return value
-
-
-def _blob(value: object) -> bytes:
-    if not isinstance(value, bytes):
-        raise crypto.TamperedData("the server returned a malformed row")
-    return value
 
 
 # ------------------------------------------------------------------- step 1: critical state
