@@ -1527,23 +1527,7 @@ def apply_memory(mem: Memory, item: records_fmt.MemoryRow | records_fmt.Tombston
     if isinstance(item, records_fmt.Tombstone):
         db.execute("DELETE FROM memories WHERE agent_id = ? AND id = ?", (agent, item.id))
         return
-    values = (
-        item.text,
-        item.category,
-        min(max(item.importance, 0.0), 1.0),
-        item.created_at,
-        item.access_count,
-        item.last_access,
-        item.tier,
-        item.tier_changed_at,
-        "\n".join(item.urls),
-        "\n".join(item.commands),
-        "\n".join(item.paths),
-        item.source,
-        item.size_bytes,
-        item.tokens,
-        int(item.pinned),
-    )
+    values = item.columns()
     exists = db.scalar("SELECT 1 FROM memories WHERE agent_id = ? AND id = ?", (agent, item.id))
     if exists:
         db.execute(

@@ -269,6 +269,27 @@ class MemoryRow:
     tokens: int = 0
     pinned: bool = False
 
+    def columns(self) -> tuple[object, ...]:
+        """The local `memories` columns from `text` to `pinned`, in table order: metadata
+        joined by newlines, importance kept inside the table's CHECK range."""
+        return (
+            self.text,
+            self.category,
+            min(max(self.importance, 0.0), 1.0),
+            self.created_at,
+            self.access_count,
+            self.last_access,
+            self.tier,
+            self.tier_changed_at,
+            "\n".join(self.urls),
+            "\n".join(self.commands),
+            "\n".join(self.paths),
+            self.source,
+            self.size_bytes,
+            self.tokens,
+            int(self.pinned),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Tombstone:

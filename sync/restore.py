@@ -975,27 +975,7 @@ def _memory_params(ring: _KeyRing, agent_id: str, r: records.RemoteRow) -> tuple
         raise crypto.TamperedData("a memory record was moved to another record id")
     if isinstance(item, records.Tombstone):
         return (agent_id, item.id, r.version, 1, *([None] * 15))
-    return (
-        agent_id,
-        item.id,
-        r.version,
-        0,
-        item.text,
-        item.category,
-        item.importance,
-        item.created_at,
-        item.access_count,
-        item.last_access,
-        item.tier,
-        item.tier_changed_at,
-        "\n".join(item.urls),
-        "\n".join(item.commands),
-        "\n".join(item.paths),
-        item.source,
-        item.size_bytes,
-        item.tokens,
-        int(item.pinned),
-    )
+    return (agent_id, item.id, r.version, 0, *item.columns())
 
 
 # ----------------------------------------------------------------------- step 3: the swap
