@@ -84,7 +84,8 @@ BOOT = (
 class Terminal:
     """`tiermem` on a pseudo-terminal that is its controlling terminal (prompts, hidden input)."""
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], patience: float = PATIENCE) -> None:
+        self.patience = patience  # the longest wait for output or for the exit
         self.master, slave = os.openpty()
         self.proc = subprocess.Popen(
             [sys.executable, "-c", BOOT, *args], stdin=slave, stdout=slave, stderr=slave, env=env
@@ -99,7 +100,7 @@ class Terminal:
     def __exit__(self, *exc: object) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-        self.proc.wait(timeout=PATIENCE)
+        self.proc.wait(timeout=self.patience)
         os.close(self.master)
 
     def _read(self, timeout: float) -> bool:
@@ -115,7 +116,7 @@ class Terminal:
     def expect(self, text: str) -> str:
         """Wait for `text` after what earlier calls consumed; returns the output in between."""
         start = self.pos
-        deadline = time.monotonic() + PATIENCE
+        deadline = time.monotonic() + self.patience
         while text not in self.output[self.pos :]:
             if time.monotonic() > deadline or not self._read(0.1):
                 raise AssertionError(f"no {text!r} in terminal output:\n{self.output}")
@@ -126,7 +127,7 @@ class Terminal:
         os.write(self.master, line.encode() + b"\r")
 
     def finish(self) -> int:
-        code = self.proc.wait(timeout=PATIENCE)
+        code = self.proc.wait(timeout=self.patience)
         while self._read(0.1) and select.select([self.master], [], [], 0)[0]:
             pass
         return code

@@ -9,7 +9,6 @@ import json
 import os
 import random
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.sync import faultproxy
+from tests.sync.devicekit import Terminal
 from tests.sync.faultproxy import FaultProxy
 from tests.sync.helpers import PASSPHRASE, init_engine
 from tests.sync.sqld import SqldServer
@@ -216,62 +216,6 @@ def test_push_failure_names_what_stays_queued(
 
 # ---------------------------------------------------------------------- a real terminal (pty)
 
-BOOT = (
-    "import fcntl, os, sys, termios; os.setsid(); fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
-    "from tiermem.tui.cli import main; main(sys.argv[1:])"
-)
-
-
-class Terminal:
-    """`tiermem` on a pseudo-terminal that is its controlling terminal (so getpass hides)."""
-
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        self.master, slave = os.openpty()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", BOOT, *args], stdin=slave, stdout=slave, stderr=slave, env=env
-        )
-        os.close(slave)
-        self.output = ""
-        self.pos = 0
-
-    def __enter__(self) -> Terminal:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=PATIENCE)
-        os.close(self.master)
-
-    def _read(self, timeout: float) -> bool:
-        """Read what is there; False once the terminal is closed."""
-        if not select.select([self.master], [], [], timeout)[0]:
-            return True
-        try:
-            chunk = os.read(self.master, 4096)
-        except OSError:  # the child exited and the terminal closed
-            return False
-        self.output += chunk.decode(errors="replace")
-        return bool(chunk)
-
-    def expect(self, text: str) -> str:
-        """Wait for `text` after what earlier expects consumed; returns all output so far."""
-        deadline = time.monotonic() + PATIENCE
-        while text not in self.output[self.pos :]:
-            if time.monotonic() > deadline or not self._read(0.1):
-                pytest.fail(f"no {text!r} in terminal output:\n{self.output}")
-        self.pos = self.output.index(text, self.pos) + len(text)
-        return self.output
-
-    def send(self, line: str) -> None:
-        os.write(self.master, line.encode() + b"\r")
-
-    def finish(self) -> int:
-        code = self.proc.wait(timeout=PATIENCE)
-        while self._read(0.1) and select.select([self.master], [], [], 0)[0]:
-            pass
-        return code
-
 
 def terminal_env(**extra: str) -> dict[str, str]:
     env = {**os.environ, "TIERMEM_SECRET_STORE": "file", **extra}
@@ -286,7 +230,7 @@ def test_init_on_a_terminal_shows_the_key_once_and_needs_it_typed_back(
 ) -> None:
     home = str(tmp_path / "home")
     args = ["--home", home, "--agent-id", agent_id, "sync", "init", "--url", sqld.url]
-    with Terminal([*args, "--passphrase"], terminal_env()) as term:
+    with Terminal([*args, "--passphrase"], terminal_env(), PATIENCE) as term:
         term.expect("Turso auth token")
         term.send(sqld.token)
         term.expect("Passphrase")  # asked first: a typo there must not waste a shown key
@@ -310,7 +254,7 @@ def test_init_on_a_terminal_shows_the_key_once_and_needs_it_typed_back(
 
     target = str(tmp_path / "restored")
     args = ["--home", target, "--agent-id", agent_id, "restore", "--url", sqld.url]
-    with Terminal(args, terminal_env()) as term:
+    with Terminal(args, terminal_env(), PATIENCE) as term:
         term.expect("Turso auth token")
         term.send(sqld.token)
         term.expect("Recovery key")
@@ -327,7 +271,7 @@ def test_init_on_a_terminal_that_never_confirms_sets_nothing_up(
 ) -> None:
     home = tmp_path / "home"
     args = ["--home", str(home), "--agent-id", agent_id, "sync", "init", "--url", sqld.url]
-    with Terminal(args, terminal_env(TIERMEM_SYNC_TOKEN=sqld.token)) as term:
+    with Terminal(args, terminal_env(TIERMEM_SYNC_TOKEN=sqld.token), PATIENCE) as term:
         for answer in ("Try again", "Try again", "nothing was set up"):
             term.expect("Type the recovery key to confirm")
             term.send("nope")

@@ -353,15 +353,17 @@ def test_restore_prune_and_point_in_time_on_the_command_line(
 def test_restore_on_a_terminal_shows_a_progress_bar(
     tmp_path: Path, source: Source, sqld: SqldServer
 ) -> None:
-    from tests.sync.test_cli_sync import Terminal, terminal_env
+    from tests.sync.devicekit import Terminal
+    from tests.sync.test_cli_sync import PATIENCE, terminal_env
 
     mem, _, key, _ = source
     env = terminal_env(
         TIERMEM_SYNC_TOKEN=sqld.token, TIERMEM_RECOVERY_KEY=crypto.format_recovery_key(key)
     )
     args = ["--home", str(tmp_path / "t"), "--agent-id", mem.agent_id, "restore"]
-    with Terminal([*args, "--url", sqld.url, "--page-rows", "10"], env) as term:
+    with Terminal([*args, "--url", sqld.url, "--page-rows", "10"], env, PATIENCE) as term:
         term.expect("the agent is usable now")
-        shown = term.expect("memories: 120 restored")
+        term.expect("memories: 120 restored")
         assert term.finish() == 0
+    shown = term.output  # everything the terminal showed
     assert "done (120 memories)" in shown and "━" in shown
