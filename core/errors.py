@@ -1,7 +1,49 @@
-"""The error hierarchy. Every error a person can cause is a TiermemError with a one-line message
-and its own exit code; front ends print the message and exit with the code, never a traceback."""
+"""Every error a person, an agent or a server can cause, and the exit code each one maps to.
+
+Front ends print the one-line message and exit with `exit_code`, never with a traceback. The
+README's exit-code table is generated from this module (`EXIT_CODES` plus the classes below).
+
+    TiermemError (1)
+    ├── InvalidInput (3)  NotFound (4)  LimitExceeded (5)  ConfigError (6)  StorageError (7)
+    ├── CryptoError ── WrongKey (12)  WrongPassphrase (13)  TamperedData (14)
+    │                  UnsupportedFormat (15)  MalformedKey (16)  KdfParametersOutOfBounds (17)
+    ├── HranaError (20) ── TransportFailure  ServerUnavailable  AuthFailed (21)
+    │                      RequestRejected ── StreamExpired   SqlError  ProtocolError
+    ├── NotInitialised (22)  AlreadyInitialised (23)  NothingToRestore (24)  HomeNotEmpty (25)
+    │   MissingSecret (26)  SyncFailed (20/21)  DaemonRunning (27)
+    ├── DamageFound (40-43)  PointInTimePruned (44)  ServiceError (50)
+    └── DeviceRevoked (54)  RotationConflict (55)  PairingRefused (56)  PairingTimeout (57)
+"""
 
 from __future__ import annotations
+
+from typing import Final
+
+EXIT_WARNINGS: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_INTERNAL: Final = 70
+EXIT_INTERRUPTED: Final = 130
+DAMAGE_EXIT_CODES: Final[dict[str, int]] = {
+    "tampered": 40,
+    "missing": 41,
+    "rollback": 42,
+    "wraps": 43,
+}
+"""`sync check`: the worst class of damage found names the exit code."""
+
+PROCESS_EXIT_CODES: Final[dict[int, str]] = {
+    0: "success",
+    EXIT_WARNINGS: "a check found problems: `validate` warnings, `doctor` failures",
+    EXIT_USAGE: "usage error (unknown command or option, bad option value)",
+    **{code: f"`sync check` found {kind} data" for kind, code in DAMAGE_EXIT_CODES.items()},
+    EXIT_INTERNAL: "internal error (rerun with `TIERMEM_DEBUG=1` for the traceback)",
+    EXIT_INTERRUPTED: "interrupted (ctrl+c)",
+}
+"""Exit codes that no single error class owns."""
+
+# SQL-level failures that mean "someone else holds the write lock right now". The whole call
+# is a self-contained transaction that rolled back, so trying again later is safe.
+TRANSIENT_SQL_CODES: Final = frozenset({"SQLITE_BUSY", "TRANSACTION_BUSY"})
 
 
 class TiermemError(Exception):
@@ -45,3 +87,255 @@ class StorageError(TiermemError):
     """The memory home or its database cannot be opened, read or written."""
 
     exit_code = 7
+
+
+# -------------------------------------------------------------- remote calls (sync/hrana.py)
+
+
+class HranaError(TiermemError):
+    """Base of every failure of a remote call. ``retryable`` says whether trying again can help."""
+
+    exit_code = 20
+    retryable: bool = False
+
+
+class TransportFailure(HranaError):
+    """The HTTP exchange itself failed: connect/read/write timeout, reset, dropped connection.
+
+    ``maybe_applied`` is False only when the request provably never reached the server
+    (connect errors, pool timeouts); after a read failure the server may have committed.
+    """
+
+    retryable = True
+
+    def __init__(self, message: str, *, kind: str, maybe_applied: bool) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.maybe_applied = maybe_applied
+
+
+class ServerUnavailable(HranaError):
+    """HTTP 5xx or 429. ``retry_after`` is the server's ``Retry-After`` in seconds, if it sent one."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, status: int, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class AuthFailed(HranaError):
+    """HTTP 401/403: the token is invalid, expired, or lacks permission. Needs a new token."""
+
+    exit_code = 21
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RequestRejected(HranaError):
+    """Any other non-200 answer (400 protocol error, 404 wrong URL, redirects, ...)."""
+
+    def __init__(self, message: str, *, status: int, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class StreamExpired(RequestRejected):
+    """The server no longer knows the stream (``STREAM_EXPIRED``, invalid or stale baton).
+
+    Retryable: every call of this client opens a new stream, so a retry starts clean.
+    """
+
+    retryable = True
+
+
+class SqlError(HranaError):
+    """A statement failed inside an HTTP 200 (``type: "error"`` result or a batch step error).
+
+    ``code`` is the server's code (``SQLITE_CONSTRAINT``, ``SQL_PARSE_ERROR``, ``BLOCKED``, ...);
+    ``statement`` is the index of the failing statement in the call (None for BEGIN/COMMIT).
+    """
+
+    def __init__(self, message: str, *, code: str | None, statement: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.statement = statement
+        self.retryable = code in TRANSIENT_SQL_CODES
+
+
+class ProtocolError(HranaError):
+    """The server answered 200 with something that is not a valid pipeline response."""
+
+
+# ------------------------------------------------------------- cryptography (sync/crypto.py)
+
+
+class CryptoError(TiermemError):
+    """Base of the crypto failures. Messages never contain key material or passphrases, and
+    every one is raised ``from None`` so no underlying exception rides along."""
+
+
+class WrongKey(CryptoError):
+    """The recovery key or device key is well formed but does not unlock this key wrap."""
+
+    exit_code = 12
+
+
+class WrongPassphrase(CryptoError):
+    """The passphrase does not unlock this key wrap."""
+
+    exit_code = 13
+
+
+class TamperedData(CryptoError):
+    """A record envelope failed authentication (modified, truncated, moved to another
+    table/agent/version, or sealed under another vault key), or a blob is structurally damaged.
+    A key wrap that fails authentication reads as `WrongKey`/`WrongPassphrase` instead:
+    AES-GCM cannot tell a wrong key from a modified wrap."""
+
+    exit_code = 14
+
+
+class UnsupportedFormat(CryptoError):
+    """Unknown magic, format version, cipher suite or wrap kind."""
+
+    exit_code = 15
+
+
+class MalformedKey(CryptoError):
+    """A typed-in or stored key cannot be parsed (a typo, bad checksum, wrong length)."""
+
+    exit_code = 16
+
+
+class KdfParametersOutOfBounds(CryptoError):
+    """Argon2id parameters outside the accepted bounds: refused before any work is done, so a
+    hostile wrap cannot make the client allocate gigabytes or spin for minutes."""
+
+    exit_code = 17
+
+
+# --------------------------------------------------------------------- sync set-up and state
+
+
+class NotInitialised(TiermemError):
+    """Sync is not set up for this agent in this home (or `sync init` did not finish)."""
+
+    exit_code = 22
+
+
+class AlreadyInitialised(TiermemError):
+    """Sync is already set up here, or the server already holds a vault for this agent."""
+
+    exit_code = 23
+
+
+class NothingToRestore(TiermemError):
+    """The server holds no vault (or no critical state) for this agent."""
+
+    exit_code = 24
+
+
+class HomeNotEmpty(TiermemError):
+    """A restore would overwrite local memory that the server does not have."""
+
+    exit_code = 25
+
+
+class MissingSecret(TiermemError):
+    """A secret is needed (token, recovery key, passphrase) and there is no way to ask for it."""
+
+    exit_code = 26
+
+
+class SyncFailed(TiermemError):
+    """A remote call failed for good; carries the transport error's exit code (20 or 21)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+# -------------------------------------------------------------------------------- sync check
+
+
+class DamageFound(TiermemError):
+    """`sync check` found damage; the exit code names the worst class found."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+# ------------------------------------------------------------------------------------ daemon
+
+
+class DaemonRunning(TiermemError):
+    """Another daemon already syncs this agent from this home."""
+
+    exit_code = 27
+
+
+# ----------------------------------------------------------------------------------- restore
+
+
+class PointInTimePruned(TiermemError):
+    """The point in time asked for is older than what pruning kept."""
+
+    exit_code = 44
+
+
+# -------------------------------------------------------------------------- keys and devices
+
+
+class DeviceRevoked(TiermemError):
+    """This device was removed from the vault: it holds no wrap of the current epoch's key."""
+
+    exit_code = 54
+
+
+class RotationConflict(TiermemError):
+    """Another device rotated the vault key at the same moment; nothing of this one was kept."""
+
+    exit_code = 55
+
+
+# ----------------------------------------------------------------------------------- pairing
+
+
+class PairingRefused(TiermemError):
+    """The codes differ (or the user said no, or the answer does not authenticate): the
+    pairing is refused and no key was sent."""
+
+    exit_code = 56
+
+
+class PairingTimeout(TiermemError):
+    """The other device did not take its step in time."""
+
+    exit_code = 57
+
+
+# ----------------------------------------------------------------------- background services
+
+
+class ServiceError(TiermemError):
+    """The service manager (systemctl --user or launchctl) is missing or refused a change."""
+
+    exit_code = 50
+
+
+def error_classes() -> dict[int, list[type[TiermemError]]]:
+    """exit code → the classes that set it in their own body (every one is in this module)."""
+    codes: dict[int, list[type[TiermemError]]] = {}
+    pending: list[type[TiermemError]] = list(TiermemError.__subclasses__())
+    while pending:
+        cls = pending.pop(0)
+        pending += cls.__subclasses__()
+        if "exit_code" in vars(cls):
+            codes.setdefault(int(vars(cls)["exit_code"]), []).append(cls)
+    return dict(sorted(codes.items()))

@@ -24,17 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from tiermem.core.errors import InvalidInput, TiermemError
+from tiermem.core.errors import InvalidInput, ServiceError
 from tiermem.core.paths import DEFAULT_AGENT
 
 PLATFORMS: Final = ("systemd", "launchd")
 LAUNCHD_PREFIX: Final = "dev.tiermem"
-
-
-class ServiceError(TiermemError):
-    """The service manager (systemctl --user or launchctl) is missing or refused a change."""
-
-    exit_code = 50
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from tiermem.core.errors import TiermemError
+from tiermem.core.errors import DAMAGE_EXIT_CODES, DamageFound
 from tiermem.sync import crypto, hlc, keys, records
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import Args, HranaClient, ResultSet
@@ -63,22 +63,8 @@ __all__ = [
 ]
 
 Damage = Literal["tampered", "missing", "rollback", "wraps"]
-DAMAGE_EXIT_CODES: Final[dict[Damage, int]] = {
-    "tampered": 40,
-    "missing": 41,
-    "rollback": 42,
-    "wraps": 43,
-}
 SEVERITY: Final[tuple[Damage, ...]] = ("tampered", "rollback", "missing", "wraps")
 _OVERHEAD: Final = crypto.ENVELOPE_HEADER_LEN + crypto.TAG_LEN
-
-
-class DamageFound(TiermemError):
-    """`sync check` found damage; the exit code names the worst class found."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 @dataclass(frozen=True)

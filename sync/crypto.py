@@ -58,7 +58,16 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from tiermem.core.errors import InvalidInput, TiermemError
+from tiermem.core.errors import (
+    CryptoError,
+    InvalidInput,
+    KdfParametersOutOfBounds,
+    MalformedKey,
+    TamperedData,
+    UnsupportedFormat,
+    WrongKey,
+    WrongPassphrase,
+)
 
 __all__ = [
     "DEFAULT_KDF_PARAMS",
@@ -124,51 +133,6 @@ __all__ = [
 ]
 
 # --------------------------------------------------------------------------------------- errors
-
-
-class CryptoError(TiermemError):
-    """Base of the crypto failures. Messages never contain key material or passphrases, and
-    every one is raised ``from None`` so no underlying exception rides along."""
-
-
-class WrongKey(CryptoError):
-    """The recovery key or device key is well formed but does not unlock this key wrap."""
-
-    exit_code = 12
-
-
-class WrongPassphrase(CryptoError):
-    """The passphrase does not unlock this key wrap."""
-
-    exit_code = 13
-
-
-class TamperedData(CryptoError):
-    """A record envelope failed authentication (modified, truncated, moved to another
-    table/agent/version, or sealed under another vault key), or a blob is structurally damaged.
-    A key wrap that fails authentication reads as `WrongKey`/`WrongPassphrase` instead:
-    AES-GCM cannot tell a wrong key from a modified wrap."""
-
-    exit_code = 14
-
-
-class UnsupportedFormat(CryptoError):
-    """Unknown magic, format version, cipher suite or wrap kind."""
-
-    exit_code = 15
-
-
-class MalformedKey(CryptoError):
-    """A typed-in or stored key cannot be parsed (a typo, bad checksum, wrong length)."""
-
-    exit_code = 16
-
-
-class KdfParametersOutOfBounds(CryptoError):
-    """Argon2id parameters outside the accepted bounds: refused before any work is done, so a
-    hostile wrap cannot make the client allocate gigabytes or spin for minutes."""
-
-    exit_code = 17
 
 
 # ------------------------------------------------------------------------------------ constants

@@ -30,7 +30,7 @@ from typing import Any, Final
 import httpx
 
 from tiermem.core.engine import Memory
-from tiermem.core.errors import StorageError, TiermemError
+from tiermem.core.errors import DaemonRunning, StorageError, TiermemError
 from tiermem.sync import keys
 from tiermem.sync.engine import DEFAULT_BATCH_BYTES, SyncEngine
 from tiermem.sync.hrana import DEFAULT_TIMEOUT
@@ -42,12 +42,6 @@ DEFAULT_POLL: Final = 0.25
 DEFAULT_PULL_INTERVAL: Final = 30.0
 
 Report = Callable[[dict[str, Any]], None]
-
-
-class DaemonRunning(TiermemError):
-    """Another daemon already syncs this agent from this home."""
-
-    exit_code = 27
 
 
 class _Stopped(Exception):

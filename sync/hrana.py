@@ -31,7 +31,17 @@ from typing import Final, Literal, TypeAlias
 
 import httpx
 
-from tiermem.core.errors import InvalidInput, TiermemError
+from tiermem.core.errors import (
+    AuthFailed,
+    HranaError,
+    InvalidInput,
+    ProtocolError,
+    RequestRejected,
+    ServerUnavailable,
+    SqlError,
+    StreamExpired,
+    TransportFailure,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -66,9 +76,6 @@ _I64_MIN: Final = -(2**63)
 _I64_MAX: Final = 2**63 - 1
 _EXCERPT: Final = 300
 _REDACTED: Final = "[REDACTED]"
-# SQL-level failures that mean "someone else holds the write lock right now". The whole call
-# is a self-contained transaction that rolled back, so trying again later is safe.
-_TRANSIENT_SQL_CODES: Final = frozenset({"SQLITE_BUSY", "TRANSACTION_BUSY"})
 _INTEGER: Final = re.compile(r"-?[0-9]{1,19}")
 _TRANSPORT_KINDS: Final[tuple[tuple[type[httpx.RequestError], str], ...]] = (
     (httpx.ConnectTimeout, "connect timeout"),
@@ -85,85 +92,6 @@ _TRANSPORT_KINDS: Final[tuple[tuple[type[httpx.RequestError], str], ...]] = (
 
 # --------------------------------------------------------------------------------------------
 # Errors
-
-
-class HranaError(TiermemError):
-    """Base of every failure of a remote call. ``retryable`` says whether trying again can help."""
-
-    exit_code = 20
-    retryable: bool = False
-
-
-class TransportFailure(HranaError):
-    """The HTTP exchange itself failed: connect/read/write timeout, reset, dropped connection.
-
-    ``maybe_applied`` is False only when the request provably never reached the server
-    (connect errors, pool timeouts); after a read failure the server may have committed.
-    """
-
-    retryable = True
-
-    def __init__(self, message: str, *, kind: str, maybe_applied: bool) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.maybe_applied = maybe_applied
-
-
-class ServerUnavailable(HranaError):
-    """HTTP 5xx or 429. ``retry_after`` is the server's ``Retry-After`` in seconds, if it sent one."""
-
-    retryable = True
-
-    def __init__(self, message: str, *, status: int, retry_after: float | None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
-
-
-class AuthFailed(HranaError):
-    """HTTP 401/403: the token is invalid, expired, or lacks permission. Needs a new token."""
-
-    exit_code = 21
-
-    def __init__(self, message: str, *, status: int) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class RequestRejected(HranaError):
-    """Any other non-200 answer (400 protocol error, 404 wrong URL, redirects, ...)."""
-
-    def __init__(self, message: str, *, status: int, code: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-
-
-class StreamExpired(RequestRejected):
-    """The server no longer knows the stream (``STREAM_EXPIRED``, invalid or stale baton).
-
-    Retryable: every call of this client opens a new stream, so a retry starts clean.
-    """
-
-    retryable = True
-
-
-class SqlError(HranaError):
-    """A statement failed inside an HTTP 200 (``type: "error"`` result or a batch step error).
-
-    ``code`` is the server's code (``SQLITE_CONSTRAINT``, ``SQL_PARSE_ERROR``, ``BLOCKED``, ...);
-    ``statement`` is the index of the failing statement in the call (None for BEGIN/COMMIT).
-    """
-
-    def __init__(self, message: str, *, code: str | None, statement: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.statement = statement
-        self.retryable = code in _TRANSIENT_SQL_CODES
-
-
-class ProtocolError(HranaError):
-    """The server answered 200 with something that is not a valid pipeline response."""
 
 
 def is_retryable(exc: BaseException) -> bool:

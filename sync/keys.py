@@ -29,7 +29,12 @@ from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from tiermem.core.errors import InvalidInput, NotFound, TiermemError
+from tiermem.core.errors import (
+    DeviceRevoked,
+    InvalidInput,
+    NotFound,
+    RotationConflict,
+)
 from tiermem.sync import crypto, records
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import Args, ResultSet, SqlError, Value
@@ -68,18 +73,6 @@ __all__ = [
 
 CHAIN: Final = "chain"
 ID_EPOCH: Final = 1
-
-
-class DeviceRevoked(TiermemError):
-    """This device was removed from the vault: it holds no wrap of the current epoch's key."""
-
-    exit_code = 54
-
-
-class RotationConflict(TiermemError):
-    """Another device rotated the vault key at the same moment; nothing of this one was kept."""
-
-    exit_code = 55
 
 
 # Epoch keys already unwrapped by an engine (they never change for a given vault and epoch).

@@ -29,7 +29,7 @@ from typing import Final
 import httpx
 
 from tiermem.core.engine import Memory
-from tiermem.core.errors import InvalidInput, NotFound, TiermemError
+from tiermem.core.errors import InvalidInput, NotFound, PairingRefused, PairingTimeout
 from tiermem.sync import crypto, keys
 from tiermem.sync.devices import (
     JoinResult,
@@ -72,19 +72,6 @@ _SELECT: Final = (
     "SELECT pairing_id, created, new_public, commitment, approver_public, approver_nonce, "
     "new_nonce, bundle, refused FROM pairings"
 )
-
-
-class PairingRefused(TiermemError):
-    """The codes differ (or the user said no, or the answer does not authenticate): the
-    pairing is refused and no key was sent."""
-
-    exit_code = 56
-
-
-class PairingTimeout(TiermemError):
-    """The other device did not take its step in time."""
-
-    exit_code = 57
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ import httpx
 from tiermem.core import snapshot
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
-from tiermem.core.errors import InvalidInput, StorageError, TiermemError
+from tiermem.core.errors import InvalidInput, PointInTimePruned, StorageError, TiermemError
 from tiermem.core.paths import Home, validate_agent_id
 from tiermem.core.warm import MemoryStore
 from tiermem.sync import crypto, hlc, keys, records
@@ -99,12 +99,6 @@ DEFAULT_KEEP_VERSIONS: Final = 10
 PRUNE_TABLE: Final = "prune"
 PRUNE_KEY: Final = "horizon"
 _MAX_DEVICE: Final = "f" * 32
-
-
-class PointInTimePruned(TiermemError):
-    """The point in time asked for is older than what pruning kept."""
-
-    exit_code = 44
 
 
 # ------------------------------------------------------------------------------ results

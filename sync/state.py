@@ -30,7 +30,15 @@ from typing import Final
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from tiermem.core.db import Database, Row
-from tiermem.core.errors import StorageError, TiermemError
+from tiermem.core.errors import (
+    AlreadyInitialised,
+    HomeNotEmpty,
+    MissingSecret,
+    NothingToRestore,
+    NotInitialised,
+    StorageError,
+    SyncFailed,
+)
 from tiermem.sync.hrana import Args
 from tiermem.sync.records import CRITICAL_TABLE
 from tiermem.sync.secrets import DEVICE_KEY, ENV_STORE, TOKEN, SecretStore, open_store
@@ -97,44 +105,6 @@ INSERT_DEVICE: Final = (
 
 
 # ------------------------------------------------------------------------------------- errors
-
-
-class NotInitialised(TiermemError):
-    """Sync is not set up for this agent in this home (or `sync init` did not finish)."""
-
-    exit_code = 22
-
-
-class AlreadyInitialised(TiermemError):
-    """Sync is already set up here, or the server already holds a vault for this agent."""
-
-    exit_code = 23
-
-
-class NothingToRestore(TiermemError):
-    """The server holds no vault (or no critical state) for this agent."""
-
-    exit_code = 24
-
-
-class HomeNotEmpty(TiermemError):
-    """A restore would overwrite local memory that the server does not have."""
-
-    exit_code = 25
-
-
-class MissingSecret(TiermemError):
-    """A secret is needed (token, recovery key, passphrase) and there is no way to ask for it."""
-
-    exit_code = 26
-
-
-class SyncFailed(TiermemError):
-    """A remote call failed for good; carries the transport error's exit code (20 or 21)."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 # ------------------------------------------------------------------------------ opaque naming

@@ -22,7 +22,7 @@ import msgspec
 
 from tiermem.core.consolidate import MODES, ConsolidationReport
 from tiermem.core.engine import TIER_CHOICES
-from tiermem.core.errors import InvalidInput, TiermemError
+from tiermem.core.errors import EXIT_INTERNAL, EXIT_USAGE, InvalidInput, TiermemError
 from tiermem.core.interchange import (
     SEED_FILES,
     export_json,
@@ -47,9 +47,6 @@ from tiermem.tui import (
     cli_write,
 )
 from tiermem.tui.clikit import Options, emit, pass_options
-
-EXIT_USAGE = 2
-EXIT_INTERNAL = 70
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 TIER = click.Choice(TIER_CHOICES)

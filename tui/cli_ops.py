@@ -11,10 +11,9 @@ from typing import Any
 import click
 
 from tiermem.core import service as svc
+from tiermem.core.errors import EXIT_WARNINGS
 from tiermem.core.paths import DEFAULT_AGENT, default_home
 from tiermem.tui.clikit import Options, emit, pass_options
-
-EXIT_CHECK_FAILED = 1
 
 RUNNER: svc.Runner = svc.run_command
 """How `service` calls systemctl/launchctl (tests replace it)."""
@@ -192,7 +191,7 @@ def doctor(opts: Options, offline: bool) -> int:
         f"{warnings} warning(s)"
     )
     emit(opts, payload, "\n".join(lines))
-    return EXIT_CHECK_FAILED if failures else 0
+    return EXIT_WARNINGS if failures else 0
 
 
 # -- demo ------------------------------------------------------------------------------------

@@ -15,14 +15,13 @@ from tiermem.core import llm as llmmod
 from tiermem.core import metadata as meta
 from tiermem.core import transcript as transcriptmod
 from tiermem.core.distill import Distilled, distill
-from tiermem.core.errors import InvalidInput, NotFound
+from tiermem.core.errors import EXIT_WARNINGS, InvalidInput, NotFound
 from tiermem.core.ingest import DAILY_NAME, IngestReport, daily_dir
 from tiermem.core.interchange import record_dict
 from tiermem.core.memory_md import MemoryMdReport
 from tiermem.core.validate import NoteCheck, check_file
 from tiermem.tui.clikit import Options, emit, pass_options
 
-EXIT_WARNINGS = 1
 MODE = click.Choice(["rule", "llm"])
 
 

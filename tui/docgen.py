@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib
 import inspect
 import itertools
 import json
-import pkgutil
 import re
 import shutil
 import sys
@@ -31,7 +29,7 @@ from typing import Any
 import msgspec
 
 from tiermem.core import config as config_model
-from tiermem.core.errors import TiermemError
+from tiermem.core.errors import PROCESS_EXIT_CODES, error_classes
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -45,13 +43,6 @@ SCREENSHOT_SOURCES = {
 COMMAND = ".venv/bin/python -m tiermem.tui.docgen"
 
 # Exit codes that are not errors (or not TiermemError subclasses): code → meaning.
-CLI_CODES = {
-    0: "success",
-    1: "a check found problems: `validate` warnings, `doctor` failures",
-    2: "usage error (unknown command or option, bad option value)",
-    70: "internal error (rerun with `TIERMEM_DEBUG=1` for the traceback)",
-    130: "interrupted (ctrl+c)",
-}
 
 
 # -- configuration reference -------------------------------------------------------------------
@@ -151,39 +142,6 @@ def config_reference() -> str:
 # -- exit codes --------------------------------------------------------------------------------
 
 
-def _import_all() -> None:
-    """Import every module of the three packages, so every TiermemError subclass is defined."""
-    for package in ("tiermem.core", "tiermem.sync", "tiermem.tui"):
-        module = importlib.import_module(package)
-        for sub in pkgutil.walk_packages(module.__path__, package + "."):
-            if sub.name.endswith("__main__"):
-                continue
-            try:
-                importlib.import_module(sub.name)
-            except ImportError:  # an optional extra that is not installed
-                continue
-
-
-def _subclasses(cls: type) -> list[type]:
-    out: list[type] = []
-    direct: list[type] = cls.__subclasses__()
-    for sub in direct:
-        out += [sub, *_subclasses(sub)]
-    return out
-
-
-def error_classes() -> dict[int, list[type[TiermemError]]]:
-    """exit code → the TiermemError subclasses that set it (in their own body)."""
-    _import_all()
-    codes: dict[int, list[type[TiermemError]]] = {}
-    for cls in _subclasses(TiermemError):
-        if "exit_code" in vars(cls) and cls.__module__.startswith("tiermem."):
-            codes.setdefault(int(vars(cls)["exit_code"]), []).append(cls)
-    for group in codes.values():
-        group.sort(key=lambda c: (c.__module__, c.__qualname__))
-    return dict(sorted(codes.items()))
-
-
 def _first_sentence(cls: type) -> str:
     text = _doc(cls)
     match = re.match(r"(.+?\.)(\s|$)", text)
@@ -192,10 +150,10 @@ def _first_sentence(cls: type) -> str:
 
 def exit_codes_table() -> str:
     errors = error_classes()
-    clash = sorted(set(errors) & set(CLI_CODES))
+    clash = sorted(set(errors) & set(PROCESS_EXIT_CODES))
     if clash:
         raise SystemExit(f"exit codes {clash} are used by both an error and the CLI itself")
-    rows: dict[int, tuple[str, str]] = {c: (m, "") for c, m in CLI_CODES.items()}
+    rows: dict[int, tuple[str, str]] = {c: (m, "") for c, m in PROCESS_EXIT_CODES.items()}
     for code, classes in errors.items():
         meaning = "; ".join(_first_sentence(c) for c in classes)
         names = ", ".join(f"`{c.__name__}`" for c in classes)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import msgspec
 
+from tiermem.core import errors
 from tiermem.core.config import Config
 from tiermem.tui import docgen
 
@@ -56,14 +57,14 @@ def test_every_config_key_is_documented() -> None:
 
 
 def test_each_exit_code_means_one_thing() -> None:
-    """Helpers add error classes in parallel: two classes claiming one code is a collision."""
+    """Two classes claiming one code, or a class claiming a process code, is a collision."""
     shared = {
         code: [c.__name__ for c in classes]
-        for code, classes in docgen.error_classes().items()
+        for code, classes in errors.error_classes().items()
         if len(classes) > 1
     }
     assert shared == {}, f"exit codes used by more than one error class: {shared}"
-    assert not set(docgen.error_classes()) & set(docgen.CLI_CODES)
+    assert not set(errors.error_classes()) & set(errors.PROCESS_EXIT_CODES)
 
 
 def test_first_screen_keeps_the_two_commands() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tiermem.core import service as svc
+from tiermem.core.errors import ServiceError
 from tiermem.tui import cli_ops
 from tiermem.tui.cli import run
 
@@ -195,7 +196,7 @@ def test_manager_failure_is_one_line_error(capsys, env: Path, tmp_path: Path, mo
     code, _, err = cli(
         capsys, "--home", str(tmp_path / "h"), "service", "install", "--platform", "systemd"
     )
-    assert code == svc.ServiceError.exit_code
+    assert code == ServiceError.exit_code
     assert (
         err.startswith("tiermem: error: `systemctl --user daemon-reload` failed") and "bus" in err
     )
@@ -204,7 +205,7 @@ def test_manager_failure_is_one_line_error(capsys, env: Path, tmp_path: Path, mo
 
 def test_missing_manager_program(monkeypatch) -> None:
     monkeypatch.setenv("PATH", "")
-    with pytest.raises(svc.ServiceError, match="systemctl is not available"):
+    with pytest.raises(ServiceError, match="systemctl is not available"):
         svc.run_command(["systemctl", "--user", "daemon-reload"])
 
 
@@ -220,7 +221,7 @@ def test_exec_line_quotes_spaces_and_percent(tmp_path: Path) -> None:
 
 def test_termux_points_to_its_guide(monkeypatch) -> None:
     monkeypatch.setenv("PREFIX", "/data/data/com.termux/files/usr")
-    with pytest.raises(svc.ServiceError, match="termux-services"):
+    with pytest.raises(ServiceError, match="termux-services"):
         svc.detect_platform()
 
 
