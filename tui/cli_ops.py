@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
-from tiermem.core import service as svc
 from tiermem.core.errors import EXIT_WARNINGS
 from tiermem.core.paths import DEFAULT_AGENT, default_home
+from tiermem.ops import service as svc
 from tiermem.tui.clikit import Options, emit, pass_options
 
 RUNNER: svc.Runner = svc.run_command
@@ -169,8 +169,8 @@ def service_status(opts: Options, platform: str | None) -> None:
 @pass_options
 def doctor(opts: Options, offline: bool) -> int:
     """Check the memory home, its database, config, secrets and sync (exit 1 on any FAIL)."""
-    from tiermem.core import doctor as local
-    from tiermem.sync import doctor as remote
+    from tiermem.ops import doctor as local
+    from tiermem.ops import doctor_sync as remote
 
     home = _memory_home(opts)
     checks = local.local_checks(home)
@@ -210,7 +210,7 @@ def demo(opts: Options, agent: str | None) -> None:
 
     It lives beside your own agents in the home and never touches them; it is refused when
     the agent already has memories."""
-    from tiermem.core.demo import DEMO_AGENT, build_demo
+    from tiermem.ops.demo import DEMO_AGENT, build_demo
 
     agent_id = agent or (opts.agent_id if opts.agent_id != DEFAULT_AGENT else DEMO_AGENT)
     if opts.json:

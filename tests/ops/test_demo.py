@@ -12,11 +12,11 @@ import pytest
 
 from tiermem.core.conflicts import list_conflicts
 from tiermem.core.db import available_driver
-from tiermem.core.demo import DATASET, build_demo, load_dataset
 from tiermem.core.engine import Memory
 from tiermem.core.interchange import export_json
 from tiermem.core.scoring import DAY
 from tiermem.core.tree import normalize_path
+from tiermem.ops.demo import DATASET, build_demo, load_dataset
 from tiermem.tui.cli import run
 
 NOW = 1_780_000_000.0  # 2026-05-28 20:26 UTC

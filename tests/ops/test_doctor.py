@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from tiermem.core.config import Config, DedupConfig
-from tiermem.core.doctor import FAIL, OK, WARN, local_checks
 from tiermem.core.engine import Memory
 from tiermem.core.migrations import MIGRATIONS
+from tiermem.ops.doctor import FAIL, OK, WARN, local_checks
 from tiermem.tui.cli import run
 
 

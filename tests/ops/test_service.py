@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tiermem.core import service as svc
 from tiermem.core.errors import ServiceError
+from tiermem.ops import service as svc
 from tiermem.tui import cli_ops
 from tiermem.tui.cli import run
 

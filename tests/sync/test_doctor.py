@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from tests.sync.helpers import init_engine
 from tests.sync.sqld import SqldServer, free_port, mint_jwt
 from tiermem.core.db import Database
-from tiermem.core.doctor import FAIL, OK, WARN
 from tiermem.core.engine import Memory
-from tiermem.sync.doctor import SKEW_FAIL, sync_checks
+from tiermem.ops.doctor import FAIL, OK, WARN
+from tiermem.ops.doctor_sync import SKEW_FAIL, sync_checks
 from tiermem.tui import cli_ops
 from tiermem.tui.cli import run
 

@@ -19,9 +19,9 @@ import httpx
 
 from tiermem.core import snapshot
 from tiermem.core.db import Database
-from tiermem.core.doctor import FAIL, OK, WARN, Check
 from tiermem.core.errors import TiermemError
 from tiermem.core.paths import Home
+from tiermem.ops.doctor import FAIL, OK, WARN, Check
 from tiermem.sync.hrana import AuthFailed, HranaClient, TransportFailure
 from tiermem.sync.secrets import ENV_STORE, ENV_TOKEN, TOKEN, env_secret, keyring_usable, open_store
 from tiermem.sync.state import Settings, read_settings

@@ -3,7 +3,7 @@
 Each check returns one `Check` with a verdict: ``ok``, ``warn`` (works, but worth a look) or
 ``FAIL`` (something is broken or will break; the command exits non-zero). Nothing here changes
 the home: the database is opened only when it exists, and never migrated. The sync half
-(keyring, server reachability and auth, clock skew, outbox, daemon) is `tiermem.sync.doctor`.
+(keyring, server reachability and auth, clock skew, outbox, daemon) is `tiermem.ops.doctor_sync`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Operations around the memory engine: health checks, background services, the demo home."""
