@@ -30,9 +30,9 @@ from textual import events
 from benchmarks.agent_gen import generate, queries
 from tiermem.core.engine import Memory
 from tiermem.tui.app import TiermemApp
-from tiermem.tui.screens.memories import MemoriesScreen
-from tiermem.tui.widgets.gauge import Gauge
-from tiermem.tui.widgets.memory_table import MemoryTable
+from tiermem.tui.app.screens.memories import MemoriesScreen
+from tiermem.tui.app.widgets.gauge import Gauge
+from tiermem.tui.app.widgets.memory_table import MemoryTable
 
 YEAR = 365.25 * 86400.0
 

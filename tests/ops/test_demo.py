@@ -108,7 +108,7 @@ def test_the_tui_shows_the_demo(demo_home: Path) -> None:
 
     from tests.tui.conftest import settle
     from tiermem.tui.app import TiermemApp
-    from tiermem.tui.widgets.memory_table import MemoryTable
+    from tiermem.tui.app.widgets.memory_table import MemoryTable
 
     app = TiermemApp(demo_home, "demo", clock=lambda: NOW, watch=False)
     seen: dict[str, object] = {}

@@ -41,8 +41,8 @@ from tiermem.core.engine import Memory
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.restore import restore
 from tiermem.tui.app import TiermemApp
-from tiermem.tui.messages import ActionFailed
-from tiermem.tui.widgets.nav import SCREENS
+from tiermem.tui.app.messages import ActionFailed
+from tiermem.tui.app.widgets.nav import SCREENS
 
 
 async def settle(pilot: Pilot[None], rounds: int = 40) -> None:

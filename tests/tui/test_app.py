@@ -30,16 +30,16 @@ from tiermem.core.consolidate import steps
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact, memory_id
 from tiermem.tui.app import TiermemApp
-from tiermem.tui.screens.dashboard import DashboardScreen
-from tiermem.tui.screens.hot import HotScreen, Item
-from tiermem.tui.screens.memories import MemoriesScreen
-from tiermem.tui.screens.metrics import MetricsScreen
-from tiermem.tui.screens.modals import ConfirmModal, ConsolidateModal, FormModal
-from tiermem.tui.screens.sync import SyncScreen
-from tiermem.tui.screens.tree import TreeScreen
-from tiermem.tui.widgets.detail import MemoryDetail
-from tiermem.tui.widgets.memory_table import MemoryTable
-from tiermem.tui.widgets.nav import NavTab
+from tiermem.tui.app.screens.dashboard import DashboardScreen
+from tiermem.tui.app.screens.hot import HotScreen, Item
+from tiermem.tui.app.screens.memories import MemoriesScreen
+from tiermem.tui.app.screens.metrics import MetricsScreen
+from tiermem.tui.app.screens.modals import ConfirmModal, ConsolidateModal, FormModal
+from tiermem.tui.app.screens.sync import SyncScreen
+from tiermem.tui.app.screens.tree import TreeScreen
+from tiermem.tui.app.widgets.detail import MemoryDetail
+from tiermem.tui.app.widgets.memory_table import MemoryTable
+from tiermem.tui.app.widgets.nav import NavTab
 
 Body = Callable[[Pilot[None]], Awaitable[None]]
 

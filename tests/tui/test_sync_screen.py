@@ -19,9 +19,9 @@ from tests.tui.test_app import fill_form, messages, row_ids
 from tiermem.core import curate, snapshot
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto
-from tiermem.tui.screens.hot import HotScreen
-from tiermem.tui.screens.modals import FormModal
-from tiermem.tui.screens.sync import RestoreModal, SyncScreen
+from tiermem.tui.app.screens.hot import HotScreen
+from tiermem.tui.app.screens.modals import FormModal
+from tiermem.tui.app.screens.sync import RestoreModal, SyncScreen
 
 __all__ = ["_isolated_secrets", "sqld"]  # the sync tests' fixtures, reused here
 

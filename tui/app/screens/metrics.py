@@ -12,8 +12,8 @@ from textual_plotext import PlotextPlot
 
 from tiermem.core.engine import Memory
 from tiermem.core.metrics import DayMetrics
-from tiermem.tui.screens.base import DataScreen
-from tiermem.tui.screens.dashboard import live_today
+from tiermem.tui.app.screens.base import DataScreen
+from tiermem.tui.app.screens.dashboard import live_today
 
 RANGES = (7, 30, 90, 365)
 

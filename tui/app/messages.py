@@ -13,7 +13,7 @@ from textual.message import Message
 
 from tiermem.core.engine import Memory
 from tiermem.core.errors import TiermemError
-from tiermem.tui.widgets.detail import DetailData
+from tiermem.tui.app.widgets.detail import DetailData
 
 T = TypeVar("T")
 

@@ -21,10 +21,10 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import NotFound
 from tiermem.core.hot import HotState, HotStore
 from tiermem.core.tokens import count_tokens
-from tiermem.tui.screens.base import DataScreen
-from tiermem.tui.screens.modals import ConfirmModal, Field, FormModal, parse_importance
-from tiermem.tui.widgets.format import count, day, one_line
-from tiermem.tui.widgets.gauge import Gauge
+from tiermem.tui.app.screens.base import DataScreen
+from tiermem.tui.app.screens.modals import ConfirmModal, Field, FormModal, parse_importance
+from tiermem.tui.app.widgets.format import count, day, one_line
+from tiermem.tui.app.widgets.gauge import Gauge
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,110 @@ def _value(raw: str) -> Any:
         return json.loads(raw)
     except json.JSONDecodeError:
         return raw
+
+
+Change = Callable[[HotState, dict[str, str]], object]
+
+
+@dataclass(frozen=True)
+class EditForm:
+    """The form that edits one hot item, and how its values change the hot state."""
+
+    title: str
+    fields: list[Field]
+    change: Change
+
+
+def lesson_form(shown: HotState, key: str) -> EditForm | None:
+    lesson = next((x for x in shown.critical_lessons if x.id == key), None)
+    if lesson is None:
+        return None
+
+    def change(state: HotState, v: dict[str, str]) -> object:
+        return replace_item(
+            state.critical_lessons,
+            key,
+            lambda: HotStore.add_lesson(
+                state,
+                v["text"],
+                parse_importance(v["importance"]),
+                v["category"] or "general",
+                lesson.timestamp,
+                source_id=lesson.source_id,
+            ),
+        )
+
+    fields = [
+        Field("text", "Lesson", lesson.text, required=True),
+        Field("importance", "Importance", f"{lesson.importance:g}"),
+        Field("category", "Category", lesson.category),
+    ]
+    return EditForm("Edit lesson", fields, change)
+
+
+def task_form(shown: HotState, key: str) -> EditForm | None:
+    task = next((x for x in shown.active_context.tasks if x.id == key), None)
+    if task is None:
+        return None
+
+    def change(state: HotState, v: dict[str, str]) -> object:
+        return replace_item(
+            state.active_context.tasks,
+            key,
+            lambda: HotStore.add_task(state, v["text"], task.timestamp, v["status"]),
+        )
+
+    fields = [
+        Field("text", "Task", task.text, required=True),
+        Field("status", "Status", task.status, "pending, in progress, blocked…"),
+    ]
+    return EditForm("Edit task", fields, change)
+
+
+def event_form(shown: HotState, key: str) -> EditForm | None:
+    event = next((x for x in shown.active_context.events if x.id == key), None)
+    if event is None:
+        return None
+
+    def change(state: HotState, v: dict[str, str]) -> object:
+        return replace_item(
+            state.active_context.events,
+            key,
+            lambda: HotStore.add_event(state, v["text"], event.timestamp),
+        )
+
+    return EditForm("Edit event", [Field("text", "Event", event.text, required=True)], change)
+
+
+def project_form(shown: HotState, key: str) -> EditForm | None:
+    project = next((x for x in shown.active_context.projects if x.id == key), None)
+    if project is None:
+        return None
+
+    def change(state: HotState, v: dict[str, str]) -> object:
+        return replace_item(
+            state.active_context.projects,
+            key,
+            lambda: HotStore.upsert_project(
+                state, v["name"], v["description"], v["status"], project.updated_at
+            ),
+        )
+
+    fields = [
+        Field("name", "Name", project.name, required=True),
+        Field("description", "Description", project.description),
+        Field("status", "Status", project.status),
+    ]
+    return EditForm("Edit project", fields, change)
+
+
+EDIT_FORMS: dict[str, Callable[[HotState, str], EditForm | None]] = {
+    "lesson": lesson_form,
+    "task": task_form,
+    "event": event_form,
+    "project": project_form,
+}
+"""The edit form of each kind of list item (None: the item is gone meanwhile)."""
 
 
 class HotScreen(DataScreen[HotData]):
@@ -294,106 +398,24 @@ class HotScreen(DataScreen[HotData]):
         if current.kind in ("identity", "owner_profile"):
             self.action_set_key(current.kind)
             return
-        s, ctx, key = data.state, data.state.active_context, current.key
-        if current.kind == "lesson":
-            lesson = next((x for x in s.critical_lessons if x.id == key), None)
-            if lesson is None:
-                self._gone()
-                return
-
-            def lesson_change(state: HotState, v: dict[str, str]) -> object:
-                return replace_item(
-                    state.critical_lessons,
-                    key,
-                    lambda: HotStore.add_lesson(
-                        state,
-                        v["text"],
-                        parse_importance(v["importance"]),
-                        v["category"] or "general",
-                        lesson.timestamp,
-                        source_id=lesson.source_id,
-                    ),
-                )
-
-            fields = [
-                Field("text", "Lesson", lesson.text, required=True),
-                Field("importance", "Importance", f"{lesson.importance:g}"),
-                Field("category", "Category", lesson.category),
-            ]
-            self._edit_form("Edit lesson", fields, lesson_change)
-        elif current.kind == "task":
-            task = next((x for x in ctx.tasks if x.id == key), None)
-            if task is None:
-                self._gone()
-                return
-
-            def task_change(state: HotState, v: dict[str, str]) -> object:
-                return replace_item(
-                    state.active_context.tasks,
-                    key,
-                    lambda: HotStore.add_task(state, v["text"], task.timestamp, v["status"]),
-                )
-
-            fields = [
-                Field("text", "Task", task.text, required=True),
-                Field("status", "Status", task.status, "pending, in progress, blocked…"),
-            ]
-            self._edit_form("Edit task", fields, task_change)
-        elif current.kind == "event":
-            event = next((x for x in ctx.events if x.id == key), None)
-            if event is None:
-                self._gone()
-                return
-
-            def event_change(state: HotState, v: dict[str, str]) -> object:
-                return replace_item(
-                    state.active_context.events,
-                    key,
-                    lambda: HotStore.add_event(state, v["text"], event.timestamp),
-                )
-
-            self._edit_form(
-                "Edit event", [Field("text", "Event", event.text, required=True)], event_change
-            )
-        else:
-            project = next((x for x in ctx.projects if x.id == key), None)
-            if project is None:
-                self._gone()
-                return
-
-            def project_change(state: HotState, v: dict[str, str]) -> object:
-                return replace_item(
-                    state.active_context.projects,
-                    key,
-                    lambda: HotStore.upsert_project(
-                        state, v["name"], v["description"], v["status"], project.updated_at
-                    ),
-                )
-
-            fields = [
-                Field("name", "Name", project.name, required=True),
-                Field("description", "Description", project.description),
-                Field("status", "Status", project.status),
-            ]
-            self._edit_form("Edit project", fields, project_change)
+        form = EDIT_FORMS[current.kind](data.state, current.key)
+        if form is None:
+            self._gone()
+            return
+        self._edit_form(form)
 
     def _gone(self) -> None:
         self.notify("that item changed meanwhile: look again", severity="warning")
         self.reload()
 
-    def _edit_form(
-        self,
-        title: str,
-        fields: list[Field],
-        change: Callable[[HotState, dict[str, str]], object],
-    ) -> None:
+    def _edit_form(self, form: EditForm) -> None:
         def apply(mem: Memory, v: dict[str, str]) -> str:
-            _, pruned = mem.edit_hot(lambda state: change(state, v))
-            return f"{title.removeprefix('Edit ')} saved{pruned_note(pruned)}"
+            _, pruned = mem.edit_hot(lambda state: form.change(state, v))
+            return f"{form.title.removeprefix('Edit ')} saved{pruned_note(pruned)}"
 
         self._form(
-            title,
-            fields,
+            form.title,
+            form.fields,
             apply,
             note="Hot memory stays under 5 KB: edits that cannot fit are refused.",
         )

@@ -1,7 +1,7 @@
 """The tiermem TUI: an agent's memory for a person, over the core facade and the sync engine.
 
 The event loop never touches the database: every read and write runs in a thread worker that
-posts a typed message back (`tiermem.tui.messages`). A poll of `PRAGMA data_version` notices
+posts a typed message back (`tiermem.tui.app.messages`). A poll of `PRAGMA data_version` notices
 commits by other processes (an agent storing while you browse) and reloads the open screen.
 """
 
@@ -22,19 +22,19 @@ from textual.worker import get_current_worker
 
 from tiermem.core.engine import Memory
 from tiermem.core.paths import DEFAULT_AGENT
-from tiermem.tui.messages import (
+from tiermem.tui.app.messages import (
     ActionDone,
     ActionFailed,
     DataChanged,
     MemoryOpened,
     describe_error,
 )
-from tiermem.tui.screens.base import DataScreen
-from tiermem.tui.screens.dashboard import DashboardScreen
-from tiermem.tui.screens.hot import HotScreen
-from tiermem.tui.screens.memories import MemoriesScreen
-from tiermem.tui.screens.metrics import MetricsScreen
-from tiermem.tui.screens.modals import (
+from tiermem.tui.app.screens.base import DataScreen
+from tiermem.tui.app.screens.dashboard import DashboardScreen
+from tiermem.tui.app.screens.hot import HotScreen
+from tiermem.tui.app.screens.memories import MemoriesScreen
+from tiermem.tui.app.screens.metrics import MetricsScreen
+from tiermem.tui.app.screens.modals import (
     AgentModal,
     ConsolidateModal,
     FormModal,
@@ -42,9 +42,9 @@ from tiermem.tui.screens.modals import (
     parse_importance,
     split_lines,
 )
-from tiermem.tui.screens.sync import SyncScreen, pull_now, push_now, sync_now
-from tiermem.tui.screens.tree import TreeScreen
-from tiermem.tui.widgets.nav import SCREENS
+from tiermem.tui.app.screens.sync import SyncScreen, pull_now, push_now, sync_now
+from tiermem.tui.app.screens.tree import TreeScreen
+from tiermem.tui.app.widgets.nav import SCREENS
 
 DARK = "tiermem-dark"
 LIGHT = "tiermem-light"
@@ -54,7 +54,7 @@ WATCH_SECONDS = 0.4
 def theme_dirs() -> list[Path]:
     """Where theme files live: `assets/themes` in a checkout, `tiermem/assets/themes` when
     installed from the wheel."""
-    return [Path(__file__).resolve().parent.parent / "assets" / "themes"]
+    return [Path(__file__).resolve().parents[2] / "assets" / "themes"]
 
 
 def load_themes() -> list[Theme]:

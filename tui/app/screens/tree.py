@@ -19,11 +19,12 @@ from tiermem.core import curate
 from tiermem.core.engine import Memory
 from tiermem.core.errors import TiermemError
 from tiermem.core.tree import TreeIndex, normalize_path
-from tiermem.tui.messages import ActionFailed, describe_error
-from tiermem.tui.screens.base import DataScreen
-from tiermem.tui.screens.modals import ConfirmModal, Field, FormModal
-from tiermem.tui.widgets.format import count, day
-from tiermem.tui.widgets.memory_table import MemoryRow, MemoryTable
+from tiermem.tui.app.messages import ActionFailed, describe_error
+from tiermem.tui.app.screens.base import DataScreen
+from tiermem.tui.app.screens.memories import MemoriesScreen
+from tiermem.tui.app.screens.modals import ConfirmModal, Field, FormModal
+from tiermem.tui.app.widgets.format import count, day
+from tiermem.tui.app.widgets.memory_table import MemoryRow, MemoryTable
 
 NODE_PAGE = 200
 
@@ -192,8 +193,6 @@ class TreeScreen(DataScreen[TreeIndex]):
         )
 
     async def action_open_memories(self) -> None:
-        from tiermem.tui.screens.memories import MemoriesScreen
-
         path = self._selected or None
         await self.app.switch_mode("memories")
         if isinstance(self.app.screen, MemoriesScreen):

@@ -14,7 +14,7 @@ from tiermem.core import curate
 from tiermem.core.curate import Listed, ScoreParts
 from tiermem.core.engine import Memory
 from tiermem.core.retrieve import Explanation
-from tiermem.tui.widgets.format import stamp
+from tiermem.tui.app.widgets.format import stamp
 
 CURVE_DAYS = 90
 

@@ -15,10 +15,10 @@ from tiermem.core.engine import Memory
 from tiermem.core.metrics import DayMetrics, day_of
 from tiermem.core.scoring import DAY
 from tiermem.core.warm import MemoryRecord
-from tiermem.tui.screens.base import DataScreen
-from tiermem.tui.screens.sync import SyncView, sync_view
-from tiermem.tui.widgets.format import compact, count, day, kib, one_line, spark, stamp
-from tiermem.tui.widgets.gauge import Gauge
+from tiermem.tui.app.screens.base import DataScreen
+from tiermem.tui.app.screens.sync import SyncView, sync_view
+from tiermem.tui.app.widgets.format import compact, count, day, kib, one_line, spark, stamp
+from tiermem.tui.app.widgets.gauge import Gauge
 
 
 @dataclass(frozen=True)

@@ -20,18 +20,18 @@ from tiermem.core.curate import Listed
 from tiermem.core.engine import Memory, tiers_for
 from tiermem.core.retrieve import Explanation, RetrievalResult, search
 from tiermem.core.warm import MemoryRecord
-from tiermem.tui.messages import ActionFailed, DetailLoaded, Loaded, describe_error
-from tiermem.tui.screens.base import DataScreen
-from tiermem.tui.screens.modals import (
+from tiermem.tui.app.messages import ActionFailed, DetailLoaded, Loaded, describe_error
+from tiermem.tui.app.screens.base import DataScreen
+from tiermem.tui.app.screens.modals import (
     ConfirmModal,
     FormModal,
     memory_fields,
     parse_importance,
     split_lines,
 )
-from tiermem.tui.widgets.detail import DetailData, MemoryDetail, load_detail
-from tiermem.tui.widgets.format import count, one_line
-from tiermem.tui.widgets.memory_table import MemoryRow, MemoryTable
+from tiermem.tui.app.widgets.detail import DetailData, MemoryDetail, load_detail
+from tiermem.tui.app.widgets.format import count, one_line
+from tiermem.tui.app.widgets.memory_table import MemoryRow, MemoryTable
 
 PAGE = curate.PAGE
 PREFETCH = 25

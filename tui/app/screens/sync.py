@@ -32,10 +32,10 @@ from tiermem.core import snapshot
 from tiermem.core.conflicts import Conflict
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
-from tiermem.tui.messages import ActionDone, ActionFailed, describe_error
-from tiermem.tui.screens.base import DataScreen
-from tiermem.tui.screens.modals import Field, FormModal
-from tiermem.tui.widgets.format import one_line, stamp
+from tiermem.tui.app.messages import ActionDone, ActionFailed, describe_error
+from tiermem.tui.app.screens.base import DataScreen
+from tiermem.tui.app.screens.modals import Field, FormModal
+from tiermem.tui.app.widgets.format import one_line, stamp
 
 if TYPE_CHECKING:
     from tiermem.sync.devices import DeviceInfo

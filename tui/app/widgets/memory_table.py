@@ -13,7 +13,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
 from tiermem.core.curate import Listed
-from tiermem.tui.widgets.format import day, one_line
+from tiermem.tui.app.widgets.format import day, one_line
 
 TEXT_WIDTH = 56
 CATEGORY_WIDTH = 16

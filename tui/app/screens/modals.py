@@ -19,7 +19,7 @@ from tiermem.core.consolidate import MODES, ConsolidationReport, steps
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
 from tiermem.core.warm import MemoryRecord
-from tiermem.tui.messages import describe_error
+from tiermem.tui.app.messages import describe_error
 
 
 def parse_importance(raw: str) -> float:

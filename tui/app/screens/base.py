@@ -11,8 +11,8 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from tiermem.core.engine import Memory
-from tiermem.tui.messages import ActionFailed, Loaded, describe_error
-from tiermem.tui.widgets.nav import NavBar
+from tiermem.tui.app.messages import ActionFailed, Loaded, describe_error
+from tiermem.tui.app.widgets.nav import NavBar
 
 if TYPE_CHECKING:
     from tiermem.tui.app import TiermemApp
