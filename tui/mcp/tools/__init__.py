@@ -1,0 +1,23 @@
+"""The MCP tools, one small module per group, and the registry the server publishes in order."""
+
+from tiermem.tui.mcp.tools import audit, conversation, hot, hygiene, recall, store
+from tiermem.tui.mcp.tools.base import ToolSpec
+
+TOOLS: tuple[ToolSpec, ...] = (
+    store.STORE,
+    recall.RECALL,
+    recall.SEARCH,
+    store.GET,
+    hot.HOT,
+    audit.INDEX_STATUS,
+    audit.AUDIT,
+    hygiene.FORGET,
+    hygiene.PIN,
+    hygiene.RESTORE,
+    recall.CONTEXT,
+    conversation.CONVERSATION_END,
+    hygiene.HEALTH,
+)
+"""Every tool, in the order clients list them (and packaging/openclaw/TOOLS.md shows them)."""
+
+__all__ = ["TOOLS", "ToolSpec"]

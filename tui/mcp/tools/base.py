@@ -1,0 +1,27 @@
+"""What every tool module shares: the registry entry and the common parameter pieces."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+SESSION_DOC = "Session id for session hygiene (default: the server's --session / TIERMEM_SESSION)."
+Strings = str | list[str]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One MCP tool: its published name and description, and the function that answers it
+    (called with the server's `Home` first, then the tool's arguments)."""
+
+    name: str
+    fn: Callable[..., dict[str, Any]]
+    description: str
+
+
+def strings(value: Strings | None) -> list[str]:
+    """A one-or-many parameter as a list."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)

@@ -1,0 +1,121 @@
+"""Finding memories: recall within a budget, search every tier, the prompt's context block."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from tiermem.core import context as ctx
+from tiermem.core import hygiene
+from tiermem.core.engine import Memory
+from tiermem.tui.mcp.home import Home
+from tiermem.tui.mcp.tools.base import SESSION_DOC, ToolSpec
+
+
+def memory_recall(
+    home: Home,
+    query: Annotated[str, Field(description="What to recall, in natural language.")],
+    categories: Annotated[
+        list[str] | None, Field(description="Only these categories (and below).")
+    ] = None,
+    priority_min: Annotated[
+        Literal["critical", "high", "medium", "low"] | None,
+        Field(description="Leave out entries below this priority."),
+    ] = None,
+    token_budget: Annotated[
+        int, Field(ge=1, description="Most tokens the entries may take.")
+    ] = ctx.DEFAULT_RECALL_BUDGET,
+    format: Annotated[  # noqa: A002 (the tool's published parameter name)
+        Literal["brief", "detailed"],
+        Field(description="brief, or detailed (scores, metadata, explanation)."),
+    ] = "brief",
+    session_id: Annotated[str | None, Field(description=SESSION_DOC)] = None,
+) -> dict[str, Any]:
+    return home.run(
+        lambda mem: ctx.recall(
+            mem,
+            query,
+            categories=categories or [],
+            priority_min=priority_min,
+            budget=token_budget,
+            fmt=format,
+            session=home.session_for(session_id),
+        ).as_dict()
+    )
+
+
+def memory_search(
+    home: Home,
+    query: Annotated[str, Field(description="Keywords or a question.")],
+    limit: Annotated[int, Field(ge=1, le=100, description="Most results.")] = 10,
+    tier: Annotated[
+        Literal["warm", "cold", "frozen", "all"] | None,
+        Field(description="Only this tier (cold includes frozen)."),
+    ] = None,
+    category: Annotated[str | None, Field(description="Only this category and below.")] = None,
+    session_id: Annotated[str | None, Field(description=SESSION_DOC)] = None,
+) -> dict[str, Any]:
+    def work(mem: Memory) -> dict[str, Any]:
+        result = mem.retrieve(query, limit=limit, tier=tier, category=category)
+        hygiene.track_result(mem, home.session_for(session_id), result)
+        return {
+            "query": query,
+            "terms": result.terms,
+            "tree_matches": [{"path": c.path, "reason": c.reason} for c in result.categories],
+            "candidates": result.candidates,
+            "notes": result.notes,
+            "results": [
+                {
+                    "id": h.memory.id,
+                    "category": h.memory.category,
+                    "content": h.memory.text,
+                    "tier": h.memory.tier,
+                    "priority": ctx.priority_of(h.memory.importance),
+                    "score": round(h.explanation.score, 4),
+                    "why": ctx.why(h),
+                }
+                for h in result.hits
+            ],
+        }
+
+    return home.run(work)
+
+
+def memory_context(
+    home: Home,
+    message: Annotated[
+        str | None, Field(description="The user's message (none: always-loaded part).")
+    ] = None,
+    token_budget: Annotated[
+        int, Field(ge=1, description="Most tokens of the whole block.")
+    ] = ctx.DEFAULT_CONTEXT_BUDGET,
+    session_id: Annotated[str | None, Field(description=SESSION_DOC)] = None,
+) -> dict[str, Any]:
+    return home.run(
+        lambda mem: ctx.build_context(
+            mem, message, budget=token_budget, session=home.session_for(session_id)
+        ).as_dict()
+    )
+
+
+RECALL = ToolSpec(
+    "memory_recall",
+    memory_recall,
+    "Recall the memories relevant to a query within a token budget (the JSON of the "
+    "returned entries fits it), best first, each with why it was found. Filters: "
+    "categories (each with its subcategories) and a minimum priority.",
+)
+SEARCH = ToolSpec(
+    "memory_search",
+    memory_search,
+    "Search every tier (warm, cold archive) by keywords through the category tree; "
+    "results carry their explanation. No budget: use memory_recall for context.",
+)
+CONTEXT = ToolSpec(
+    "memory_context",
+    memory_context,
+    "The block to put in the prompt before answering a message: hot memory, the tree "
+    "index (under 1,500 tokens together) and the relevant memories, all within the "
+    "budget. A trivial message (under 3 meaningful words) gets the always-loaded part.",
+)

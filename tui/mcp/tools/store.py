@@ -1,0 +1,107 @@
+"""Writing a memory and reading one back by id."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from pydantic import Field
+
+from tiermem.core import context as ctx
+from tiermem.core import curate, hygiene
+from tiermem.core.engine import Memory
+from tiermem.core.interchange import record_dict
+from tiermem.tui.mcp.home import Home
+from tiermem.tui.mcp.tools.base import SESSION_DOC, Strings, ToolSpec, strings
+
+
+def memory_store(
+    home: Home,
+    content: Annotated[str, Field(description="The fact to remember (one fact).")],
+    category: Annotated[
+        str,
+        Field(description="Category path, e.g. preferences, projects/evoclaw/bsc, people/sarah."),
+    ] = "facts",
+    priority: Annotated[
+        Literal["critical", "high", "medium", "low"] | None,
+        Field(description="critical 0.95, high 0.8, medium 0.5 (default), low 0.3."),
+    ] = None,
+    importance: Annotated[
+        float | None, Field(ge=0, le=1, description="0-1; instead of priority.")
+    ] = None,
+    tags: Annotated[list[str] | None, Field(description="Free-form tags.")] = None,
+    expires: Annotated[
+        str | None,
+        Field(description="ISO date or date-time: archived to cold after it."),
+    ] = None,
+    url: Annotated[Strings | None, Field(description="URL(s) to keep with it.")] = None,
+    command: Annotated[
+        Strings | None, Field(description="Shell command(s) to keep with it.")
+    ] = None,
+    path: Annotated[Strings | None, Field(description="File path(s) to keep with it.")] = None,
+    context: Annotated[str | None, Field(description="Why this is stored.")] = None,
+) -> dict[str, Any]:
+    return home.run(
+        lambda mem: ctx.store_entry(
+            mem,
+            content,
+            category,
+            priority=priority,
+            importance=importance,
+            tags=tags or [],
+            expires=expires,
+            urls=strings(url),
+            commands=strings(command),
+            paths=strings(path),
+            context=context,
+        )
+    )
+
+
+def memory_get(
+    home: Home,
+    id: Annotated[str, Field(description="A memory id or a hot lesson id.")],  # noqa: A002
+    session_id: Annotated[str | None, Field(description=SESSION_DOC)] = None,
+) -> dict[str, Any]:
+    return home.run(lambda mem: _get(mem, id, home.session_for(session_id)))
+
+
+def _get(mem: Memory, item_id: str, session: str | None) -> dict[str, Any]:
+    for lesson in mem.hot().critical_lessons:
+        if lesson.id == item_id:
+            if session:
+                hygiene.track(mem, session, [], [lesson.id])
+            return {"kind": "lesson", **msgspec.to_builtins(lesson)}
+    listed = curate.get_listed(mem, item_id)
+    if session:
+        hygiene.track(mem, session, [item_id])
+    record = listed.record
+    tags, expires = hygiene.extras_for(mem, [item_id]).get(item_id, ((), None))
+    return (
+        {"kind": "memory"}
+        | record_dict(record)
+        | {
+            "priority": ctx.priority_of(record.importance),
+            "score": round(record.score(mem.now(), mem.cfg.scoring), 4),
+            "pinned": listed.pinned,
+            "tags": list(tags),
+            "expires": ctx.iso(expires) if expires else None,
+            "hot_lesson": curate.hot_lesson_for(mem, item_id),
+            "sessions": hygiene.sessions_of(mem, item_id),
+        }
+    )
+
+
+STORE = ToolSpec(
+    "memory_store",
+    memory_store,
+    "Store a memory (structured write): categorised, deduplicated (storing a known "
+    "fact reinforces it and merges its tags), with a priority or importance, tags, an "
+    "expiry date and URLs/commands/paths. Returns its id and token cost.",
+)
+GET = ToolSpec(
+    "memory_get",
+    memory_get,
+    "Get one memory (or hot lesson) by id, with its metadata, score, tags, pin, the "
+    "sessions that recalled it, and its hot lesson if it has one.",
+)
