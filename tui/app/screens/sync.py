@@ -96,6 +96,7 @@ def conflicts_part(mem: Memory) -> Part[Conflict]:
 
 def sync_view(mem: Memory) -> SyncView:
     """The outbox, the engine's status, its history and the conflicts (local: no network)."""
+    # lazy: the sync engine brings httpx and cryptography, not needed for the first paint
     from tiermem.sync.engine import SyncEngine
 
     outbox = snapshot.pending(mem.db, mem.agent_id)
@@ -137,6 +138,7 @@ def sync_view(mem: Memory) -> SyncView:
 
 def device_part(mem: Memory) -> Part[DeviceInfo]:
     """The vault's devices (asks the server: run apart from the local refreshes)."""
+    # lazy: the sync engine brings httpx and cryptography, not needed for the first paint
     from tiermem.sync.devices import list_devices
     from tiermem.sync.engine import SyncEngine
 
@@ -171,6 +173,7 @@ def _pulled(result: PullResult) -> str:
 
 def push_now(mem: Memory) -> str:
     """One push attempt (the daemon is the one that keeps retrying)."""
+    # lazy: the sync engine brings httpx and cryptography, not needed for the first paint
     from tiermem.sync.engine import SyncEngine
     from tiermem.sync.retry import RetryPolicy
 
@@ -179,6 +182,7 @@ def push_now(mem: Memory) -> str:
 
 
 def pull_now(mem: Memory) -> str:
+    # lazy: the sync engine brings httpx and cryptography, not needed for the first paint
     from tiermem.sync.engine import SyncEngine
     from tiermem.sync.retry import RetryPolicy
 
@@ -188,6 +192,7 @@ def pull_now(mem: Memory) -> str:
 
 def sync_now(mem: Memory) -> str:
     """Pull, then push (what the daemon does on each round)."""
+    # lazy: the sync engine brings httpx and cryptography, not needed for the first paint
     from tiermem.sync.engine import SyncEngine
     from tiermem.sync.retry import RetryPolicy
 
@@ -221,6 +226,7 @@ def restore_agent(
 ) -> str:
     """Restore an agent into this home (it must hold no memory of it): the critical state
     first, then every memory, swapped in at once."""
+    # lazy: the sync engine brings httpx and cryptography, not needed for the first paint
     from tiermem.sync import crypto
     from tiermem.sync.restore import restore
     from tiermem.sync.secrets import ENV_TOKEN, env_secret
