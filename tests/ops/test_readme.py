@@ -1,18 +1,31 @@
 """The README's generated parts match the code: the configuration reference (config model),
 the exit codes (error classes), the screenshots (TUI snapshots); its first screen keeps the two
-commands. When one fails, regenerate with `.venv/bin/python -m tiermem.tui.docgen`."""
+commands. When one fails, regenerate with `.venv/bin/python scripts/docgen.py`."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import msgspec
 
 from tiermem.core import errors
 from tiermem.core.config import Config
-from tiermem.tui import docgen
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def load_script(path: Path) -> ModuleType:
+    """A development script of the checkout (not an installed module), imported by path."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+docgen = load_script(REPO / "scripts" / "docgen.py")
 FIX = f"out of date: run `{docgen.COMMAND}` and commit the result"
 
 

@@ -15,8 +15,8 @@ import pytest
 
 from tiermem.core.errors import ServiceError
 from tiermem.ops import service as svc
-from tiermem.tui import cli_ops
 from tiermem.tui.cli import run
+from tiermem.tui.cli.commands import service as cli_service
 
 
 class Recorder:
@@ -130,7 +130,7 @@ def test_print_text_launchd(capsys, env: Path, tmp_path: Path) -> None:
 
 def test_install_status_uninstall_systemd(capsys, env: Path, tmp_path: Path, monkeypatch) -> None:
     recorder = Recorder()
-    monkeypatch.setattr(cli_ops, "RUNNER", recorder)
+    monkeypatch.setattr(cli_service, "RUNNER", recorder)
     home = ["--home", str(tmp_path / "home")]
     code, out, err = cli(capsys, *home, "--json", "service", "install", "--platform", "systemd")
     assert code == 0, err
@@ -169,7 +169,7 @@ def test_install_status_uninstall_systemd(capsys, env: Path, tmp_path: Path, mon
 
 def test_install_with_daemon_launchd(capsys, env: Path, tmp_path: Path, monkeypatch) -> None:
     recorder = Recorder()
-    monkeypatch.setattr(cli_ops, "RUNNER", recorder)
+    monkeypatch.setattr(cli_service, "RUNNER", recorder)
     code, out, err = cli(
         capsys,
         "--home",
@@ -192,7 +192,7 @@ def test_install_with_daemon_launchd(capsys, env: Path, tmp_path: Path, monkeypa
 
 
 def test_manager_failure_is_one_line_error(capsys, env: Path, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(cli_ops, "RUNNER", Recorder(fail="daemon-reload"))
+    monkeypatch.setattr(cli_service, "RUNNER", Recorder(fail="daemon-reload"))
     code, _, err = cli(
         capsys, "--home", str(tmp_path / "h"), "service", "install", "--platform", "systemd"
     )

@@ -20,8 +20,8 @@ from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.ops.doctor import FAIL, OK, WARN
 from tiermem.ops.doctor_sync import SKEW_FAIL, sync_checks
-from tiermem.tui import cli_ops
 from tiermem.tui.cli import run
+from tiermem.tui.cli.commands import service as cli_service
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def test_service_install_includes_the_daemon_once_sync_is_set_up(
         calls.append(list(argv))
         return 0, "enabled" if "is-enabled" in argv else ""
 
-    monkeypatch.setattr(cli_ops, "RUNNER", recorder)
+    monkeypatch.setattr(cli_service, "RUNNER", recorder)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     args = ["--home", str(synced), "--agent-id", agent_id, "--json", "service", "install"]
     assert run([*args, "--platform", "systemd"]) == 0

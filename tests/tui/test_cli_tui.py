@@ -12,6 +12,7 @@ import pytest
 
 from tiermem.tui import cli
 from tiermem.tui.app import TiermemApp
+from tiermem.tui.cli.commands import serve
 
 
 def test_importing_the_cli_does_not_import_textual() -> None:
@@ -72,7 +73,7 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
     FakeServer.started = []
     monkeypatch.setattr(textual_serve.server, "Server", FakeServer)
-    monkeypatch.setattr(cli, "lan_address", lambda: "192.168.1.20")
+    monkeypatch.setattr(serve, "lan_address", lambda: "192.168.1.20")
     return FakeServer.started
 
 

@@ -1,4 +1,5 @@
-"""What every CLI command module shares: the global options and the output convention."""
+"""What every CLI command module shares: the global options, the output convention and the
+`--session` option of the commands that count toward session hygiene."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ import click
 import msgspec
 
 from tiermem.core.engine import Memory
+from tiermem.core.paths import default_home
 
 
 @dataclass
 class Options:
+    """The global options: which memory home and agent, and whether to print JSON."""
+
     home: Path | None
     agent_id: str
     json: bool
@@ -24,8 +28,19 @@ class Options:
     def open(self) -> Memory:
         return Memory(self.home, self.agent_id)
 
+    def resolved_home(self) -> Path:
+        """The memory home folder, without opening (or creating) it."""
+        return (self.home if self.home is not None else default_home()).expanduser().resolve()
+
 
 pass_options = click.make_pass_decorator(Options)
+
+SESSION_ENV = "TIERMEM_SESSION"
+session_option = click.option(
+    "--session",
+    envvar=SESSION_ENV,
+    help=f"Session id for session hygiene (default: ${SESSION_ENV}).",
+)
 
 
 def emit(opts: Options, payload: dict[str, Any], text: str | Callable[[], str]) -> None:

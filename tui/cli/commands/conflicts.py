@@ -12,7 +12,7 @@ import time
 import click
 
 from tiermem.core.conflicts import TAKES, Conflict, list_conflicts, resolve_conflict, show
-from tiermem.tui.clikit import Options, emit, pass_options
+from tiermem.tui.cli.options import Options, emit, pass_options
 
 
 def _when(ts: float) -> str:
@@ -72,7 +72,3 @@ def resolve_cmd(opts: Options, conflict_id: str, take: str) -> None:
         {"resolved": closed.to_dict(), "take": take},
         f"resolved {closed.id}: {verb} ({closed.item} · {closed.field})",
     )
-
-
-COMMANDS: list[click.Command] = []
-SYNC_COMMANDS: list[click.Command] = [conflicts_cmd, resolve_cmd]

@@ -1,4 +1,5 @@
-"""CLI commands for encrypted sync: sync init/push/status, daemon (restore: cli_restore.py).
+"""CLI commands for encrypted sync: the `sync` group, sync init/push/pull/now/log/status and
+`daemon` (the other `sync` subcommands are in devices.py, restore.py and conflicts.py).
 
 Secrets are asked on the terminal (hidden) or taken from the environment for scripts:
 TIERMEM_SYNC_URL, TIERMEM_SYNC_TOKEN, TIERMEM_RECOVERY_KEY, TIERMEM_PASSPHRASE. None of them is
@@ -32,64 +33,22 @@ from tiermem.sync.engine import (
     SyncEvent,
     SyncStatus,
 )
-from tiermem.sync.hrana import HranaError, to_base_url
-from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.secrets import (
-    ENV_PASSPHRASE,
-    ENV_RECOVERY_KEY,
-    ENV_TOKEN,
-    ENV_URL,
-    env_secret,
-)
+from tiermem.sync.hrana import HranaError
+from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, ENV_URL, env_secret
 from tiermem.sync.state import AlreadyInitialised, MissingSecret, SyncFailed
-from tiermem.tui.clikit import Options, emit, pass_options
+from tiermem.tui.cli.lazy import LazyGroup
+from tiermem.tui.cli.options import Options, emit, pass_options
+from tiermem.tui.cli.prompts import (
+    ask_hidden,
+    interactive,
+    retry_policy,
+    say,
+    sync_token,
+    sync_url,
+)
+from tiermem.tui.cli.registry import SYNC
 
 CONFIRM_TRIES = 3
-
-
-# -- terminal helpers ------------------------------------------------------------------------
-
-
-def interactive() -> bool:
-    """A person is there to answer: standard input and error are both a terminal."""
-    return sys.stdin.isatty() and sys.stderr.isatty()
-
-
-def _say(text: str) -> None:
-    click.echo(text, err=True)
-
-
-def _ask_hidden(prompt: str) -> str:
-    value: str = click.prompt(prompt, hide_input=True, err=True, default="", show_default=False)
-    return value
-
-
-def _url(given: str | None) -> str:
-    """The database URL, checked before anything is asked or generated."""
-    url = given or env_secret(ENV_URL)
-    if not url:
-        raise InvalidInput(f"give the database URL with --url (or set {ENV_URL})")
-    to_base_url(url)
-    return url
-
-
-def _token() -> tuple[str | None, bool]:
-    """(token, came from the environment). Asked on a terminal; None means "no token"."""
-    from_env = env_secret(ENV_TOKEN)
-    if from_env is not None:
-        return from_env or None, True
-    if interactive():
-        return _ask_hidden("Turso auth token (hidden; empty for none)") or None, False
-    return None, False
-
-
-def _retry_policy(opts: Options, attempts: int) -> RetryPolicy:
-    def sleep(seconds: float) -> None:
-        if not opts.json:
-            _say(f"retrying in {seconds:.1f} s …")
-        time.sleep(seconds)
-
-    return RetryPolicy(max_attempts=attempts, sleep=sleep)
 
 
 @contextmanager
@@ -114,7 +73,7 @@ def _when(ts: float | None) -> str:
 
 def _show_and_confirm(key: bytes) -> None:
     text = crypto.format_recovery_key(key)
-    _say(
+    say(
         "\nYour RECOVERY KEY (shown once; tiermem never stores it):\n\n"
         f"    {text}\n\n"
         "Write it down or keep it in a password manager. With it (or the passphrase, if you set\n"
@@ -125,13 +84,13 @@ def _show_and_confirm(key: bytes) -> None:
         typed = click.prompt("Type the recovery key to confirm you saved it", err=True)
         try:
             if crypto.parse_recovery_key(typed) == key:
-                _say("Recovery key confirmed.")
+                say("Recovery key confirmed.")
                 return
-            _say("That is a valid key, but not this one.")
+            say("That is a valid key, but not this one.")
         except crypto.MalformedKey as exc:
-            _say(f"Not accepted: {exc}.")
+            say(f"Not accepted: {exc}.")
         if attempt < CONFIRM_TRIES:
-            _say("Try again.")
+            say("Try again.")
     raise InvalidInput("the recovery key was not confirmed; nothing was set up")
 
 
@@ -159,17 +118,17 @@ def _new_passphrase() -> str:
         return from_env
     if not interactive():
         raise MissingSecret(f"--passphrase needs a terminal to ask it on, or {ENV_PASSPHRASE}")
-    _say(
+    say(
         f"The passphrase needs {MIN_PASSPHRASE_CHARS}+ characters. The server keeps its key wrap "
         "and could try guesses offline: use four or more random words."
     )
-    first = _ask_hidden("Passphrase")
-    if _ask_hidden("Passphrase again") != first:
+    first = ask_hidden("Passphrase")
+    if ask_hidden("Passphrase again") != first:
         raise InvalidInput("the two passphrases differ; nothing was set up")
     return first
 
 
-@click.group(name="sync")
+@click.group(name="sync", cls=LazyGroup, lazy=SYNC)
 def sync_group() -> None:
     """End-to-end encrypted sync of the critical state (hot + tree) with Turso."""
 
@@ -186,7 +145,7 @@ def sync_group() -> None:
 @pass_options
 def sync_init(opts: Options, url: str | None, use_passphrase: bool, no_push: bool) -> None:
     """Set up sync: keys, remote tables, this device; show the recovery key once."""
-    url = _url(url)
+    url = sync_url(url)
     reveal: bytes | None = None
     with opts.open() as mem, SyncEngine(mem) as engine:
         current = engine.settings()
@@ -195,7 +154,7 @@ def sync_init(opts: Options, url: str | None, use_passphrase: bool, no_push: boo
                 f"sync is already set up for agent {mem.agent_id!r} with {current.url}; "
                 "see `tiermem sync status`"
             )
-        token, token_from_env = _token()
+        token, token_from_env = sync_token()
         try:
             if current is not None:  # an earlier init was interrupted: same keys and recovery key
                 result = engine.resume_init(url, token, store_token=not token_from_env)
@@ -221,7 +180,7 @@ def sync_init(opts: Options, url: str | None, use_passphrase: bool, no_push: boo
         note = ""
         if not no_push:
             try:
-                pushed = engine.push(_retry_policy(opts, 3))
+                pushed = engine.push(retry_policy(opts, 3))
             except HranaError as exc:
                 note = f"first push failed ({exc}); it stays queued for `sync push` or the daemon"
     payload: dict[str, Any] = asdict(result) | {
@@ -310,7 +269,7 @@ def sync_push(opts: Options, attempts: int, batch_kb: int) -> None:
         SyncEngine(mem, batch_bytes=batch_kb * 1024) as engine,
         _push_failures(engine),
     ):
-        result = engine.push(_retry_policy(opts, attempts))
+        result = engine.push(retry_policy(opts, attempts))
     emit(opts, asdict(result), _push_text(result))
 
 
@@ -320,7 +279,7 @@ def sync_push(opts: Options, attempts: int, batch_kb: int) -> None:
 def sync_pull(opts: Options, attempts: int) -> None:
     """Fetch and apply what other devices pushed since the last pull."""
     with opts.open() as mem, SyncEngine(mem) as engine, _pull_failures():
-        result = engine.pull(_retry_policy(opts, attempts))
+        result = engine.pull(retry_policy(opts, attempts))
     emit(opts, asdict(result), _pull_text(result))
 
 
@@ -331,7 +290,7 @@ def sync_pull(opts: Options, attempts: int) -> None:
 def sync_now(opts: Options, attempts: int, batch_kb: int) -> None:
     """Pull, then push: bring this device and the server up to date both ways."""
     with opts.open() as mem, SyncEngine(mem, batch_bytes=batch_kb * 1024) as engine:
-        policy = _retry_policy(opts, attempts)
+        policy = retry_policy(opts, attempts)
         with _pull_failures():
             pulled = engine.pull(policy)
         with _push_failures(engine):
@@ -478,6 +437,3 @@ def daemon_cmd(opts: Options, poll: float, pull_interval: float, batch_kb: int) 
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-
-
-COMMANDS: list[click.Command] = [sync_group, daemon_cmd]

@@ -1,5 +1,5 @@
-"""CLI commands for agent integration: the MCP server, context injection, recall within a budget,
-the session-hygiene actions (the CLI twins of the transcript tags), health, audit and status.
+"""CLI commands for agent integration: context injection, recall within a budget, the
+session-hygiene actions (the CLI twins of the transcript tags), health, audit and status.
 
     tag in a transcript            CLI
     [[pin:REF]]                    tiermem pin REF          (tiermem unpin REF)
@@ -23,43 +23,11 @@ import click
 
 from tiermem.core import audit, hygiene
 from tiermem.core import context as ctx
-from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
 from tiermem.core.hygiene import HygieneReport
-from tiermem.core.retrieve import RetrievalResult
-from tiermem.tui.clikit import Options, emit, pass_options
+from tiermem.tui.cli.options import Options, emit, pass_options, session_option
 
-SESSION_ENV = "TIERMEM_SESSION"
-session_option = click.option(
-    "--session",
-    envvar=SESSION_ENV,
-    help=f"Session id for session hygiene (default: ${SESSION_ENV}).",
-)
 PRIORITY = click.Choice(list(ctx.PRIORITIES))
-
-
-def track(mem: Memory, session: str | None, result: RetrievalResult) -> None:
-    """Count a `tiermem retrieve` for session hygiene when it names a session."""
-    hygiene.track_result(mem, session, result)
-
-
-@click.command(name="mcp")
-@session_option
-@click.option(
-    "--tools-doc", is_flag=True, help="Print the tools and their schemas as markdown, then exit."
-)
-@pass_options
-def mcp_cmd(opts: Options, session: str | None, tools_doc: bool) -> None:
-    """Run the MCP server on stdio (for Claude Desktop, OpenClaw or any MCP client)."""
-    from tiermem.tui import mcp
-
-    if tools_doc:
-        server, _ = mcp.build_server(opts.home, opts.agent_id, session)
-        click.echo(mcp.tools_markdown(server), nl=False)
-        return
-    if session is not None:
-        hygiene.check_session(session)
-    mcp.serve(opts.home, opts.agent_id, session)
 
 
 @click.command(name="context")
@@ -207,7 +175,7 @@ def render_hygiene(report: HygieneReport) -> str:
 @click.command(name="health")
 @pass_options
 def health(opts: Options) -> None:
-    """The session-hygiene report (seed 002's [[memory_health]])."""
+    """The session-hygiene report (the [[memory_health]] tag)."""
     with opts.open() as mem:
         report = hygiene.health(mem)
     emit(opts, report.as_dict(), report.text())
@@ -253,20 +221,3 @@ def index_status(opts: Options) -> None:
 
 def _default(value: Any) -> Any:
     return str(value) if isinstance(value, Path) else value
-
-
-COMMANDS: list[click.Command] = [
-    mcp_cmd,
-    context_cmd,
-    recall,
-    pin,
-    unpin,
-    promote,
-    demote,
-    forget,
-    unforget,
-    health,
-    audit_cmd,
-    index_status,
-]
-SYNC_COMMANDS: list[click.Command] = []

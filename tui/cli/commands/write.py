@@ -1,13 +1,10 @@
 """CLI commands for the write path: distill, metadata and URLs, validate, daily-note ingestion,
-conversation-end and the watcher. Every command takes the global --home/--agent-id/--json."""
+conversation-end (the watcher: watch.py). Every command takes the global --home/--agent-id/--json."""
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -18,9 +15,9 @@ from tiermem.core.distill import Distilled, distill
 from tiermem.core.errors import EXIT_WARNINGS, InvalidInput, NotFound
 from tiermem.core.ingest import DAILY_NAME, IngestReport, daily_dir
 from tiermem.core.interchange import record_dict
-from tiermem.core.memory_md import MemoryMdReport
 from tiermem.core.validate import NoteCheck, check_file
-from tiermem.tui.clikit import Options, emit, pass_options
+from tiermem.tui.cli.options import Options, emit, pass_options
+from tiermem.tui.cli.reports import ingest_payload, render_memory_md
 
 MODE = click.Choice(["rule", "llm"])
 
@@ -202,17 +199,6 @@ def ingest_daily(opts: Options, folder: Path | None) -> int:
     return EXIT_WARNINGS if report.errors else 0
 
 
-def ingest_payload(report: IngestReport) -> dict[str, Any]:
-    return {
-        "folder": str(report.folder),
-        "files": [vars(f) for f in report.files],
-        "added": report.added,
-        "ignored": report.ignored,
-        "errors": len(report.errors),
-        "memory_md": report.memory_md.as_dict() if report.memory_md else None,
-    }
-
-
 def render_ingest(report: IngestReport) -> str:
     lines = []
     for f in report.files:
@@ -232,19 +218,6 @@ def render_ingest(report: IngestReport) -> str:
     if report.memory_md:
         lines += render_memory_md(report.memory_md)
     return "\n".join(lines)
-
-
-def render_memory_md(report: MemoryMdReport) -> list[str]:
-    if not report.edited and not report.error:
-        return []
-    lines = [f"{report.path.name}: hand edits read back"]
-    lines += [f"  {change}" for change in report.applied]
-    lines += [f"  kept as a warm fact: {line}" for line in report.unparsed]
-    if report.error:
-        lines.append(f"  {report.error}")
-    if report.backup:
-        lines.append(f"  copy: {report.backup}")
-    return lines
 
 
 @click.command(name="conversation-end")
@@ -289,72 +262,3 @@ def conversation_end(opts: Options, source: str, mode: str | None, session: str 
         return "\n".join(lines)
 
     emit(opts, payload, render)
-
-
-# -- watch -----------------------------------------------------------------------------------
-
-
-@click.command(name="watch")
-@click.argument("folder", required=False, type=click.Path(path_type=Path))
-@click.option("--debounce", type=click.FloatRange(0.05, 60.0), help="Quiet seconds before ingest.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.0),
-    help="Stop after this many seconds (default: never).",
-)
-@pass_options
-def watch(
-    opts: Options, folder: Path | None, debounce: float | None, timeout: float | None
-) -> None:
-    """Ingest new or edited daily notes and MEMORY.md edits as they happen (Ctrl-C stops).
-
-    With --json, one JSON object per line for each ingestion."""
-    from tiermem.core.watch import Watcher, WatchEvent
-
-    def show(event: WatchEvent) -> None:
-        payload: dict[str, Any] = {"path": str(event.path), "at": time.time()}
-        text = f"{event.path.name}: "
-        if event.error:
-            payload["error"] = event.error
-            text += f"error: {event.error}"
-        elif event.daily is not None:
-            payload["daily"] = vars(event.daily)
-            d = event.daily
-            text += f"{d.status}: {d.added} added, {d.merged} known, {d.forgotten} forgotten"
-            if d.message:
-                text += f" ({d.message})"
-        elif event.memory_md is not None:
-            payload["memory_md"] = event.memory_md.as_dict()
-            text += "; ".join(render_memory_md(event.memory_md)[1:]) or "read back"
-        emit(opts, payload, text)
-
-    stop = threading.Event()
-    with opts.open() as mem:
-        watcher = Watcher(mem, folder, debounce=debounce)
-        if not opts.json:
-            click.echo(f"watching {watcher.folder} and {watcher.memory_md.name} (Ctrl-C stops)")
-        if timeout is not None:
-
-            def finish() -> None:
-                stop.set()
-                watcher.wake()
-
-            timer = threading.Timer(timeout, finish)
-            timer.daemon = True
-            timer.start()
-        with watcher:
-            watcher.scan()
-            with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is the normal way out
-                watcher.run(stop, show)
-
-
-COMMANDS: list[click.Command] = [
-    distill_cmd,
-    extract_metadata,
-    search_url,
-    urls,
-    validate,
-    ingest_daily,
-    conversation_end,
-    watch,
-]

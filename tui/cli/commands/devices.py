@@ -34,8 +34,15 @@ from tiermem.sync.hrana import HranaError
 from tiermem.sync.pairing import PAIRING_TTL, NewDevicePairing, PairingRefused, answer_pairing
 from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, env_secret
 from tiermem.sync.state import MissingSecret, SyncFailed
-from tiermem.tui.cli_sync import _ask_hidden, _retry_policy, _say, _token, _url, interactive
-from tiermem.tui.clikit import Options, emit, pass_options
+from tiermem.tui.cli.options import Options, emit, pass_options
+from tiermem.tui.cli.prompts import (
+    ask_hidden,
+    interactive,
+    retry_policy,
+    say,
+    sync_token,
+    sync_url,
+)
 
 WAIT = click.FloatRange(1.0, 24 * 3600.0)
 
@@ -108,7 +115,7 @@ def _recovery_key(from_stdin: bool) -> bytes:
         return crypto.parse_recovery_key(from_env)
     if not interactive():
         raise MissingSecret(f"no terminal to ask on: set {ENV_RECOVERY_KEY}, or use --stdin")
-    return crypto.parse_recovery_key(_ask_hidden("Recovery key"))
+    return crypto.parse_recovery_key(ask_hidden("Recovery key"))
 
 
 def _join_text(r: JoinResult, pulled: str) -> str:
@@ -123,7 +130,7 @@ def _first_pull(opts: Options, result: JoinResult) -> tuple[dict[str, Any] | Non
     """Bring the vault's memory here right away (a failure only postpones it)."""
     with opts.open() as mem, SyncEngine(mem) as engine:
         try:
-            pulled = engine.pull(_retry_policy(opts, 3))
+            pulled = engine.pull(retry_policy(opts, 3))
         except HranaError as exc:
             return None, f"first pull failed ({exc}); run `tiermem sync pull` later"
     return asdict(
@@ -157,8 +164,8 @@ def add_device_cmd(
     opts: Options, url: str | None, mode: str, name: str | None, from_stdin: bool, wait: float
 ) -> None:
     """Join this (empty) home to the agent's existing vault as a new device."""
-    url = _url(url)
-    token, token_from_env = _token()
+    url = sync_url(url)
+    token, token_from_env = sync_token()
     with opts.open() as mem:
         if mode == "recovery":
             result = add_device_with_recovery(
@@ -183,13 +190,13 @@ def _pair_here(
     pairing = NewDevicePairing(mem, url, token, name=name, store_token=store_token)
     try:
         pairing.start()
-        _say(
+        say(
             f"pairing request {pairing.request_id} posted. On a device that already syncs agent "
             f"{mem.agent_id!r}, run:\n\n    tiermem sync approve-device\n\nwaiting for it …"
         )
         try:
             code = pairing.wait_code(wait)
-            _say(
+            say(
                 f"\nThe other device must show exactly these words:\n\n    {code}\n\n"
                 "Type them there to approve. If it shows other words, refuse: someone is in "
                 "the middle."
@@ -200,7 +207,7 @@ def _pair_here(
                 "Does the other device show the same words?", default=False, err=True
             ):
                 raise PairingRefused("the words differ; pairing refused here, nothing was set up")
-            _say("waiting for the approval …")
+            say("waiting for the approval …")
             return pairing.finish(wait), code
         except BaseException:
             pairing.cancel()
@@ -252,7 +259,7 @@ def approve_device_cmd(opts: Options, request: str | None, code: str | None, wai
         except BaseException:
             approval.refuse()
             raise
-        _say(f"\nThis device shows:\n\n    {ours}\n")
+        say(f"\nThis device shows:\n\n    {ours}\n")
         try:
             typed = _typed_code(code)
         except BaseException:
@@ -283,7 +290,7 @@ def _rotation_secrets(from_stdin: bool, has_passphrase: bool) -> tuple[bytes, st
     if from_env is not None:
         return key, from_env or None
     if interactive():
-        typed = _ask_hidden("Passphrase (empty: stop letting the passphrase unlock new data)")
+        typed = ask_hidden("Passphrase (empty: stop letting the passphrase unlock new data)")
         return key, typed or None
     return key, None
 
@@ -391,14 +398,3 @@ def rotate_key_cmd(opts: Options, from_stdin: bool) -> None:
                 exc.exit_code,
             ) from None
     emit(opts, asdict(result), lambda: _rotate_text(result))
-
-
-SYNC_COMMANDS: list[click.Command] = [
-    rotate_key_cmd,
-    devices_cmd,
-    add_device_cmd,
-    approve_device_cmd,
-    remove_device_cmd,
-    rename_cmd,
-]
-COMMANDS: list[click.Command] = []

@@ -1,37 +1,27 @@
-"""Operations commands: `service` (background units), `doctor` (health checks), `demo` (a
-realistic demo agent) and `reference` (the generated config and exit-code reference)."""
+"""`tiermem service`: the sync daemon and the consolidation schedule as background units
+(systemd on Linux, launchd on macOS)."""
 
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from tiermem.core.errors import EXIT_WARNINGS
-from tiermem.core.paths import DEFAULT_AGENT, default_home
+from tiermem.core.engine import Memory
 from tiermem.ops import service as svc
-from tiermem.tui.clikit import Options, emit, pass_options
+from tiermem.sync.state import read_settings
+from tiermem.tui.cli.options import Options, emit, pass_options
 
 RUNNER: svc.Runner = svc.run_command
 """How `service` calls systemctl/launchctl (tests replace it)."""
-
-# -- service ---------------------------------------------------------------------------------
-
-
-def _memory_home(opts: Options) -> Path:
-    return (opts.home if opts.home is not None else default_home()).expanduser().resolve()
 
 
 def _sync_ready(home: Path, agent_id: str) -> bool:
     """Whether sync is set up for the agent (read without creating a home)."""
     if not (home / "tiermem.db").is_file():
         return False
-    from tiermem.core.engine import Memory
-    from tiermem.sync.state import read_settings
-
     with Memory(home, agent_id) as mem:
         settings = read_settings(mem.db, agent_id)
     return settings is not None and settings.status == "ready"
@@ -39,7 +29,7 @@ def _sync_ready(home: Path, agent_id: str) -> bool:
 
 def _service_plan(opts: Options, platform: str | None, daemon: bool | None) -> svc.ServicePlan:
     platform = svc.check_platform(platform) if platform else svc.detect_platform()
-    home = _memory_home(opts)
+    home = opts.resolved_home()
     include = daemon if daemon is not None else _sync_ready(home, opts.agent_id)
     return svc.plan(platform, home, opts.agent_id, daemon=include)
 
@@ -159,91 +149,3 @@ def service_status(opts: Options, platform: str | None) -> None:
     emit(
         opts, payload, "\n".join([f"{plan.platform} units in {plan.folder}", *_units_text(report)])
     )
-
-
-# -- doctor ----------------------------------------------------------------------------------
-
-
-@click.command(name="doctor")
-@click.option("--offline", is_flag=True, help="Skip the checks that contact the sync server.")
-@pass_options
-def doctor(opts: Options, offline: bool) -> int:
-    """Check the memory home, its database, config, secrets and sync (exit 1 on any FAIL)."""
-    from tiermem.ops import doctor as local
-    from tiermem.ops import doctor_sync as remote
-
-    home = _memory_home(opts)
-    checks = local.local_checks(home)
-    checks += remote.sync_checks(home, network=not offline)
-    failures = sum(c.verdict == local.FAIL for c in checks)
-    warnings = sum(c.verdict == local.WARN for c in checks)
-    payload = {
-        "home": str(home),
-        "checks": [c.as_dict() for c in checks],
-        "failures": failures,
-        "warnings": warnings,
-        "ok": failures == 0,
-    }
-    width = max(len(c.name) for c in checks)
-    lines = [f"{c.verdict:<4}  {c.name:<{width}}  {c.detail}" for c in checks]
-    lines.append(
-        f"{'healthy' if not failures else 'NOT healthy'}: {failures} failure(s), "
-        f"{warnings} warning(s)"
-    )
-    emit(opts, payload, "\n".join(lines))
-    return EXIT_WARNINGS if failures else 0
-
-
-# -- demo ------------------------------------------------------------------------------------
-
-
-@click.command(name="demo")
-@click.option(
-    "--agent-id",
-    "agent",
-    default=None,
-    help="Agent to create (default: demo, or the global --agent-id when given).",
-)
-@pass_options
-def demo(opts: Options, agent: str | None) -> None:
-    """Create a demo agent with five months of memories, so the TUI has something to show.
-
-    It lives beside your own agents in the home and never touches them; it is refused when
-    the agent already has memories."""
-    from tiermem.ops.demo import DEMO_AGENT, build_demo
-
-    agent_id = agent or (opts.agent_id if opts.agent_id != DEFAULT_AGENT else DEMO_AGENT)
-    if opts.json:
-        report = build_demo(opts.home, agent_id)
-    else:
-        with click.progressbar(length=1, label="building the demo agent", file=sys.stderr) as bar:
-
-            def progress(done: int, total: int) -> None:
-                bar.length = total
-                bar.update(done - bar.pos)
-
-            report = build_demo(opts.home, agent_id, progress=progress)
-    home_arg = "" if opts.home is None else f"--home {shlex.quote(str(opts.home))} "
-    payload = {
-        "home": str(report.home),
-        "agent_id": report.agent_id,
-        "days": report.days,
-        "stored": report.stored,
-        "retrievals": report.retrievals,
-        "tiers": report.tiers,
-        "tree_nodes": report.tree_nodes,
-        "conflicts": report.conflicts,
-        "seconds": round(report.seconds, 2),
-    }
-    text = (
-        f"demo agent {report.agent_id!r}: {report.days} days, {report.stored} memories "
-        f"({report.tiers.get('warm_count', 0)} warm, {report.tiers.get('cold_count', 0)} cold), "
-        f"{report.tree_nodes} tree nodes, {report.retrievals} retrievals, "
-        f"{report.conflicts} sync conflicts\n"
-        f"open it:  tiermem {home_arg}--agent-id {report.agent_id}"
-    )
-    emit(opts, payload, text)
-
-
-COMMANDS: list[click.Command] = [service_group, doctor, demo]
-SYNC_COMMANDS: list[click.Command] = []

@@ -42,8 +42,8 @@ from tiermem.sync.restore import (
 )
 from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, env_secret
 from tiermem.sync.state import MissingSecret, SyncFailed
-from tiermem.tui.cli_sync import _ask_hidden, _token, _url, interactive
-from tiermem.tui.clikit import Options, emit, pass_options
+from tiermem.tui.cli.options import Options, emit, pass_options
+from tiermem.tui.cli.prompts import ask_hidden, interactive, sync_token, sync_url
 
 # -- restore ---------------------------------------------------------------------------------
 
@@ -67,8 +67,8 @@ def _unlock_secret(use_passphrase: bool, from_stdin: bool) -> tuple[bytes | None
             f"no terminal to ask on: set {ENV_RECOVERY_KEY} (or {ENV_PASSPHRASE}), or use --stdin"
         )
     if use_passphrase:
-        return None, _ask_hidden("Passphrase")
-    return crypto.parse_recovery_key(_ask_hidden("Recovery key")), None
+        return None, ask_hidden("Passphrase")
+    return crypto.parse_recovery_key(ask_hidden("Recovery key")), None
 
 
 def _restore_text(r: RestoreResult) -> str:
@@ -175,10 +175,10 @@ def restore_cmd(
     """Restore an agent from Turso into an empty home: critical state first, then every memory.
 
     Run it again after an interruption: it continues where it stopped."""
-    url = _url(url)
+    url = sync_url(url)
     bound = None if at is None else parse_at(at)
     home = Path(opts.home if opts.home is not None else default_home())
-    token, token_from_env = _token()
+    token, token_from_env = sync_token()
     recovery_key, passphrase = _unlock_secret(use_passphrase, from_stdin)
     show = not opts.json and sys.stderr.isatty()
     with _progress_bar(show) as progress:
@@ -299,7 +299,3 @@ def sync_prune(opts: Options, keep: int | None) -> None:
         except HranaError as exc:
             raise SyncFailed(f"sync prune could not finish: {exc}", exc.exit_code) from None
     emit(opts, asdict(result), lambda: _prune_text(result))
-
-
-COMMANDS: list[click.Command] = [restore_cmd]
-SYNC_COMMANDS: list[click.Command] = [sync_check, sync_prune]

@@ -8,8 +8,10 @@
 
 Regenerate everything with one command (tests/ops/test_readme.py fails until you do):
 
-    .venv/bin/python -m tiermem.tui.docgen           # rewrite README.md sections, copy SVGs
-    .venv/bin/python -m tiermem.tui.docgen --check   # exit 1 if anything is out of date
+    .venv/bin/python scripts/docgen.py           # rewrite README.md sections, copy SVGs
+    .venv/bin/python scripts/docgen.py --check   # exit 1 if anything is out of date
+
+A development script: it reads the checkout (README, snapshots) and is not part of the wheel.
 """
 
 from __future__ import annotations
@@ -40,9 +42,7 @@ SCREENSHOT_SOURCES = {
     "search.svg": "test_search_with_explanation.svg",
 }
 """assets/screenshots/NAME ← the snapshot test's SVG."""
-COMMAND = ".venv/bin/python -m tiermem.tui.docgen"
-
-# Exit codes that are not errors (or not TiermemError subclasses): code → meaning.
+COMMAND = ".venv/bin/python scripts/docgen.py"
 
 
 # -- configuration reference -------------------------------------------------------------------
@@ -203,7 +203,7 @@ def stale_screenshots() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tiermem.tui.docgen", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python scripts/docgen.py", description=__doc__)
     parser.add_argument("--check", action="store_true", help="Change nothing; exit 1 if stale.")
     parser.add_argument("--print", dest="show", choices=sorted(sections()), help="Print a section.")
     args = parser.parse_args(argv)

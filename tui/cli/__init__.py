@@ -1,0 +1,94 @@
+"""The `tiermem` command line over the core facade.
+
+Every command prints a human summary, or with `--json` one JSON document on stdout. Expected
+failures print one line (`tiermem: error: …`) and exit with the error's code; nothing is
+printed as a traceback unless TIERMEM_DEBUG=1. The commands live in `commands/`, one module per
+group, and are imported only when used (`registry.py` lists them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from tiermem.core.errors import EXIT_INTERNAL, EXIT_USAGE, TiermemError
+from tiermem.core.paths import DEFAULT_AGENT
+from tiermem.tui.cli.lazy import LazyGroup
+from tiermem.tui.cli.options import Options
+from tiermem.tui.cli.registry import ROOT
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def interactive_terminal() -> bool:
+    """Both ends are a terminal, so a full-screen app can run."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+@click.group(cls=LazyGroup, lazy=ROOT, context_settings=CONTEXT, invoke_without_command=True)
+@click.option(
+    "--home",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Memory home folder (default: $TIERMEM_HOME or the user data folder).",
+)
+@click.option(
+    "--agent-id", default=DEFAULT_AGENT, show_default=True, help="Which agent's memory to use."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON document.")
+@click.version_option(package_name="tiermem")
+@click.pass_context
+def app(ctx: click.Context, home: Path | None, agent_id: str, as_json: bool) -> None:
+    """Tiered long-term memory for AI agents: hot, warm and cold tiers with a tree index.
+
+    Without a command, opens the terminal UI (the same as `tiermem tui`).
+    """
+    ctx.obj = Options(home=home, agent_id=agent_id, json=as_json)
+    if ctx.invoked_subcommand is None:
+        if not interactive_terminal():  # a script or a pipe: the help, not a full-screen app
+            click.echo(ctx.get_help())
+            return
+        tui = app.get_command(ctx, "tui")
+        assert tui is not None
+        ctx.invoke(tui)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the CLI; turn every failure into one line on stderr and an exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    sys.exit(run(args))
+
+
+def run(args: list[str]) -> int:
+    """Run the CLI in this process and return its exit code (the tests' entry point)."""
+    try:
+        result = app.main(args=args, prog_name="tiermem", standalone_mode=False)
+        return result if isinstance(result, int) else 0
+    except TiermemError as exc:
+        return _fail(args, str(exc), exc.exit_code, type(exc).__name__)
+    except click.exceptions.Abort:
+        return _fail(args, "aborted", 130, "Aborted")
+    except click.ClickException as exc:
+        return _fail(args, exc.format_message(), EXIT_USAGE, "UsageError")
+    except KeyboardInterrupt:
+        return _fail(args, "interrupted", 130, "Interrupted")
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the last line of defence: still one line, never a traceback
+        if os.environ.get("TIERMEM_DEBUG"):
+            raise
+        message = f"internal error ({type(exc).__name__}); rerun with TIERMEM_DEBUG=1 for details"
+        return _fail(args, message, EXIT_INTERNAL, "InternalError")
+
+
+def _fail(args: list[str], message: str, code: int, kind: str) -> int:
+    message = " ".join(message.split())
+    if "--json" in args:
+        sys.stdout.write(json.dumps({"error": message, "type": kind, "exit_code": code}) + "\n")
+    sys.stderr.write(f"tiermem: error: {message}\n")
+    return code

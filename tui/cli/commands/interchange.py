@@ -1,0 +1,83 @@
+"""Memories in and out as files: `import` (the original JSON layout), `export`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from tiermem.core.errors import InvalidInput
+from tiermem.core.interchange import SEED_FILES, export_json, export_markdown, import_seed
+from tiermem.tui.cli.options import Options, emit, pass_options
+
+
+@click.command(name="import")
+@click.argument("folder", required=False, type=click.Path(path_type=Path))
+@click.option("--warm", type=click.Path(path_type=Path), help="warm-memory.json")
+@click.option("--tree", "tree_file", type=click.Path(path_type=Path), help="memory-tree.json")
+@click.option("--hot", "hot_file", type=click.Path(path_type=Path), help="hot-memory-state.json")
+@click.option("--config", type=click.Path(path_type=Path), help="config.json")
+@pass_options
+def import_(
+    opts: Options,
+    folder: Path | None,
+    warm: Path | None,
+    tree_file: Path | None,
+    hot_file: Path | None,
+    config: Path | None,
+) -> None:
+    """Import the original JSON files (idempotent: importing twice adds nothing)."""
+    files = {"warm": warm, "tree": tree_file, "hot": hot_file, "config": config}
+    if folder is not None:
+        if not folder.is_dir():
+            raise InvalidInput(f"{folder} is not a folder")
+        for key, name in SEED_FILES.items():
+            if files[key] is None and (folder / name).exists():
+                files[key] = folder / name
+    if not any(files.values()):
+        raise InvalidInput("nothing to import: give a folder or --warm/--tree/--hot/--config")
+    with opts.open() as mem:
+        report = import_seed(mem, **files)
+    payload = vars(report) | {"files": {k: str(v) for k, v in files.items() if v}}
+    text = (
+        f"imported {report.facts_added} facts ({report.facts_merged} already known), "
+        f"{len(report.nodes_added)} tree nodes"
+        + (", hot state" if report.hot_imported else "")
+        + (f", config → {report.config_written}" if report.config_written else "")
+    )
+    text += "".join(f"\nwarning: {w}" for w in report.warnings)
+    emit(opts, payload, text)
+
+
+@click.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path),
+    help="Write to this file (default: standard output).",
+)
+@pass_options
+def export(opts: Options, fmt: str, output: Path | None) -> None:
+    """Export the agent's whole memory as markdown or JSON."""
+    if fmt not in ("markdown", "json"):
+        raise InvalidInput(f"unknown format {fmt!r}: use markdown or json")
+    with opts.open() as mem:
+        pieces = export_json(mem) if fmt == "json" else export_markdown(mem)
+        if output is None:
+            for piece in pieces:
+                sys.stdout.write(piece)
+            return
+        tmp = output.with_name(f".{output.name}.tmp")
+        with tmp.open("w", encoding="utf-8") as handle:
+            for piece in pieces:
+                handle.write(piece)
+        tmp.replace(output)
+    emit(opts, {"written": str(output), "format": fmt}, f"wrote {output}")

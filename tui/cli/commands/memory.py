@@ -1,0 +1,177 @@
+"""Storing and finding memories: `store`, `retrieve`, `cold`, `get`."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import click
+
+from tiermem.core import hygiene
+from tiermem.core.engine import TIER_CHOICES
+from tiermem.core.interchange import record_dict
+from tiermem.core.retrieve import RetrievalResult
+from tiermem.tui.cli.options import Options, emit, pass_options, session_option
+
+TIER = click.Choice(TIER_CHOICES)
+
+
+@click.command()
+@click.option("--text", required=True, help="The fact to remember.")
+@click.option("--category", required=True, help="Category path, e.g. projects/evoclaw/bsc.")
+@click.option(
+    "--importance",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="0.9-1.0 critical, 0.7-0.8 decisions, 0.4-0.6 facts, below 0.4 casual.",
+)
+@click.option("--url", multiple=True, help="A URL (repeatable).")
+@click.option("--command", multiple=True, help="A shell command (repeatable).")
+@click.option("--path", multiple=True, help="A file path (repeatable).")
+@pass_options
+def store(
+    opts: Options,
+    text: str,
+    category: str,
+    importance: float,
+    url: tuple[str, ...],
+    command: tuple[str, ...],
+    path: tuple[str, ...],
+) -> None:
+    """Store a fact in warm memory (storing a known fact reinforces it instead)."""
+    with opts.open() as mem:
+        outcome = mem.store(
+            text, category, importance, urls=url, commands=command, paths=path, source="cli"
+        )
+        node = mem.trees.load().node_for(outcome.category)
+        record = mem.get(outcome.id)
+    payload = {
+        "id": outcome.id,
+        "created": outcome.created,
+        "deduplicated": not outcome.created,
+        "merged_into": outcome.merged_into,
+        "similarity": outcome.similarity,
+        "category": outcome.category,
+        "tree_node": node,
+        "tokens": outcome.tokens,
+        "metadata": {"urls": record.urls, "commands": record.commands, "paths": record.paths},
+    }
+    verb = "stored" if outcome.created else "already known, reinforced"
+    if outcome.similarity is not None and outcome.similarity < 1.0:
+        verb = f"near-duplicate ({outcome.similarity:.0%} similar) of a known fact, reinforced"
+    emit(opts, payload, f"{verb}: {outcome.id} in {node or 'root'}")
+
+
+@click.command()
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(min=1), help="Most results (default 5).")
+@click.option(
+    "--tier", type=TIER, help="Search only this tier (default: all; cold includes frozen)."
+)
+@click.option("--category", help="Only this category and below.")
+@click.option("--budget", type=click.IntRange(min=1), help="Token budget for the results.")
+@click.option(
+    "--mode",
+    type=click.Choice(["keyword", "vector", "hybrid"]),
+    help="keyword (default), vector or hybrid (the vector extra; default: [retrieval] mode).",
+)
+@click.option(
+    "--llm",
+    is_flag=True,
+    help="LLM tree search: the [llm] endpoint picks the categories (falls back to keyword).",
+)
+@session_option
+@pass_options
+def retrieve(
+    opts: Options,
+    query: str,
+    limit: int | None,
+    tier: str | None,
+    category: str | None,
+    budget: int | None,
+    mode: str | None,
+    llm: bool,
+    session: str | None,
+) -> None:
+    """Find memories through the tree, with the reason each was found."""
+    with opts.open() as mem:
+        result = mem.retrieve(
+            query, limit=limit, tier=tier, category=category, budget=budget, mode=mode, llm=llm
+        )
+        hygiene.track_result(mem, session, result)
+    emit(opts, retrieval_payload(result), lambda: render_retrieval(result))
+
+
+@click.command()
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
+@pass_options
+def cold(opts: Options, query: str, limit: int) -> None:
+    """Search the cold archive (cold and frozen facts)."""
+    with opts.open() as mem:
+        result = mem.retrieve(query, limit=limit, tier="cold")
+    emit(opts, retrieval_payload(result), lambda: render_retrieval(result))
+
+
+@click.command()
+@click.argument("memory_id")
+@pass_options
+def get(opts: Options, memory_id: str) -> None:
+    """Show one memory with its metadata and score."""
+    with opts.open() as mem:
+        memory = mem.get(memory_id)
+        score = memory.score(mem.now(), mem.cfg.scoring)
+    payload = record_dict(memory) | {"score": score}
+    emit(opts, payload, lambda: "\n".join(f"{k}: {v}" for k, v in payload.items()))
+
+
+def retrieval_payload(result: RetrievalResult) -> dict[str, Any]:
+    return {
+        "query": result.query,
+        "terms": result.terms,
+        "tree_matches": [{"path": c.path, "reason": c.reason} for c in result.categories],
+        "candidates": result.candidates,
+        "budget": result.budget,
+        "tokens": result.tokens,
+        "notes": result.notes,
+        "mode": result.mode,
+        "time_windows": result.time_windows,
+        "results": [
+            record_dict(h.memory)
+            | {
+                "explanation": dataclasses.asdict(h.explanation)
+                | {"matched_terms": list(h.explanation.matched_terms)}
+            }
+            for h in result.hits
+        ],
+    }
+
+
+def render_retrieval(result: RetrievalResult) -> str:
+    lines = [f"note: {n}" for n in result.notes] if result.hits else []
+    lines += [f"time: {w}" for w in result.time_windows]
+    for c in result.categories:
+        lines.append(f"tree: {c.path} ({c.reason})")
+    if not result.hits:
+        lines.append(
+            "no memories found" + (f" ({'; '.join(result.notes)})" if result.notes else "")
+        )
+    for i, hit in enumerate(result.hits, 1):
+        e = hit.explanation
+        lines.append(f"{i}. [{e.tier}] {hit.memory.text}")
+        why = f"   path {e.path or 'root'}; matched {', '.join(e.matched_terms) or '-'}"
+        why += f"; relevance {e.relevance:.2f}"
+        if e.similarity is not None:
+            why += f" (similarity {e.similarity:.2f}, found by {e.found_by})"
+        if e.category_boost:
+            why += f" +{e.category_boost:.0%} category"
+        if e.time_boost:
+            why += f" +{e.time_boost:.0%} time {e.time_match}"
+        why += f"; tier score {e.tier_score:.2f}; id {hit.memory.id}"
+        lines.append(why)
+        if e.llm_reason:
+            lines.append(f"   LLM: {e.llm_reason}")
+    if result.budget:
+        lines.append(f"{result.tokens}/{result.budget} tokens")
+    return "\n".join(lines)

@@ -1,0 +1,15 @@
+"""`tiermem tui` (and `tiermem` with no command on a terminal): the Textual app."""
+
+from __future__ import annotations
+
+import click
+
+from tiermem.tui.app import TiermemApp
+from tiermem.tui.cli.options import Options, pass_options
+
+
+@click.command()
+@pass_options
+def tui(opts: Options) -> None:
+    """Open the terminal UI: browse and curate the tiers, the tree, metrics and sync."""
+    TiermemApp(opts.home, opts.agent_id).run()

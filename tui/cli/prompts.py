@@ -1,0 +1,59 @@
+"""The terminal side of the sync commands: asking for the database URL, token and secrets, and
+saying what happens, on standard error so that standard output stays the command's result."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from tiermem.core.errors import InvalidInput
+from tiermem.sync.hrana import to_base_url
+from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.secrets import ENV_TOKEN, ENV_URL, env_secret
+from tiermem.tui.cli.options import Options
+
+
+def interactive() -> bool:
+    """A person is there to answer: standard input and error are both a terminal."""
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def say(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def ask_hidden(prompt: str) -> str:
+    value: str = click.prompt(prompt, hide_input=True, err=True, default="", show_default=False)
+    return value
+
+
+def sync_url(given: str | None) -> str:
+    """The database URL, checked before anything is asked or generated."""
+    url = given or env_secret(ENV_URL)
+    if not url:
+        raise InvalidInput(f"give the database URL with --url (or set {ENV_URL})")
+    to_base_url(url)
+    return url
+
+
+def sync_token() -> tuple[str | None, bool]:
+    """(token, came from the environment). Asked on a terminal; None means "no token"."""
+    from_env = env_secret(ENV_TOKEN)
+    if from_env is not None:
+        return from_env or None, True
+    if interactive():
+        return ask_hidden("Turso auth token (hidden; empty for none)") or None, False
+    return None, False
+
+
+def retry_policy(opts: Options, attempts: int) -> RetryPolicy:
+    """Retries that say, on a terminal, how long they wait."""
+
+    def sleep(seconds: float) -> None:
+        if not opts.json:
+            say(f"retrying in {seconds:.1f} s …")
+        time.sleep(seconds)
+
+    return RetryPolicy(max_attempts=attempts, sleep=sleep)

@@ -1,0 +1,259 @@
+"""Every command of `tiermem` and `tiermem sync`: its module, its click object and its help line.
+
+The help line is what `--help` lists without importing the module; tests/tui/test_cli_lazy.py
+checks that it matches the command's own docstring.
+"""
+
+from __future__ import annotations
+
+from tiermem.tui.cli.lazy import Lazy
+
+PACKAGE = "tiermem.tui.cli.commands"
+
+
+def _at(module: str, attribute: str, help_line: str) -> Lazy:
+    return Lazy(f"{PACKAGE}.{module}", attribute, help_line)
+
+
+ROOT: dict[str, Lazy] = {
+    # memory: store, find, read
+    "store": _at(
+        "memory",
+        "store",
+        "Store a fact in warm memory (storing a known fact reinforces it instead).",
+    ),
+    "retrieve": _at(
+        "memory", "retrieve", "Find memories through the tree, with the reason each was found."
+    ),
+    "cold": _at("memory", "cold", "Search the cold archive (cold and frozen facts)."),
+    "get": _at("memory", "get", "Show one memory with its metadata and score."),
+    "hot": _at("hot", "hot", "Show or edit hot memory (always in context; rendered as MEMORY.md)."),
+    "tree": _at("tree", "tree", "Show or edit the category tree index."),
+    "consolidate": _at(
+        "maintenance",
+        "consolidate",
+        "Run memory maintenance: quick (hourly), daily, monthly or full (with a report).",
+    ),
+    "metrics": _at(
+        "maintenance",
+        "metrics",
+        "Show memory metrics per day: retrievals, evictions, sizes, tokens saved.",
+    ),
+    "import": _at(
+        "interchange",
+        "import_",
+        "Import the original JSON files (idempotent: importing twice adds nothing).",
+    ),
+    "export": _at("interchange", "export", "Export the agent's whole memory as markdown or JSON."),
+    # the write path
+    "distill": _at(
+        "write",
+        "distill_cmd",
+        "Distill a conversation (text or OpenClaw/JSONL transcript) into facts and a summary.",
+    ),
+    "extract-metadata": _at(
+        "write",
+        "extract_metadata",
+        "List the URLs, shell commands and file paths a file mentions.",
+    ),
+    "search-url": _at(
+        "write",
+        "search_url",
+        "Find memories by a fragment of one of their URLs (case-insensitive).",
+    ),
+    "urls": _at("write", "urls", "Every stored URL, with the memories that hold it."),
+    "validate": _at(
+        "write",
+        "validate",
+        "Check daily notes for missing URLs, commands and next steps (exit 1 if any warning).",
+    ),
+    "ingest-daily": _at(
+        "write",
+        "ingest_daily",
+        "Ingest daily notes (memory/YYYY-MM-DD.md; idempotent) and MEMORY.md hand edits.",
+    ),
+    "conversation-end": _at(
+        "write",
+        "conversation_end",
+        "After a conversation: distill, store, update hot, consolidate, queue the sync push, "
+        "act on the [[pin:…]]-style tags and run session hygiene (promotion, demotion).",
+    ),
+    "watch": _at(
+        "watch",
+        "watch",
+        "Ingest new or edited daily notes and MEMORY.md edits as they happen (Ctrl-C stops).",
+    ),
+    # agent integration
+    "mcp": _at(
+        "mcp",
+        "mcp_cmd",
+        "Run the MCP server on stdio (for Claude Desktop, OpenClaw or any MCP client).",
+    ),
+    "context": _at(
+        "agent",
+        "context_cmd",
+        "Print the block to put in the prompt: hot memory, the tree index (under 1,500 tokens "
+        "together) and the memories relevant to the query, all within the budget.",
+    ),
+    "recall": _at(
+        "agent",
+        "recall",
+        "Recall memories within a token budget (the CLI twin of MCP memory_recall).",
+    ),
+    "pin": _at(
+        "agent",
+        "pin",
+        "Pin a memory or hot lesson (the [[pin:REF]] tag): never evicted, never demoted.",
+    ),
+    "unpin": _at("agent", "unpin", "Remove a pin."),
+    "promote": _at(
+        "agent", "promote", "Promote a memory into hot memory now (the [[promote:REF]] tag)."
+    ),
+    "demote": _at("agent", "demote", "Take a lesson out of hot memory (it stays in warm)."),
+    "forget": _at(
+        "agent",
+        "forget",
+        "Forget (the [[forget:REF]] / [[forget keyword:WORD]] tags): a hot entry leaves hot "
+        "memory (kept in warm), any other memory is archived (`tiermem unforget` brings it "
+        "back).",
+    ),
+    "unforget": _at(
+        "agent", "unforget", "Restore a forgotten (archived) memory (the [[restore:REF]] tag)."
+    ),
+    "health": _at("agent", "health", "The session-hygiene report (the [[memory_health]] tag)."),
+    "audit": _at(
+        "agent",
+        "audit_cmd",
+        "Token audit: tokens per source, near-duplicates, recommendations with savings.",
+    ),
+    "index-status": _at(
+        "agent",
+        "index_status",
+        "Memory statistics: files, structured store, always-loaded tokens, on-demand domains.",
+    ),
+    # sync
+    "sync": _at(
+        "sync",
+        "sync_group",
+        "End-to-end encrypted sync of the critical state (hot + tree) with Turso.",
+    ),
+    "daemon": _at(
+        "sync",
+        "daemon_cmd",
+        "Sync in the background until SIGTERM: push local changes, pull other devices'.",
+    ),
+    "restore": _at(
+        "restore",
+        "restore_cmd",
+        "Restore an agent from Turso into an empty home: critical state first, then every memory.",
+    ),
+    # operations
+    "service": _at(
+        "service",
+        "service_group",
+        "Run the sync daemon and the consolidation schedule in the background.",
+    ),
+    "doctor": _at(
+        "doctor",
+        "doctor",
+        "Check the memory home, its database, config, secrets and sync (exit 1 on any FAIL).",
+    ),
+    "demo": _at(
+        "demo",
+        "demo",
+        "Create a demo agent with five months of memories, so the TUI has something to show.",
+    ),
+    # the terminal UI
+    "tui": _at(
+        "tui",
+        "tui",
+        "Open the terminal UI: browse and curate the tiers, the tree, metrics and sync.",
+    ),
+    "serve": _at(
+        "serve",
+        "serve",
+        "Serve the terminal UI to a web browser (loopback only unless --lan).",
+    ),
+}
+
+SYNC: dict[str, Lazy] = {
+    "init": _at(
+        "sync",
+        "sync_init",
+        "Set up sync: keys, remote tables, this device; show the recovery key once.",
+    ),
+    "push": _at(
+        "sync",
+        "sync_push",
+        "Push what changed: critical state and changed memories (one request per batch).",
+    ),
+    "pull": _at(
+        "sync", "sync_pull", "Fetch and apply what other devices pushed since the last pull."
+    ),
+    "now": _at(
+        "sync",
+        "sync_now",
+        "Pull, then push: bring this device and the server up to date both ways.",
+    ),
+    "log": _at(
+        "sync",
+        "sync_log",
+        "Recent pushes, pulls and errors of this device, newest first (no network).",
+    ),
+    "status": _at(
+        "sync",
+        "sync_status",
+        "Show sync settings, the outbox and the last push or error (no network).",
+    ),
+    "devices": _at(
+        "devices",
+        "devices_cmd",
+        "List the devices of this agent's vault (and refresh this one's entry).",
+    ),
+    "add-device": _at(
+        "devices",
+        "add_device_cmd",
+        "Join this (empty) home to the agent's existing vault as a new device.",
+    ),
+    "approve-device": _at(
+        "devices",
+        "approve_device_cmd",
+        "Approve a new device's pairing request after comparing the words on both screens.",
+    ),
+    "remove-device": _at(
+        "devices",
+        "remove_device_cmd",
+        "Revoke a lost device and rotate the vault key for future data.",
+    ),
+    "rename-device": _at(
+        "devices",
+        "rename_cmd",
+        "Name this device in the device list (sealed: the server never reads it).",
+    ),
+    "rotate-key": _at(
+        "devices",
+        "rotate_key_cmd",
+        "Start a new key epoch without removing a device (e.g. on suspected compromise).",
+    ),
+    "check": _at(
+        "restore",
+        "sync_check",
+        "Verify the server's copy: manifests, versions, key wraps (and with --read-data, every "
+        "record).",
+    ),
+    "prune": _at(
+        "restore",
+        "sync_prune",
+        "Delete old remote versions, keeping the newest N of every record (and all manifests).",
+    ),
+    "conflicts": _at(
+        "conflicts",
+        "conflicts_cmd",
+        "List values that lost a merge between devices (newest first).",
+    ),
+    "resolve": _at(
+        "conflicts",
+        "resolve_cmd",
+        "Close a conflict, keeping the merged value or bringing the lost one back.",
+    ),
+}

@@ -1,0 +1,32 @@
+"""Renderings shared by several commands: the ingestion report, MEMORY.md hand edits read back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiermem.core.ingest import IngestReport
+from tiermem.core.memory_md import MemoryMdReport
+
+
+def ingest_payload(report: IngestReport) -> dict[str, Any]:
+    return {
+        "folder": str(report.folder),
+        "files": [vars(f) for f in report.files],
+        "added": report.added,
+        "ignored": report.ignored,
+        "errors": len(report.errors),
+        "memory_md": report.memory_md.as_dict() if report.memory_md else None,
+    }
+
+
+def render_memory_md(report: MemoryMdReport) -> list[str]:
+    if not report.edited and not report.error:
+        return []
+    lines = [f"{report.path.name}: hand edits read back"]
+    lines += [f"  {change}" for change in report.applied]
+    lines += [f"  kept as a warm fact: {line}" for line in report.unparsed]
+    if report.error:
+        lines.append(f"  {report.error}")
+    if report.backup:
+        lines.append(f"  copy: {report.backup}")
+    return lines
