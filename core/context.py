@@ -30,7 +30,8 @@ from tiermem.core import hot as hotmod
 from tiermem.core import hygiene
 from tiermem.core.errors import InvalidInput
 from tiermem.core.hot import HotState
-from tiermem.core.retrieve import STOPWORDS, Hit
+from tiermem.core.ranking import Hit
+from tiermem.core.terms import STOPWORDS
 from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import TreeIndex, default_description, normalize_path
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tiermem.core import distill as distillmod
-from tiermem.core import hygiene, snapshot
+from tiermem.core import hygiene, outbox
 from tiermem.core import llm as llmmod
 from tiermem.core import metadata as meta
 from tiermem.core.consolidate import ConsolidationReport
@@ -163,7 +163,7 @@ def conversation_end(
         report.hot_pruned = mem.hot_store.save(state, now)
         record_items(mem, source, [(key, "", False) for key in hot_keys])
         record_source(mem, source, digest)
-        snapshot.enqueue(mem.db, mem.agent_id, "conversation-end", now)
+        outbox.enqueue(mem.db, mem.agent_id, "conversation-end", now)
         report.outbox = True
     mem.write_memory_md()
     report.consolidation = mem.consolidate("quick")

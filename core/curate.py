@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tiermem.core import outbox
 from tiermem.core.config import ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
@@ -277,8 +278,6 @@ def edit(
     """Change a memory's text, category, importance or metadata (URLs, commands, paths: a
     given list replaces the old one; None keeps it). Its id follows its text (ids are
     content-addressed), so an edit to text another memory already has is refused."""
-    from tiermem.core import snapshot  # the outbox, only when the tree grows
-
     now = mem.now()
     with mem.db.transaction():
         old = mem.get(memory_id_)
@@ -300,7 +299,7 @@ def edit(
             node = mem.trees.ensure(new_category, now, index)
             mem.trees.touch({node}, now)
             if len(index.nodes) != known:
-                snapshot.enqueue(mem.db, mem.agent_id, "tree", now)
+                outbox.enqueue(mem.db, mem.agent_id, "tree", now)
         size = len(fact.text.encode()) + sum(
             len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
         )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from tiermem.core.metadata import find_urls
-from tiermem.core.retrieve import STOPWORDS
+from tiermem.core.terms import STOPWORDS
 
 _PUNCT = re.compile(r"[^\w\s]|_")
 _DIGITS = re.compile(r"\d+")

@@ -29,11 +29,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from tiermem.core import curate, snapshot
+from tiermem.core import curate, outbox
 from tiermem.core.errors import InvalidInput, LimitExceeded, NotFound
 from tiermem.core.hot import HotState, HotStore, Lesson
-from tiermem.core.retrieve import RetrievalResult, matched_terms, stem
+from tiermem.core.retrieve import RetrievalResult
 from tiermem.core.scoring import DAY
+from tiermem.core.terms import matched_terms, stem
 from tiermem.core.tree import normalize_path
 from tiermem.core.warm import NewFact
 
@@ -265,7 +266,7 @@ def promote_memory(mem: Memory, memory_id_: str, reason: str) -> dict[str, Any]:
             raise LimitExceeded("hot memory is full of more important lessons: nothing changed")
         _mark_promoted(mem, record.id)
         _clear_access(mem, record.id)
-        snapshot.enqueue(mem.db, mem.agent_id, "hot", now)  # critical state changed: sync it
+        outbox.enqueue(mem.db, mem.agent_id, "hot", now)  # critical state changed: sync it
         _sync_tracking(mem, state)
         mem.db.execute(
             "UPDATE hot_tracking SET last_n = ? WHERE agent_id = ? AND lesson_id = ?",
@@ -308,7 +309,7 @@ def demote_lesson(mem: Memory, lesson_id: str, reason: str) -> dict[str, Any]:
             )[0].id
         state.critical_lessons.remove(lesson)
         mem.hot_store.save(state, now)
-        snapshot.enqueue(mem.db, mem.agent_id, "hot", now)
+        outbox.enqueue(mem.db, mem.agent_id, "hot", now)
         _mark_promoted(mem, memory_id_)
         _clear_access(mem, memory_id_)
         _sync_tracking(mem, state)
