@@ -393,7 +393,7 @@ def _ingest_text(
             for memory_id_, created in gone.values():
                 gone_for_good = created and not _still_used(mem, memory_id_)
                 if gone_for_good and mem.memories.get_many([memory_id_]):
-                    curate.forget(mem, memory_id_)
+                    curate.move_to_forgotten(mem, memory_id_)
                     report.forgotten += 1
         new = [item for item in items if item.key not in previous]
         outcomes = mem.store_many([item.fact for item in new])
