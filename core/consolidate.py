@@ -1,4 +1,4 @@
-"""Consolidation: the periodic maintenance of seed 000, mode by mode.
+"""Consolidation: the periodic maintenance of the memory model, mode by mode.
 
 - quick   (every few hours): recalculate warm scores, promote (score ≥ 0.7) into hot lessons,
           archive expired warm facts (age > 30 d and score < 0.3) to cold or frozen, evict the

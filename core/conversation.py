@@ -7,7 +7,7 @@
    lessons), the bookkeeping that makes a replay a no-op, and a "conversation-end" entry in the
    sync outbox (critical state changed);
 4. rewrite MEMORY.md and run a quick consolidation;
-5. session hygiene (core/hygiene.py, seed 002): act on the directive tags of the user's messages
+5. session hygiene (core/hygiene/): act on the directive tags of the user's messages
    (`[[pin:…]]`, `[[promote:…]]`, `[[forget:…]]`, `[[forget keyword:…]]`, `[[restore:…]]`,
    `[[memory_health]]`; they are taken out of the text before distillation), then the
    session-end rules (promote what ≥ 3 sessions recalled, demote hot lessons unused for 3).

@@ -120,7 +120,7 @@ def meaningful_words(text: str) -> list[str]:
 
 
 def is_trivial(text: str, min_words: int) -> bool:
-    """Seed 003's trivial filter: fewer than `min_words` words once stopwords are removed
+    """The trivial filter: fewer than `min_words` words once stopwords are removed
     ("ok", "thanks!", "hi there"). A URL, a command or a path is never trivial."""
     if len(meaningful_words(text)) >= min_words:
         return False

@@ -1,4 +1,4 @@
-"""Session hygiene (seed 002): promotion after 3 sessions, demotion after 3 unused ones, the
+"""Session hygiene: promotion after 3 sessions, demotion after 3 unused ones, the
 transcript tags at conversation-end and their CLI twins, the health report."""
 
 from __future__ import annotations
