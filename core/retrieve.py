@@ -17,6 +17,9 @@ too few. Each explanation shows the parts it was ranked by.
 
 Query text is never passed to FTS5 as syntax: terms are extracted and quoted, so quotes,
 operators, unicode and 10 KB of text are all just words.
+
+This module is the pipeline; the terms come from `core.terms`, the ranking, explanations and
+budget fit from `core.ranking`.
 """
 
 from __future__ import annotations

@@ -222,6 +222,7 @@ def _truncate_bytes(text: str, limit: int) -> str:
 
 
 def core_summary(facts: Sequence[Fact], max_bytes: int) -> str:
+    """Stage 3 of a conversation: the summary of its first most important fact."""
     if not facts:
         return ""
     head = max(facts, key=lambda f: f.importance)  # first of the most important

@@ -43,6 +43,7 @@ def session_number(mem: Memory, session: str, now: float) -> int:
 
 
 def last_session(mem: Memory) -> int:
+    """The number of the agent's latest session (0 before the first)."""
     return int(
         mem.db.scalar(
             "SELECT COALESCE(MAX(n), 0) FROM sessions WHERE agent_id = ?", (mem.agent_id,)
@@ -105,6 +106,7 @@ def sessions_of(mem: Memory, memory_id_: str) -> list[str]:
 
 
 def log_action(mem: Memory, action: str, item: str, text: str, reason: str) -> None:
+    """One line of the hygiene log (the Health report counts and prunes them)."""
     mem.db.execute(
         "INSERT INTO hygiene_log (agent_id, at, action, item, text, reason) "
         "VALUES (?, ?, ?, ?, ?, ?)",
@@ -133,6 +135,7 @@ def sync_tracking(mem: Memory, state: HotState) -> None:
 
 
 def tracking_rows(mem: Memory) -> dict[str, tuple[int, float | None, bool]]:
+    """lesson id → (last session used, last access, pinned)."""
     rows = mem.db.query(
         "SELECT lesson_id, last_n, last_access, pinned FROM hot_tracking WHERE agent_id = ?",
         (mem.agent_id,),
@@ -150,6 +153,7 @@ def mark_promoted(mem: Memory, memory_id_: str) -> None:
 
 
 def clear_access(mem: Memory, memory_id_: str) -> None:
+    """Start a memory's count of recalling sessions again from zero."""
     mem.db.execute(
         "DELETE FROM session_access WHERE agent_id = ? AND id = ?", (mem.agent_id, memory_id_)
     )
