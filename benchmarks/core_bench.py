@@ -16,7 +16,7 @@ from pathlib import Path
 
 from benchmarks.agent_gen import CATEGORIES, generate, queries
 from tiermem.core.engine import Memory
-from tiermem.core.retrieve import fts_match, query_terms
+from tiermem.core.terms import fts_match, query_terms
 from tiermem.core.tokens import count_tokens
 from tiermem.core.warm import NewFact
 

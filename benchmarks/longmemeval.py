@@ -44,7 +44,7 @@ from tiermem.core import vectors
 from tiermem.core.config import Config, config_from_mapping
 from tiermem.core.engine import Memory
 from tiermem.core.llm import settings_from
-from tiermem.core.retrieve import STOPWORDS, fts_match
+from tiermem.core.terms import STOPWORDS, fts_match
 from tiermem.core.warm import MAX_TEXT_BYTES, NewFact, memory_id
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"

@@ -10,7 +10,7 @@ An edit of any field of an item also restamps its `alive`, so an edit after a de
 item and a delete after every edit removes it.
 
 **Stamping is eager**: `stamp` runs in the transaction of every change of critical state
-(`snapshot.enqueue` calls it) and diffs the state against the stored digests, so a field gets
+(`outbox.enqueue` calls it) and diffs the state against the stored digests, so a field gets
 the clock of the moment it changed on this device, not of the next push (a phone offline for a
 day must not win against an edit made on the desktop in between). A later `stamp` catches up
 anything changed without one (it is also called before every merge and document).

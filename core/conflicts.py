@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tiermem.core import clocks
+from tiermem.core import clocks, outbox
 from tiermem.core import hot as hotmod
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput, NotFound
@@ -200,15 +200,13 @@ def resolve_conflict(
             raise InvalidInput("taking the lost value needs the agent's memory (mem=)")
         _apply_lost(mem, conflict)
     # the close is a change of the synced document: it travels like any other
-    from tiermem.core import snapshot
-
     now = mem.now() if mem is not None else time.time()
     with db.transaction():
         db.execute(
             "UPDATE conflicts SET resolved_at = ?, resolution = ? WHERE agent_id = ? AND id = ?",
             (now, take, agent_id, conflict.id),
         )
-        snapshot.enqueue(db, agent_id, "conflict", now)
+        outbox.enqueue(db, agent_id, "conflict", now)
     return get_conflict(db, agent_id, conflict.id)
 
 

@@ -1,4 +1,4 @@
-"""Consolidation: the periodic maintenance of seed 000, mode by mode.
+"""Consolidation: the periodic maintenance of the memory model, mode by mode.
 
 - quick   (every few hours): recalculate warm scores, promote (score ≥ 0.7) into hot lessons,
           archive expired warm facts (age > 30 d and score < 0.3) to cold or frozen, evict the
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from tiermem.core import snapshot
+from tiermem.core import outbox
 from tiermem.core.curate import pinned_ids
 from tiermem.core.errors import InvalidInput
 from tiermem.core.scoring import DAY, classify
@@ -136,7 +136,7 @@ def consolidate(mem: Memory, mode: str, progress: Progress | None = None) -> Con
             report.analysis = _analyse_tree(mem)
         mem.metrics.bump(now, evictions=len(report.evicted), promotions=len(report.promoted))
         if report.promoted or report.tree_pruned or report.tree_added:
-            snapshot.enqueue(mem.db, mem.agent_id, "consolidation", now)
+            outbox.enqueue(mem.db, mem.agent_id, "consolidation", now)
     step()
     mem.write_memory_md()
     report.after = sizes(mem)

@@ -1,13 +1,13 @@
 """What an agent puts in its prompt, and recall within a real token budget.
 
-- **Always loaded** (seed 001: under 1,500 tokens): hot memory (MEMORY.md) and the tree index.
+- **Always loaded** (under 1,500 tokens): hot memory (MEMORY.md) and the tree index.
   Hot memory may hold 5 KB and the tree 2 KB, more than 1,500 tokens together, so the block is
   fitted: tree descriptions and deep nodes go first, then hot items in hot memory's own
   pruning order (oldest events, oldest tasks, least important lessons, stalest projects); a
   last line says what was left out and where to read it.
 - **Context** (`tiermem context`): the always-loaded part plus the memories relevant to the
   message, the whole block within the budget. A trivial message (fewer than 3 meaningful words
-  once stopwords and greetings are dropped, seed 003) gets only the always-loaded part.
+  once stopwords and greetings are dropped) gets only the always-loaded part.
 - **Recall** (`memory_recall`): the best entries that fit the budget, where an entry costs the
   tokens of what is returned (its JSON), so the budget is what the agent's context receives.
 
@@ -30,7 +30,8 @@ from tiermem.core import hot as hotmod
 from tiermem.core import hygiene
 from tiermem.core.errors import InvalidInput
 from tiermem.core.hot import HotState
-from tiermem.core.retrieve import STOPWORDS, Hit
+from tiermem.core.ranking import Hit
+from tiermem.core.terms import STOPWORDS
 from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import TreeIndex, default_description, normalize_path
 
@@ -46,7 +47,7 @@ _WORD = re.compile(r"[^\W_]+")
 Priority = Literal["critical", "high", "medium", "low"]
 PRIORITIES: tuple[Priority, ...] = ("critical", "high", "medium", "low")
 PRIORITY_IMPORTANCE: dict[str, float] = {"critical": 0.95, "high": 0.8, "medium": 0.5, "low": 0.3}
-"""The importance a priority stores (seed 000's guide: 0.9-1.0 critical, 0.7-0.8 decisions,
+"""The importance a priority stores (the scoring guide: 0.9-1.0 critical, 0.7-0.8 decisions,
 0.4-0.6 facts, below 0.4 casual)."""
 PRIORITY_FLOOR: dict[str, float] = {"critical": 0.9, "high": 0.7, "medium": 0.4, "low": 0.0}
 FORMATS = ("brief", "detailed")
@@ -77,7 +78,7 @@ def meaningful_words(message: str) -> list[str]:
 
 
 def is_trivial(message: str) -> bool:
-    """Seed 003's trivial filter: fewer than 3 meaningful words after stopwords."""
+    """The trivial filter: fewer than 3 meaningful words after stopwords."""
     return len(meaningful_words(message)) < MIN_MEANINGFUL_WORDS
 
 
@@ -495,7 +496,7 @@ def store_entry(
     paths: Sequence[str] = (),
     context: str | None = None,
 ) -> dict[str, Any]:
-    """Seed 001's structured write: priority (or importance), tags and an expiry date on top of
+    """The structured write: priority (or importance), tags and an expiry date on top of
     `Memory.store` (deduplicated: a known fact is reinforced and gains the tags)."""
     if priority is not None and importance is not None:
         raise InvalidInput("give priority or importance, not both")

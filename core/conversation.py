@@ -7,7 +7,7 @@
    lessons), the bookkeeping that makes a replay a no-op, and a "conversation-end" entry in the
    sync outbox (critical state changed);
 4. rewrite MEMORY.md and run a quick consolidation;
-5. session hygiene (core/hygiene.py, seed 002): act on the directive tags of the user's messages
+5. session hygiene (core/hygiene/): act on the directive tags of the user's messages
    (`[[pin:…]]`, `[[promote:…]]`, `[[forget:…]]`, `[[forget keyword:…]]`, `[[restore:…]]`,
    `[[memory_health]]`; they are taken out of the text before distillation), then the
    session-end rules (promote what ≥ 3 sessions recalled, demote hot lessons unused for 3).
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tiermem.core import distill as distillmod
-from tiermem.core import hygiene, snapshot
+from tiermem.core import hygiene, outbox
 from tiermem.core import llm as llmmod
 from tiermem.core import metadata as meta
 from tiermem.core.consolidate import ConsolidationReport
@@ -163,7 +163,7 @@ def conversation_end(
         report.hot_pruned = mem.hot_store.save(state, now)
         record_items(mem, source, [(key, "", False) for key in hot_keys])
         record_source(mem, source, digest)
-        snapshot.enqueue(mem.db, mem.agent_id, "conversation-end", now)
+        outbox.enqueue(mem.db, mem.agent_id, "conversation-end", now)
         report.outbox = True
     mem.write_memory_md()
     report.consolidation = mem.consolidate("quick")

@@ -1,10 +1,11 @@
 """Curation: what a person does to an agent's memory by hand (the TUI's actions).
 
-Pin (consolidation never evicts a pinned memory), promote (archive → warm, warm → a hot lesson),
-demote (hot lesson → warm, warm → cold → frozen), edit (text, category, importance), forget (the
-row moves to the `forgotten` table: it leaves retrieval and the full-text index but is kept) and
-undo of the last forget. Also the paged, filtered listing a browser needs on a large home (never a
-full load), the access history and the parts of a memory's score.
+Pin (consolidation never evicts a pinned memory), raise a tier (archive → warm, warm → a hot
+lesson), lower a tier (hot lesson → warm, warm → cold → frozen), edit (text, category, importance),
+move to the forgotten archive (the row moves to the `forgotten` table: it leaves retrieval and the
+full-text index but is kept) and undo of the last forget. Also the paged, filtered listing a
+browser needs on a large home (never a full load), the access history and the parts of a memory's
+score.
 
 Every function takes a `Memory` and works on that agent's rows only, in one transaction.
 """
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tiermem.core import outbox
 from tiermem.core.config import ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
@@ -219,7 +221,7 @@ def set_pinned(mem: Memory, memory_id_: str, pinned: bool) -> Tier:
     return record.tier
 
 
-def promote(mem: Memory, memory_id_: str) -> str:
+def raise_tier(mem: Memory, memory_id_: str) -> str:
     """Cold or frozen → warm; warm → a critical lesson in hot memory. Returns where it went.
 
     A promoted lesson gets at least the hot threshold as importance: a person asked for it.
@@ -242,7 +244,7 @@ def promote(mem: Memory, memory_id_: str) -> str:
     return "hot"
 
 
-def demote(mem: Memory, memory_id_: str) -> str:
+def lower_tier(mem: Memory, memory_id_: str) -> str:
     """A hot lesson made from this memory leaves hot; otherwise warm → cold → frozen (a
     demoted memory loses its pin). Returns where it went."""
     lesson = hot_lesson_for(mem, memory_id_)
@@ -277,8 +279,6 @@ def edit(
     """Change a memory's text, category, importance or metadata (URLs, commands, paths: a
     given list replaces the old one; None keeps it). Its id follows its text (ids are
     content-addressed), so an edit to text another memory already has is refused."""
-    from tiermem.core import snapshot  # the outbox, only when the tree grows
-
     now = mem.now()
     with mem.db.transaction():
         old = mem.get(memory_id_)
@@ -300,7 +300,7 @@ def edit(
             node = mem.trees.ensure(new_category, now, index)
             mem.trees.touch({node}, now)
             if len(index.nodes) != known:
-                snapshot.enqueue(mem.db, mem.agent_id, "tree", now)
+                outbox.enqueue(mem.db, mem.agent_id, "tree", now)
         size = len(fact.text.encode()) + sum(
             len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
         )
@@ -348,7 +348,7 @@ _FIELDS = (
 )
 
 
-def forget(mem: Memory, memory_id_: str) -> MemoryRecord:
+def move_to_forgotten(mem: Memory, memory_id_: str) -> MemoryRecord:
     """Move a memory to the forgotten archive: retrieval and the index lose it, nothing is
     deleted, and `undo_forget` brings the most recent one back."""
     with mem.db.transaction():

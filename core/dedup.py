@@ -1,4 +1,4 @@
-"""Near-duplicate detection for writes (seed 001's `memory_store` dedup).
+"""Near-duplicate detection for writes (the dedup of the original `memory_store` tool).
 
 Two texts are near-duplicates when their normalized forms (NFKC, case-folded, punctuation and
 spacing ignored) reach a similarity threshold (difflib's ratio, 0..1) **and** they say the same
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from tiermem.core.metadata import find_urls
-from tiermem.core.retrieve import STOPWORDS
+from tiermem.core.terms import STOPWORDS
 
 _PUNCT = re.compile(r"[^\w\s]|_")
 _DIGITS = re.compile(r"\d+")

@@ -15,19 +15,26 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from tiermem.core import conversation as conversationmod
 from tiermem.core import hot as hotmod
-from tiermem.core import metadata, snapshot
+from tiermem.core import ingest as ingestmod
+from tiermem.core import metadata, outbox, treesearch
 from tiermem.core.config import Config, load_config
 from tiermem.core.consolidate import ConsolidationReport, check_mode, consolidate
+from tiermem.core.conversation import ConversationReport
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput
 from tiermem.core.hot import HotState, HotStore
+from tiermem.core.ingest import IngestReport
+from tiermem.core.llm import settings_from
+from tiermem.core.memory_md import MemoryMdReport, read_back
 from tiermem.core.metrics import DayMetrics, MetricsStore
 from tiermem.core.migrations import migrate
 from tiermem.core.paths import DEFAULT_AGENT, Home, default_home, validate_agent_id
-from tiermem.core.retrieve import RetrievalResult, search
+from tiermem.core.retrieve import MODES, RetrievalResult, search
 from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import TreeIndex, TreeNode, TreeStore, normalize_path
+from tiermem.core.vectors import VectorIndex, VectorUnavailable
 from tiermem.core.warm import (
     MAX_METADATA_ITEMS,
     TIERS,
@@ -39,9 +46,6 @@ from tiermem.core.warm import (
 )
 
 if TYPE_CHECKING:
-    from tiermem.core.conversation import ConversationReport
-    from tiermem.core.ingest import IngestReport
-    from tiermem.core.memory_md import MemoryMdReport
     from tiermem.core.transcript import Transcript
 
 T = TypeVar("T")
@@ -147,7 +151,7 @@ class Memory:
             self.trees.touch(nodes, now)
             self.metrics.bump(now, stores=sum(o.created for o in outcomes))
             if len(index.nodes) != known:
-                snapshot.enqueue(self.db, self.agent_id, "tree", now)
+                outbox.enqueue(self.db, self.agent_id, "tree", now)
         return outcomes
 
     def get(self, memory_id: str) -> MemoryRecord:
@@ -170,21 +174,15 @@ class Memory:
         `mode`: keyword (default, `[retrieval] mode`), vector or hybrid (the `vector` extra and
         the libSQL driver). `llm`: LLM tree search (the `[llm]` endpoint chooses categories);
         any failure of it falls back to keyword mode, and the result's notes say why."""
-        from tiermem.core import retrieve as retrieval_mod
-
         cfg = self.cfg.retrieval
         chosen = mode or cfg.mode
-        if chosen not in retrieval_mod.MODES:
-            raise InvalidInput(
-                f"unknown retrieval mode {chosen!r}: use {', '.join(retrieval_mod.MODES)}"
-            )
+        if chosen not in MODES:
+            raise InvalidInput(f"unknown retrieval mode {chosen!r}: use {', '.join(MODES)}")
         if llm and mode not in (None, "keyword"):
             raise InvalidInput("LLM tree search ranks inside the chosen categories by keyword")
         notes: list[str] = []
         vectors = None
         if chosen != "keyword" or (cfg.vector_fallback and not llm):
-            from tiermem.core.vectors import VectorIndex, VectorUnavailable
-
             try:
                 vectors = VectorIndex(self.memories)
             except VectorUnavailable as exc:
@@ -194,9 +192,6 @@ class Memory:
         tree = self.trees.load(with_counts=llm)
         paths = None
         if llm:
-            from tiermem.core import treesearch
-            from tiermem.core.llm import settings_from
-
             try:
                 complete = treesearch.endpoint(settings_from(self.cfg.llm))
                 paths = treesearch.choose_paths(tree, query, complete)
@@ -243,15 +238,13 @@ class Memory:
             state = self.hot_store.load()
             value = change(state)
             pruned = self.hot_store.save(state, now)
-            snapshot.enqueue(self.db, self.agent_id, "hot", now)
+            outbox.enqueue(self.db, self.agent_id, "hot", now)
         self.write_memory_md()
         return value, pruned
 
     def read_back_memory_md(self) -> MemoryMdReport:
         """Read hand edits of MEMORY.md into the hot state (unparsed lines become warm facts)
         and regenerate it; the report is also kept as `last_memory_md`."""
-        from tiermem.core.memory_md import read_back
-
         self.last_memory_md = read_back(self)
         return self.last_memory_md
 
@@ -304,20 +297,20 @@ class Memory:
     def tree_add(self, path: str, description: str) -> TreeNode:
         with self.db.transaction():
             node = self.trees.add(path, description, self.now())
-            snapshot.enqueue(self.db, self.agent_id, "tree", self.now())  # after: it stamps
+            outbox.enqueue(self.db, self.agent_id, "tree", self.now())  # after: it stamps
             return node
 
     def tree_remove(self, path: str) -> list[str]:
         with self.db.transaction():
             removed = self.trees.remove(path)
-            snapshot.enqueue(self.db, self.agent_id, "tree", self.now())  # after: it stamps
+            outbox.enqueue(self.db, self.agent_id, "tree", self.now())  # after: it stamps
             return removed
 
     def tree_prune(self) -> list[str]:
         with self.db.transaction():
             removed = self.trees.prune(self.now())
             if removed:
-                snapshot.enqueue(self.db, self.agent_id, "tree", self.now())
+                outbox.enqueue(self.db, self.agent_id, "tree", self.now())
             return removed
 
     # -- maintenance and metrics -----------------------------------------------------------
@@ -332,9 +325,7 @@ class Memory:
         memory_md = self.read_back_memory_md()
         ingested = None
         if chosen != "quick":
-            from tiermem.core.ingest import ingest_daily
-
-            ingested = ingest_daily(self, memory_md=False)
+            ingested = ingestmod.ingest_daily(self, memory_md=False)
         report = consolidate(self, chosen, progress)
         report.memory_md, report.ingested = memory_md, ingested
         return report
@@ -343,9 +334,7 @@ class Memory:
 
     def ingest_daily(self, folder: Path | None = None) -> IngestReport:
         """Ingest daily notes (idempotent) and read back MEMORY.md edits."""
-        from tiermem.core.ingest import ingest_daily
-
-        return ingest_daily(self, folder)
+        return ingestmod.ingest_daily(self, folder)
 
     def conversation_end(
         self,
@@ -355,9 +344,7 @@ class Memory:
         mode: str | None = None,
         session: str | None = None,
     ) -> ConversationReport:
-        from tiermem.core.conversation import conversation_end
-
-        return conversation_end(self, transcript, text, mode=mode, session=session)
+        return conversationmod.conversation_end(self, transcript, text, mode=mode, session=session)
 
     def search_url(self, fragment: str) -> list[MemoryRecord]:
         """Memories (every tier) with a URL containing `fragment`, newest first."""

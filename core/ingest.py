@@ -27,16 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tiermem.core import curate
 from tiermem.core import distill as distillmod
 from tiermem.core import metadata as meta
 from tiermem.core.errors import InvalidInput, TiermemError
+from tiermem.core.memory_md import MemoryMdReport, read_back
 from tiermem.core.paths import DEFAULT_AGENT
 from tiermem.core.transcript import decode_text
 from tiermem.core.warm import NewFact, normalize_text
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
-    from tiermem.core.memory_md import MemoryMdReport
 
 DAILY_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
 MAX_NOTE_BYTES = 16 * 1024 * 1024
@@ -326,8 +327,6 @@ def ingest_daily(
                 continue
             report.files.append(ingest_note(mem, path))
     if memory_md:
-        from tiermem.core.memory_md import read_back
-
         report.memory_md = read_back(mem)
     return report
 
@@ -369,8 +368,6 @@ def ingest_note(mem: Memory, path: Path, data: bytes | None = None) -> FileRepor
 def _ingest_text(
     mem: Memory, source: str, name: str, digest: str, text: str, day: dt.date
 ) -> FileReport:
-    from tiermem.core.curate import forget
-
     known_digest = source_digest(mem, source)
     if known_digest == digest:
         return FileReport(name, "unchanged")
@@ -396,7 +393,7 @@ def _ingest_text(
             for memory_id_, created in gone.values():
                 gone_for_good = created and not _still_used(mem, memory_id_)
                 if gone_for_good and mem.memories.get_many([memory_id_]):
-                    forget(mem, memory_id_)
+                    curate.move_to_forgotten(mem, memory_id_)
                     report.forgotten += 1
         new = [item for item in items if item.key not in previous]
         outcomes = mem.store_many([item.fact for item in new])

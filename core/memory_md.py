@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tiermem.core import hot as hotmod
-from tiermem.core import snapshot
+from tiermem.core import outbox
+from tiermem.core.distill import classify, is_trivial
 from tiermem.core.errors import InvalidInput, LimitExceeded
 from tiermem.core.hot import Event, HotState, HotStore, Lesson, Project, Task, item_id
 from tiermem.core.warm import NewFact
@@ -361,13 +362,11 @@ def _apply_text(
     report.unparsed += [f"not understood in its section: {line}" for line in bad]
     _store_lines(mem, lines, report)
     if changes:
-        snapshot.enqueue(mem.db, mem.agent_id, "hot", now)
+        outbox.enqueue(mem.db, mem.agent_id, "hot", now)
 
 
 def _store_lines(mem: Memory, lines: list[str], report: MemoryMdReport) -> None:
     """Lines that are not hot items become warm facts (a person wrote them: importance 0.7)."""
-    from tiermem.core.distill import classify, is_trivial
-
     projects = [p.name for p in mem.hot().active_context.projects]
     facts = []
     for line in lines[:MAX_KEPT_LINES]:

@@ -12,7 +12,7 @@ from tiermem.core.db import Database
 from tiermem.core.errors import StorageError
 
 MIGRATIONS: list[str] = [
-    # 1: the memory model of seed 000.
+    # 1: the memory model (warm/cold memories, hot state, tree index).
     """
     CREATE TABLE memories (
         seq INTEGER PRIMARY KEY,
@@ -296,7 +296,7 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX sync_log_agent ON sync_log (agent_id, seq);
     """,
-    # 8: agent integration (core/hygiene.py, seed 002): the agent's sessions in the order first
+    # 8: agent integration (core/hygiene/): the agent's sessions in the order first
     # seen, which memories each session recalled (promotion after 3 distinct sessions), when
     # each hot lesson was last used (demotion after 3 sessions unused) and its pin, the log of
     # promotions / demotions / archivals, and per memory the tags and expiry given by

@@ -1,4 +1,4 @@
-"""The warm-memory score of seed 000 and the tier it implies.
+"""The warm-memory score and the tier it implies.
 
 score = importance × exp(-age_days / τ) × (1 + reinforcement × access_count)
 

@@ -2,8 +2,8 @@
 
 `dump` gives a canonical document (sorted keys, no whitespace) so two homes hold the same
 critical state exactly when their dumps are equal; `load` writes one back in one transaction.
-Changes to critical state are recorded in the durable outbox (table `outbox`), which the sync
-engine drains: a row means "push the current critical state", so rows coalesce.
+Changes to critical state are recorded in the durable outbox (`core.outbox`), which the sync
+engine drains.
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ import msgspec
 from tiermem.core import clocks
 from tiermem.core import conflicts as conflictmod
 from tiermem.core import hot as hotmod
-from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput
+from tiermem.core.outbox import CRITICAL as CRITICAL  # the outbox's public names, kept here too
+from tiermem.core.outbox import acknowledge as acknowledge
+from tiermem.core.outbox import enqueue as enqueue
+from tiermem.core.outbox import pending as pending
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
@@ -25,31 +28,6 @@ if TYPE_CHECKING:
 FORMAT = 1
 DOCUMENT_FORMAT = 2
 """`document`: the critical state with its per-field clocks, seen vector and conflicts."""
-CRITICAL = "critical"
-
-
-def enqueue(db: Database, agent_id: str, reason: str, now: float) -> None:
-    """Record that critical state changed (inside the caller's transaction), and stamp the
-    changed fields with the time of the change (`core.clocks`, for merging between devices)."""
-    db.execute(
-        "INSERT INTO outbox (agent_id, kind, reason, created_at) VALUES (?, ?, ?, ?)",
-        (agent_id, CRITICAL, reason, now),
-    )
-    clocks.stamp(db, agent_id, now)
-
-
-def pending(db: Database, agent_id: str) -> list[tuple[int, str, str, float]]:
-    """Outbox rows not yet pushed: (seq, kind, reason, created_at), oldest first."""
-    rows = db.query(
-        "SELECT seq, kind, reason, created_at FROM outbox WHERE agent_id = ? ORDER BY seq",
-        (agent_id,),
-    )
-    return [(int(r[0]), r[1], r[2], float(r[3])) for r in rows]
-
-
-def acknowledge(db: Database, agent_id: str, up_to_seq: int) -> None:
-    """Drop the rows a successful push covered (rows added meanwhile stay)."""
-    db.execute("DELETE FROM outbox WHERE agent_id = ? AND seq <= ?", (agent_id, up_to_seq))
 
 
 def dump(mem: Memory) -> dict[str, Any]:

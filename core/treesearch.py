@@ -1,4 +1,4 @@
-"""LLM tree search (seed 000): the model reads the category tree and says where to look.
+"""LLM tree search: the model reads the category tree and says where to look.
 
 The tree (paths, descriptions, warm/cold counts) and the query go to the OpenAI-compatible
 endpoint configured under `[llm]` (core/llm.py); the model answers with the relevant paths, a

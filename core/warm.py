@@ -10,16 +10,14 @@ import hashlib
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from tiermem.core.config import DedupConfig, ScoringConfig
 from tiermem.core.db import Database, Row
+from tiermem.core.dedup import NearIndex, near_key
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.scoring import score
 from tiermem.core.tokens import count_tokens_many
-
-if TYPE_CHECKING:
-    from tiermem.core.dedup import NearIndex
 
 Tier = Literal["warm", "cold", "frozen"]
 TIERS: tuple[Tier, ...] = ("warm", "cold", "frozen")
@@ -266,8 +264,6 @@ class MemoryStore:
         mark = (cfg.window, version)
         index = self._near
         if index is None or self._near_mark != mark or index.threshold != cfg.similarity:
-            from tiermem.core.dedup import NearIndex
-
             index = NearIndex(cfg.similarity, capacity=cfg.window)
             rows = self.db.query(
                 "SELECT id, text FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) "
@@ -283,8 +279,6 @@ class MemoryStore:
         """(id, category, similarity) of the stored near-duplicate of `text`. A candidate is
         checked against the database first: an index entry whose row is gone or whose text
         changed is dropped, never merged into."""
-        from tiermem.core.dedup import near_key
-
         for candidate, ratio in index.find(text):
             row = self.db.query_one(
                 "SELECT text, category FROM memories WHERE agent_id = ? AND id = ?",

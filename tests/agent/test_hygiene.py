@@ -1,4 +1,4 @@
-"""Session hygiene (seed 002): promotion after 3 sessions, demotion after 3 unused ones, the
+"""Session hygiene: promotion after 3 sessions, demotion after 3 unused ones, the
 transcript tags at conversation-end and their CLI twins, the health report."""
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def test_resolve_by_id_and_slug(mem: Memory) -> None:
 
 def test_forget_archives_and_restore_brings_back(mem: Memory) -> None:
     fact = mem.store("Jarvis is the name of the home assistant", "home/assistant", 0.5).id
-    done = hygiene.forget(mem, fact)
+    done = hygiene.forget_entry(mem, fact)
     assert done["action"] == "archived"
     assert not mem.retrieve("Jarvis home assistant", reinforce=False).hits
     assert curate.forgotten_count(mem) == 1  # archived, not deleted
@@ -101,8 +101,8 @@ def test_forget_archives_and_restore_brings_back(mem: Memory) -> None:
 
 def test_forget_on_a_hot_entry_demotes_it(mem: Memory) -> None:
     fact = mem.store("Standups are at 9:30", "work/meetings", 0.6).id
-    hygiene.promote(mem, fact)
-    done = hygiene.forget(mem, "work/meetings:standups")
+    hygiene.promote_to_hot(mem, fact)
+    done = hygiene.forget_entry(mem, "work/meetings:standups")
     assert done["action"] == "demoted" and mem.get(fact).tier == "warm"
     assert "Standups are at 9:30" not in lesson_texts(mem)
 
@@ -136,7 +136,7 @@ def test_tags_in_a_transcript_act_at_conversation_end(mem: Memory) -> None:
     sarah = mem.store("Sarah likes hiking on weekends", "people/sarah", 0.5).id
     jarvis = mem.store("Jarvis runs the lights", "home", 0.5).id
     router = mem.store("The old router is in the attic", "home", 0.4).id
-    curate.forget(mem, router)
+    curate.move_to_forgotten(mem, router)
     report = mem.conversation_end(parse(TRANSCRIPT), TRANSCRIPT, session="chat-1")
     assert report.tags == [
         "[[pin:decisions:rust-for-the-cli]]",

@@ -1,4 +1,4 @@
-"""Consolidation modes do exactly what seed 000 lists for each."""
+"""Consolidation modes do exactly what the memory model lists for each."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ def test_pinned_memory_survives_expiry_and_size_eviction(mem: Memory, clock: Clo
 
 def test_pinning_an_archived_memory_brings_it_back_to_warm(mem: Memory) -> None:
     fid = mem.store("an old fact", "misc", 0.5).id
-    curate.demote(mem, fid)
+    curate.lower_tier(mem, fid)
     assert mem.get(fid).tier == "cold"
     assert curate.set_pinned(mem, fid, True) == "warm"
     assert curate.get_listed(mem, fid).pinned
@@ -35,18 +35,18 @@ def test_pinning_an_archived_memory_brings_it_back_to_warm(mem: Memory) -> None:
 
 def test_promote_and_demote_walk_the_tiers(mem: Memory) -> None:
     fid = mem.store("deploys happen on tuesdays", "ops", 0.4).id
-    assert curate.demote(mem, fid) == "cold"
-    assert curate.demote(mem, fid) == "frozen"
+    assert curate.lower_tier(mem, fid) == "cold"
+    assert curate.lower_tier(mem, fid) == "frozen"
     with pytest.raises(InvalidInput, match="already frozen"):
-        curate.demote(mem, fid)
-    assert curate.promote(mem, fid) == "warm"
-    assert curate.promote(mem, fid) == "hot"
+        curate.lower_tier(mem, fid)
+    assert curate.raise_tier(mem, fid) == "warm"
+    assert curate.raise_tier(mem, fid) == "hot"
     lessons = mem.hot().critical_lessons
     assert [(x.text, x.source_id) for x in lessons] == [("deploys happen on tuesdays", fid)]
     assert lessons[0].importance == pytest.approx(mem.cfg.scoring.hot_threshold)
     with pytest.raises(InvalidInput, match="already a lesson"):
-        curate.promote(mem, fid)
-    assert curate.demote(mem, fid) == "warm"
+        curate.raise_tier(mem, fid)
+    assert curate.lower_tier(mem, fid) == "warm"
     assert mem.hot().critical_lessons == []
     assert mem.get(fid).tier == "warm"
 
@@ -79,7 +79,7 @@ def test_forget_leaves_retrieval_and_undo_restores_it_whole(mem: Memory, clock: 
     history = curate.access_history(mem, fid)
     assert len(history) == 2 and history[0] > history[1]
 
-    assert curate.forget(mem, fid).id == fid
+    assert curate.move_to_forgotten(mem, fid).id == fid
     with pytest.raises(NotFound):
         mem.get(fid)
     assert mem.retrieve("wifi", reinforce=False).hits == []
@@ -98,15 +98,15 @@ def test_forget_leaves_retrieval_and_undo_restores_it_whole(mem: Memory, clock: 
 
 def test_undo_refuses_a_fact_stored_again_and_reuses_no_taken_row(mem: Memory) -> None:
     first = mem.store("fact one", "a").id
-    curate.forget(mem, first)
+    curate.move_to_forgotten(mem, first)
     mem.store("fact one", "a")
     with pytest.raises(InvalidInput, match="stored again"):
         curate.undo_forget(mem)
     mem.db.execute("DELETE FROM forgotten WHERE agent_id = ?", (mem.agent_id,))
     second = mem.store("fact two", "a").id
-    curate.forget(mem, second)  # the newest row: its row id is free again
+    curate.move_to_forgotten(mem, second)  # the newest row: its row id is free again
     third = mem.store("fact three", "a").id  # takes that row id
-    curate.forget(mem, first)
+    curate.move_to_forgotten(mem, first)
     assert curate.undo_forget(mem).id == first  # the most recent forget comes back first
     assert curate.undo_forget(mem).id == second
     assert {x.record.id for x in curate.list_memories(mem)} == {first, second, third}
@@ -118,7 +118,7 @@ def test_listing_pages_newest_first_with_filters(mem: Memory) -> None:
         o.id
         for o in mem.store_many(NewFact(f"fact {i}", "a/b" if i % 2 else "c") for i in range(7))
     ]
-    curate.demote(mem, ids[0])
+    curate.lower_tier(mem, ids[0])
     page1 = curate.list_memories(mem, limit=3)
     page2 = curate.list_memories(mem, limit=3, before_seq=page1[-1].seq)
     page3 = curate.list_memories(mem, limit=3, before_seq=page2[-1].seq)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
-from tiermem.core.retrieve import fts_match, query_terms
+from tiermem.core.terms import fts_match, query_terms
 from tiermem.core.warm import NewFact
 
 

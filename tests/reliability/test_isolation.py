@@ -98,14 +98,14 @@ class Isolation(RuleBasedStateMachine):
         mem = self.mems[agent]
         assert mem.memories.get_many(theirs[:5]) == []
         with contextlib.suppress(TiermemError):
-            curate.forget(mem, theirs[0])
+            curate.move_to_forgotten(mem, theirs[0])
             raise AssertionError(f"{agent} forgot {other}'s memory")
 
     @rule(agent=agents, index=st.integers(0, 50))
     def forget_own(self, agent: str, index: int) -> None:
         mine = [m.id for chunk in self.mems[agent].memories.iter_all() for m in chunk]
         if mine:
-            curate.forget(self.mems[agent], mine[index % len(mine)])
+            curate.move_to_forgotten(self.mems[agent], mine[index % len(mine)])
 
     @rule(agent=agents, mode=st.sampled_from(["quick", "daily", "monthly", "full"]))
     def consolidate(self, agent: str, mode: str) -> None:

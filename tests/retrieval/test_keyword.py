@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tiermem.core.config import Config, RetrievalConfig
-from tiermem.core.retrieve import matched_terms, query_terms, stem
+from tiermem.core.terms import matched_terms, query_terms, stem
 from tiermem.core.warm import NewFact
 
 LONG = (

@@ -122,7 +122,7 @@ def test_index_follows_edits_deletes_and_agents(home: Memory, tmp_path, clock) -
     puppy = home.retrieve("puppy", reinforce=False).hits[0].memory
     tax = home.retrieve("tax", reinforce=False).hits[0].memory
     curate.edit(home, puppy.id, text="I adopted a tabby kitten named Max")
-    curate.forget(home, tax.id)
+    curate.move_to_forgotten(home, tax.id)
     assert index.sync() == 1  # the edited one; the forgotten one's vector is dropped
     assert vector_rows(home) == len(FACTS) - 1
     top = home.retrieve("my cat", mode="vector", reinforce=False).hits[0]

@@ -125,7 +125,7 @@ def _operation(
     elif kind == "forget":
         fid = rng.choice(ids)
         try:
-            curate.forget(mem, fid)
+            curate.move_to_forgotten(mem, fid)
         except NotFound:
             return
         oracle.forgotten.add(fid)

@@ -9,7 +9,8 @@ import pytest
 
 from tests.tui.demo import NOW, FixedClock
 from tiermem.core.engine import Memory
-from tiermem.core.retrieve import prefix_variants, search, unfinished_word
+from tiermem.core.retrieve import search
+from tiermem.core.terms import prefix_variants, unfinished_word
 
 
 @pytest.mark.parametrize(

@@ -363,12 +363,12 @@ class MemoriesScreen(DataScreen[Page]):
     def action_promote(self) -> None:
         memory_id = self._selected()
         if memory_id is not None:
-            self.tiermem.perform(lambda mem: f"promoted to {curate.promote(mem, memory_id)}")
+            self.tiermem.perform(lambda mem: f"promoted to {curate.raise_tier(mem, memory_id)}")
 
     def action_demote(self) -> None:
         memory_id = self._selected()
         if memory_id is not None:
-            self.tiermem.perform(lambda mem: f"demoted to {curate.demote(mem, memory_id)}")
+            self.tiermem.perform(lambda mem: f"demoted to {curate.lower_tier(mem, memory_id)}")
 
     def action_forget(self) -> None:
         memory_id = self._selected()
@@ -384,7 +384,8 @@ class MemoriesScreen(DataScreen[Page]):
         def confirmed(yes: bool | None) -> None:
             if yes:
                 self.tiermem.perform(
-                    lambda mem: f"forgot {curate.forget(mem, memory_id).id}", undo_hint=True
+                    lambda mem: f"forgot {curate.move_to_forgotten(mem, memory_id).id}",
+                    undo_hint=True,
                 )
 
         self.app.push_screen(

@@ -130,13 +130,13 @@ unpin = _action(
 promote = _action(
     "promote",
     "Promote a memory into hot memory now (the [[promote:REF]] tag).",
-    hygiene.promote,
+    hygiene.promote_to_hot,
     "promoted to hot",
 )
 demote = _action(
     "demote",
     "Take a lesson out of hot memory (it stays in warm).",
-    hygiene.demote,
+    hygiene.demote_from_hot,
     "demoted from hot",
 )
 unforget = _action(
@@ -161,7 +161,7 @@ def forget(opts: Options, ref: str | None, keyword: str | None) -> None:
             report = hygiene.forget_keyword(mem, keyword)
             emit(opts, report.as_dict(), lambda: render_hygiene(report) or "nothing matched")
             return
-        done = hygiene.forget(mem, ref or "")
+        done = hygiene.forget_entry(mem, ref or "")
     emit(opts, done, f"{done['action']}: {done['text']}")
 
 

@@ -26,7 +26,7 @@ def memory_forget(
         raise ToolError("InvalidInput: give id or keyword (one of them)")
     if keyword is not None:
         return home.run(lambda mem: hygiene.forget_keyword(mem, keyword).as_dict())
-    return home.run(lambda mem: hygiene.forget(mem, id or ""))
+    return home.run(lambda mem: hygiene.forget_entry(mem, id or ""))
 
 
 def memory_pin(

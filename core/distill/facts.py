@@ -1,0 +1,229 @@
+"""What distillation produces (`Fact`, `Distilled`) and the text helpers both modes share:
+sentence splitting, the trivial filter, classification by cue words, the one-line summary."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tiermem.core import metadata as meta
+from tiermem.core.distill.cues import (
+    BULLET,
+    CATEGORY,
+    CRITICAL,
+    CUES,
+    FENCE,
+    FILLER,
+    IMPORTANCE,
+    KINDS,
+    MONTHS,
+    SENTENCE_END,
+    TRIGGERS,
+    WORD,
+)
+from tiermem.core.terms import STOPWORDS
+
+
+@dataclass
+class Fact:
+    text: str
+    category: str
+    importance: float
+    kind: str = "note"
+    role: str = ""
+    urls: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "category": self.category,
+            "importance": self.importance,
+            "kind": self.kind,
+            "urls": self.urls,
+            "commands": self.commands,
+            "paths": self.paths,
+        }
+
+
+@dataclass
+class Distilled:
+    """Stage 2: the structured content of one conversation, and its stage-3 summary."""
+
+    facts: list[Fact] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    lessons: list[str] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    people: list[str] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    summary: str = ""
+    mode: str = "rule"
+    requested_mode: str = "rule"
+    fallback: str | None = None
+    """Why llm mode fell back to rule mode (None when it did not)."""
+    restored: dict[str, list[str]] = field(default_factory=dict)
+    """URLs/commands/paths of the input the LLM left out and that were put back."""
+    messages: int = 0
+    skipped_trivial: int = 0
+    raw_bytes: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def distilled_bytes(self) -> int:
+        """Stage-2 size: the UTF-8 bytes of the distilled fact texts."""
+        return sum(len(f.text.encode()) for f in self.facts)
+
+    @property
+    def summary_bytes(self) -> int:
+        return len(self.summary.encode())
+
+    def as_dict(self) -> dict[str, Any]:
+        raw, distilled = self.raw_bytes, self.distilled_bytes
+        return {
+            "mode": self.mode,
+            "requested_mode": self.requested_mode,
+            "fallback": self.fallback,
+            "summary": self.summary,
+            "facts": [f.as_dict() for f in self.facts],
+            "decisions": self.decisions,
+            "lessons": self.lessons,
+            "tasks": self.tasks,
+            "events": self.events,
+            "people": self.people,
+            "urls": self.urls,
+            "commands": self.commands,
+            "paths": self.paths,
+            "restored": self.restored,
+            "warnings": self.warnings,
+            "stats": {
+                "messages": self.messages,
+                "skipped_trivial": self.skipped_trivial,
+                "raw_bytes": raw,
+                "distilled_bytes": distilled,
+                "summary_bytes": self.summary_bytes,
+                "raw_to_distilled": round(raw / distilled, 1) if distilled else None,
+                "distilled_to_summary": round(distilled / self.summary_bytes, 1)
+                if self.summary_bytes
+                else None,
+            },
+        }
+
+
+def meaningful_words(text: str) -> list[str]:
+    return [w for w in WORD.findall(text.casefold()) if w not in STOPWORDS]
+
+
+def is_trivial(text: str, min_words: int) -> bool:
+    """The trivial filter: fewer than `min_words` words once stopwords are removed
+    ("ok", "thanks!", "hi there"). A URL, a command or a path is never trivial."""
+    if len(meaningful_words(text)) >= min_words:
+        return False
+    return not ("/" in text or "`" in text)
+
+
+def slug(name: str) -> str:
+    return "-".join(WORD.findall(name.casefold()))[:40] or "project"
+
+
+def cue_kind(text: str) -> str:
+    """The first kind (in `KINDS` order) whose cue words the text has, or ''."""
+    words = set(WORD.findall(text.casefold()))
+    for kind in KINDS[:6]:
+        triggered = not words.isdisjoint(TRIGGERS[kind]) or (
+            (kind == "task" and "[ ]" in text)
+            or (
+                kind == "event"
+                and (
+                    "[x]" in text
+                    or (
+                        any(c.isdigit() for c in text)
+                        and any(w[:3] in MONTHS or w[:1].isdigit() for w in words)
+                    )
+                )
+            )
+        )
+        if triggered and CUES[kind].search(text):
+            return kind
+    return ""
+
+
+def classify(text: str, projects: Sequence[str] = ()) -> tuple[str, str, float]:
+    """(kind, category, importance) of one sentence or note line, by its cue words."""
+    kind = cue_kind(text)
+    has_meta = "://" in text or "`" in text or bool(meta.find_paths(text))
+    if not kind:
+        kind = "technical" if has_meta else "note"
+    importance = IMPORTANCE[kind]
+    if CRITICAL.search(text):
+        importance += 0.1
+    if has_meta and kind != "technical":
+        importance += 0.05
+    category = CATEGORY[kind]
+    if kind not in ("lesson", "preference", "person"):
+        lowered = text.casefold()
+        for project in projects:
+            if project and re.search(rf"\b{re.escape(project.casefold())}\b", lowered):
+                category = f"projects/{slug(project)}"
+                break
+    return kind, category, round(min(1.0, importance), 2)
+
+
+def sentences(text: str) -> list[tuple[str, list[str]]]:
+    """Sentences of a message with the commands of a code block that follows each one."""
+    out: list[tuple[str, list[str]]] = []
+    position = 0
+    for match in [*FENCE.finditer(text), None]:
+        prose = text[position : match.start() if match else len(text)]
+        for line in prose.splitlines():
+            line = BULLET.sub("", line).strip().lstrip("#>").strip()
+            if not line:
+                continue
+            for part in SENTENCE_END.split(line):
+                part = part.strip()
+                if part:
+                    out.append((part, []))
+        if match is None:
+            break
+        block_commands = meta.find_commands(match.group(0))
+        if out and block_commands:
+            out[-1] = (out[-1][0], [*out[-1][1], *block_commands])
+        position = match.end()
+    return out
+
+
+def summarize(text: str, max_bytes: int = 30) -> str:
+    """Stage 2→3: a one-line core summary, strictly shorter than `max_bytes` UTF-8 bytes:
+    the fact's content words (stopwords and filler dropped) while they fit."""
+    words = [
+        w.strip(".,;:!?\"'()[]")
+        for w in text.split()
+        if w.strip(".,;:!?\"'()[]").casefold() not in STOPWORDS | FILLER
+    ]
+    words = [w for w in words if w] or text.split()
+    out = ""
+    for word in words:
+        candidate = f"{out} {word}" if out else word
+        if len(candidate.encode()) >= max_bytes:
+            if not out:
+                out = _truncate_bytes(word, max_bytes - 1)
+            break
+        out = candidate
+    return out
+
+
+def _truncate_bytes(text: str, limit: int) -> str:
+    return text.encode()[:limit].decode("utf-8", errors="ignore")
+
+
+def core_summary(facts: Sequence[Fact], max_bytes: int) -> str:
+    """Stage 3 of a conversation: the summary of its first most important fact."""
+    if not facts:
+        return ""
+    head = max(facts, key=lambda f: f.importance)  # first of the most important
+    return summarize(head.text, max_bytes)

@@ -1,0 +1,123 @@
+"""Rule-mode distillation: regex and heuristics, no LLM, linear in the input, deterministic."""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
+
+from tiermem.core import metadata as meta
+from tiermem.core.config import DistillConfig
+from tiermem.core.distill.cues import NAME, NOT_NAMES
+from tiermem.core.distill.facts import (
+    Distilled,
+    Fact,
+    classify,
+    core_summary,
+    is_trivial,
+    meaningful_words,
+    sentences,
+)
+from tiermem.core.transcript import Message, Transcript
+
+
+def distill_rule(
+    transcript: Transcript, cfg: DistillConfig, projects: Sequence[str] = ()
+) -> Distilled:
+    """Regex/heuristic distillation: linear in the input, deterministic, no network."""
+    out = Distilled(
+        mode="rule",
+        requested_mode="rule",
+        messages=len(transcript.messages),
+        raw_bytes=transcript.raw_bytes,
+        warnings=list(transcript.warnings),
+    )
+    limit = cfg.max_facts
+    best: list[tuple[float, int, Fact]] = []  # a min-heap of the most important facts
+    lists: dict[str, deque[str]] = {k: deque(maxlen=limit) for k in ("decision", "lesson")}
+    lists["task"] = deque(maxlen=limit)
+    lists["event"] = deque(maxlen=limit)
+    people: Counter[str] = Counter()
+    urls: dict[str, None] = {}
+    commands: dict[str, None] = dict.fromkeys(transcript.tool_commands)
+    paths: dict[str, None] = {}
+    seen: set[str] = set()
+    position = 0
+    for message in transcript.messages:
+        found = meta.extract(message.text)
+        urls.update(dict.fromkeys(found.urls))
+        commands.update(dict.fromkeys(found.commands))
+        paths.update(dict.fromkeys(found.paths))
+        for name in _names(message.text):
+            people[name] += 1
+        for text, block_commands in sentences(message.text):
+            position += 1
+            fact = _fact_from_sentence(text, message, block_commands, cfg, projects)
+            if fact is None:
+                out.skipped_trivial += 1
+                continue
+            key = " ".join(meaningful_words(fact.text))
+            if key in seen:
+                continue
+            seen.add(key)
+            if fact.kind in lists:
+                lists[fact.kind].append(fact.text)
+            entry = (fact.importance, position, fact)
+            if len(best) < limit:
+                heapq.heappush(best, entry)
+            elif entry[:2] > best[0][:2]:
+                heapq.heapreplace(best, entry)
+    out.facts = [_with_metadata(f) for _, _, f in sorted(best, key=lambda e: e[1])]
+    out.decisions = list(lists["decision"])
+    out.lessons = list(lists["lesson"])
+    out.tasks = list(lists["task"])
+    out.events = list(lists["event"])
+    out.people = [n for n, _ in people.most_common(20) if n not in set(projects)]
+    out.urls, out.commands, out.paths = list(urls), list(commands), list(paths)
+    out.summary = core_summary(out.facts, cfg.summary_bytes)
+    return out
+
+
+def _fact_from_sentence(
+    text: str,
+    message: Message,
+    block_commands: list[str],
+    cfg: DistillConfig,
+    projects: Sequence[str],
+) -> Fact | None:
+    if len(text) > 2000:
+        text = text[:2000].rsplit(" ", 1)[0] + " …"
+    if text.endswith("?") or is_trivial(text, cfg.min_words):
+        return None
+    kind, category, importance = classify(text, projects)
+    if message.role == "assistant" and kind == "note":
+        return None  # assistant chatter without a cue is not knowledge
+    if kind == "note" and len(meaningful_words(text)) < cfg.min_words + 2:
+        return None
+    return Fact(
+        text=text,
+        category=category,
+        importance=importance,
+        kind=kind,
+        role=message.role,
+        commands=block_commands,  # its own metadata is added once it is chosen
+    )
+
+
+def _with_metadata(fact: Fact) -> Fact:
+    found = meta.extract(fact.text)
+    fact.urls = meta.fit(found.urls, 50)
+    fact.commands = meta.fit([*found.commands, *fact.commands], 50)
+    fact.paths = meta.fit(found.paths, 50)
+    return fact
+
+
+def _names(text: str) -> Iterable[str]:
+    if not any(c.isupper() for c in text):
+        return ()
+    out = []
+    for match in NAME.finditer(text):
+        name = match.group(1) or match.group(2)
+        if name and name.split()[0] not in NOT_NAMES:
+            out.append(name)
+    return out

@@ -1,0 +1,268 @@
+"""Ranking and explaining retrieval candidates: a memory row being ranked, the boosts and tie-break
+on top of its relevance, the fusion of keyword and vector rankings, the token-budget fit, and the
+explanation each returned memory carries."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from tiermem.core.config import RetrievalConfig, ScoringConfig
+from tiermem.core.db import Row
+from tiermem.core.scoring import DAY
+from tiermem.core.temporal import TimeWindow
+from tiermem.core.terms import TERM, matched_terms, stem
+from tiermem.core.tree import TreeIndex
+from tiermem.core.warm import COLUMNS, MemoryRecord
+
+
+@dataclass(frozen=True)
+class CategoryMatch:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Explanation:
+    path: str
+    """Tree node the memory lives under ('' is the root)."""
+    tree_match: str | None
+    """Why the tree pointed at this category, if it did."""
+    matched_terms: tuple[str, ...]
+    bm25: float
+    """FTS5 BM25 (lower is better; 0 when the keyword search did not find it)."""
+    relevance: float
+    """What the ranking starts from, normalised to the best candidate (0..1]: length-weighted
+    BM25 in keyword mode, similarity in vector mode, the fused value in hybrid mode."""
+    category_boost: float
+    tier_score: float
+    score: float
+    """relevance × (1 + category_boost) × (1 + time_boost) + tier_tiebreak × tier_score."""
+    tier: str
+    length_factor: float = 1.0
+    """tokens^-length_penalty, relative to the shortest candidate (1 for it)."""
+    time_match: str | None = None
+    """The query's time cue whose window contains this memory's date, with the window."""
+    time_boost: float = 0.0
+    found_by: str = "keyword"
+    """keyword, vector, both (hybrid), vector fallback, or llm (tree search)."""
+    keyword_rank: int | None = None
+    vector_rank: int | None = None
+    similarity: float | None = None
+    """Cosine similarity of the query's and the memory's embeddings (vector and hybrid)."""
+    llm_reason: str | None = None
+    """Why the model chose this memory's category (LLM tree search)."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    memory: MemoryRecord
+    explanation: Explanation
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One memory being ranked (mutable: filled in stage by stage, no copies per query)."""
+
+    seq: int
+    row: Row
+    """The memory's columns (warm.COLUMNS): one query fetches what ranking and results need."""
+    bm25: float = 0.0
+    relevance: float = 0.0
+    length_factor: float = 1.0
+    found_by: str = "keyword"
+    keyword_rank: int | None = None
+    vector_rank: int | None = None
+    similarity: float | None = None
+    boost: float = 0.0
+    matched_category: str | None = None
+    time_boost: float = 0.0
+    time_match: str | None = None
+    tier_score: float = 0.0
+    score: float = 0.0
+    llm_reason: str | None = None
+
+
+_NAMES = [c.strip() for c in COLUMNS.split(",")]
+
+ROW_CATEGORY, _IMPORTANCE, _CREATED, _ACCESS, ROW_TOKENS = (
+    _NAMES.index(n) for n in ("category", "importance", "created_at", "access_count", "tokens")
+)
+
+_SEARCHABLE = [_NAMES.index(n) for n in ("text", "category", "urls", "commands", "paths")]
+
+ROW_FIELDS = ", ".join("m." + n for n in _NAMES)
+
+
+def match_tree(tree: TreeIndex, terms: Sequence[str]) -> list[CategoryMatch]:
+    """Tree nodes whose path segments or description share a (stemmed) term with the query."""
+    stems = {stem(t): t for t in terms}
+    matches = []
+    for path in sorted(tree.nodes):
+        segment_words, desc_words = _node_words(path, tree.nodes[path].description)
+        in_path = [stems[s] for s in stems if s in segment_words]
+        in_desc = [stems[s] for s in stems if s in desc_words and stems[s] not in in_path]
+        reasons = []
+        if in_path:
+            reasons.append("path matches " + ", ".join(repr(t) for t in in_path))
+        if in_desc:
+            reasons.append("description mentions " + ", ".join(repr(t) for t in in_desc))
+        if reasons:
+            matches.append(CategoryMatch(path, "; ".join(reasons)))
+    return matches
+
+
+def coverage(candidate: Candidate, terms: Sequence[str]) -> float:
+    """The share of the query's terms a candidate's searchable fields contain."""
+    if not terms:
+        return 0.0
+    text = " ".join(str(candidate.row[i]) for i in _SEARCHABLE)
+    return len(matched_terms(text, {stem(t): t for t in terms})) / len(terms)
+
+
+def fuse(keyword: list[Candidate], similar: list[Candidate], weight: float) -> list[Candidate]:
+    """Hybrid: (1 - weight) × keyword relevance + weight × similarity, each min-max normalised
+    over its own candidates (best 1, worst 0); a memory found by one side only gets 0 from the
+    other. Min-max, not division by the best: similarities of one query sit in a narrow band
+    (0.3–0.6, say), so only their spread says anything."""
+    kw = _spread([c.relevance for c in keyword])
+    vec = _spread([c.relevance for c in similar])
+    by_seq = {c.seq: c for c in keyword}
+    for c in keyword:
+        c.relevance = (1 - weight) * kw(c.relevance)
+    fused = []
+    for c in similar:
+        k = by_seq.pop(c.seq, None)
+        if k is None:
+            c.relevance = weight * vec(c.relevance)
+            fused.append(c)
+        else:
+            k.relevance += weight * vec(c.relevance)
+            k.found_by, k.vector_rank, k.similarity = "both", c.vector_rank, c.similarity
+            fused.append(k)
+    fused += by_seq.values()
+    return fused
+
+
+def _spread(values: list[float]) -> Callable[[float], float]:
+    """value → (value - min) / (max - min); 1 for all when they are equal."""
+    low, high = min(values, default=0.0), max(values, default=0.0)
+    if high <= low:
+        return lambda value: 1.0
+    return lambda value: (value - low) / (high - low)
+
+
+@dataclass(frozen=True)
+class RankContext:
+    categories: list[CategoryMatch]
+    windows: list[TimeWindow]
+    now: float
+    retrieval: RetrievalConfig
+    scoring: ScoringConfig
+
+    def rank(self, found: list[Candidate]) -> list[Candidate]:
+        """Boosts and the tie-break on top of each candidate's relevance, best first."""
+        reasons = {c.path for c in self.categories}
+        cfg, s = self.retrieval, self.scoring
+        labelled = [(w, w.describe()) for w in self.windows]
+        for c in found:
+            row = c.row
+            matched = deepest_match(row[ROW_CATEGORY], reasons) if reasons else None
+            boost = cfg.category_boost if matched else 0.0
+            created = float(row[_CREATED])
+            window = next((label for w, label in labelled if w.contains(created)), None)
+            time_boost = cfg.temporal_boost if window else 0.0
+            age_days = max(0.0, (self.now - created) / DAY)
+            tier_score = (
+                float(row[_IMPORTANCE])
+                * math.exp(-age_days / s.tau_days)
+                * (1.0 + s.reinforcement * int(row[_ACCESS]))
+            )
+            c.boost, c.matched_category = boost, matched
+            c.time_boost, c.time_match = time_boost, window
+            c.tier_score = tier_score
+            c.score = (
+                c.relevance * (1.0 + boost) * (1.0 + time_boost) + cfg.tier_tiebreak * tier_score
+            )
+        ranked = sorted(found, key=lambda c: (-c.score, c.seq))
+        return ranked
+
+
+def explain(
+    tree: TreeIndex,
+    chosen: list[Candidate],
+    terms: Sequence[str],
+    categories: list[CategoryMatch],
+    prefixes: Sequence[str] = (),
+) -> list[Hit]:
+    """Records and explanations, only for the memories actually returned."""
+    reasons = {c.path: c.reason for c in categories}
+    unfinished = prefixes[0] if prefixes else None
+    stems = {stem(t): t for t in terms if t != unfinished}
+    stems |= {p: f"{unfinished}…" for p in prefixes}
+    hits = []
+    for c in chosen:
+        memory = MemoryRecord.from_row(c.row)
+        searchable = " ".join(
+            (memory.text, memory.category, *memory.urls, *memory.commands, *memory.paths)
+        )
+        explanation = Explanation(
+            path=tree.node_for(memory.category),
+            tree_match=f"{c.matched_category}: {reasons[c.matched_category]}"
+            if c.matched_category
+            else None,
+            matched_terms=matched_terms(searchable, stems, frozenset(prefixes)),
+            bm25=c.bm25,
+            relevance=c.relevance,
+            category_boost=c.boost,
+            tier_score=c.tier_score,
+            score=c.score,
+            tier=memory.tier,
+            length_factor=c.length_factor,
+            time_match=c.time_match,
+            time_boost=c.time_boost,
+            found_by=c.found_by,
+            keyword_rank=c.keyword_rank,
+            vector_rank=c.vector_rank,
+            similarity=c.similarity,
+            llm_reason=c.llm_reason,
+        )
+        hits.append(Hit(memory, explanation))
+    return hits
+
+
+@lru_cache(maxsize=1024)
+def _node_words(path: str, description: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Stemmed words of a node's path and description (cached: the tree changes rarely)."""
+    segment = frozenset(stem(w) for w in TERM.findall(path.replace("/", " ").casefold()))
+    desc = frozenset(stem(w.casefold()) for w in TERM.findall(description))
+    return segment, desc
+
+
+def deepest_match(category: str, matched: set[str]) -> str | None:
+    """The deepest tree match that contains `category`."""
+    best = None
+    for path in matched:
+        if (category == path or category.startswith(path + "/")) and (
+            best is None or len(path) > len(best)
+        ):
+            best = path
+    return best
+
+
+def fit_budget(ranked: list[Candidate], limit: int, budget: int | None) -> list[Candidate]:
+    """The best `limit` candidates, skipping any that would overflow the token budget."""
+    if budget is None:
+        return ranked[:limit]
+    chosen: list[Candidate] = []
+    used = 0
+    for candidate in ranked:
+        if len(chosen) == limit:
+            break
+        tokens = int(candidate.row[ROW_TOKENS])
+        if used + tokens <= budget:
+            chosen.append(candidate)
+            used += tokens
+    return chosen
