@@ -14,7 +14,6 @@ same schema. Traps of libsql-experimental 0.0.55 this layer hides (pinned by tes
 from __future__ import annotations
 
 import importlib
-import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,9 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from tiermem.core.environment import environment
 from tiermem.core.errors import StorageError
 
-DRIVER_ENV = "TIERMEM_DRIVER"
 Row = tuple[Any, ...]
 Params = Sequence[Any]
 
@@ -47,7 +46,7 @@ def _driver_errors() -> tuple[type[BaseException], ...]:
 
 def available_driver() -> str:
     """'libsql' when the wheel imports (and is not disabled), else 'sqlite3'."""
-    wanted = os.environ.get(DRIVER_ENV, "").strip().lower()
+    wanted = environment().driver
     if wanted == "sqlite3":
         return "sqlite3"
     try:
