@@ -14,6 +14,7 @@ same schema. Traps of libsql-experimental 0.0.55 this layer hides (pinned by tes
 from __future__ import annotations
 
 import importlib
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -26,6 +27,7 @@ from tiermem.core.errors import StorageError
 
 Row = tuple[Any, ...]
 Params = Sequence[Any]
+log = logging.getLogger(__name__)
 
 
 class _Cursor(Protocol):
@@ -56,6 +58,7 @@ def available_driver() -> str:
             raise StorageError(
                 "TIERMEM_DRIVER=libsql but libsql_experimental is not installed"
             ) from None
+        log.debug("libsql_experimental is not installed: using the sqlite3 driver")
         return "sqlite3"
     return "libsql"
 

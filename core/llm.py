@@ -14,6 +14,7 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import json
+import logging
 import socket
 import urllib.error
 import urllib.parse
@@ -26,6 +27,7 @@ from tiermem.core.config import LLMConfig
 from tiermem.core.environment import environment
 
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+log = logging.getLogger(__name__)
 
 Transport = Callable[[str, bytes, dict[str, str], float], bytes]
 """(url, body, headers, timeout seconds) → response body; raises LLMError."""
@@ -96,11 +98,14 @@ def chat_json(
     try:
         raw = send(url, body, headers, settings.timeout)
     except LLMError as exc:
-        raise LLMError(_scrub(str(exc), settings.api_key)) from None
+        message = _scrub(str(exc), settings.api_key)
+        log.warning("LLM call to %s failed: %s", _origin(url), message)
+        raise LLMError(message) from None
     try:
         reply = json.loads(raw)
         content = reply["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
+        log.warning("LLM endpoint %s: the answer is not a chat completion", _origin(url))
         raise LLMError("the LLM endpoint's answer is not an OpenAI chat completion") from None
     if not isinstance(content, str):
         raise LLMError("the LLM's answer has no text content")
