@@ -45,10 +45,18 @@ class Variable:
     name: str
     kind: str
     meaning: str
-    overrides: str = ""
-    """The command-line flag or config.toml key this variable stands in for (if any)."""
+    flag: str = ""
+    """The command-line flag that beats this variable (if any)."""
+    config_key: str = ""
+    """The dotted config.toml key this variable beats (if any)."""
     secret: bool = False
     choices: tuple[str, ...] = ()
+
+    @property
+    def overrides(self) -> str:
+        """The flag or config key, as the README's table shows it."""
+        shown = self.flag or self.config_key
+        return f"`{shown}`" if shown else ""
 
 
 VARIABLES: Final[tuple[Variable, ...]] = (
@@ -56,7 +64,7 @@ VARIABLES: Final[tuple[Variable, ...]] = (
         HOME,
         "path",
         "The memory home folder (default: the platform's user data folder).",
-        "`--home`",
+        flag="--home",
     ),
     Variable(
         DRIVER,
@@ -65,21 +73,33 @@ VARIABLES: Final[tuple[Variable, ...]] = (
         "libSQL when its wheel imports, else sqlite3.",
         choices=("libsql", "sqlite3"),
     ),
-    Variable(DEBUG, "flag", "Any non-empty value: an internal error raises its traceback."),
+    Variable(
+        DEBUG,
+        "flag",
+        "Any non-empty value: an internal error raises its traceback, and the log file takes "
+        "debug lines.",
+    ),
     Variable(
         SESSION,
         "text",
         "Session id for session hygiene (agent commands and the MCP server).",
-        "`--session`",
+        flag="--session",
     ),
     Variable(
-        LLM_BASE_URL, "text", "OpenAI-compatible endpoint for `--mode llm`.", "`llm.base_url`"
+        LLM_BASE_URL,
+        "text",
+        "OpenAI-compatible endpoint for `--mode llm`.",
+        config_key="llm.base_url",
     ),
-    Variable(LLM_MODEL, "text", "Model name sent to that endpoint.", "`llm.model`"),
+    Variable(LLM_MODEL, "text", "Model name sent to that endpoint.", config_key="llm.model"),
     Variable(
-        LLM_API_KEY, "secret", "Bearer token for that endpoint.", "`llm.api_key`", secret=True
+        LLM_API_KEY,
+        "secret",
+        "Bearer token for that endpoint.",
+        config_key="llm.api_key",
+        secret=True,
     ),
-    Variable(SYNC_URL, "text", "Sync database URL (`libsql://…` or `https://…`).", "`--url`"),
+    Variable(SYNC_URL, "text", "Sync database URL (`libsql://…` or `https://…`).", flag="--url"),
     Variable(
         SYNC_TOKEN,
         "secret",

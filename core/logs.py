@@ -92,11 +92,14 @@ class PrivateRotatingFileHandler(RotatingFileHandler):
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
-def setup_logging(home: Path, level: int = logging.INFO) -> Path:
-    """Send the `tiermem` logger's records at `level` and above to the home's log file.
+def setup_logging(home: Path, level: int | None = None) -> Path:
+    """Send the `tiermem` logger's records at `level` and above (default: INFO, DEBUG under
+    `TIERMEM_DEBUG`) to the home's log file.
 
     Idempotent: a second call for the same home changes nothing; a call for another home moves
     the file handler there. Returns the log file's path."""
+    if level is None:
+        level = logging.DEBUG if environment().debug else logging.INFO
     path = log_path(home)
     logger = logging.getLogger(LOGGER)
     for handler in list(logger.handlers):

@@ -58,12 +58,7 @@ class Settings:
 
 def env_overrides(env: Environment) -> dict[str, str]:
     """Dotted config key → the value of the variable that overrides it ("" when unset)."""
-    out: dict[str, str] = {}
-    for var in VARIABLES:
-        key = var.overrides.strip("`")
-        if "." in key and not key.startswith("-"):
-            out[key] = env.get(var.name) or ""
-    return out
+    return {var.config_key: env.get(var.name) or "" for var in VARIABLES if var.config_key}
 
 
 def overlay(data: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:

@@ -69,12 +69,19 @@ def test_rotated_files_stay_private(tmp_path: Path) -> None:
     assert all(mode(p) == 0o600 for p in rotated)
 
 
-def test_records_below_info_stay_out(tmp_path: Path) -> None:
-    path = logs.setup_logging(tmp_path)
+def test_records_below_info_stay_out_unless_debugging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TIERMEM_DEBUG", raising=False)
+    path = logs.setup_logging(tmp_path / "quiet")
     logging.getLogger("tiermem.test").debug("a debug line")
     logging.getLogger("tiermem.test").info("an info line")
     text = path.read_text()
     assert "an info line" in text and "a debug line" not in text
+    monkeypatch.setenv("TIERMEM_DEBUG", "1")
+    path = logs.setup_logging(tmp_path / "debug")
+    logging.getLogger("tiermem.test").debug("a debug line")
+    assert "a debug line" in path.read_text()
 
 
 def test_secrets_are_masked_in_messages_and_tracebacks(

@@ -10,6 +10,7 @@ import pytest
 
 from tests.sentinels import SENTINEL_PASSPHRASE, SENTINEL_TOKEN
 from tiermem.core import db, environment
+from tiermem.core.config import Config
 from tiermem.core.environment import VARIABLES, Environment, environment_reference
 from tiermem.core.errors import ConfigError
 from tiermem.core.llm import settings_from
@@ -124,3 +125,24 @@ def test_the_readme_table_lists_every_variable_and_is_current() -> None:
         re.S,
     )
     assert found and found.group(1) == table, "README: regenerate the environment table"
+
+
+def test_every_variable_the_product_mentions_is_in_the_model() -> None:
+    """A new `TIERMEM_*` read must be added to `VARIABLES` (and so to the README table)."""
+    root = README.parent
+    mentioned = {
+        name
+        for folder in ("core", "sync", "ops", "tui")
+        for path in (root / folder).rglob("*.py")
+        for name in re.findall(r"TIERMEM_[A-Z_]+", path.read_text(encoding="utf-8"))
+        if not name.endswith("_")  # "TIERMEM_LLM_*" names a family, not a variable
+    }
+    assert mentioned and mentioned <= set(environment.BY_NAME), mentioned - set(environment.BY_NAME)
+
+
+def test_every_config_key_a_variable_overrides_exists() -> None:
+    config = Config()
+    for var in VARIABLES:
+        if var.config_key:
+            section, key = var.config_key.split(".")
+            assert hasattr(getattr(config, section), key), var.name
