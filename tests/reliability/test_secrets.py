@@ -81,8 +81,10 @@ def test_every_sync_command_with_sentinel_secrets(
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
+    log_file: Path,
 ) -> None:
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger=logs.LOGGER)  # the log file's set-up chose INFO
     monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
     monkeypatch.setenv("TIERMEM_SYNC_TOKEN", sqld.token)
     monkeypatch.setenv("TIERMEM_RECOVERY_KEY", crypto.format_recovery_key(SENTINEL_RECOVERY_KEY))
@@ -114,6 +116,7 @@ def test_every_sync_command_with_sentinel_secrets(
     code, out = run_cli(capsys, *base, "sync", "push", "--attempts", "1")
     assert code == 21, out
     assert sentinels.leaks(caplog.text) == []
+    assert log_file.parent.parent == Path(home)  # the home's log is scanned below
     for path in Path(home).rglob("*"):
         if path.is_file() and path.suffix in (".md", ".toml", ".json", ".log"):
             if path.parent.name == "secrets":
@@ -124,9 +127,11 @@ def test_every_sync_command_with_sentinel_secrets(
 @pytest.fixture
 def log_file(tmp_path: Path) -> Iterator[Path]:
     """The home's log file set up as a front end does; detached again afterwards."""
+    logger = logging.getLogger(logs.LOGGER)
+    level = logger.level
     path = logs.setup_logging(tmp_path / "home")
     yield path
-    logger = logging.getLogger(logs.LOGGER)
+    logger.setLevel(level)
     for handler in list(logger.handlers):
         if isinstance(handler, logs.PrivateRotatingFileHandler):
             logger.removeHandler(handler)
