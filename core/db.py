@@ -47,7 +47,8 @@ def _driver_errors() -> tuple[type[BaseException], ...]:
 
 
 def available_driver() -> str:
-    """'libsql' when the wheel imports (and is not disabled), else 'sqlite3'."""
+    """'libsql' when the wheel imports (and is not disabled), else 'sqlite3'. A TIERMEM_DRIVER
+    other than libsql or sqlite3 is a `ConfigError`."""
     wanted = environment().driver
     if wanted == "sqlite3":
         return "sqlite3"

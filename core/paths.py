@@ -37,7 +37,7 @@ def validate_agent_id(agent_id: str) -> str:
 
 def default_home(env: Environment | None = None) -> Path:
     """`--home` beats `TIERMEM_HOME`, which beats the platform's user data folder."""
-    home = (env or environment()).home
+    home = (env if env is not None else environment()).home
     if home is not None:
         return home
     return platformdirs.user_data_path("tiermem", appauthor=False)
