@@ -1,5 +1,5 @@
-"""Typed configuration. Every limit and constant of the memory model lives here with seed 000's
-value as its default; `config.toml` in the home overrides any of them.
+"""Typed configuration. Every limit and constant of the memory model lives here with the original
+design's value as its default; `config.toml` in the home overrides any of them.
 
 A bad file is a one-line `ConfigError` naming the file and the key.
 """
@@ -107,7 +107,7 @@ class RetrievalConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """In keyword mode, add vector results when the keyword search finds fewer than
     `fallback_min_results` memories (keyword results stay first)."""
     fallback_min_results: Positive = 2
-    """Keyword results below which the vector fallback runs (seed 004's minPrimaryResults)."""
+    """Keyword results below which the vector fallback runs (the original design's minPrimaryResults)."""
     fallback_min_coverage: Fraction = 0.0
     """The fallback also runs when the best keyword result contains less than this share of
     the query's terms (0 = only the count above decides)."""
@@ -141,7 +141,7 @@ class DistillConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_facts: Positive = 20
     """Facts kept from one conversation (the most important first)."""
     summary_bytes: Positive = 30
-    """The core summary is shorter than this many UTF-8 bytes (seed stage 2→3)."""
+    """The core summary is shorter than this many UTF-8 bytes (the step from facts to the one-line summary)."""
     min_words: Positive = 3
     """A message or line with fewer meaningful words (stopwords aside) is trivial: skipped."""
 
@@ -211,15 +211,21 @@ def config_from_mapping(data: dict[str, Any], source: str) -> Config:
         raise ConfigError(f"{source}: {exc}") from None
 
 
+def read_config_mapping(path: Path) -> dict[str, Any]:
+    """`config.toml` parsed but not yet validated; a missing file is an empty mapping."""
+    if not path.exists():
+        return {}
+    try:
+        return tomllib.loads(read_text(path, ConfigError))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc})") from None
+
+
 def load_config(path: Path) -> Config:
     """Read `config.toml`; a missing file means all defaults."""
     if not path.exists():
         return Config()
-    try:
-        data = tomllib.loads(read_text(path, ConfigError))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML ({exc})") from None
-    return config_from_mapping(data, str(path))
+    return config_from_mapping(read_config_mapping(path), str(path))
 
 
 def _key_message(message: str) -> str:
@@ -232,9 +238,9 @@ def _key_message(message: str) -> str:
 
 
 def seed_config_to_mapping(seed: dict[str, Any]) -> dict[str, Any]:
-    """Translate the seed's config.json (v2.x) into this config's shape.
+    """Translate the original config.json layout (v2.x) into this config's shape.
 
-    Unknown seed sections (cold.backend, distillation, consolidation schedule) are accepted
+    Unknown sections of that layout (cold.backend, distillation, consolidation schedule) are accepted
     and ignored: they configure things this implementation does elsewhere.
     """
     out: dict[str, Any] = {}
@@ -275,7 +281,7 @@ def _kb_to_bytes(value: Any) -> Any:
 
 
 def render_toml(config: Config) -> str:
-    """The config as a TOML document (used by `import` to write the translated seed config)."""
+    """The config as a TOML document (used by `import` to write the translated config.json)."""
     lines: list[str] = []
     for section, block in msgspec.structs.asdict(config).items():
         lines.append(f"[{section}]")

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ MODES: tuple[Mode, ...] = ("quick", "daily", "monthly", "full")
 Progress = Callable[[str, int, int], None]
 """`progress(step, done, total)`: called before each step (and once with done == total)."""
 YEAR = 365.25 * DAY
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,17 @@ def consolidate(mem: Memory, mode: str, progress: Progress | None = None) -> Con
     step()
     mem.snapshot_metrics()
     step()
+    log.info(
+        "consolidation %s of agent %s: %d promoted, %d evicted, %d frozen deleted, "
+        "tree -%d +%d nodes",
+        chosen,
+        mem.agent_id,
+        len(report.promoted),
+        len(report.evicted),
+        report.deleted_frozen,
+        len(report.tree_pruned),
+        len(report.tree_added),
+    )
     return report
 
 

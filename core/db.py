@@ -14,7 +14,7 @@ same schema. Traps of libsql-experimental 0.0.55 this layer hides (pinned by tes
 from __future__ import annotations
 
 import importlib
-import os
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,11 +22,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from tiermem.core.environment import environment
 from tiermem.core.errors import StorageError
 
-DRIVER_ENV = "TIERMEM_DRIVER"
 Row = tuple[Any, ...]
 Params = Sequence[Any]
+log = logging.getLogger(__name__)
 
 
 class _Cursor(Protocol):
@@ -46,8 +47,9 @@ def _driver_errors() -> tuple[type[BaseException], ...]:
 
 
 def available_driver() -> str:
-    """'libsql' when the wheel imports (and is not disabled), else 'sqlite3'."""
-    wanted = os.environ.get(DRIVER_ENV, "").strip().lower()
+    """'libsql' when the wheel imports (and is not disabled), else 'sqlite3'. A TIERMEM_DRIVER
+    other than libsql or sqlite3 is a `ConfigError`."""
+    wanted = environment().driver
     if wanted == "sqlite3":
         return "sqlite3"
     try:
@@ -57,6 +59,7 @@ def available_driver() -> str:
             raise StorageError(
                 "TIERMEM_DRIVER=libsql but libsql_experimental is not installed"
             ) from None
+        log.debug("libsql_experimental is not installed: using the sqlite3 driver")
         return "sqlite3"
     return "libsql"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import json
-import os
+import logging
 import socket
 import urllib.error
 import urllib.parse
@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tiermem.core.config import LLMConfig
+from tiermem.core.environment import environment
 
-ENV_BASE_URL = "TIERMEM_LLM_BASE_URL"
-ENV_MODEL = "TIERMEM_LLM_MODEL"
-ENV_API_KEY = "TIERMEM_LLM_API_KEY"
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+log = logging.getLogger(__name__)
 
 Transport = Callable[[str, bytes, dict[str, str], float], bytes]
 """(url, body, headers, timeout seconds) → response body; raises LLMError."""
@@ -61,11 +60,12 @@ class LLMSettings:
 
 
 def settings_from(cfg: LLMConfig, environ: Mapping[str, str] | None = None) -> LLMSettings:
-    env = os.environ if environ is None else environ
+    """`[llm]` with the `TIERMEM_LLM_*` variables of `environ` (default: the process's) on top."""
+    env = environment(environ)
     return LLMSettings(
-        base_url=(env.get(ENV_BASE_URL) or cfg.base_url).strip().rstrip("/"),
-        model=(env.get(ENV_MODEL) or cfg.model).strip(),
-        api_key=(env.get(ENV_API_KEY) or cfg.api_key).strip(),
+        base_url=(env.llm_base_url or cfg.base_url).strip().rstrip("/"),
+        model=(env.llm_model or cfg.model).strip(),
+        api_key=(env.llm_api_key or cfg.api_key).strip(),
         timeout=cfg.timeout_seconds,
         max_input_chars=cfg.max_input_chars,
     )
@@ -98,11 +98,14 @@ def chat_json(
     try:
         raw = send(url, body, headers, settings.timeout)
     except LLMError as exc:
-        raise LLMError(_scrub(str(exc), settings.api_key)) from None
+        message = _scrub(str(exc), settings.api_key)
+        log.warning("LLM call to %s failed: %s", _origin(url), message)
+        raise LLMError(message) from None
     try:
         reply = json.loads(raw)
         content = reply["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
+        log.warning("LLM endpoint %s: the answer is not a chat completion", _origin(url))
         raise LLMError("the LLM endpoint's answer is not an OpenAI chat completion") from None
     if not isinstance(content, str):
         raise LLMError("the LLM's answer has no text content")

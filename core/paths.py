@@ -9,9 +9,9 @@ from pathlib import Path
 
 import platformdirs
 
+from tiermem.core.environment import Environment, environment
 from tiermem.core.errors import InvalidInput, StorageError, TiermemError
 
-HOME_ENV = "TIERMEM_HOME"
 DEFAULT_AGENT = "default"
 _AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -35,11 +35,11 @@ def validate_agent_id(agent_id: str) -> str:
     return agent_id
 
 
-def default_home() -> Path:
+def default_home(env: Environment | None = None) -> Path:
     """`--home` beats `TIERMEM_HOME`, which beats the platform's user data folder."""
-    env = os.environ.get(HOME_ENV)
-    if env:
-        return Path(env).expanduser()
+    home = (env if env is not None else environment()).home
+    if home is not None:
+        return home
     return platformdirs.user_data_path("tiermem", appauthor=False)
 
 
@@ -58,7 +58,7 @@ class Home:
         return self.root / "config.toml"
 
     def memory_md(self, agent_id: str) -> Path:
-        """MEMORY.md for the default agent, MEMORY-<id>.md for the others (seed layout)."""
+        """MEMORY.md for the default agent, MEMORY-<id>.md for the others (the original layout)."""
         name = "MEMORY.md" if agent_id == DEFAULT_AGENT else f"MEMORY-{agent_id}.md"
         return self.root / name
 

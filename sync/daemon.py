@@ -19,6 +19,7 @@ One daemon per home and agent: a second one is refused (an OS file lock, release
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -42,6 +43,8 @@ DEFAULT_POLL: Final = 0.25
 DEFAULT_PULL_INTERVAL: Final = 30.0
 
 Report = Callable[[dict[str, Any]], None]
+log = logging.getLogger(__name__)
+_LEVELS: Final = {"up-to-date": logging.DEBUG, "retry": logging.WARNING, "error": logging.WARNING}
 
 
 class _Stopped(Exception):
@@ -77,6 +80,18 @@ class Daemon:
         self.pushes = 0
         self.pulls = 0
 
+    def _emit(self, event: dict[str, Any]) -> None:
+        """Log the event (revocation as an error) and hand it to the report callback."""
+        kind = event["event"]
+        level = (
+            logging.ERROR if event.get("reason") == "revoked" else _LEVELS.get(kind, logging.INFO)
+        )
+        details = " ".join(
+            f"{key}={value}" for key, value in event.items() if key not in ("event", "agent_id")
+        )
+        log.log(level, "daemon %s for agent %s: %s", kind, self.mem.agent_id, details)
+        self._report(event)
+
     def stop(self) -> None:
         """Ask the loop to end (safe from a signal handler or another thread)."""
         self._stop.set()
@@ -91,7 +106,7 @@ class Daemon:
 
     def _backoff_wait(self, seconds: float) -> None:
         status = self._engine.status()
-        self._report({"event": "retry", "wait": round(seconds, 3), "error": status.last_error})
+        self._emit({"event": "retry", "wait": round(seconds, 3), "error": status.last_error})
         self._wait(seconds)
 
     def run(self) -> None:
@@ -100,7 +115,7 @@ class Daemon:
         try:
             engine.require_ready()
             with _single_instance(self.mem.home.root, self.mem.agent_id):
-                self._report({"event": "started", "agent_id": self.mem.agent_id})
+                self._emit({"event": "started", "agent_id": self.mem.agent_id})
                 policy = RetryPolicy(max_attempts=None, sleep=self._backoff_wait)
                 next_pull = time.monotonic()  # pull at once on start …
                 push_first = True  # … after pushing what waits here (a kill may have left it)
@@ -123,7 +138,7 @@ class Daemon:
                     except _Stopped:
                         break
                     except keys.DeviceRevoked:
-                        self._report(
+                        self._emit(
                             {
                                 "event": "stopped",
                                 "pushes": self.pushes,
@@ -133,14 +148,14 @@ class Daemon:
                         )
                         raise
                     except TiermemError as exc:
-                        self._report(
+                        self._emit(
                             {"event": "error", "error": str(exc), "retry_in": self.error_pause}
                         )
                         try:
                             self._wait(self.error_pause)
                         except _Stopped:
                             break
-                self._report({"event": "stopped", "pushes": self.pushes, "pulls": self.pulls})
+                self._emit({"event": "stopped", "pushes": self.pushes, "pulls": self.pulls})
         finally:
             engine.close()
 
@@ -148,7 +163,7 @@ class Daemon:
         result = self._engine.pull(policy)
         self.pulls += 1
         if result.applied or result.rejected:
-            self._report(
+            self._emit(
                 {
                     "event": "pulled",
                     "applied": result.applied,
@@ -162,7 +177,7 @@ class Daemon:
     def _push(self, policy: RetryPolicy) -> None:
         result = self._engine.push(policy)
         self.pushes += int(result.pushed)
-        self._report(
+        self._emit(
             {
                 "event": "pushed" if result.pushed else "up-to-date",
                 "version": result.version,

@@ -26,7 +26,15 @@ from typing import Final, Protocol
 import keyring
 import keyring.errors
 
-from tiermem.core.errors import InvalidInput, StorageError
+from tiermem.core.environment import (
+    PASSPHRASE,
+    RECOVERY_KEY,
+    SECRET_STORE,
+    SYNC_TOKEN,
+    SYNC_URL,
+    environment,
+)
+from tiermem.core.errors import ConfigError, InvalidInput, StorageError
 
 __all__ = [
     "DEVICE_KEY",
@@ -45,11 +53,11 @@ __all__ = [
     "open_store",
 ]
 
-ENV_URL: Final = "TIERMEM_SYNC_URL"
-ENV_TOKEN: Final = "TIERMEM_SYNC_TOKEN"
-ENV_RECOVERY_KEY: Final = "TIERMEM_RECOVERY_KEY"
-ENV_PASSPHRASE: Final = "TIERMEM_PASSPHRASE"
-ENV_STORE: Final = "TIERMEM_SECRET_STORE"
+ENV_URL: Final = SYNC_URL
+ENV_TOKEN: Final = SYNC_TOKEN
+ENV_RECOVERY_KEY: Final = RECOVERY_KEY
+ENV_PASSPHRASE: Final = PASSPHRASE
+ENV_STORE: Final = SECRET_STORE
 
 SERVICE: Final = "tiermem"
 TOKEN: Final = "token"
@@ -60,7 +68,7 @@ SECRETS_DIR: Final = "secrets"
 
 def env_secret(name: str) -> str | None:
     """The variable's value when it is set (an empty value counts: "no token"), else None."""
-    return os.environ.get(name)
+    return environment().get(name)
 
 
 class SecretStore(Protocol):
@@ -195,9 +203,10 @@ def open_store(home_root: Path, ref: str, kind: str | None = None) -> SecretStor
     """The store named `kind` (as recorded in the sync settings), or the one to use for new
     secrets: $TIERMEM_SECRET_STORE, else the keyring when usable, else the file."""
     if kind is None:
-        wanted = (os.environ.get(ENV_STORE) or "").strip().lower()
-        if wanted and wanted not in ("keyring", "file"):
-            raise InvalidInput(f"{ENV_STORE} must be 'keyring' or 'file', not {wanted!r}")
+        try:
+            wanted = environment().secret_store
+        except ConfigError as exc:  # a bad store choice stays a usage error (exit code 3)
+            raise InvalidInput(str(exc)) from None
         kind = wanted or ("keyring" if keyring_usable() else "file")
     if kind == "keyring":
         return KeyringStore(ref)

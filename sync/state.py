@@ -22,7 +22,6 @@ the token and the device's private key live in a `secrets` store.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -30,6 +29,7 @@ from typing import Final
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from tiermem.core.db import Database, Row
+from tiermem.core.environment import environment
 from tiermem.core.errors import (
     AlreadyInitialised,
     HomeNotEmpty,
@@ -41,7 +41,7 @@ from tiermem.core.errors import (
 )
 from tiermem.sync.hrana import Args
 from tiermem.sync.records import CRITICAL_TABLE
-from tiermem.sync.secrets import DEVICE_KEY, ENV_STORE, TOKEN, SecretStore, open_store
+from tiermem.sync.secrets import DEVICE_KEY, TOKEN, SecretStore, open_store
 
 __all__ = [
     "CRITICAL_TABLE",
@@ -259,7 +259,7 @@ def save_secrets(
             store.set(TOKEN, token)
     except StorageError:
         store.delete_all()
-        if store.kind != "keyring" or os.environ.get(ENV_STORE) == "keyring":
+        if store.kind != "keyring" or environment().secret_store == "keyring":
             raise
         store = open_store(home_root, ref, "file")
         store.set(DEVICE_KEY, raw)

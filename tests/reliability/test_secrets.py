@@ -13,6 +13,10 @@ from __future__ import annotations
 import json
 import logging
 import re
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +25,14 @@ import pytest
 
 from tests import sentinels
 from tests.sentinels import SENTINEL_PASSPHRASE, SENTINEL_RECOVERY_KEY, SENTINEL_TOKEN
+from tests.sync.helpers import init_engine
 from tests.sync.sqld import SqldServer
+from tiermem.core import logs
+from tiermem.core.consolidate import consolidate
+from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
 from tiermem.sync import crypto
+from tiermem.sync.daemon import Daemon
 from tiermem.sync.hrana import HranaClient, HranaError
 from tiermem.tui import cli
 
@@ -72,8 +81,10 @@ def test_every_sync_command_with_sentinel_secrets(
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
+    log_file: Path,
 ) -> None:
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger=logs.LOGGER)  # the log file's set-up chose INFO
     monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
     monkeypatch.setenv("TIERMEM_SYNC_TOKEN", sqld.token)
     monkeypatch.setenv("TIERMEM_RECOVERY_KEY", crypto.format_recovery_key(SENTINEL_RECOVERY_KEY))
@@ -105,11 +116,81 @@ def test_every_sync_command_with_sentinel_secrets(
     code, out = run_cli(capsys, *base, "sync", "push", "--attempts", "1")
     assert code == 21, out
     assert sentinels.leaks(caplog.text) == []
+    assert log_file.parent.parent == Path(home)  # the home's log is scanned below
     for path in Path(home).rglob("*"):
         if path.is_file() and path.suffix in (".md", ".toml", ".json", ".log"):
             if path.parent.name == "secrets":
                 continue  # the 0600 secret store holds the token by design
             assert sentinels.leaks(path.read_text(errors="replace")) == [], path
+
+
+@pytest.fixture
+def log_file(tmp_path: Path) -> Iterator[Path]:
+    """The home's log file set up as a front end does; detached again afterwards."""
+    logger = logging.getLogger(logs.LOGGER)
+    level = logger.level
+    path = logs.setup_logging(tmp_path / "home")
+    yield path
+    logger.setLevel(level)
+    for handler in list(logger.handlers):
+        if isinstance(handler, logs.PrivateRotatingFileHandler):
+            logger.removeHandler(handler)
+            handler.close()
+
+
+def test_the_log_file_of_a_daemon_run_holds_no_secret(
+    sqld: SqldServer, tmp_path: Path, log_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon pushes, pulls, is refused by the server and stops, with every secret in the
+    environment and a module logging one on purpose: the log has entries, none of them."""
+    monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
+    monkeypatch.setenv("TIERMEM_SYNC_TOKEN", sqld.token)
+    monkeypatch.setenv("TIERMEM_RECOVERY_KEY", crypto.format_recovery_key(SENTINEL_RECOVERY_KEY))
+    monkeypatch.setenv("TIERMEM_PASSPHRASE", SENTINEL_PASSPHRASE)
+    monkeypatch.setenv("TIERMEM_LLM_API_KEY", SENTINEL_TOKEN + "-llm")
+    sentinels.register(sqld.token, "token")
+    sentinels.register(SENTINEL_TOKEN + "-llm", "LLM API key")
+    home = tmp_path / "home"
+    with Memory(home, "log-agent") as mem:
+        mem.add_lesson("Keep the vault key wrapped", 0.9, "security")
+        engine, _ = init_engine(mem, sqld.url, sqld.token)
+        engine.close()
+        run_daemon(mem, until=lambda daemon: daemon.pushes >= 1 and daemon.pulls >= 1)
+        monkeypatch.setenv("TIERMEM_SYNC_TOKEN", SENTINEL_TOKEN)  # refused by the server
+        mem.add_event("changed while the token is wrong")
+        run_daemon(mem, until=lambda daemon: daemon.errors >= 1)
+        consolidate(mem, "quick")
+    logging.getLogger("tiermem.sync.daemon").warning(
+        "a careless line: %s %s", SENTINEL_TOKEN, sqld.token
+    )
+    text = log_file.read_text(encoding="utf-8")
+    assert stat.S_IMODE(log_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(log_file.parent.stat().st_mode) == 0o700
+    for entry in ("daemon started", "daemon pushed", "daemon error", "consolidation quick"):
+        assert entry in text, entry
+    assert sentinels.leaks(text) == [], text
+
+
+class CountingDaemon(Daemon):
+    """A daemon that counts the errors it reports."""
+
+    errors = 0
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        self.errors += event["event"] == "error"
+        super()._emit(event)
+
+
+def run_daemon(mem: Memory, until: Callable[[CountingDaemon], bool]) -> None:
+    daemon = CountingDaemon(mem, poll=0.05, error_pause=0.05)
+    thread = threading.Thread(target=daemon.run)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not until(daemon) and time.monotonic() < deadline and thread.is_alive():
+        time.sleep(0.02)
+    daemon.stop()
+    thread.join(30)
+    assert until(daemon) and not thread.is_alive()
 
 
 def echo_back(request: httpx.Request, status: int) -> httpx.Response:
