@@ -31,6 +31,7 @@ from typing import Any
 import msgspec
 
 from tiermem.core import config as config_model
+from tiermem.core.environment import environment_reference
 from tiermem.core.errors import PROCESS_EXIT_CODES, error_classes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -168,7 +169,11 @@ def exit_codes_table() -> str:
 
 
 def sections() -> dict[str, str]:
-    return {"config": config_reference(), "exit-codes": exit_codes_table()}
+    return {
+        "config": config_reference(),
+        "environment": environment_reference(),
+        "exit-codes": exit_codes_table(),
+    }
 
 
 def _markers(name: str) -> tuple[str, str]:

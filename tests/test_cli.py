@@ -261,3 +261,18 @@ def test_console_script_never_prints_a_traceback(tmp_path: Path) -> None:
     )
     assert proc.returncode == 3 and proc.stderr.strip().count("\n") == 0
     assert "Traceback" not in proc.stderr
+
+
+def test_logs_shows_what_consolidation_wrote_and_where(capsys, home: Path) -> None:
+    assert cli(capsys, home, "logs")[0] == 4  # nothing has logged yet: not found
+    cli_json(capsys, home, "store", "--text", "the log test fact", "--category", "ci")
+    assert cli(capsys, home, "consolidate")[0] == 0
+    shown = cli_json(capsys, home, "logs", "--lines", "5")
+    assert shown["path"] == str(home.resolve() / "logs" / "tiermem.log")
+    assert any("consolidat" in line for line in shown["lines"])
+    assert cli_json(capsys, home, "logs", "--path") == {"path": shown["path"]}
+
+
+def test_a_read_on_a_missing_home_starts_no_log(capsys, home: Path) -> None:
+    cli(capsys, home, "sync", "status")
+    assert not (home / "logs").exists()

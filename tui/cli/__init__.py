@@ -9,13 +9,13 @@ group, and are imported only when used (`registry.py` lists them).
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
+from tiermem.core.environment import environment
 from tiermem.core.errors import EXIT_INTERNAL, EXIT_USAGE, TiermemError
 from tiermem.core.paths import DEFAULT_AGENT
 from tiermem.tui.cli.lazy import LazyGroup
@@ -80,7 +80,7 @@ def run(args: list[str]) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # the last line of defence: still one line, never a traceback
-        if os.environ.get("TIERMEM_DEBUG"):
+        if environment().debug:
             raise
         message = f"internal error ({type(exc).__name__}); rerun with TIERMEM_DEBUG=1 for details"
         return _fail(args, message, EXIT_INTERNAL, "InternalError")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Callable
@@ -14,6 +15,9 @@ import click
 import msgspec
 
 from tiermem.core.engine import Memory
+from tiermem.core.environment import SESSION
+from tiermem.core.errors import StorageError
+from tiermem.core.logs import setup_logging
 from tiermem.core.paths import default_home
 
 
@@ -32,14 +36,20 @@ class Options:
         """The memory home folder, without opening (or creating) it."""
         return (self.home if self.home is not None else default_home()).expanduser().resolve()
 
+    def start_log(self) -> None:
+        """Log this command to the home's log file; an absent or read-only home is not logged."""
+        home = self.resolved_home()
+        if home.is_dir():
+            with contextlib.suppress(StorageError):
+                setup_logging(home)
+
 
 pass_options = click.make_pass_decorator(Options)
 
-SESSION_ENV = "TIERMEM_SESSION"
 session_option = click.option(
     "--session",
-    envvar=SESSION_ENV,
-    help=f"Session id for session hygiene (default: ${SESSION_ENV}).",
+    envvar=SESSION,
+    help=f"Session id for session hygiene (default: ${SESSION}).",
 )
 
 

@@ -153,6 +153,9 @@ ROOT: dict[str, Lazy] = {
         "service_group",
         "Run the sync daemon and the consolidation schedule in the background.",
     ),
+    "logs": _at(
+        "logs", "logs", "Show the end of the log written by the daemon, sync and consolidation."
+    ),
     "doctor": _at(
         "doctor",
         "doctor",

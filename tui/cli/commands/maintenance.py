@@ -19,6 +19,7 @@ from tiermem.tui.cli.reports import ingest_payload
 @pass_options
 def consolidate(opts: Options, mode: str) -> None:
     """Run memory maintenance: quick (hourly), daily, monthly or full (with a report)."""
+    opts.start_log()
     with opts.open() as mem:
         report = mem.consolidate(mode)
     emit(opts, consolidation_payload(report), lambda: render_consolidation(report))

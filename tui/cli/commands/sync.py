@@ -129,8 +129,10 @@ def _new_passphrase() -> str:
 
 
 @click.group(name="sync", cls=LazyGroup, lazy=SYNC)
-def sync_group() -> None:
+@pass_options
+def sync_group(opts: Options) -> None:
     """End-to-end encrypted sync of the critical state (hot + tree) with Turso."""
+    opts.start_log()
 
 
 @sync_group.command(name="init")
@@ -394,6 +396,7 @@ def sync_status(opts: Options) -> None:
 @pass_options
 def daemon_cmd(opts: Options, poll: float, pull_interval: float, batch_kb: int) -> None:
     """Sync in the background until SIGTERM: push local changes, pull other devices'."""
+    opts.start_log()
 
     def report(event: dict[str, Any]) -> None:
         if opts.json:
