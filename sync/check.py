@@ -41,7 +41,6 @@ from typing import Final, Literal
 
 from tiermem.core.errors import DAMAGE_EXIT_CODES, DamageFound
 from tiermem.sync import crypto, hlc, keys, records
-from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import Args, HranaClient, ResultSet
 from tiermem.sync.restore import (
     DEFAULT_PAGE_ROWS,
@@ -52,6 +51,7 @@ from tiermem.sync.restore import (
     prune_horizon,
 )
 from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.session import Session
 from tiermem.sync.state import agent_tag
 
 __all__ = [
@@ -131,7 +131,7 @@ CheckProgress = Callable[[int, int], None]
 
 
 def check(
-    engine: SyncEngine,
+    engine: Session,
     read_data: bool = False,
     *,
     policy: RetryPolicy | None = None,
@@ -152,7 +152,7 @@ def check(
         def one(c: HranaClient) -> list[ResultSet]:
             return [c.execute(sql, args)]
 
-        results, n, _ = engine._send(s, one, policy)
+        results, n, _ = engine.remote(s).send(one, policy)
         requests += n
         return results[0]
 
@@ -455,7 +455,7 @@ def _pruned(version: str, remaining: list[str], horizon: str | None) -> bool:
     return horizon is not None and any(version < w <= horizon for w in remaining)
 
 
-def _confirmed_counters(engine: SyncEngine, own_hex: str) -> dict[str, int]:
+def _confirmed_counters(engine: Session, own_hex: str) -> dict[str, int]:
     """Per device, the highest push number this home knows the server confirmed or held:
     its own pushes (the batches still in flight are not confirmed) and other devices' pulled
     manifests."""
@@ -474,7 +474,7 @@ def _confirmed_counters(engine: SyncEngine, own_hex: str) -> dict[str, int]:
     return known
 
 
-def _known_critical(engine: SyncEngine) -> str:
+def _known_critical(engine: Session) -> str:
     """The newest critical-state version this home pushed (confirmed) or applied."""
     row = engine.db.query_one(
         "SELECT critical_version FROM sync_progress WHERE agent_id = ?", (engine.agent_id,)

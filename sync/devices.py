@@ -27,9 +27,9 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.sync import crypto, hlc, keys, records
-from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, HranaClient, SqlError, to_base_url
 from tiermem.sync.retry import RetryPolicy, call_with_retry
+from tiermem.sync.session import Session
 from tiermem.sync.state import (
     INSERT_WRAP,
     AlreadyInitialised,
@@ -139,7 +139,7 @@ def _stamp(now: float, device_id: bytes) -> str:
 
 
 def own_entry_statements(
-    engine: SyncEngine, s: Settings, *, name: str | None = None
+    engine: Session, s: Settings, *, name: str | None = None
 ) -> list[tuple[str, Args]]:
     """Upsert this device's entry: public key, name (sealed; the host name unless one is given
     or set), last seen, and the MAC under the current key. No remote read at epoch 1 (so `sync
@@ -168,19 +168,19 @@ def own_entry_statements(
     ]
 
 
-def _touch(engine: SyncEngine, s: Settings, name: str | None = None) -> None:
+def _touch(engine: Session, s: Settings, name: str | None = None) -> None:
     """Refresh this device's own entry (one request)."""
     statements = own_entry_statements(engine, s, name=name)
-    engine._send(s, lambda c: c.batch(statements), RetryPolicy())
+    engine.remote(s).send(lambda c: c.batch(statements), RetryPolicy())
 
 
-def rename_device(engine: SyncEngine, name: str) -> None:
+def rename_device(engine: Session, name: str) -> None:
     """Name this device in the vault's device list (sealed; the server never reads it)."""
     s = engine.require_ready()
     _touch(engine, s, clean_name(name))
 
 
-def list_devices(engine: SyncEngine, *, touch: bool = True) -> list[DeviceInfo]:
+def list_devices(engine: Session, *, touch: bool = True) -> list[DeviceInfo]:
     """The vault's devices, oldest first. Adopts a newer epoch first; with `touch`, refreshes
     this device's own entry (last seen, MAC). A removed device still lists (as removed)."""
     s = engine.require_ready()
@@ -212,7 +212,7 @@ def list_devices(engine: SyncEngine, *, touch: bool = True) -> list[DeviceInfo]:
     return out
 
 
-def resolve_device(engine: SyncEngine, given: str, *, active: bool = False) -> bytes:
+def resolve_device(engine: Session, given: str, *, active: bool = False) -> bytes:
     """A device id from its hex form or a unique prefix of it (at least 4 digits); with
     `active`, a removed device is `NotFound`."""
     text = given.strip().lower().rstrip("…")
@@ -232,7 +232,7 @@ def resolve_device(engine: SyncEngine, given: str, *, active: bool = False) -> b
 
 
 def remove_device(
-    engine: SyncEngine,
+    engine: Session,
     device_id: str | bytes,
     recovery_key: bytes,
     *,

@@ -36,10 +36,10 @@ from tiermem.core.errors import (
     RotationConflict,
 )
 from tiermem.sync import crypto, records
-from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import Args, ResultSet, SqlError, Value
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.secrets import DEVICE_KEY, open_store
+from tiermem.sync.session import Session
 from tiermem.sync.state import INSERT_WRAP, MissingSecret, Settings, agent_tag, wrap_id
 
 __all__ = [
@@ -76,14 +76,14 @@ ID_EPOCH: Final = 1
 
 
 # Epoch keys already unwrapped by an engine (they never change for a given vault and epoch).
-_CACHE: weakref.WeakKeyDictionary[SyncEngine, dict[int, bytes]] = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Session, dict[int, bytes]] = weakref.WeakKeyDictionary()
 
 
-def _cache(engine: SyncEngine) -> dict[int, bytes]:
+def _cache(engine: Session) -> dict[int, bytes]:
     return _CACHE.setdefault(engine, {})
 
 
-def remember(engine: SyncEngine, keys: Mapping[int, bytes]) -> None:
+def remember(engine: Session, keys: Mapping[int, bytes]) -> None:
     """Keep unwrapped epoch keys for this engine (after a rotation or a join)."""
     _cache(engine).update(keys)
 
@@ -94,22 +94,22 @@ def chain_wrap_id(agent_id: str, epoch: int) -> bytes:
 
 
 def execute(
-    engine: SyncEngine, sql: str, args: Args = (), policy: RetryPolicy | None = None
+    engine: Session, sql: str, args: Args = (), policy: RetryPolicy | None = None
 ) -> ResultSet:
     """One remote statement through the engine's client, with its retries."""
     s = engine.require_ready()
-    results, _, _ = engine._send(s, lambda c: [c.execute(sql, args)], policy or RetryPolicy())
+    results, _, _ = engine.remote(s).send(lambda c: [c.execute(sql, args)], policy or RetryPolicy())
     return results[0]
 
 
 def query(
-    engine: SyncEngine, sql: str, args: Args = (), policy: RetryPolicy | None = None
+    engine: Session, sql: str, args: Args = (), policy: RetryPolicy | None = None
 ) -> tuple[tuple[Value, ...], ...]:
     """The rows of one remote statement (`execute`)."""
     return execute(engine, sql, args, policy).rows
 
 
-def device_private_key(engine: SyncEngine, s: Settings) -> X25519PrivateKey:
+def device_private_key(engine: Session, s: Settings) -> X25519PrivateKey:
     raw = open_store(engine.mem.home.root, s.secret_ref, s.secret_store).get(DEVICE_KEY)
     if raw is None:
         raise MissingSecret(f"this device's sync key is missing from the {s.secret_store} store")
@@ -119,7 +119,7 @@ def device_private_key(engine: SyncEngine, s: Settings) -> X25519PrivateKey:
         raise crypto.MalformedKey("the stored device key is damaged") from None
 
 
-def current_key(engine: SyncEngine, s: Settings | None = None) -> tuple[int, bytes]:
+def current_key(engine: Session, s: Settings | None = None) -> tuple[int, bytes]:
     """(epoch, key) as this device knows them locally (no network)."""
     s = s or engine.require_ready()
     cache = _cache(engine)
@@ -161,7 +161,7 @@ def unlock_chain(
     return keys
 
 
-def _chains(engine: SyncEngine, low: int, high: int) -> dict[int, bytes]:
+def _chains(engine: Session, low: int, high: int) -> dict[int, bytes]:
     rows = query(
         engine,
         "SELECT epoch, blob FROM key_wraps WHERE agent_tag = ? AND kind = 'chain' "
@@ -171,7 +171,7 @@ def _chains(engine: SyncEngine, low: int, high: int) -> dict[int, bytes]:
     return {int(str(e)): records.server_blob(b) for e, b in rows}
 
 
-def epoch_key(engine: SyncEngine, epoch: int) -> bytes:
+def epoch_key(engine: Session, epoch: int) -> bytes:
     """The vault key of `epoch`: the current one from this device's wrap, an older one through
     the chain (one remote read, then cached), a newer one after adopting it (`refresh_epoch`)."""
     cache = _cache(engine)
@@ -194,7 +194,7 @@ def epoch_key(engine: SyncEngine, epoch: int) -> bytes:
     return cache[epoch]
 
 
-def id_key(engine: SyncEngine) -> bytes:
+def id_key(engine: Session) -> bytes:
     """The key of record ids: the epoch-1 vault key, so ids stay the same after rotations."""
     return epoch_key(engine, ID_EPOCH)
 
@@ -207,7 +207,7 @@ class _EpochWraps:
     own_device: bytes | None = None
 
 
-def _wraps_from(engine: SyncEngine, s: Settings) -> dict[int, _EpochWraps]:
+def _wraps_from(engine: Session, s: Settings) -> dict[int, _EpochWraps]:
     """This device's view of the key wraps of epochs ≥ its own (one remote read)."""
     rows = query(
         engine,
@@ -229,7 +229,7 @@ def _wraps_from(engine: SyncEngine, s: Settings) -> dict[int, _EpochWraps]:
     return out
 
 
-def refresh_epoch(engine: SyncEngine) -> int:
+def refresh_epoch(engine: Session) -> int:
     """Adopt the newest epoch on the server, if newer than this device's (one remote read).
 
     Raises `DeviceRevoked` when the newest epoch has no wrap for this device, and
@@ -265,7 +265,7 @@ def refresh_epoch(engine: SyncEngine) -> int:
             "passphrase_wrap = ? WHERE agent_id = ? AND epoch = ?",
             (newest, top.own_device, top.recovery, top.passphrase, engine.agent_id, s.epoch),
         )
-    engine._vault_key = None
+    engine.hold_vault_key(None)
     remember(engine, keys)
     return newest
 
@@ -308,7 +308,7 @@ class WrapProblem:
     message: str
 
 
-def check_wraps(engine: SyncEngine) -> list[WrapProblem]:
+def check_wraps(engine: Session) -> list[WrapProblem]:
     """Every wrap the vault needs for its current epoch exists and, where this device can tell,
     authenticates; every older epoch is reachable through the chain. Two remote reads."""
     problems: list[WrapProblem] = []
@@ -398,7 +398,7 @@ def check_wraps(engine: SyncEngine) -> list[WrapProblem]:
 
 
 def _check_devices(
-    engine: SyncEngine, s: Settings, key: bytes, find: Callable[[str, int, bytes], bytes | None]
+    engine: Session, s: Settings, key: bytes, find: Callable[[str, int, bytes], bytes | None]
 ) -> list[WrapProblem]:
     problems: list[WrapProblem] = []
     agent = engine.agent_id
@@ -438,7 +438,7 @@ def _check_devices(
 
 
 def _check_own_wrap(
-    engine: SyncEngine, s: Settings, key: bytes, wrap: bytes | None
+    engine: Session, s: Settings, key: bytes, wrap: bytes | None
 ) -> list[WrapProblem]:
     hex_id = s.device_id.hex()
     if wrap is None:
@@ -511,7 +511,7 @@ def _opt_blob(value: Value) -> bytes | None:
     return None if value is None else records.server_blob(value)
 
 
-def device_entries(engine: SyncEngine) -> list[DeviceEntry]:
+def device_entries(engine: Session) -> list[DeviceEntry]:
     """The server's device list for this agent (one remote read)."""
     rows = query(engine, SELECT_DEVICES, (agent_tag(engine.agent_id),))
     return [
@@ -531,7 +531,7 @@ def device_entries(engine: SyncEngine) -> list[DeviceEntry]:
 
 
 def entry_mac_statement(
-    engine: SyncEngine, device_id: bytes, public_key: bytes, epoch: int, key: bytes
+    engine: Session, device_id: bytes, public_key: bytes, epoch: int, key: bytes
 ) -> tuple[str, Args]:
     """Vouch for a device entry under the key of `epoch`."""
     mac = crypto.device_entry_mac(key, engine.agent_id, epoch, device_id, public_key)
@@ -568,7 +568,7 @@ ROTATION_NOTE: Final = (
 
 
 def rotate(
-    engine: SyncEngine,
+    engine: Session,
     recovery_key: bytes,
     *,
     passphrase: str | None = None,
@@ -670,7 +670,7 @@ def rotate(
             )
         )
     try:
-        engine._send(s, lambda c: c.batch(statements), policy)
+        engine.remote(s).send(lambda c: c.batch(statements), policy)
     except SqlError as exc:
         if exc.statement != 0:
             raise
@@ -693,7 +693,7 @@ def rotate(
             "passphrase_wrap = ? WHERE agent_id = ?",
             (new_epoch, own_wrap, recovery, new_pw, agent),
         )
-    engine._vault_key = None
+    engine.hold_vault_key(None)
     remember(engine, {new_epoch: new_key, old_epoch: old_key})
     pw_state = "kept" if keep_passphrase else "dropped"
     if s.passphrase_wrap is None:

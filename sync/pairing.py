@@ -38,9 +38,9 @@ from tiermem.sync.devices import (
     join,
     own_entry_statements,
 )
-from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, HranaClient, Value, to_base_url
 from tiermem.sync.retry import RetryPolicy, call_with_retry
+from tiermem.sync.session import Session
 from tiermem.sync.state import agent_tag
 
 __all__ = [
@@ -339,13 +339,12 @@ class PairingRequest:
     answered: bool
 
 
-def pending_pairings(engine: SyncEngine, now: float | None = None) -> list[PairingRequest]:
+def pending_pairings(engine: Session, now: float | None = None) -> list[PairingRequest]:
     """Requests of new devices for this agent, newest first (expired ones are deleted)."""
     now = time.time() if now is None else now
     tag = agent_tag(engine.agent_id)
     s = engine.require_ready()
-    results, _, _ = engine._send(
-        s,
+    results, _, _ = engine.remote(s).send(
         lambda c: c.batch(
             [
                 (CREATE_PAIRINGS, ()),
@@ -376,7 +375,7 @@ class Approval:
 
     def __init__(
         self,
-        engine: SyncEngine,
+        engine: Session,
         pairing_id: bytes,
         *,
         sleep: Callable[[float], None] = time.sleep,
@@ -409,7 +408,7 @@ class Approval:
                 (self.public, self.nonce, self.pairing_id),
             ),
         ]
-        results, _, _ = self.engine._send(s, lambda c: c.batch(statements), RetryPolicy())
+        results, _, _ = self.engine.remote(s).send(lambda c: c.batch(statements), RetryPolicy())
         if results[-1].affected_row_count != 1:
             raise PairingRefused(
                 "this pairing request was already answered (by another device?) or is gone; "
@@ -478,7 +477,7 @@ class Approval:
 
 
 def answer_pairing(
-    engine: SyncEngine,
+    engine: Session,
     request: str | None = None,
     *,
     sleep: Callable[[float], None] = time.sleep,

@@ -39,7 +39,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import hmac
-import importlib
 import json
 import os
 import shutil
@@ -51,7 +50,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Final, Literal
 
 import httpx
@@ -62,11 +60,11 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, PointInTimePruned, StorageError, TiermemError
 from tiermem.core.paths import Home, validate_agent_id
 from tiermem.core.warm import MemoryStore
-from tiermem.sync import crypto, hlc, keys, records
-from tiermem.sync.engine import SyncEngine
+from tiermem.sync import crypto, hlc, keys, merge, records
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, HranaClient, ResultSet, SqlError, to_base_url
 from tiermem.sync.retry import RetryPolicy, call_with_retry
 from tiermem.sync.secrets import SecretStore
+from tiermem.sync.session import Session
 from tiermem.sync.state import (
     HomeNotEmpty,
     NothingToRestore,
@@ -191,7 +189,7 @@ class _KeyRing:
 
     `key_for` gives the key of an epoch: in a restore, the newest epoch's key comes from the
     recovery key or passphrase and older ones from the chain wraps a key rotation leaves
-    (`keys.unlock_chain`, helper 6B); in a set-up home, from `SyncEngine.epoch_key`."""
+    (`keys.unlock_chain`); in a set-up home, from `keys.epoch_key`."""
 
     def __init__(self, agent_id: str, key_for: Callable[[int], bytes]) -> None:
         self.agent_id = agent_id
@@ -255,8 +253,8 @@ class _KeyRing:
         return cls(agent_id, key_for)
 
     @classmethod
-    def of_engine(cls, engine: SyncEngine) -> _KeyRing:
-        return cls(engine.agent_id, engine.epoch_key)
+    def of_engine(cls, engine: Session) -> _KeyRing:
+        return cls(engine.agent_id, lambda epoch: keys.epoch_key(engine, epoch))
 
 
 # ----------------------------------------------------------------------------- restore
@@ -737,27 +735,11 @@ def _restore_into(
 
 def _load_critical(mem: Memory, state: dict[str, Any], device_hex: str) -> str:
     """Write the critical state (inside the caller's transaction) and return the digest a
-    push compares with (so the restored state is not pushed back). Through helper 6C's merge
-    when it exists, so the per-item clocks of the payload are kept for later merges."""
-    merge = _optional("tiermem.sync.merge")
-    if merge is not None and hasattr(merge, "merge_remote"):
-        merge.merge_remote(mem, state, device_hex)
-        document = merge.critical_document(mem, device_hex)
-    else:
-        snapshot.load(mem, state)
-        document = snapshot.dump(mem)
-    assert isinstance(document, dict)
+    push compares with (so the restored state is not pushed back). Through the per-item merge,
+    so the per-item clocks of the payload are kept for later merges."""
+    merge.merge_remote(mem, state, device_hex)
+    document = merge.critical_document(mem, device_hex)
     return state_digest(records.encode_critical(document))
-
-
-def _optional(name: str) -> ModuleType | None:
-    """A sibling helper's module when it exists (merge 6C), else None."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:
-            raise
-        return None
 
 
 def _check_no_memory(mem: Memory) -> None:
@@ -775,7 +757,7 @@ def _check_no_memory(mem: Memory) -> None:
 def _check_same_vault(mem: Memory, current: Settings, vault: _RestoreKeys) -> None:
     """Restoring again over an earlier restore (or init) of the same vault is allowed when
     nothing local is waiting to be pushed: it only brings the newest state."""
-    with SyncEngine(mem) as engine:
+    with Session(mem) as engine:
         try:
             same = current.status == "ready" and current.epoch == vault.epoch
             same = same and engine.vault_key(current) == vault.vault_key
@@ -1107,7 +1089,7 @@ class PruneResult:
 
 
 def prune(
-    engine: SyncEngine,
+    engine: Session,
     keep_versions: int = DEFAULT_KEEP_VERSIONS,
     *,
     policy: RetryPolicy | None = None,
@@ -1129,7 +1111,7 @@ def prune(
 
     def call(fn: Callable[[HranaClient], list[ResultSet]]) -> list[ResultSet]:
         nonlocal requests
-        results, n, _ = engine._send(s, fn, policy)
+        results, n, _ = engine.remote(s).send(fn, policy)
         requests += n
         return results
 
