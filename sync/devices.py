@@ -27,8 +27,9 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.sync import crypto, hlc, keys, records
-from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, HranaClient, SqlError, to_base_url
-from tiermem.sync.retry import RetryPolicy, call_with_retry
+from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, SqlError, to_base_url
+from tiermem.sync.remote import Remote
+from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
     INSERT_WRAP,
@@ -269,17 +270,15 @@ def check_empty_home(mem: Memory) -> None:
 
 
 def epoch_wraps(
-    client: HranaClient, agent_id: str, policy: RetryPolicy, epoch: int | None = None
+    remote: Remote, agent_id: str, policy: RetryPolicy, epoch: int | None = None
 ) -> tuple[int, dict[str, bytes]]:
     """The newest (or the given) epoch and its recovery/passphrase wraps."""
     tag = agent_tag(agent_id)
     try:
-        rows = call_with_retry(
-            lambda: client.execute(
-                "SELECT epoch, kind, blob FROM key_wraps WHERE agent_tag = ? "
-                "AND kind IN ('recovery', 'passphrase') ORDER BY epoch DESC",
-                (tag,),
-            ),
+        rows = remote.execute(
+            "SELECT epoch, kind, blob FROM key_wraps WHERE agent_tag = ? "
+            "AND kind IN ('recovery', 'passphrase') ORDER BY epoch DESC",
+            (tag,),
             policy,
         ).rows
     except SqlError as exc:
@@ -288,7 +287,7 @@ def epoch_wraps(
         rows = ()
     if not rows:
         raise NothingToRestore(
-            f"{client.base_url} holds no vault for agent {agent_id!r} (set it up with "
+            f"{remote.url} holds no vault for agent {agent_id!r} (set it up with "
             "`tiermem sync init` on the first device)"
         )
     chosen = records.server_int(rows[0][0]) if epoch is None else epoch
@@ -319,13 +318,13 @@ def add_device_with_recovery(
     wraps the vault key to it and registers it, in one remote batch."""
     policy = policy or RetryPolicy()
     check_empty_home(mem)
-    with HranaClient(to_base_url(url), token, timeout=timeout, transport=transport) as client:
-        epoch, wraps = epoch_wraps(client, mem.agent_id, policy)
+    with Remote(to_base_url(url), token, timeout=timeout, transport=transport) as remote:
+        epoch, wraps = epoch_wraps(remote, mem.agent_id, policy)
         context = crypto.WrapContext(mem.agent_id, epoch, wrap_id(mem.agent_id, epoch, "recovery"))
         vault_key = crypto.unwrap_with_recovery_key(wraps["recovery"], recovery_key, context)
         return join(
             mem,
-            client,
+            remote,
             token,
             crypto.generate_device_key(),
             epoch,
@@ -340,7 +339,7 @@ def add_device_with_recovery(
 
 def join(
     mem: Memory,
-    client: HranaClient,
+    remote: Remote,
     token: str | None,
     device_key: X25519PrivateKey,
     epoch: int,
@@ -356,12 +355,11 @@ def join(
     check_empty_home(mem)
     name = clean_name(name) if name is not None else default_name()
     agent = mem.agent_id
-    tag = agent_tag(agent)
     device_id = os.urandom(16)
-    public = crypto.device_public_bytes(device_key)
-    dev_wrap_id = wrap_id(agent, epoch, "device", device_id)
     device_wrap = crypto.wrap_for_device(
-        vault_key, device_key.public_key(), crypto.WrapContext(agent, epoch, dev_wrap_id)
+        vault_key,
+        device_key.public_key(),
+        crypto.WrapContext(agent, epoch, wrap_id(agent, epoch, "device", device_id)),
     )
     ref = uuid.uuid4().hex
     store, token_stored = save_secrets(
@@ -370,7 +368,7 @@ def join(
     settings = Settings(
         agent_id=agent,
         status="pending",
-        url=client.base_url,
+        url=remote.url,
         device_id=device_id,
         epoch=epoch,
         secret_ref=ref,
@@ -383,34 +381,10 @@ def join(
     try:
         with mem.db.transaction():
             insert_settings(mem.db, settings)
-        id_key = vault_key
-        if epoch != keys.ID_EPOCH:
-            chains = _chain_blobs(client, agent, epoch, policy)
-            id_key = keys.unlock_chain(agent, epoch, vault_key, chains, keys.ID_EPOCH)[
-                keys.ID_EPOCH
-            ]
-        mac = crypto.device_entry_mac(vault_key, agent, epoch, device_id, public)
-        statements: list[tuple[str, Args]] = [
-            (
-                INSERT_WRAP + " ON CONFLICT DO NOTHING",
-                (dev_wrap_id, tag, epoch, "device", device_wrap),
-            ),
-            (
-                "INSERT INTO devices (device_id, agent_tag, public_key, added, name, last_seen, "
-                "mac, mac_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (
-                    device_id,
-                    tag,
-                    public,
-                    _stamp(mem.now(), device_id),
-                    seal_name(id_key, agent, device_id, name),
-                    mem.now(),
-                    mac,
-                    epoch,
-                ),
-            ),
-        ]
-        call_with_retry(lambda: client.batch(statements), policy)
+        public = crypto.device_public_bytes(device_key)
+        remote.batch(
+            _join_statements(mem, remote, settings, vault_key, public, name, policy), policy
+        )
         with mem.db.transaction():
             mem.db.execute(
                 "UPDATE sync_state SET status = 'ready', registered = 1 WHERE agent_id = ?",
@@ -423,7 +397,7 @@ def join(
         raise
     return JoinResult(
         agent_id=agent,
-        url=client.base_url,
+        url=remote.url,
         device_id=device_id.hex(),
         name=name,
         epoch=epoch,
@@ -433,15 +407,51 @@ def join(
     )
 
 
-def _chain_blobs(
-    client: HranaClient, agent_id: str, below: int, policy: RetryPolicy
-) -> dict[int, bytes]:
-    rows = call_with_retry(
-        lambda: client.execute(
-            "SELECT epoch, blob FROM key_wraps WHERE agent_tag = ? AND kind = 'chain' "
-            "AND epoch < ?",
-            (agent_tag(agent_id), below),
+def _join_statements(
+    mem: Memory,
+    remote: Remote,
+    s: Settings,
+    vault_key: bytes,
+    public: bytes,
+    name: str,
+    policy: RetryPolicy,
+) -> list[tuple[str, Args]]:
+    """The new device's wrap and its entry in the device list (sealed name, MAC)."""
+    agent, epoch, device_id = mem.agent_id, s.epoch, s.device_id
+    tag = agent_tag(agent)
+    id_key = vault_key
+    if epoch != keys.ID_EPOCH:
+        chains = _chain_blobs(remote, agent, epoch, policy)
+        id_key = keys.unlock_chain(agent, epoch, vault_key, chains, keys.ID_EPOCH)[keys.ID_EPOCH]
+    mac = crypto.device_entry_mac(vault_key, agent, epoch, device_id, public)
+    return [
+        (
+            INSERT_WRAP + " ON CONFLICT DO NOTHING",
+            (wrap_id(agent, epoch, "device", device_id), tag, epoch, "device", s.device_wrap),
         ),
+        (
+            "INSERT INTO devices (device_id, agent_tag, public_key, added, name, last_seen, "
+            "mac, mac_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (
+                device_id,
+                tag,
+                public,
+                _stamp(mem.now(), device_id),
+                seal_name(id_key, agent, device_id, name),
+                mem.now(),
+                mac,
+                epoch,
+            ),
+        ),
+    ]
+
+
+def _chain_blobs(
+    remote: Remote, agent_id: str, below: int, policy: RetryPolicy
+) -> dict[int, bytes]:
+    rows = remote.execute(
+        "SELECT epoch, blob FROM key_wraps WHERE agent_tag = ? AND kind = 'chain' AND epoch < ?",
+        (agent_tag(agent_id), below),
         policy,
     ).rows
     return {records.server_int(e): records.server_blob(b) for e, b in rows}
