@@ -24,6 +24,7 @@ from typing import Final
 import httpx
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from tiermem.core import rows
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.sync import crypto, hlc, keys, records
@@ -258,11 +259,7 @@ def check_empty_home(mem: Memory) -> None:
             f"sync is already set up for agent {mem.agent_id!r} in this home; a new device "
             "joins from a new home (--home DIR)"
         )
-    counts = [
-        int(mem.db.scalar(f"SELECT count(*) FROM {table} WHERE agent_id = ?", (mem.agent_id,)))
-        for table in ("hot_state", "tree_nodes", "memories", "outbox")
-    ]
-    if any(counts):
+    if rows.holds_memory(mem.db, mem.agent_id):
         raise HomeNotEmpty(
             f"{mem.home.root} already holds memory for agent {mem.agent_id!r}; join from an "
             "empty home (--home DIR): the vault's memory arrives with the first pull"

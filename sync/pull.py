@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tiermem.core import snapshot
+from tiermem.core import rows, snapshot
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto, hlc, journal, keys, merge
@@ -297,37 +297,13 @@ def merge_critical(
 
 
 def apply_memory(mem: Memory, item: records_fmt.MemoryRow | records_fmt.Tombstone) -> None:
-    """Write one remote memory version into the local table (inside the caller's
+    """Write one remote memory version into the local table through core (inside the caller's
     transaction): insert, update in place, or delete for a tombstone. The table's triggers
     keep full-text search current; they also mark the id dirty, which `mark_applied` undoes."""
-    db, agent = mem.db, mem.agent_id
     if isinstance(item, records_fmt.Tombstone):
-        db.execute("DELETE FROM memories WHERE agent_id = ? AND id = ?", (agent, item.id))
-        return
-    values = item.columns()
-    exists = db.scalar("SELECT 1 FROM memories WHERE agent_id = ? AND id = ?", (agent, item.id))
-    if exists:
-        db.execute(
-            "UPDATE memories SET text = ?, category = ?, importance = ?, created_at = ?, "
-            "access_count = ?, last_access = ?, tier = ?, tier_changed_at = ?, urls = ?, "
-            "commands = ?, paths = ?, source = ?, size_bytes = ?, tokens = ?, pinned = ? "
-            "WHERE agent_id = ? AND id = ?",
-            (*values, agent, item.id),
-        )
-        return
-    store = mem.memories
-    last = db.scalar(
-        "SELECT MAX(seq) FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER)",
-        (str(store.seq_low), str(store.seq_high)),
-    )
-    seq = store.seq_low + 1 if last is None else int(last) + 1
-    db.execute(
-        "INSERT INTO memories (seq, agent_id, id, text, category, importance, created_at, "
-        "access_count, last_access, tier, tier_changed_at, urls, commands, paths, source, "
-        "size_bytes, tokens, pinned) VALUES (CAST(? AS INTEGER), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-        "?, ?, ?, ?, ?, ?, ?)",
-        (str(seq), agent, item.id, *values),
-    )
+        rows.delete(mem.memories, item.id)
+    else:
+        rows.upsert(mem.memories, item)
 
 
 def mark_applied(db: Database, agent_id: str, applied: Iterable[tuple[str, str]]) -> None:

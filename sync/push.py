@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from tiermem.core import snapshot
+from tiermem.core import rows, snapshot
 from tiermem.core.errors import TiermemError
 from tiermem.sync import crypto, hlc, journal, keys, merge
 from tiermem.sync import records as records_fmt
@@ -42,11 +42,7 @@ __all__ = ["DEFAULT_BATCH_BYTES", "PushResult", "critical_document", "has_work",
 DEFAULT_BATCH_BYTES: Final = 2 * 1024 * 1024
 """Sealed bytes per push request: below it a push is one request, above it one per cap."""
 _DIRTY_PAGE: Final = 500
-_MEMORY_COLUMNS: Final = (
-    "m.id, m.text, m.category, m.importance, m.created_at, m.access_count, m.last_access, "
-    "m.tier, m.tier_changed_at, m.urls, m.commands, m.paths, m.source, m.size_bytes, m.tokens, "
-    "m.pinned"
-)
+_MEMORY_COLUMNS: Final = rows.column_list(alias="m")
 
 
 @dataclass(frozen=True)
@@ -618,29 +614,8 @@ def critical_document(session: Session, s: Settings) -> dict[str, Any]:
     return merge.critical_document(session.mem, s.device_id.hex())
 
 
-def _split(value: str) -> tuple[str, ...]:
-    return tuple(v for v in value.split("\n") if v)
-
-
 def _memory_item(r: Sequence[Any]) -> records_fmt.MemoryRow | records_fmt.Tombstone:
     """A `sync_dirty` row joined with its memory (``d.seq, d.id, _MEMORY_COLUMNS``)."""
     if r[2] is None:
         return records_fmt.Tombstone(str(r[1]))
-    return records_fmt.MemoryRow(
-        id=str(r[2]),
-        text=str(r[3]),
-        category=str(r[4]),
-        importance=float(r[5]),
-        created_at=float(r[6]),
-        access_count=int(r[7]),
-        last_access=None if r[8] is None else float(r[8]),
-        tier=str(r[9]),
-        tier_changed_at=float(r[10]),
-        urls=_split(r[11]),
-        commands=_split(r[12]),
-        paths=_split(r[13]),
-        source=str(r[14]),
-        size_bytes=int(r[15]),
-        tokens=int(r[16]),
-        pinned=bool(r[17]),
-    )
+    return rows.MemoryRow.from_db(r[2:])

@@ -62,6 +62,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar
 
+from tiermem.core.errors import InvalidInput
+from tiermem.core.rows import TIERS, MemoryRow
 from tiermem.sync import crypto
 from tiermem.sync.hrana import SqlError
 
@@ -110,7 +112,6 @@ SELECT_PAGE: Final = (
 )
 
 Table = Literal["critical", "memory", "manifest", "prune"]
-_TIERS: Final = ("warm", "cold", "frozen")
 
 
 def canonical(data: dict[str, Any]) -> bytes:
@@ -249,49 +250,6 @@ def decode_critical(plaintext: bytes, agent_id: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryRow:
-    """A warm/cold/frozen row as it travels (metadata lists, not the local newline form)."""
-
-    id: str
-    text: str
-    category: str
-    importance: float
-    created_at: float
-    access_count: int
-    last_access: float | None
-    tier: str
-    tier_changed_at: float
-    urls: tuple[str, ...] = ()
-    commands: tuple[str, ...] = ()
-    paths: tuple[str, ...] = ()
-    source: str = ""
-    size_bytes: int = 0
-    tokens: int = 0
-    pinned: bool = False
-
-    def columns(self) -> tuple[object, ...]:
-        """The local `memories` columns from `text` to `pinned`, in table order: metadata
-        joined by newlines, importance kept inside the table's CHECK range."""
-        return (
-            self.text,
-            self.category,
-            min(max(self.importance, 0.0), 1.0),
-            self.created_at,
-            self.access_count,
-            self.last_access,
-            self.tier,
-            self.tier_changed_at,
-            "\n".join(self.urls),
-            "\n".join(self.commands),
-            "\n".join(self.paths),
-            self.source,
-            self.size_bytes,
-            self.tokens,
-            int(self.pinned),
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class Tombstone:
     id: str
 
@@ -376,7 +334,7 @@ def decode_memory(plaintext: bytes, memory_id: str | None = None) -> MemoryRow |
         if data["deleted"] is True:
             return Tombstone(mid)
         tier = _str(data["tier"])
-        if tier not in _TIERS:
+        if tier not in TIERS:
             raise ValueError(f"unknown tier {tier!r}")
         last = data["last_access"]
         return MemoryRow(
@@ -397,7 +355,7 @@ def decode_memory(plaintext: bytes, memory_id: str | None = None) -> MemoryRow |
             tokens=_int(data["tokens"]),
             pinned=bool(data["pinned"]),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, InvalidInput) as exc:
         if isinstance(exc, crypto.TamperedData):
             raise
         raise crypto.TamperedData(f"a memory record is malformed ({exc})") from None

@@ -54,7 +54,7 @@ from typing import Any, Final, Literal
 
 import httpx
 
-from tiermem.core import snapshot
+from tiermem.core import rows, snapshot
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, PointInTimePruned, StorageError, TiermemError
@@ -743,11 +743,7 @@ def _load_critical(mem: Memory, state: dict[str, Any], device_hex: str) -> str:
 
 
 def _check_no_memory(mem: Memory) -> None:
-    counts = [
-        int(mem.db.scalar(f"SELECT count(*) FROM {table} WHERE agent_id = ?", (mem.agent_id,)))
-        for table in ("hot_state", "tree_nodes", "memories", "outbox")
-    ]
-    if any(counts):
+    if rows.holds_memory(mem.db, mem.agent_id):
         raise HomeNotEmpty(
             f"{mem.home.root} already holds memory for agent {mem.agent_id!r}; restore into an "
             "empty home (--home DIR) so nothing local is overwritten"
@@ -792,18 +788,14 @@ class _Streamed:
     bytes_seen: int
 
 
+_STAGED_NAMES: Final = rows.NAMES[1:]
 _STAGE: Final = (
-    "INSERT INTO restore_staging (agent_id, id, version, deleted, text, category, importance, "
-    "created_at, access_count, last_access, tier, tier_changed_at, urls, commands, paths, "
-    "source, size_bytes, tokens, pinned) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-    "?, ?, ?, ?) ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version, "
-    "deleted = excluded.deleted, text = excluded.text, category = excluded.category, "
-    "importance = excluded.importance, created_at = excluded.created_at, "
-    "access_count = excluded.access_count, last_access = excluded.last_access, "
-    "tier = excluded.tier, tier_changed_at = excluded.tier_changed_at, urls = excluded.urls, "
-    "commands = excluded.commands, paths = excluded.paths, source = excluded.source, "
-    "size_bytes = excluded.size_bytes, tokens = excluded.tokens, pinned = excluded.pinned "
-    "WHERE excluded.version > restore_staging.version"
+    f"INSERT INTO restore_staging (agent_id, id, version, deleted, "
+    f"{rows.column_list(_STAGED_NAMES)}) VALUES ({', '.join('?' * (4 + len(_STAGED_NAMES)))}) "
+    "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version, "
+    "deleted = excluded.deleted, "
+    + ", ".join(f"{name} = excluded.{name}" for name in _STAGED_NAMES)
+    + " WHERE excluded.version > restore_staging.version"
 )
 
 
@@ -950,7 +942,7 @@ def _memory_params(ring: _KeyRing, agent_id: str, r: records.RemoteRow) -> tuple
     if ring.memory_rid(item.id) != r.record_id:
         raise crypto.TamperedData("a memory record was moved to another record id")
     if isinstance(item, records.Tombstone):
-        return (agent_id, item.id, r.version, 1, *([None] * 15))
+        return (agent_id, item.id, r.version, 1, *([None] * len(_STAGED_NAMES)))
     return (agent_id, item.id, r.version, 0, *item.columns())
 
 
@@ -986,26 +978,8 @@ def _swap(home: Path, agent_id: str, *, driver: str | None, clock: Callable[[], 
             )
             assert counts is not None
             tombstones, kept_local = int(counts[0]), int(counts[1])
-            last = db.scalar(
-                "SELECT MAX(seq) FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) "
-                "AND CAST(? AS INTEGER)",
-                (str(store.seq_low), str(store.seq_high)),
-            )
-            base = store.seq_low if last is None else int(last)
             dirty_before = int(db.scalar("SELECT COALESCE(MAX(seq), 0) FROM sync_dirty"))
-            db.execute(
-                "INSERT INTO memories (seq, agent_id, id, text, category, importance, "
-                "created_at, access_count, last_access, tier, tier_changed_at, urls, commands, "
-                "paths, source, size_bytes, tokens, pinned) "
-                "SELECT CAST(? AS INTEGER) + s.rowid, "
-                "agent_id, id, text, category, importance, created_at, access_count, "
-                "last_access, tier, tier_changed_at, urls, commands, paths, source, size_bytes, "
-                "tokens, pinned FROM restore_staging s WHERE agent_id = ? AND deleted = 0 "
-                "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.agent_id = s.agent_id "
-                "AND m.id = s.id) ORDER BY s.rowid",
-                (str(base), agent_id),
-            )
-            restored = int(db.scalar("SELECT changes()"))
+            restored = rows.insert_staged(store, "restore_staging")
             _adopt(db, agent_id, dirty_before)
             db.execute("DELETE FROM restore_staging WHERE agent_id = ?", (agent_id,))
             db.execute("DELETE FROM restore_progress WHERE agent_id = ?", (agent_id,))
