@@ -42,14 +42,9 @@ from typing import Final, Literal
 from tiermem.core.errors import DAMAGE_EXIT_CODES, DamageFound
 from tiermem.sync import crypto, hlc, keys, records
 from tiermem.sync.hrana import Args, HranaClient, ResultSet
-from tiermem.sync.restore import (
-    DEFAULT_PAGE_ROWS,
-    PRUNE_TABLE,
-    _KeyRing,
-    _prune_rid,
-    decode_prune,
-    prune_horizon,
-)
+from tiermem.sync.keyring import KeyRing
+from tiermem.sync.prune import PRUNE_TABLE, decode_prune, prune_horizon, prune_record_id
+from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
 from tiermem.sync.state import agent_tag
@@ -172,10 +167,10 @@ def check(
     # Wraps first: they decide which keys the rest can use.
     for w in keys.check_wraps(engine):
         damage("wraps", f"key wraps: {w.message} ({w.kind}, epoch {w.epoch}, {w.subject})")
-    ring = _KeyRing.of_engine(engine)
+    ring = KeyRing.of_engine(engine)
     id_key = ring.id_key
     critical_rid = records.record_id(id_key, records.CRITICAL_TABLE, agent)
-    prune_rid = _prune_rid(ring)
+    prune_rid = prune_record_id(ring)
     try:
         horizon = prune_horizon(select, ring, tag)
     except crypto.CryptoError as exc:
@@ -399,7 +394,7 @@ def _remote(row: _Row) -> records.RemoteRow:
 
 
 def _open_record(
-    ring: _KeyRing,
+    ring: KeyRing,
     agent: str,
     table: str,
     row: _Row,
@@ -418,7 +413,7 @@ def _open_record(
 
 
 def _open_prune(
-    ring: _KeyRing, agent: str, row: _Row, damage: Callable[[Damage, str, _Row], None]
+    ring: KeyRing, agent: str, row: _Row, damage: Callable[[Damage, str, _Row], None]
 ) -> int:
     if row.envelope is None:
         return 0
@@ -430,7 +425,7 @@ def _open_prune(
 
 
 def _open_manifest(
-    ring: _KeyRing,
+    ring: KeyRing,
     agent: str,
     row: _Row,
     select: Callable[[str, Args], ResultSet],
