@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Callable
-from typing import Literal
 
 from tiermem.sync import crypto, keys, records
 from tiermem.sync.hrana import Args, ResultSet
 from tiermem.sync.session import Session
-
-# --------------------------------------------------------------------------------- keys
 
 
 class KeyRing:
@@ -25,7 +20,7 @@ class KeyRing:
         self.agent_id = agent_id
         self._key_for = key_for
         self._keys: dict[int, bytes] = {}
-        self._memory_mac: hmac.HMAC | Literal[False] | None = None
+        self._memory_rid: Callable[[str | bytes], bytes] | None = None
 
     def key(self, epoch: int) -> bytes:
         found = self._keys.get(epoch)
@@ -38,21 +33,11 @@ class KeyRing:
         return self.key(keys.ID_EPOCH)
 
     def memory_rid(self, memory_id: str) -> bytes:
-        """`records.record_id(id_key, "memory", memory_id)`, with the HMAC key derived once
-        (deriving it is most of the cost of `crypto.record_id`, paid per row otherwise)."""
-        if self._memory_mac is None:
-            index_key = crypto._hkdf(self.id_key, None, crypto._INFO_RECORD_ID)
-            mac = hmac.new(index_key, records.MEMORY_TABLE.encode() + b"\x00", hashlib.sha256)
-            probe = "0123456789abcdef"
-            fast = mac.copy()
-            fast.update(probe.encode())
-            expected = records.record_id(self.id_key, records.MEMORY_TABLE, probe)
-            self._memory_mac = mac if fast.digest()[:16] == expected else False
-        if self._memory_mac is False:  # the id scheme changed: take the slow, sure path
-            return records.record_id(self.id_key, records.MEMORY_TABLE, memory_id)
-        h = self._memory_mac.copy()
-        h.update(memory_id.encode())
-        return h.digest()[: crypto.RECORD_ID_LEN]
+        """`records.record_id(id_key, "memory", memory_id)`, with the index key derived once
+        (deriving it is most of the cost of a record id, paid per row otherwise)."""
+        if self._memory_rid is None:
+            self._memory_rid = crypto.record_id_hasher(self.id_key, records.MEMORY_TABLE)
+        return self._memory_rid(memory_id)
 
     @classmethod
     def unlocked(
