@@ -13,7 +13,7 @@ manifests' and prune records' envelopes (which are decrypted):
 - every record line of every manifest is on the server, unless pruning explains its absence
   (below); every record row on the server is listed by a manifest (no row moved in from another
   agent or injected);
-- the key wraps (`keys.check_wraps`, helper 6B).
+- the key wraps (`wrapcheck.check_wraps`).
 
 With ``read_data`` every envelope is also downloaded, authenticated and decrypted under its
 epoch's key, decoded, matched against its record id (a memory record must carry the memory id
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from tiermem.core.errors import DAMAGE_EXIT_CODES, DamageFound
-from tiermem.sync import crypto, hlc, keys, records
+from tiermem.sync import crypto, hlc, records, wrapcheck
 from tiermem.sync.hrana import Args, HranaClient, ResultSet
 from tiermem.sync.keyring import KeyRing
 from tiermem.sync.prune import PRUNE_TABLE, decode_prune, prune_horizon, prune_record_id
@@ -165,7 +165,7 @@ def check(
         )
 
     # Wraps first: they decide which keys the rest can use.
-    for w in keys.check_wraps(engine):
+    for w in wrapcheck.check_wraps(engine):
         damage("wraps", f"key wraps: {w.message} ({w.kind}, epoch {w.epoch}, {w.subject})")
     ring = KeyRing.of_engine(engine)
     id_key = ring.id_key

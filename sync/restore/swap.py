@@ -53,7 +53,7 @@ def swap(home: Path, agent_id: str, *, driver: str | None, clock: Callable[[], f
 
 
 def _adopt(db: Database, agent_id: str, dirty_before: int) -> None:
-    """Tell incremental sync (helper 6A's tables) that the restored rows are in sync: their
+    """Tell incremental sync (its local tables) that the restored rows are in sync: their
     dirty marks (made by the insert triggers just now) go, their versions are known, and the
     pull continues after the last row streamed. Marks of memories written locally while the
     restore ran are older than `dirty_before` and stay, so those get pushed."""
