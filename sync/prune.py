@@ -17,6 +17,7 @@ from tiermem.sync.keyring import KeyRing
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
+    Settings,
     agent_tag,
 )
 
@@ -94,30 +95,58 @@ def prune(
     started = time.perf_counter()
     if keep_versions < 1:
         raise InvalidInput("keep at least one version of each record")
-    policy = policy or RetryPolicy()
     s = engine.require_ready()
-    tag = agent_tag(engine.agent_id)
-    requests = 0
+    server = _Server(engine, s, policy or RetryPolicy())
+    ring = KeyRing.of_engine(engine)
+    versions = _versions(server, ring)
+    doomed, horizon, kept = _doomed(versions, keep_versions)
+    if doomed:
+        assert horizon is not None
+        previous = prune_horizon(server.select, ring, server.tag)
+        if previous is not None:
+            horizon = max(horizon, previous)
+        _delete(server, ring, doomed, horizon, keep_versions, batch_rows)
+    else:
+        horizon = prune_horizon(server.select, ring, server.tag)
+    return PruneResult(
+        keep=keep_versions,
+        records=len(versions),
+        deleted=len(doomed),
+        kept=kept,
+        horizon=horizon,
+        requests=server.requests,
+        seconds=time.perf_counter() - started,
+    )
 
-    def call(fn: Callable[[HranaClient], list[ResultSet]]) -> list[ResultSet]:
-        nonlocal requests
-        results, n, _ = engine.remote(s).send(fn, policy)
-        requests += n
+
+class _Server:
+    """The vault's server for one prune, counting the requests made."""
+
+    def __init__(self, engine: Session, s: Settings, policy: RetryPolicy) -> None:
+        self.engine, self.s, self.policy = engine, s, policy
+        self.tag = agent_tag(engine.agent_id)
+        self.requests = 0
+
+    def call(self, fn: Callable[[HranaClient], list[ResultSet]]) -> list[ResultSet]:
+        results, n, _ = self.engine.remote(self.s).send(fn, self.policy)
+        self.requests += n
         return results
 
-    def select(sql: str, args: Args) -> ResultSet:
-        return call(lambda c: [c.execute(sql, args)])[0]
+    def select(self, sql: str, args: Args) -> ResultSet:
+        return self.call(lambda c: [c.execute(sql, args)])[0]
 
-    ring = KeyRing.of_engine(engine)
+
+def _versions(server: _Server, ring: KeyRing) -> dict[bytes, list[tuple[str, int]]]:
+    """(version, seq) of every record but the manifests and prune records, by record id."""
     id_key = ring.id_key
     protected = {prune_record_id(ring)}
     versions: dict[bytes, list[tuple[str, int]]] = {}
     after = 0
     while True:
-        page = select(
+        page = server.select(
             "SELECT seq, record_id, version, device_id FROM records WHERE agent_tag = ? "
             "AND seq > ? ORDER BY seq LIMIT 5000",
-            (tag, after),
+            (server.tag, after),
         ).rows
         for seq, rid, version, device in page:
             assert isinstance(seq, int) and isinstance(rid, bytes)
@@ -132,68 +161,64 @@ def prune(
             versions.setdefault(rid, []).append((version, seq))
         if len(page) < 5000:
             break
+    return versions
+
+
+def _doomed(
+    versions: dict[bytes, list[tuple[str, int]]], keep: int
+) -> tuple[list[int], str | None, int]:
+    """(seqs to delete, the horizon they leave, versions kept)."""
     doomed: list[int] = []
     horizon: str | None = None
     kept = 0
-    for rid, items in versions.items():
-        if rid in protected:
-            continue
+    for items in versions.values():
         items.sort(reverse=True)
-        kept += min(len(items), keep_versions)
-        if len(items) > keep_versions:
-            doomed += [seq for _, seq in items[keep_versions:]]
-            oldest_kept = items[keep_versions - 1][0]
+        kept += min(len(items), keep)
+        if len(items) > keep:
+            doomed += [seq for _, seq in items[keep:]]
+            oldest_kept = items[keep - 1][0]
             horizon = oldest_kept if horizon is None else max(horizon, oldest_kept)
-    if doomed:
-        assert horizon is not None
-        previous = prune_horizon(select, ring, tag)
-        if previous is not None:
-            horizon = max(horizon, previous)
-        seal_key = ring.key(s.epoch)
-        version = str(
-            hlc.tick(
-                hlc.parse(s.hlc) if s.hlc else None, int(engine.mem.now() * 1000), s.device_id.hex()
-            )
+    return doomed, horizon, kept
+
+
+def _delete(
+    server: _Server, ring: KeyRing, doomed: list[int], horizon: str, keep: int, batch_rows: int
+) -> None:
+    """Delete in batches; the new horizon record lands with the first one, atomically."""
+    engine, s, tag = server.engine, server.s, server.tag
+    version = str(
+        hlc.tick(
+            hlc.parse(s.hlc) if s.hlc else None, int(engine.mem.now() * 1000), s.device_id.hex()
         )
-        rid = prune_record_id(ring)
-        envelope = crypto.seal_record(
-            seal_key,
-            s.epoch,
-            crypto.RecordContext(engine.agent_id, PRUNE_TABLE, rid, version, s.device_id),
-            encode_prune(horizon, keep_versions),
-        )
-        with engine.db.transaction():
-            engine.db.execute(
-                "UPDATE sync_state SET hlc = ? WHERE agent_id = ? AND hlc < ?",
-                (version, engine.agent_id, version),
-            )
-        for start in range(0, len(doomed), batch_rows):
-            chunk = doomed[start : start + batch_rows]
-            statements: list[tuple[str, Args]] = [
-                (
-                    "DELETE FROM records WHERE agent_tag = ? AND seq IN "
-                    f"({', '.join('?' * len(chunk))})",
-                    (tag, *chunk),
-                )
-            ]
-            if start == 0:  # the horizon lands with the first deletes, atomically
-                statements.insert(
-                    0,
-                    (
-                        "INSERT INTO records (agent_tag, record_id, version, epoch, device_id, "
-                        "envelope) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                        (tag, rid, version, s.epoch, s.device_id, envelope),
-                    ),
-                )
-            call(lambda c, st=statements: c.batch(st))  # type: ignore[misc]
-    else:
-        horizon = prune_horizon(select, ring, tag)
-    return PruneResult(
-        keep=keep_versions,
-        records=len(versions),
-        deleted=len(doomed),
-        kept=kept,
-        horizon=horizon,
-        requests=requests,
-        seconds=time.perf_counter() - started,
     )
+    rid = prune_record_id(ring)
+    envelope = crypto.seal_record(
+        ring.key(s.epoch),
+        s.epoch,
+        crypto.RecordContext(engine.agent_id, PRUNE_TABLE, rid, version, s.device_id),
+        encode_prune(horizon, keep),
+    )
+    with engine.db.transaction():
+        engine.db.execute(
+            "UPDATE sync_state SET hlc = ? WHERE agent_id = ? AND hlc < ?",
+            (version, engine.agent_id, version),
+        )
+    for start in range(0, len(doomed), batch_rows):
+        chunk = doomed[start : start + batch_rows]
+        statements: list[tuple[str, Args]] = [
+            (
+                "DELETE FROM records WHERE agent_tag = ? AND seq IN "
+                f"({', '.join('?' * len(chunk))})",
+                (tag, *chunk),
+            )
+        ]
+        if start == 0:  # the horizon lands with the first deletes, atomically
+            statements.insert(
+                0,
+                (
+                    "INSERT INTO records (agent_tag, record_id, version, epoch, device_id, "
+                    "envelope) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (tag, rid, version, s.epoch, s.device_id, envelope),
+                ),
+            )
+        server.call(lambda c, st=statements: c.batch(st))  # type: ignore[misc]

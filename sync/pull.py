@@ -23,9 +23,9 @@ from tiermem.core.engine import Memory
 from tiermem.sync import crypto, hlc, journal, keys, merge
 from tiermem.sync import records as records_fmt
 from tiermem.sync.hrana import HranaClient, ResultSet
-from tiermem.sync.push import critical_document
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, PRUNE_TABLE, SELECT_PAGE
 from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.seal import critical_document
 from tiermem.sync.session import Session
 from tiermem.sync.state import CRITICAL_TABLE, Settings, agent_tag, state_digest
 

@@ -15,34 +15,29 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from tiermem.core import rows, snapshot
+from tiermem.core import snapshot
 from tiermem.core.errors import TiermemError
-from tiermem.sync import crypto, hlc, journal, keys, merge
-from tiermem.sync import records as records_fmt
+from tiermem.sync import crypto, journal, keys
 from tiermem.sync.devices import own_entry_statements
 from tiermem.sync.hrana import Args, HranaClient, ResultSet, SqlError
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE
 from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.seal import Batch, critical_candidate, inflight_batches, seal_batch
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
-    CRITICAL_TABLE,
     INSERT_RECORD,
     Settings,
     agent_tag,
     device_rows,
-    state_digest,
 )
 
-__all__ = ["DEFAULT_BATCH_BYTES", "PushResult", "critical_document", "has_work", "push"]
+__all__ = ["DEFAULT_BATCH_BYTES", "PushResult", "has_work", "push"]
 
 DEFAULT_BATCH_BYTES: Final = 2 * 1024 * 1024
 """Sealed bytes per push request: below it a push is one request, above it one per cap."""
-_DIRTY_PAGE: Final = 500
-_MEMORY_COLUMNS: Final = rows.column_list(alias="m")
 
 
 @dataclass(frozen=True)
@@ -64,22 +59,6 @@ class PushResult:
     records: int = 0
 
 
-_Row = tuple[str, str, bytes, str, int, int, bytes]  # table, key, rid, version, epoch, pos, env
-_Marks = tuple[int, int, str, int, int]  # dirty and outbox marks, last HLC, manifest n, epoch
-
-
-@dataclass(frozen=True)
-class _Batch:
-    """One sealed push request (saved in `sync_batches` / `sync_outgoing` until confirmed)."""
-
-    n: int
-    version: str
-    dirty_up_to: int
-    outbox_up_to: int
-    digest: str | None  # of the critical state it carries, if any
-    rows: list[_Row]
-
-
 @dataclass
 class _Totals:
     requests: int = 0
@@ -93,7 +72,7 @@ class _Totals:
     version: str | None = None
     note: str = "nothing to push"
 
-    def count(self, b: _Batch) -> None:
+    def count(self, b: Batch) -> None:
         """`b` is confirmed on the server."""
         self.records += len(b.rows)
         self.bytes += sum(len(r[6]) for r in b.rows)
@@ -132,11 +111,11 @@ def push(session: Session, batch_bytes: int, policy: RetryPolicy | None = None) 
     journal.ensure_progress(session.mem)
     t = _Totals()
     while True:
-        batches = _inflight_batches(session)
+        batches = inflight_batches(session)
         t.resent = t.resent or bool(batches)
         size = sum(len(r[6]) for b in batches for r in b.rows)
         if size < batch_bytes:
-            fresh = _seal_batch(session, s, batch_bytes - size)
+            fresh = seal_batch(session, s, batch_bytes - size)
             if fresh is not None:
                 batches.append(fresh)
         if not batches:
@@ -147,9 +126,7 @@ def push(session: Session, batch_bytes: int, policy: RetryPolicy | None = None) 
     return _result(session, t, started)
 
 
-def _push_statements(
-    session: Session, s: Settings, batches: list[_Batch]
-) -> list[tuple[str, Args]]:
+def _push_statements(session: Session, s: Settings, batches: list[Batch]) -> list[tuple[str, Args]]:
     """Statement 0: the epoch guard. It fails the whole atomic batch when the server holds a
     newer key epoch than the oldest one these records are sealed under, so a device that
     missed a rotation never commits data the removed device could read."""
@@ -166,7 +143,7 @@ def _push_statements(
 
 
 def _send_batches(
-    session: Session, s: Settings, batches: list[_Batch], policy: RetryPolicy, t: _Totals
+    session: Session, s: Settings, batches: list[Batch], policy: RetryPolicy, t: _Totals
 ) -> None:
     """Send the batches in flight as one request; on a stale epoch, settle and adopt."""
     statements = _push_statements(session, s, batches)
@@ -243,218 +220,7 @@ def _guarded_batch(client: HranaClient, statements: list[tuple[str, Args]]) -> l
         raise
 
 
-def _inflight_batches(session: Session) -> list[_Batch]:
-    metas = session.db.query(
-        "SELECT n, version, dirty_up_to, outbox_up_to, digest FROM sync_batches "
-        "WHERE agent_id = ? ORDER BY n",
-        (session.agent_id,),
-    )
-    out = []
-    for n, version, dirty_up_to, outbox_up_to, digest in metas:
-        rows = session.db.query(
-            "SELECT tbl, key, record_id, version, epoch, pos, envelope FROM sync_outgoing "
-            "WHERE agent_id = ? AND n = ? ORDER BY pos",
-            (session.agent_id, n),
-        )
-        out.append(
-            _Batch(
-                int(n),
-                str(version),
-                int(dirty_up_to),
-                int(outbox_up_to),
-                None if digest is None else str(digest),
-                [
-                    (
-                        str(r[0]),
-                        str(r[1]),
-                        bytes(r[2]),
-                        str(r[3]),
-                        int(r[4]),
-                        int(r[5]),
-                        bytes(r[6]),
-                    )
-                    for r in rows
-                ],
-            )
-        )
-    return out
-
-
-def _critical_candidate(
-    session: Session, s: Settings, outbox_after: int
-) -> tuple[int, bytes, str] | None:
-    """(outbox up_to, body, digest) when the outbox holds changes after `outbox_after`."""
-    up_to = session.db.scalar(
-        "SELECT MAX(seq) FROM outbox WHERE agent_id = ? AND seq > ?",
-        (session.agent_id, outbox_after),
-    )
-    if up_to is None:
-        return None
-    body = records_fmt.encode_critical(critical_document(session, s))
-    return int(up_to), body, state_digest(body)
-
-
-def _seal_marks(session: Session) -> _Marks:
-    """What a sealed batch builds on: (dirty and outbox marks of the batches in flight,
-    the last HLC issued, the manifest counter, the epoch)."""
-    row = session.db.query_one(
-        "SELECT (SELECT COALESCE(MAX(dirty_up_to), 0) FROM sync_batches WHERE agent_id = ?), "
-        "(SELECT COALESCE(MAX(outbox_up_to), 0) FROM sync_batches WHERE agent_id = ?), "
-        "(SELECT hlc FROM sync_state WHERE agent_id = ?), "
-        "(SELECT manifest_n FROM sync_progress WHERE agent_id = ?), "
-        "(SELECT epoch FROM sync_state WHERE agent_id = ?)",
-        (session.agent_id,) * 5,
-    )
-    assert row is not None
-    return int(row[0]), int(row[1]), str(row[2] or ""), int(row[3] or 0), int(row[4])
-
-
-def _seal_batch(session: Session, s: Settings, budget: int) -> _Batch | None:
-    """Seal the next push request (critical state + changed memory rows + its manifest)
-    and save it as in flight; None when there is nothing new to send. Changes covered by
-    batches still in flight are not sealed again.
-
-    The reading and sealing happen outside any write transaction (a long one would stall
-    every other writer of the home); the short transaction that saves the batch first
-    checks that nothing it built on moved meanwhile (another push, a pull), else it seals
-    again."""
-    while True:
-        marks = _seal_marks(session)
-        batch = _seal_rows(session, s, budget, marks)
-        if batch is None:
-            return None
-        with session.db.transaction():
-            if _seal_marks(session) != marks:
-                continue
-            _save_batch(session, batch)
-        return batch
-
-
-def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> _Batch | None:
-    """Seal the critical state (if it changed), the next changed memory rows up to `budget`
-    bytes and the manifest numbering them; None when there is nothing to seal."""
-    dirty_after, outbox_after, last_hlc, manifest_n, epoch = marks
-    current = session.settings_or_fail()
-    last = hlc.parse(last_hlc) if last_hlc else None
-    version = str(hlc.tick(last, int(session.mem.now() * 1000), s.device_id.hex()))
-    sealer = _Sealer(
-        session, s, keys.epoch_key(session, epoch), keys.id_key(session), epoch, version
-    )
-    outbox_up_to, digest = _seal_critical(session, current, outbox_after, sealer)
-    dirty_up_to = _seal_memories(session, dirty_after, budget, sealer)
-    if not sealer.rows:
-        return None
-    n = manifest_n + 1
-    device_hex = s.device_id.hex()
-    manifest = records_fmt.Manifest(
-        device_hex,
-        n,
-        tuple(
-            records_fmt.ManifestEntry(t, rid.hex(), v, records_fmt.envelope_digest(env))
-            for t, _, rid, v, _, _, env in sealer.rows
-        ),
-    )
-    sealer.add(MANIFEST_TABLE, device_hex, records_fmt.encode_manifest(manifest))
-    return _Batch(n, version, dirty_up_to, outbox_up_to, digest, sealer.rows)
-
-
-class _Sealer:
-    """Seals records of one batch (one key, epoch and version) and collects them in order."""
-
-    def __init__(
-        self, session: Session, s: Settings, key: bytes, id_key: bytes, epoch: int, version: str
-    ) -> None:
-        self.agent_id = session.agent_id
-        self.device_id = s.device_id
-        self.key, self.id_key, self.epoch, self.version = key, id_key, epoch, version
-        self.rows: list[_Row] = []
-        self.used = 0
-
-    def seal(self, table: str, key: str, body: bytes) -> _Row:
-        rid = records_fmt.record_id(self.id_key, table, key)
-        env = records_fmt.seal(
-            self.key, self.epoch, self.agent_id, table, rid, self.version, self.device_id, body
-        )
-        return (table, key, rid, self.version, self.epoch, len(self.rows), env)
-
-    def add(self, table: str, key: str, body: bytes) -> None:
-        self.keep(self.seal(table, key, body))
-
-    def keep(self, row: _Row) -> None:
-        self.rows.append(row)
-        self.used += len(row[6])
-
-
-def _seal_critical(
-    session: Session, current: Settings, outbox_after: int, sealer: _Sealer
-) -> tuple[int, str | None]:
-    """Seal the critical state when the outbox holds changes and it is not on the server or
-    on its way already; returns (outbox up_to, its digest or None)."""
-    last_sealed_digest = session.db.scalar(
-        "SELECT digest FROM sync_batches WHERE agent_id = ? AND digest IS NOT NULL "
-        "ORDER BY n DESC LIMIT 1",
-        (session.agent_id,),
-    )
-    critical = _critical_candidate(session, current, outbox_after)
-    if critical is None or critical[2] == (last_sealed_digest or current.last_digest):
-        return outbox_after, None  # nothing new, or the same state is on its way
-    outbox_up_to, body, digest = critical
-    sealer.add(CRITICAL_TABLE, session.agent_id, body)
-    return outbox_up_to, digest
-
-
-def _seal_memories(session: Session, dirty_after: int, budget: int, sealer: _Sealer) -> int:
-    """Seal changed memory rows in `sync_dirty` order until `budget` is used (at least one
-    record per batch); returns the dirty mark the batch covers."""
-    dirty_up_to = dirty_after
-    while True:
-        page = session.db.query(
-            f"SELECT d.seq, d.id, {_MEMORY_COLUMNS} FROM sync_dirty d "
-            "LEFT JOIN memories m ON m.agent_id = d.agent_id AND m.id = d.id "
-            "WHERE d.agent_id = ? AND d.seq > ? ORDER BY d.seq LIMIT ?",
-            (session.agent_id, dirty_up_to, _DIRTY_PAGE),
-        )
-        for r in page:
-            item = _memory_item(r)
-            row = sealer.seal(MEMORY_TABLE, item.id, records_fmt.encode_memory(item))
-            if sealer.rows and sealer.used + len(row[6]) > budget:
-                return dirty_up_to
-            sealer.keep(row)
-            dirty_up_to = int(r[0])
-        if len(page) < _DIRTY_PAGE:
-            return dirty_up_to
-
-
-def _save_batch(session: Session, b: _Batch) -> None:
-    """Save a sealed batch as in flight (inside the caller's transaction)."""
-    session.db.executemany(
-        "INSERT INTO sync_outgoing (agent_id, n, pos, tbl, key, record_id, version, "
-        "epoch, envelope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (session.agent_id, b.n, pos, t, k, rid, v, e, env)
-            for t, k, rid, v, e, pos, env in b.rows
-        ],
-    )
-    session.db.execute(
-        "INSERT INTO sync_batches (agent_id, n, version, dirty_up_to, outbox_up_to, "
-        "digest) VALUES (?, ?, ?, ?, ?, ?)",
-        (session.agent_id, b.n, b.version, b.dirty_up_to, b.outbox_up_to, b.digest),
-    )
-    session.db.execute(
-        "UPDATE sync_progress SET manifest_n = ? WHERE agent_id = ?", (b.n, session.agent_id)
-    )
-    session.db.execute(
-        "UPDATE sync_state SET hlc = ? WHERE agent_id = ?", (b.version, session.agent_id)
-    )
-    if b.digest is not None:
-        session.db.execute(
-            "UPDATE sync_state SET inflight_version = ?, inflight_envelope = ?, "
-            "inflight_seq = ?, inflight_digest = ? WHERE agent_id = ?",
-            (b.version, b.rows[0][6], b.outbox_up_to, b.digest, session.agent_id),
-        )
-
-
-def _acknowledge(session: Session, batches: list[_Batch]) -> int:
+def _acknowledge(session: Session, batches: list[Batch]) -> int:
     """The server confirmed `batches`: drop them, their dirty marks and outbox rows, and
     remember the versions pushed. Returns the outbox rows acknowledged."""
     dirty_up_to = max(b.dirty_up_to for b in batches)
@@ -514,8 +280,8 @@ def _acknowledge(session: Session, batches: list[_Batch]) -> int:
 
 
 def _settle_stale(
-    session: Session, s: Settings, batches: list[_Batch], policy: RetryPolicy
-) -> tuple[list[_Batch], int]:
+    session: Session, s: Settings, batches: list[Batch], policy: RetryPolicy
+) -> tuple[list[Batch], int]:
     """After a failed epoch guard: confirm the in-flight batches the server already holds
     and drop the others, which are sealed under a key the vault no longer writes with.
     Returns (the batches confirmed, outbox rows they acknowledged).
@@ -539,7 +305,7 @@ def _settle_stale(
         .rows
     )
     held = {(str(v), bytes(e)) for v, e in held_rows if isinstance(e, bytes)}
-    committed: list[_Batch] = []
+    committed: list[Batch] = []
     for b in sorted(batches, key=lambda b: b.n):
         if (b.version, b.rows[-1][6]) not in held:
             break
@@ -595,7 +361,7 @@ def _acknowledge_unchanged(session: Session) -> int:
     s = session.settings_or_fail()
     if s.inflight is not None:
         return 0
-    critical = _critical_candidate(session, s, 0)
+    critical = critical_candidate(session, s, 0)
     if critical is None or critical[2] != s.last_digest:
         return 0
     with session.db.transaction():
@@ -607,15 +373,3 @@ def _acknowledge_unchanged(session: Session) -> int:
         )
         snapshot.acknowledge(session.db, session.agent_id, critical[0])
     return covered
-
-
-def critical_document(session: Session, s: Settings) -> dict[str, Any]:
-    """What a `critical` record holds: the critical state with per-item clocks."""
-    return merge.critical_document(session.mem, s.device_id.hex())
-
-
-def _memory_item(r: Sequence[Any]) -> records_fmt.MemoryRow | records_fmt.Tombstone:
-    """A `sync_dirty` row joined with its memory (``d.seq, d.id, _MEMORY_COLUMNS``)."""
-    if r[2] is None:
-        return records_fmt.Tombstone(str(r[1]))
-    return rows.MemoryRow.from_db(r[2:])

@@ -21,10 +21,12 @@ SYNC_MODULES = [
     "remote",
     "restore",
     "retry",
+    "seal",
     "secrets",
     "session",
     "setup",
     "state",
+    "wrapcheck",
 ]
 
 
