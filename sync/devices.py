@@ -147,7 +147,7 @@ def own_entry_statements(
     or set), last seen, and the MAC under the current key. No remote read at epoch 1 (so `sync
     init` can append these to its registration batch); cheap to append to any batch."""
     tag = agent_tag(engine.agent_id)
-    public = crypto.device_public_bytes(keys.device_private_key(engine, s))
+    public = crypto.device_public_bytes(engine.device_key(s))
     epoch, key = keys.current_key(engine, s)
     id_key = key if epoch == keys.ID_EPOCH else keys.id_key(engine)
     added = _stamp(s.created_at, s.device_id)

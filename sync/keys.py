@@ -1,4 +1,5 @@
-"""Vault keys by epoch: the current key, older keys through the chain, rotation, wrap checks.
+"""Vault keys by epoch: the current key, older keys through the chain, the epoch guard, the device
+list and rotation (the wrap checks are in `tiermem.sync.wrapcheck`).
 
 Every agent's vault has a key per *epoch*. The current epoch's key (``VK_E``) is wrapped to each
 device, to the recovery key and optionally to the passphrase (`crypto`). When a device is
@@ -27,8 +28,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-
 from tiermem.core.errors import (
     DeviceRevoked,
     InvalidInput,
@@ -38,9 +37,8 @@ from tiermem.core.errors import (
 from tiermem.sync import crypto, records
 from tiermem.sync.hrana import Args, ResultSet, SqlError, Value
 from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.secrets import DEVICE_KEY, open_store
 from tiermem.sync.session import Session
-from tiermem.sync.state import INSERT_WRAP, MissingSecret, Settings, agent_tag, wrap_id
+from tiermem.sync.state import INSERT_WRAP, Settings, agent_tag, wrap_id
 
 __all__ = [
     "CHAIN",
@@ -55,7 +53,6 @@ __all__ = [
     "chain_wrap_id",
     "current_key",
     "device_entries",
-    "device_private_key",
     "entry_mac_statement",
     "epoch_guard",
     "epoch_key",
@@ -95,9 +92,7 @@ def execute(
     engine: Session, sql: str, args: Args = (), policy: RetryPolicy | None = None
 ) -> ResultSet:
     """One remote statement through the engine's client, with its retries."""
-    s = engine.require_ready()
-    results, _, _ = engine.remote(s).send(lambda c: [c.execute(sql, args)], policy or RetryPolicy())
-    return results[0]
+    return engine.remote(engine.require_ready()).execute(sql, args, policy)
 
 
 def query(
@@ -105,16 +100,6 @@ def query(
 ) -> tuple[tuple[Value, ...], ...]:
     """The rows of one remote statement (`execute`)."""
     return execute(engine, sql, args, policy).rows
-
-
-def device_private_key(engine: Session, s: Settings) -> X25519PrivateKey:
-    raw = open_store(engine.mem.home.root, s.secret_ref, s.secret_store).get(DEVICE_KEY)
-    if raw is None:
-        raise MissingSecret(f"this device's sync key is missing from the {s.secret_store} store")
-    try:
-        return crypto.load_device_private_key(bytes.fromhex(raw))
-    except ValueError:
-        raise crypto.MalformedKey("the stored device key is damaged") from None
 
 
 def current_key(engine: Session, s: Settings | None = None) -> tuple[int, bytes]:
@@ -125,9 +110,7 @@ def current_key(engine: Session, s: Settings | None = None) -> tuple[int, bytes]
         context = crypto.WrapContext(
             engine.agent_id, s.epoch, wrap_id(engine.agent_id, s.epoch, "device", s.device_id)
         )
-        cache[s.epoch] = crypto.unwrap_for_device(
-            s.device_wrap, device_private_key(engine, s), context
-        )
+        cache[s.epoch] = crypto.unwrap_for_device(s.device_wrap, engine.device_key(s), context)
     return s.epoch, cache[s.epoch]
 
 
@@ -248,7 +231,7 @@ def refresh_epoch(engine: Session) -> int:
     context = crypto.WrapContext(
         engine.agent_id, newest, wrap_id(engine.agent_id, newest, "device", s.device_id)
     )
-    new_key = crypto.unwrap_for_device(top.own_device, device_private_key(engine, s), context)
+    new_key = crypto.unwrap_for_device(top.own_device, engine.device_key(s), context)
     chains = {e: w.chain for e, w in wraps.items() if w.chain is not None}
     keys = unlock_chain(engine.agent_id, newest, new_key, chains, s.epoch)
     _, held = current_key(engine, s)
@@ -481,7 +464,7 @@ def _devices_to_keep(
     """(device id, public key) of the devices that get the new key, this one first, and the
     hex ids of entries left out because the old key does not vouch for them."""
     entries = device_entries(engine)
-    own_public = crypto.device_public_bytes(device_private_key(engine, s))
+    own_public = crypto.device_public_bytes(engine.device_key(s))
     if remove is not None:
         if remove == s.device_id:
             raise InvalidInput(

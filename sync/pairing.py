@@ -381,7 +381,7 @@ class Approval:
         self.sleep = sleep
         self.clock = clock
         s = engine.require_ready()
-        self.device_key = keys.device_private_key(engine, s)
+        self.device_key = engine.device_key(s)
         self.public = crypto.device_public_bytes(self.device_key)
         self.nonce = os.urandom(crypto.PAIRING_NONCE_LEN)
         self.code: str | None = None

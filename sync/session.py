@@ -87,12 +87,16 @@ class Session:
         self._drop_remote()
 
     def device_key(self, s: Settings) -> X25519PrivateKey:
+        """This device's private X25519 key, from the secret store."""
         raw = self.secret_store(s).get(DEVICE_KEY)
         if raw is None:
             raise MissingSecret(
                 f"this device's sync key is missing from the {s.secret_store} store"
             )
-        return crypto.load_device_private_key(bytes.fromhex(raw))
+        try:
+            return crypto.load_device_private_key(bytes.fromhex(raw))
+        except ValueError:
+            raise crypto.MalformedKey("the stored device key is damaged") from None
 
     def vault_key(self, s: Settings) -> bytes:
         if self._vault_key is None:

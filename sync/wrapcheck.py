@@ -14,7 +14,6 @@ from tiermem.sync.keys import (
     ID_EPOCH,
     current_key,
     device_entries,
-    device_private_key,
     query,
     refresh_epoch,
     remember,
@@ -190,9 +189,7 @@ def _check_own_wrap(
     agent = engine.agent_id
     context = crypto.WrapContext(agent, s.epoch, wrap_id(agent, s.epoch, "device", s.device_id))
     try:
-        opened: bytes | None = crypto.unwrap_for_device(
-            wrap, device_private_key(engine, s), context
-        )
+        opened: bytes | None = crypto.unwrap_for_device(wrap, engine.device_key(s), context)
     except crypto.CryptoError:
         opened = None
     if opened != key:
