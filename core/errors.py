@@ -89,7 +89,7 @@ class StorageError(TiermemError):
     exit_code = 7
 
 
-# -------------------------------------------------------------- remote calls (sync/hrana.py)
+# --------------------------------------------------------------------------------- remote calls
 
 
 class HranaError(TiermemError):
@@ -171,7 +171,7 @@ class ProtocolError(HranaError):
     """The server answered 200 with something that is not a valid pipeline response."""
 
 
-# ------------------------------------------------------------- cryptography (sync/crypto.py)
+# --------------------------------------------------------------------------------- cryptography
 
 
 class CryptoError(TiermemError):

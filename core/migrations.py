@@ -210,7 +210,7 @@ MIGRATIONS: list[str] = [
         embedding F32_BLOB(384) NOT NULL
     );
     """,
-    # 7: incremental sync of warm/cold/frozen rows (sync/engine.py, format in sync/records.py).
+    # 7: incremental sync of warm/cold/frozen rows (sync/push.py and sync/pull.py, format in sync/records.py).
     # `sync_dirty`: one row per memory id changed since its last push (triggers; a new change
     # takes a new seq, so churn coalesces and a change made while a push is in flight is seen;
     # a dirty id without a row is pushed as a tombstone). Existing rows start dirty so the first
@@ -384,7 +384,7 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX conflicts_recent ON conflicts (agent_id, detected_at);
     """,
-    # N: full restore (sync/restore.py). `restore_progress`: one row per agent whose critical
+    # N: full restore (sync/restore/). `restore_progress`: one row per agent whose critical
     # state is restored but whose memories are still streaming (the home is usable meanwhile):
     # the vault and point in time it restores, and the remote cursor of the last committed page,
     # so a rerun continues there. `restore_staging`: the newest version per memory id streamed so

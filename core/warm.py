@@ -10,24 +10,21 @@ import hashlib
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from tiermem.core.config import DedupConfig, ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.dedup import NearIndex, near_key
 from tiermem.core.errors import InvalidInput, NotFound
+from tiermem.core.rows import RECORD_NAMES, check_importance, column_list, insert_sql
+from tiermem.core.rows import TIERS as TIERS
+from tiermem.core.rows import Tier as Tier
 from tiermem.core.scoring import score
 from tiermem.core.tokens import count_tokens_many
 
-Tier = Literal["warm", "cold", "frozen"]
-TIERS: tuple[Tier, ...] = ("warm", "cold", "frozen")
 MAX_TEXT_BYTES = 64 * 1024
 MAX_METADATA_ITEMS = 50
 
-COLUMNS = (
-    "id, text, category, importance, created_at, access_count, last_access, tier, "
-    "tier_changed_at, urls, commands, paths, source, size_bytes, tokens"
-)
+COLUMNS = column_list(RECORD_NAMES)
 
 
 def normalize_text(text: str) -> str:
@@ -85,8 +82,7 @@ class NewFact:
             raise InvalidInput(f"text is longer than {MAX_TEXT_BYTES // 1024} KB: distill it first")
         if "\x00" in text:
             raise InvalidInput("text contains a NUL character")
-        if not isinstance(self.importance, int | float) or not 0.0 <= self.importance <= 1.0:
-            raise InvalidInput(f"importance must be between 0 and 1 (got {self.importance})")
+        check_importance(self.importance)
         if self.access_count < 0:
             raise InvalidInput("access count cannot be negative")
         object.__setattr__(self, "text", text)
@@ -226,9 +222,7 @@ class MemoryStore:
                 len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
             )
             self.db.execute(
-                "INSERT INTO memories (seq, agent_id, id, text, category, importance, created_at, "
-                "access_count, last_access, tier, tier_changed_at, urls, commands, paths, source, "
-                "size_bytes, tokens) VALUES (CAST(? AS INTEGER),?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                insert_sql(RECORD_NAMES),
                 (
                     str(next_seq),  # 64-bit: bound as text (driver trap)
                     self.agent_id,

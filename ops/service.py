@@ -2,7 +2,7 @@
 
 Linux gets systemd **user** units (no root): `<name>-daemon.service` for `tiermem daemon` and a
 oneshot service plus a timer for each consolidation mode. macOS gets launchd agents in
-`~/Library/LaunchAgents`. The schedule is seed 000's: quick every 3 hours, daily at midnight,
+`~/Library/LaunchAgents`. The schedule is the original design's: quick every 3 hours, daily at midnight,
 monthly on the 1st (a quarter of an hour after the daily run, so the two never overlap).
 
 Everything here is plain files and argv lists: `plan()` renders the files without touching

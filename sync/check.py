@@ -13,7 +13,7 @@ manifests' and prune records' envelopes (which are decrypted):
 - every record line of every manifest is on the server, unless pruning explains its absence
   (below); every record row on the server is listed by a manifest (no row moved in from another
   agent or injected);
-- the key wraps (`keys.check_wraps`, helper 6B).
+- the key wraps (`wrapcheck.check_wraps`).
 
 With ``read_data`` every envelope is also downloaded, authenticated and decrypted under its
 epoch's key, decoded, matched against its record id (a memory record must carry the memory id
@@ -35,23 +35,18 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from tiermem.core.errors import DAMAGE_EXIT_CODES, DamageFound
-from tiermem.sync import crypto, hlc, keys, records
-from tiermem.sync.engine import SyncEngine
+from tiermem.sync import crypto, hlc, records, wrapcheck
 from tiermem.sync.hrana import Args, HranaClient, ResultSet
-from tiermem.sync.restore import (
-    DEFAULT_PAGE_ROWS,
-    PRUNE_TABLE,
-    _KeyRing,
-    _prune_rid,
-    decode_prune,
-    prune_horizon,
-)
+from tiermem.sync.keyring import KeyRing
+from tiermem.sync.prune import PRUNE_TABLE, decode_prune, prune_horizon, prune_record_id
+from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS
 from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.session import Session
 from tiermem.sync.state import agent_tag
 
 __all__ = [
@@ -131,7 +126,7 @@ CheckProgress = Callable[[int, int], None]
 
 
 def check(
-    engine: SyncEngine,
+    engine: Session,
     read_data: bool = False,
     *,
     policy: RetryPolicy | None = None,
@@ -140,26 +135,73 @@ def check(
 ) -> CheckReport:
     """Check the remote copy of this agent's vault (see the module docstring)."""
     started = time.perf_counter()
-    policy = policy or RetryPolicy()
-    s = engine.require_ready()
-    agent = engine.agent_id
-    tag = agent_tag(agent)
-    requests = 0
+    c = _Checker(engine, read_data, policy or RetryPolicy())
+    # Wraps first: they decide which keys the rest can use.
+    for w in wrapcheck.check_wraps(engine):
+        c.damage("wraps", f"key wraps: {w.message} ({w.kind}, epoch {w.epoch}, {w.subject})")
+    c.open_keys()
+    rows, size = c.read_rows(page_rows, progress)
+    seen = c.classify(rows)
+    c.check_numbering(seen.manifests)
+    c.check_behind(seen)
+    lines, pruned = c.check_lines(seen)
+    counts: dict[str, int] = {
+        kind: sum(1 for p in c.problems if p.kind == kind) for kind in DAMAGE_EXIT_CODES
+    }
+    return CheckReport(
+        agent_id=c.agent,
+        url=c.s.url,
+        read_data=read_data,
+        rows=len(rows),
+        records=len(seen.versions),
+        manifests=sum(len(v) for v in seen.manifests.values()),
+        devices=len(seen.manifests),
+        lines=lines,
+        pruned=pruned,
+        decrypted=seen.decrypted,
+        bytes=size,
+        horizon=c.horizon,
+        problems=tuple(c.problems),
+        requests=c.requests,
+        seconds=time.perf_counter() - started,
+        counts=counts,
+    )
 
-    def select(sql: str, args: Args) -> ResultSet:
-        nonlocal requests
 
+@dataclass
+class _Seen:
+    """The rows sorted by what they are."""
+
+    manifests: dict[str, list[_Manifest]] = field(default_factory=dict)
+    present: dict[tuple[bytes, str], _Row] = field(default_factory=dict)
+    versions: dict[bytes, list[str]] = field(default_factory=dict)
+    decrypted: int = 0
+
+
+class _Checker:
+    """One check: the remote reads (counted), the keys, and the problems found so far."""
+
+    def __init__(self, engine: Session, read_data: bool, policy: RetryPolicy) -> None:
+        self.engine = engine
+        self.read_data = read_data
+        self.policy = policy
+        self.s = engine.require_ready()
+        self.agent = engine.agent_id
+        self.tag = agent_tag(self.agent)
+        self.requests = 0
+        self.problems: list[Problem] = []
+        self.horizon: str | None = None
+
+    def select(self, sql: str, args: Args) -> ResultSet:
         def one(c: HranaClient) -> list[ResultSet]:
             return [c.execute(sql, args)]
 
-        results, n, _ = engine._send(s, one, policy)
-        requests += n
+        results, n, _ = self.engine.remote(self.s).send(one, self.policy)
+        self.requests += n
         return results[0]
 
-    problems: list[Problem] = []
-
-    def damage(kind: Damage, message: str, row: _Row | None = None) -> None:
-        problems.append(
+    def damage(self, kind: Damage, message: str, row: _Row | None = None) -> None:
+        self.problems.append(
             Problem(
                 kind,
                 message,
@@ -169,199 +211,218 @@ def check(
             )
         )
 
-    # Wraps first: they decide which keys the rest can use.
-    for w in keys.check_wraps(engine):
-        damage("wraps", f"key wraps: {w.message} ({w.kind}, epoch {w.epoch}, {w.subject})")
-    ring = _KeyRing.of_engine(engine)
-    id_key = ring.id_key
-    critical_rid = records.record_id(id_key, records.CRITICAL_TABLE, agent)
-    prune_rid = _prune_rid(ring)
-    try:
-        horizon = prune_horizon(select, ring, tag)
-    except crypto.CryptoError as exc:
-        damage("tampered", f"a prune record fails authentication ({exc})")
-        horizon = None
-    known_devices = [
-        records.server_blob(r[0])
-        for r in select("SELECT device_id FROM devices WHERE agent_tag = ?", (tag,)).rows
-    ]
-    manifest_rids = {
-        d: records.record_id(id_key, records.MANIFEST_TABLE, d.hex()) for d in known_devices
-    }
-    total = int(str(select("SELECT count(*) FROM records WHERE agent_tag = ?", (tag,)).rows[0][0]))
+    def open_keys(self) -> None:
+        """The key ring, the special record ids, the prune horizon and the devices' manifests."""
+        self.ring = KeyRing.of_engine(self.engine)
+        self.id_key = self.ring.id_key
+        self.critical_rid = records.record_id(self.id_key, records.CRITICAL_TABLE, self.agent)
+        self.prune_rid = prune_record_id(self.ring)
+        try:
+            self.horizon = prune_horizon(self.select, self.ring, self.tag)
+        except crypto.CryptoError as exc:
+            self.damage("tampered", f"a prune record fails authentication ({exc})")
+            self.horizon = None
+        known_devices = [
+            records.server_blob(r[0])
+            for r in self.select(
+                "SELECT device_id FROM devices WHERE agent_tag = ?", (self.tag,)
+            ).rows
+        ]
+        self.manifest_rids = {
+            d: records.record_id(self.id_key, records.MANIFEST_TABLE, d.hex())
+            for d in known_devices
+        }
 
-    rows: list[_Row] = []
-    envelope_sql = (
-        "envelope"
-        if read_data
-        else "CASE WHEN record_id IN ({}) THEN envelope END".format(
-            ", ".join("?" * (len(manifest_rids) + 1))
+    def read_rows(self, page_rows: int, progress: CheckProgress | None) -> tuple[list[_Row], int]:
+        """Every row's header in pages (the envelope too when data is read, else only the
+        manifests' and prune records'); returns the rows and their envelope bytes."""
+        total = int(
+            str(
+                self.select("SELECT count(*) FROM records WHERE agent_tag = ?", (self.tag,)).rows[
+                    0
+                ][0]
+            )
         )
-    )
-    extra: tuple[object, ...] = () if read_data else (*manifest_rids.values(), prune_rid)
-    after = 0
-    size = 0
-    page_sql = (
-        "SELECT seq, record_id, version, epoch, device_id, length(envelope), "
-        f"substr(envelope, 1, {crypto.ENVELOPE_HEADER_LEN}), {envelope_sql} FROM records "
-        "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?"
-    )
-    while True:
-        result, page_rows = records.fit_page(
-            functools.partial(_select_page, select, page_sql, (*extra, tag, after)), page_rows
+        rows: list[_Row] = []
+        envelope_sql = (
+            "envelope"
+            if self.read_data
+            else "CASE WHEN record_id IN ({}) THEN envelope END".format(
+                ", ".join("?" * (len(self.manifest_rids) + 1))
+            )
         )
-        page = result.rows
-        for raw in page:
-            try:
-                row = _Row(
-                    records.server_int(raw[0]),
-                    records.server_blob(raw[1]),
-                    records.server_str(raw[2]),
-                    records.server_int(raw[3]),
-                    records.server_blob(raw[4]),
-                    records.server_int(raw[5]),
-                    records.server_blob(raw[6]),
-                    None if raw[7] is None else records.server_blob(raw[7]),
-                )
-            except crypto.TamperedData:
-                damage("tampered", f"row seq {raw[0]!r} is malformed")
+        extra: tuple[object, ...] = (
+            () if self.read_data else (*self.manifest_rids.values(), self.prune_rid)
+        )
+        after = 0
+        size = 0
+        page_sql = (
+            "SELECT seq, record_id, version, epoch, device_id, length(envelope), "
+            f"substr(envelope, 1, {crypto.ENVELOPE_HEADER_LEN}), {envelope_sql} FROM records "
+            "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?"
+        )
+        while True:
+            result, page_rows = records.fit_page(
+                functools.partial(_select_page, self.select, page_sql, (*extra, self.tag, after)),
+                page_rows,
+            )
+            page = result.rows
+            for raw in page:
+                row = self._row(raw)
+                if row is not None:
+                    rows.append(row)
+                    size += row.length
+            if progress is not None:
+                progress(len(rows), max(total, len(rows)))
+            if len(page) < page_rows:
+                break
+            after = records.server_int(page[-1][0])
+        return rows, size
+
+    def _row(self, raw: Sequence[object]) -> _Row | None:
+        try:
+            return _Row(
+                records.server_int(raw[0]),
+                records.server_blob(raw[1]),
+                records.server_str(raw[2]),
+                records.server_int(raw[3]),
+                records.server_blob(raw[4]),
+                records.server_int(raw[5]),
+                records.server_blob(raw[6]),
+                None if raw[7] is None else records.server_blob(raw[7]),
+            )
+        except crypto.TamperedData:
+            self.damage("tampered", f"row seq {raw[0]!r} is malformed")
+            return None
+
+    def classify(self, rows: list[_Row]) -> _Seen:
+        """Structural checks; decrypt what must (or, with data, may) be decrypted."""
+        seen = _Seen()
+        for row in rows:
+            if not _structure_ok(row, self.damage):
                 continue
-            rows.append(row)
-            size += row.length
-        if progress is not None:
-            progress(len(rows), max(total, len(rows)))
-        if len(page) < page_rows:
-            break
-        after = records.server_int(page[-1][0])
-
-    # Classify rows; structural checks; decrypt what must (or may) be decrypted.
-    manifests: dict[str, list[_Manifest]] = {}
-    present: dict[tuple[bytes, str], _Row] = {}
-    versions: dict[bytes, list[str]] = {}
-    decrypted = 0
-    for row in rows:
-        if not _structure_ok(row, damage):
-            continue
-        device_hex = row.device_id.hex()
-        mrid = manifest_rids.get(row.device_id) or records.record_id(
-            id_key, records.MANIFEST_TABLE, device_hex
-        )
-        if row.record_id == prune_rid:
-            decrypted += _open_prune(ring, agent, row, damage)
-            continue
-        if row.record_id == mrid:
-            m = _open_manifest(ring, agent, row, select, damage)
-            decrypted += 1
-            if m is not None:
-                manifests.setdefault(device_hex, []).append(m)
-            continue
-        present[(row.record_id, row.version)] = row
-        versions.setdefault(row.record_id, []).append(row.version)
-        if read_data:
-            decrypted += 1
-            table = (
-                records.CRITICAL_TABLE if row.record_id == critical_rid else records.MEMORY_TABLE
+            device_hex = row.device_id.hex()
+            mrid = self.manifest_rids.get(row.device_id) or records.record_id(
+                self.id_key, records.MANIFEST_TABLE, device_hex
             )
-            _open_record(ring, agent, table, row, damage)
+            if row.record_id == self.prune_rid:
+                seen.decrypted += _open_prune(self.ring, self.agent, row, self.damage)
+                continue
+            if row.record_id == mrid:
+                m = _open_manifest(self.ring, self.agent, row, self.select, self.damage)
+                seen.decrypted += 1
+                if m is not None:
+                    seen.manifests.setdefault(device_hex, []).append(m)
+                continue
+            seen.present[(row.record_id, row.version)] = row
+            seen.versions.setdefault(row.record_id, []).append(row.version)
+            if self.read_data:
+                seen.decrypted += 1
+                table = (
+                    records.CRITICAL_TABLE
+                    if row.record_id == self.critical_rid
+                    else records.MEMORY_TABLE
+                )
+                _open_record(self.ring, self.agent, table, row, self.damage)
+        return seen
 
-    # Manifests: numbering, and whether the server is behind what this home knows.
-    confirmed = _confirmed_counters(engine, s.device_id.hex())
-    for device_hex, items in sorted(manifests.items()):
-        numbers = sorted(m.n for m in items)
-        if len(set(numbers)) != len(numbers):
-            damage("tampered", f"device {device_hex[:12]}… has two manifests with one number")
-        gaps = sorted(set(range(1, numbers[-1] + 1)) - set(numbers))
-        if gaps:
-            damage(
+    def check_numbering(self, manifests: dict[str, list[_Manifest]]) -> None:
+        """Each device's manifests are numbered 1, 2, 3, … with no number twice or missing."""
+        for device_hex, items in sorted(manifests.items()):
+            numbers = sorted(m.n for m in items)
+            if len(set(numbers)) != len(numbers):
+                self.damage(
+                    "tampered", f"device {device_hex[:12]}… has two manifests with one number"
+                )
+            gaps = sorted(set(range(1, numbers[-1] + 1)) - set(numbers))
+            if gaps:
+                self.damage(
+                    "rollback",
+                    f"device {device_hex[:12]}…'s pushes {_ranges(gaps)} are missing "
+                    f"(manifests 1..{numbers[-1]} expected)",
+                )
+
+    def check_behind(self, seen: _Seen) -> None:
+        """The server is not behind what this home knows (pushes, critical state)."""
+        confirmed = _confirmed_counters(self.engine, self.s.device_id.hex())
+        for device_hex, known_n in confirmed.items():
+            remote_n = max((m.n for m in seen.manifests.get(device_hex, [])), default=0)
+            if remote_n < known_n:
+                self.damage(
+                    "rollback",
+                    f"the server is behind: device {device_hex[:12]}… pushed {known_n} time(s) "
+                    f"as far as this home knows, the server holds {remote_n} (a rollback or a "
+                    "replayed old state)",
+                )
+        newest_critical = max(seen.versions.get(self.critical_rid, []), default="")
+        known_critical = _known_critical(self.engine)
+        if known_critical and newest_critical < known_critical:
+            self.damage(
                 "rollback",
-                f"device {device_hex[:12]}…'s pushes {_ranges(gaps)} are missing "
-                f"(manifests 1..{numbers[-1]} expected)",
+                f"the server's newest critical state ({newest_critical or 'none'}) is older "
+                f"than the one this home already has ({known_critical})",
             )
-    for device_hex, known_n in confirmed.items():
-        remote_n = max((m.n for m in manifests.get(device_hex, [])), default=0)
-        if remote_n < known_n:
-            damage(
-                "rollback",
-                f"the server is behind: device {device_hex[:12]}… pushed {known_n} time(s) as "
-                f"far as this home knows, the server holds {remote_n} (a rollback or a replayed "
-                "old state)",
-            )
-    newest_critical = max(versions.get(critical_rid, []), default="")
-    known_critical = _known_critical(engine)
-    if known_critical and newest_critical < known_critical:
-        damage(
-            "rollback",
-            f"the server's newest critical state ({newest_critical or 'none'}) is older than "
-            f"the one this home already has ({known_critical})",
-        )
 
-    # Manifest lines against the rows.
-    listed: set[tuple[bytes, str]] = set()
-    lines = pruned = 0
-    for device_hex, items in sorted(manifests.items()):
-        for m in items:
-            for line in m.lines:
-                lines += 1
-                try:
-                    rid = bytes.fromhex(line.record_id)
-                except ValueError:
-                    damage("tampered", f"manifest {m.n} of {device_hex[:12]}… has a bad line")
-                    continue
-                if (line.table == records.CRITICAL_TABLE) != (rid == critical_rid) or (
-                    line.table == records.MANIFEST_TABLE
-                ):
-                    damage(
-                        "tampered",
-                        f"manifest {m.n} of {device_hex[:12]}… files a record under the wrong "
-                        "table",
-                    )
-                    continue
-                listed.add((rid, line.version))
-                found = present.get((rid, line.version))
-                if found is None:
-                    if _pruned(line.version, versions.get(rid, []), horizon):
-                        pruned += 1
-                    else:
-                        damage(
-                            "missing",
-                            f"record {line.record_id[:12]}… version {line.version} (listed by "
-                            f"push {m.n} of device {device_hex[:12]}…) is missing",
-                        )
-                    continue
-                if read_data and found.envelope is not None:
-                    if records.envelope_digest(found.envelope) != line.digest:
-                        damage("tampered", "a record differs from its manifest line", found)
-                    elif found.device_id.hex() != device_hex:
-                        damage("tampered", "a record names another writer than its push", found)
-    for key, row in present.items():
-        if key not in listed:
-            damage(
+    def check_lines(self, seen: _Seen) -> tuple[int, int]:
+        """Every manifest line's record is there (or pruned) and matches; every record is
+        listed by a manifest. Returns (lines, lines pruned)."""
+        listed: set[tuple[bytes, str]] = set()
+        lines = pruned = 0
+        for device_hex, items in sorted(seen.manifests.items()):
+            for m in items:
+                for line in m.lines:
+                    lines += 1
+                    found = self._check_line(seen, device_hex, m, line, listed)
+                    pruned += found == "pruned"
+        for key, row in seen.present.items():
+            if key not in listed:
+                self.damage(
+                    "tampered",
+                    "a record is not listed by any manifest (moved here from another agent, or "
+                    "injected)",
+                    row,
+                )
+        return lines, pruned
+
+    def _check_line(
+        self,
+        seen: _Seen,
+        device_hex: str,
+        m: _Manifest,
+        line: records.ManifestEntry,
+        listed: set[tuple[bytes, str]],
+    ) -> str:
+        """One manifest line: 'ok', 'pruned' or 'damage' (recorded)."""
+        try:
+            rid = bytes.fromhex(line.record_id)
+        except ValueError:
+            self.damage("tampered", f"manifest {m.n} of {device_hex[:12]}… has a bad line")
+            return "damage"
+        if (line.table == records.CRITICAL_TABLE) != (rid == self.critical_rid) or (
+            line.table == records.MANIFEST_TABLE
+        ):
+            self.damage(
                 "tampered",
-                "a record is not listed by any manifest (moved here from another agent, or "
-                "injected)",
-                row,
+                f"manifest {m.n} of {device_hex[:12]}… files a record under the wrong table",
             )
-    counts: dict[str, int] = {
-        kind: sum(1 for p in problems if p.kind == kind) for kind in DAMAGE_EXIT_CODES
-    }
-    return CheckReport(
-        agent_id=agent,
-        url=s.url,
-        read_data=read_data,
-        rows=len(rows),
-        records=len(versions),
-        manifests=sum(len(v) for v in manifests.values()),
-        devices=len(manifests),
-        lines=lines,
-        pruned=pruned,
-        decrypted=decrypted,
-        bytes=size,
-        horizon=horizon,
-        problems=tuple(problems),
-        requests=requests,
-        seconds=time.perf_counter() - started,
-        counts=counts,
-    )
+            return "damage"
+        listed.add((rid, line.version))
+        found = seen.present.get((rid, line.version))
+        if found is None:
+            if _pruned(line.version, seen.versions.get(rid, []), self.horizon):
+                return "pruned"
+            self.damage(
+                "missing",
+                f"record {line.record_id[:12]}… version {line.version} (listed by "
+                f"push {m.n} of device {device_hex[:12]}…) is missing",
+            )
+            return "damage"
+        if self.read_data and found.envelope is not None:
+            if records.envelope_digest(found.envelope) != line.digest:
+                self.damage("tampered", "a record differs from its manifest line", found)
+            elif found.device_id.hex() != device_hex:
+                self.damage("tampered", "a record names another writer than its push", found)
+        return "ok"
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -399,7 +460,7 @@ def _remote(row: _Row) -> records.RemoteRow:
 
 
 def _open_record(
-    ring: _KeyRing,
+    ring: KeyRing,
     agent: str,
     table: str,
     row: _Row,
@@ -418,7 +479,7 @@ def _open_record(
 
 
 def _open_prune(
-    ring: _KeyRing, agent: str, row: _Row, damage: Callable[[Damage, str, _Row], None]
+    ring: KeyRing, agent: str, row: _Row, damage: Callable[[Damage, str, _Row], None]
 ) -> int:
     if row.envelope is None:
         return 0
@@ -430,7 +491,7 @@ def _open_prune(
 
 
 def _open_manifest(
-    ring: _KeyRing,
+    ring: KeyRing,
     agent: str,
     row: _Row,
     select: Callable[[str, Args], ResultSet],
@@ -455,7 +516,7 @@ def _pruned(version: str, remaining: list[str], horizon: str | None) -> bool:
     return horizon is not None and any(version < w <= horizon for w in remaining)
 
 
-def _confirmed_counters(engine: SyncEngine, own_hex: str) -> dict[str, int]:
+def _confirmed_counters(engine: Session, own_hex: str) -> dict[str, int]:
     """Per device, the highest push number this home knows the server confirmed or held:
     its own pushes (the batches still in flight are not confirmed) and other devices' pulled
     manifests."""
@@ -474,7 +535,7 @@ def _confirmed_counters(engine: SyncEngine, own_hex: str) -> dict[str, int]:
     return known
 
 
-def _known_critical(engine: SyncEngine) -> str:
+def _known_critical(engine: Session) -> str:
     """The newest critical-state version this home pushed (confirmed) or applied."""
     row = engine.db.query_one(
         "SELECT critical_version FROM sync_progress WHERE agent_id = ?", (engine.agent_id,)

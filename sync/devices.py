@@ -24,12 +24,14 @@ from typing import Final
 import httpx
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from tiermem.core import rows
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.sync import crypto, hlc, keys, records
-from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, HranaClient, SqlError, to_base_url
-from tiermem.sync.retry import RetryPolicy, call_with_retry
+from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, SqlError, to_base_url
+from tiermem.sync.remote import Remote
+from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.session import Session
 from tiermem.sync.state import (
     INSERT_WRAP,
     AlreadyInitialised,
@@ -139,13 +141,13 @@ def _stamp(now: float, device_id: bytes) -> str:
 
 
 def own_entry_statements(
-    engine: SyncEngine, s: Settings, *, name: str | None = None
+    engine: Session, s: Settings, *, name: str | None = None
 ) -> list[tuple[str, Args]]:
     """Upsert this device's entry: public key, name (sealed; the host name unless one is given
     or set), last seen, and the MAC under the current key. No remote read at epoch 1 (so `sync
     init` can append these to its registration batch); cheap to append to any batch."""
     tag = agent_tag(engine.agent_id)
-    public = crypto.device_public_bytes(keys.device_private_key(engine, s))
+    public = crypto.device_public_bytes(engine.device_key(s))
     epoch, key = keys.current_key(engine, s)
     id_key = key if epoch == keys.ID_EPOCH else keys.id_key(engine)
     added = _stamp(s.created_at, s.device_id)
@@ -168,19 +170,19 @@ def own_entry_statements(
     ]
 
 
-def _touch(engine: SyncEngine, s: Settings, name: str | None = None) -> None:
+def _touch(engine: Session, s: Settings, name: str | None = None) -> None:
     """Refresh this device's own entry (one request)."""
     statements = own_entry_statements(engine, s, name=name)
-    engine._send(s, lambda c: c.batch(statements), RetryPolicy())
+    engine.remote(s).send(lambda c: c.batch(statements), RetryPolicy())
 
 
-def rename_device(engine: SyncEngine, name: str) -> None:
+def rename_device(engine: Session, name: str) -> None:
     """Name this device in the vault's device list (sealed; the server never reads it)."""
     s = engine.require_ready()
     _touch(engine, s, clean_name(name))
 
 
-def list_devices(engine: SyncEngine, *, touch: bool = True) -> list[DeviceInfo]:
+def list_devices(engine: Session, *, touch: bool = True) -> list[DeviceInfo]:
     """The vault's devices, oldest first. Adopts a newer epoch first; with `touch`, refreshes
     this device's own entry (last seen, MAC). A removed device still lists (as removed)."""
     s = engine.require_ready()
@@ -212,7 +214,7 @@ def list_devices(engine: SyncEngine, *, touch: bool = True) -> list[DeviceInfo]:
     return out
 
 
-def resolve_device(engine: SyncEngine, given: str, *, active: bool = False) -> bytes:
+def resolve_device(engine: Session, given: str, *, active: bool = False) -> bytes:
     """A device id from its hex form or a unique prefix of it (at least 4 digits); with
     `active`, a removed device is `NotFound`."""
     text = given.strip().lower().rstrip("…")
@@ -232,7 +234,7 @@ def resolve_device(engine: SyncEngine, given: str, *, active: bool = False) -> b
 
 
 def remove_device(
-    engine: SyncEngine,
+    engine: Session,
     device_id: str | bytes,
     recovery_key: bytes,
     *,
@@ -257,11 +259,7 @@ def check_empty_home(mem: Memory) -> None:
             f"sync is already set up for agent {mem.agent_id!r} in this home; a new device "
             "joins from a new home (--home DIR)"
         )
-    counts = [
-        int(mem.db.scalar(f"SELECT count(*) FROM {table} WHERE agent_id = ?", (mem.agent_id,)))
-        for table in ("hot_state", "tree_nodes", "memories", "outbox")
-    ]
-    if any(counts):
+    if rows.holds_memory(mem.db, mem.agent_id):
         raise HomeNotEmpty(
             f"{mem.home.root} already holds memory for agent {mem.agent_id!r}; join from an "
             "empty home (--home DIR): the vault's memory arrives with the first pull"
@@ -269,17 +267,15 @@ def check_empty_home(mem: Memory) -> None:
 
 
 def epoch_wraps(
-    client: HranaClient, agent_id: str, policy: RetryPolicy, epoch: int | None = None
+    remote: Remote, agent_id: str, policy: RetryPolicy, epoch: int | None = None
 ) -> tuple[int, dict[str, bytes]]:
     """The newest (or the given) epoch and its recovery/passphrase wraps."""
     tag = agent_tag(agent_id)
     try:
-        rows = call_with_retry(
-            lambda: client.execute(
-                "SELECT epoch, kind, blob FROM key_wraps WHERE agent_tag = ? "
-                "AND kind IN ('recovery', 'passphrase') ORDER BY epoch DESC",
-                (tag,),
-            ),
+        rows = remote.execute(
+            "SELECT epoch, kind, blob FROM key_wraps WHERE agent_tag = ? "
+            "AND kind IN ('recovery', 'passphrase') ORDER BY epoch DESC",
+            (tag,),
             policy,
         ).rows
     except SqlError as exc:
@@ -288,7 +284,7 @@ def epoch_wraps(
         rows = ()
     if not rows:
         raise NothingToRestore(
-            f"{client.base_url} holds no vault for agent {agent_id!r} (set it up with "
+            f"{remote.url} holds no vault for agent {agent_id!r} (set it up with "
             "`tiermem sync init` on the first device)"
         )
     chosen = records.server_int(rows[0][0]) if epoch is None else epoch
@@ -319,13 +315,13 @@ def add_device_with_recovery(
     wraps the vault key to it and registers it, in one remote batch."""
     policy = policy or RetryPolicy()
     check_empty_home(mem)
-    with HranaClient(to_base_url(url), token, timeout=timeout, transport=transport) as client:
-        epoch, wraps = epoch_wraps(client, mem.agent_id, policy)
+    with Remote(to_base_url(url), token, timeout=timeout, transport=transport) as remote:
+        epoch, wraps = epoch_wraps(remote, mem.agent_id, policy)
         context = crypto.WrapContext(mem.agent_id, epoch, wrap_id(mem.agent_id, epoch, "recovery"))
         vault_key = crypto.unwrap_with_recovery_key(wraps["recovery"], recovery_key, context)
         return join(
             mem,
-            client,
+            remote,
             token,
             crypto.generate_device_key(),
             epoch,
@@ -340,7 +336,7 @@ def add_device_with_recovery(
 
 def join(
     mem: Memory,
-    client: HranaClient,
+    remote: Remote,
     token: str | None,
     device_key: X25519PrivateKey,
     epoch: int,
@@ -356,12 +352,11 @@ def join(
     check_empty_home(mem)
     name = clean_name(name) if name is not None else default_name()
     agent = mem.agent_id
-    tag = agent_tag(agent)
     device_id = os.urandom(16)
-    public = crypto.device_public_bytes(device_key)
-    dev_wrap_id = wrap_id(agent, epoch, "device", device_id)
     device_wrap = crypto.wrap_for_device(
-        vault_key, device_key.public_key(), crypto.WrapContext(agent, epoch, dev_wrap_id)
+        vault_key,
+        device_key.public_key(),
+        crypto.WrapContext(agent, epoch, wrap_id(agent, epoch, "device", device_id)),
     )
     ref = uuid.uuid4().hex
     store, token_stored = save_secrets(
@@ -370,7 +365,7 @@ def join(
     settings = Settings(
         agent_id=agent,
         status="pending",
-        url=client.base_url,
+        url=remote.url,
         device_id=device_id,
         epoch=epoch,
         secret_ref=ref,
@@ -383,34 +378,10 @@ def join(
     try:
         with mem.db.transaction():
             insert_settings(mem.db, settings)
-        id_key = vault_key
-        if epoch != keys.ID_EPOCH:
-            chains = _chain_blobs(client, agent, epoch, policy)
-            id_key = keys.unlock_chain(agent, epoch, vault_key, chains, keys.ID_EPOCH)[
-                keys.ID_EPOCH
-            ]
-        mac = crypto.device_entry_mac(vault_key, agent, epoch, device_id, public)
-        statements: list[tuple[str, Args]] = [
-            (
-                INSERT_WRAP + " ON CONFLICT DO NOTHING",
-                (dev_wrap_id, tag, epoch, "device", device_wrap),
-            ),
-            (
-                "INSERT INTO devices (device_id, agent_tag, public_key, added, name, last_seen, "
-                "mac, mac_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (
-                    device_id,
-                    tag,
-                    public,
-                    _stamp(mem.now(), device_id),
-                    seal_name(id_key, agent, device_id, name),
-                    mem.now(),
-                    mac,
-                    epoch,
-                ),
-            ),
-        ]
-        call_with_retry(lambda: client.batch(statements), policy)
+        public = crypto.device_public_bytes(device_key)
+        remote.batch(
+            _join_statements(mem, remote, settings, vault_key, public, name, policy), policy
+        )
         with mem.db.transaction():
             mem.db.execute(
                 "UPDATE sync_state SET status = 'ready', registered = 1 WHERE agent_id = ?",
@@ -423,7 +394,7 @@ def join(
         raise
     return JoinResult(
         agent_id=agent,
-        url=client.base_url,
+        url=remote.url,
         device_id=device_id.hex(),
         name=name,
         epoch=epoch,
@@ -433,15 +404,51 @@ def join(
     )
 
 
-def _chain_blobs(
-    client: HranaClient, agent_id: str, below: int, policy: RetryPolicy
-) -> dict[int, bytes]:
-    rows = call_with_retry(
-        lambda: client.execute(
-            "SELECT epoch, blob FROM key_wraps WHERE agent_tag = ? AND kind = 'chain' "
-            "AND epoch < ?",
-            (agent_tag(agent_id), below),
+def _join_statements(
+    mem: Memory,
+    remote: Remote,
+    s: Settings,
+    vault_key: bytes,
+    public: bytes,
+    name: str,
+    policy: RetryPolicy,
+) -> list[tuple[str, Args]]:
+    """The new device's wrap and its entry in the device list (sealed name, MAC)."""
+    agent, epoch, device_id = mem.agent_id, s.epoch, s.device_id
+    tag = agent_tag(agent)
+    id_key = vault_key
+    if epoch != keys.ID_EPOCH:
+        chains = _chain_blobs(remote, agent, epoch, policy)
+        id_key = keys.unlock_chain(agent, epoch, vault_key, chains, keys.ID_EPOCH)[keys.ID_EPOCH]
+    mac = crypto.device_entry_mac(vault_key, agent, epoch, device_id, public)
+    return [
+        (
+            INSERT_WRAP + " ON CONFLICT DO NOTHING",
+            (wrap_id(agent, epoch, "device", device_id), tag, epoch, "device", s.device_wrap),
         ),
+        (
+            "INSERT INTO devices (device_id, agent_tag, public_key, added, name, last_seen, "
+            "mac, mac_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (
+                device_id,
+                tag,
+                public,
+                _stamp(mem.now(), device_id),
+                seal_name(id_key, agent, device_id, name),
+                mem.now(),
+                mac,
+                epoch,
+            ),
+        ),
+    ]
+
+
+def _chain_blobs(
+    remote: Remote, agent_id: str, below: int, policy: RetryPolicy
+) -> dict[int, bytes]:
+    rows = remote.execute(
+        "SELECT epoch, blob FROM key_wraps WHERE agent_tag = ? AND kind = 'chain' AND epoch < ?",
+        (agent_tag(agent_id), below),
         policy,
     ).rows
     return {records.server_int(e): records.server_blob(b) for e, b in rows}

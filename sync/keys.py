@@ -1,4 +1,5 @@
-"""Vault keys by epoch: the current key, older keys through the chain, rotation, wrap checks.
+"""Vault keys by epoch: the current key, older keys through the chain, the epoch guard, the device
+list and rotation (the wrap checks are in `tiermem.sync.wrapcheck`).
 
 Every agent's vault has a key per *epoch*. The current epoch's key (``VK_E``) is wrapped to each
 device, to the recovery key and optionally to the passphrase (`crypto`). When a device is
@@ -23,11 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
-
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from tiermem.core.errors import (
     DeviceRevoked,
@@ -36,11 +35,10 @@ from tiermem.core.errors import (
     RotationConflict,
 )
 from tiermem.sync import crypto, records
-from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import Args, ResultSet, SqlError, Value
 from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.secrets import DEVICE_KEY, open_store
-from tiermem.sync.state import INSERT_WRAP, MissingSecret, Settings, agent_tag, wrap_id
+from tiermem.sync.session import Session
+from tiermem.sync.state import INSERT_WRAP, Settings, agent_tag, wrap_id
 
 __all__ = [
     "CHAIN",
@@ -52,12 +50,9 @@ __all__ = [
     "DeviceRevoked",
     "RotationConflict",
     "RotationResult",
-    "WrapProblem",
     "chain_wrap_id",
-    "check_wraps",
     "current_key",
     "device_entries",
-    "device_private_key",
     "entry_mac_statement",
     "epoch_guard",
     "epoch_key",
@@ -76,14 +71,14 @@ ID_EPOCH: Final = 1
 
 
 # Epoch keys already unwrapped by an engine (they never change for a given vault and epoch).
-_CACHE: weakref.WeakKeyDictionary[SyncEngine, dict[int, bytes]] = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Session, dict[int, bytes]] = weakref.WeakKeyDictionary()
 
 
-def _cache(engine: SyncEngine) -> dict[int, bytes]:
+def _cache(engine: Session) -> dict[int, bytes]:
     return _CACHE.setdefault(engine, {})
 
 
-def remember(engine: SyncEngine, keys: Mapping[int, bytes]) -> None:
+def remember(engine: Session, keys: Mapping[int, bytes]) -> None:
     """Keep unwrapped epoch keys for this engine (after a rotation or a join)."""
     _cache(engine).update(keys)
 
@@ -94,32 +89,20 @@ def chain_wrap_id(agent_id: str, epoch: int) -> bytes:
 
 
 def execute(
-    engine: SyncEngine, sql: str, args: Args = (), policy: RetryPolicy | None = None
+    engine: Session, sql: str, args: Args = (), policy: RetryPolicy | None = None
 ) -> ResultSet:
     """One remote statement through the engine's client, with its retries."""
-    s = engine.require_ready()
-    results, _, _ = engine._send(s, lambda c: [c.execute(sql, args)], policy or RetryPolicy())
-    return results[0]
+    return engine.remote(engine.require_ready()).execute(sql, args, policy)
 
 
 def query(
-    engine: SyncEngine, sql: str, args: Args = (), policy: RetryPolicy | None = None
+    engine: Session, sql: str, args: Args = (), policy: RetryPolicy | None = None
 ) -> tuple[tuple[Value, ...], ...]:
     """The rows of one remote statement (`execute`)."""
     return execute(engine, sql, args, policy).rows
 
 
-def device_private_key(engine: SyncEngine, s: Settings) -> X25519PrivateKey:
-    raw = open_store(engine.mem.home.root, s.secret_ref, s.secret_store).get(DEVICE_KEY)
-    if raw is None:
-        raise MissingSecret(f"this device's sync key is missing from the {s.secret_store} store")
-    try:
-        return crypto.load_device_private_key(bytes.fromhex(raw))
-    except ValueError:
-        raise crypto.MalformedKey("the stored device key is damaged") from None
-
-
-def current_key(engine: SyncEngine, s: Settings | None = None) -> tuple[int, bytes]:
+def current_key(engine: Session, s: Settings | None = None) -> tuple[int, bytes]:
     """(epoch, key) as this device knows them locally (no network)."""
     s = s or engine.require_ready()
     cache = _cache(engine)
@@ -127,9 +110,7 @@ def current_key(engine: SyncEngine, s: Settings | None = None) -> tuple[int, byt
         context = crypto.WrapContext(
             engine.agent_id, s.epoch, wrap_id(engine.agent_id, s.epoch, "device", s.device_id)
         )
-        cache[s.epoch] = crypto.unwrap_for_device(
-            s.device_wrap, device_private_key(engine, s), context
-        )
+        cache[s.epoch] = crypto.unwrap_for_device(s.device_wrap, engine.device_key(s), context)
     return s.epoch, cache[s.epoch]
 
 
@@ -161,7 +142,7 @@ def unlock_chain(
     return keys
 
 
-def _chains(engine: SyncEngine, low: int, high: int) -> dict[int, bytes]:
+def _chains(engine: Session, low: int, high: int) -> dict[int, bytes]:
     rows = query(
         engine,
         "SELECT epoch, blob FROM key_wraps WHERE agent_tag = ? AND kind = 'chain' "
@@ -171,7 +152,7 @@ def _chains(engine: SyncEngine, low: int, high: int) -> dict[int, bytes]:
     return {int(str(e)): records.server_blob(b) for e, b in rows}
 
 
-def epoch_key(engine: SyncEngine, epoch: int) -> bytes:
+def epoch_key(engine: Session, epoch: int) -> bytes:
     """The vault key of `epoch`: the current one from this device's wrap, an older one through
     the chain (one remote read, then cached), a newer one after adopting it (`refresh_epoch`)."""
     cache = _cache(engine)
@@ -194,7 +175,7 @@ def epoch_key(engine: SyncEngine, epoch: int) -> bytes:
     return cache[epoch]
 
 
-def id_key(engine: SyncEngine) -> bytes:
+def id_key(engine: Session) -> bytes:
     """The key of record ids: the epoch-1 vault key, so ids stay the same after rotations."""
     return epoch_key(engine, ID_EPOCH)
 
@@ -207,7 +188,7 @@ class _EpochWraps:
     own_device: bytes | None = None
 
 
-def _wraps_from(engine: SyncEngine, s: Settings) -> dict[int, _EpochWraps]:
+def _wraps_from(engine: Session, s: Settings) -> dict[int, _EpochWraps]:
     """This device's view of the key wraps of epochs ≥ its own (one remote read)."""
     rows = query(
         engine,
@@ -229,7 +210,7 @@ def _wraps_from(engine: SyncEngine, s: Settings) -> dict[int, _EpochWraps]:
     return out
 
 
-def refresh_epoch(engine: SyncEngine) -> int:
+def refresh_epoch(engine: Session) -> int:
     """Adopt the newest epoch on the server, if newer than this device's (one remote read).
 
     Raises `DeviceRevoked` when the newest epoch has no wrap for this device, and
@@ -250,7 +231,7 @@ def refresh_epoch(engine: SyncEngine) -> int:
     context = crypto.WrapContext(
         engine.agent_id, newest, wrap_id(engine.agent_id, newest, "device", s.device_id)
     )
-    new_key = crypto.unwrap_for_device(top.own_device, device_private_key(engine, s), context)
+    new_key = crypto.unwrap_for_device(top.own_device, engine.device_key(s), context)
     chains = {e: w.chain for e, w in wraps.items() if w.chain is not None}
     keys = unlock_chain(engine.agent_id, newest, new_key, chains, s.epoch)
     _, held = current_key(engine, s)
@@ -265,7 +246,7 @@ def refresh_epoch(engine: SyncEngine) -> int:
             "passphrase_wrap = ? WHERE agent_id = ? AND epoch = ?",
             (newest, top.own_device, top.recovery, top.passphrase, engine.agent_id, s.epoch),
         )
-    engine._vault_key = None
+    engine.hold_vault_key(None)
     remember(engine, keys)
     return newest
 
@@ -290,177 +271,6 @@ def epoch_guard(agent_id: str, epoch: int) -> tuple[str, Args]:
 def is_epoch_guard_failure(exc: SqlError, index: int) -> bool:
     """Whether a batch failed at its epoch guard (statement `index`)."""
     return exc.statement == index and "overflow" in str(exc).lower()
-
-
-# ------------------------------------------------------------------------------- wrap checks
-
-
-@dataclass(frozen=True)
-class WrapProblem:
-    """One thing wrong with the key wraps. ``kind``: 'missing' (a wrap that must exist does
-    not), 'unauthenticated' (a wrap or device entry fails authentication), 'mismatch' (differs
-    from this device's copy), 'revoked-has-key' (a removed device holds a current wrap),
-    'revoked' (this device itself was removed), 'chain' (an older epoch is unreachable)."""
-
-    kind: str
-    epoch: int
-    subject: str
-    message: str
-
-
-def check_wraps(engine: SyncEngine) -> list[WrapProblem]:
-    """Every wrap the vault needs for its current epoch exists and, where this device can tell,
-    authenticates; every older epoch is reachable through the chain. Two remote reads."""
-    problems: list[WrapProblem] = []
-    try:
-        refresh_epoch(engine)
-    except DeviceRevoked as exc:
-        s = engine.require_ready()
-        return [WrapProblem("revoked", s.epoch, s.device_id.hex(), str(exc))]
-    except crypto.TamperedData as exc:
-        s = engine.require_ready()
-        problems.append(WrapProblem("chain", s.epoch, "epoch", str(exc)))
-        return problems
-    s = engine.require_ready()
-    agent = engine.agent_id
-    epoch, key = current_key(engine, s)
-    rows = query(
-        engine,
-        "SELECT epoch, kind, wrap_id, blob FROM key_wraps WHERE agent_tag = ?",
-        (agent_tag(agent),),
-    )
-    by_id = {
-        records.server_blob(wid): (int(str(e)), str(kind), records.server_blob(blob))
-        for e, kind, wid, blob in rows
-    }
-
-    def find(kind: str, e: int, extra: bytes = b"") -> bytes | None:
-        found = by_id.get(wrap_id(agent, e, kind, extra))
-        return None if found is None or found[:2] != (e, kind) else found[2]
-
-    recovery = find("recovery", epoch)
-    if recovery is None:
-        problems.append(
-            WrapProblem(
-                "missing", epoch, "recovery", f"no recovery-key wrap for the current epoch {epoch}"
-            )
-        )
-    elif recovery != s.recovery_wrap:
-        problems.append(
-            WrapProblem(
-                "mismatch",
-                epoch,
-                "recovery",
-                "the server's recovery-key wrap differs from the one this device saved",
-            )
-        )
-    passphrase = find("passphrase", epoch)
-    if s.passphrase_wrap is None and passphrase is not None:
-        problems.append(
-            WrapProblem(
-                "mismatch",
-                epoch,
-                "passphrase",
-                "the server holds a passphrase wrap this device never saw (a passphrase there "
-                "may unlock a key of someone else's making)",
-            )
-        )
-    if s.passphrase_wrap is not None:
-        if passphrase is None:
-            problems.append(
-                WrapProblem("missing", epoch, "passphrase", "the passphrase wrap is missing")
-            )
-        elif passphrase != s.passphrase_wrap:
-            problems.append(
-                WrapProblem(
-                    "mismatch",
-                    epoch,
-                    "passphrase",
-                    "the server's passphrase wrap differs from the one this device saved",
-                )
-            )
-    problems += _check_devices(engine, s, key, find)
-    chains: dict[int, bytes] = {}
-    for e in range(ID_EPOCH, epoch):
-        blob = find(CHAIN, e)
-        if blob is None:
-            problems.append(
-                WrapProblem("chain", e, "chain", f"the chain link for epoch {e} is missing")
-            )
-        else:
-            chains[e] = blob
-    if len(chains) == epoch - ID_EPOCH:
-        try:
-            remember(engine, unlock_chain(agent, epoch, key, chains, ID_EPOCH))
-        except crypto.TamperedData as exc:
-            problems.append(WrapProblem("chain", epoch, "chain", str(exc)))
-    return problems
-
-
-def _check_devices(
-    engine: SyncEngine, s: Settings, key: bytes, find: Callable[[str, int, bytes], bytes | None]
-) -> list[WrapProblem]:
-    problems: list[WrapProblem] = []
-    agent = engine.agent_id
-    for entry in device_entries(engine):
-        hex_id = entry.device_id.hex()
-        wrap = find("device", s.epoch, entry.device_id)
-        if entry.revoked:
-            if wrap is not None:
-                problems.append(
-                    WrapProblem(
-                        "revoked-has-key",
-                        s.epoch,
-                        hex_id,
-                        f"removed device {hex_id[:12]}… holds a wrap of the current key",
-                    )
-                )
-            continue
-        if entry.device_id == s.device_id:
-            problems += _check_own_wrap(engine, s, key, wrap)
-        elif not entry.verified_at(agent, s.epoch, key):
-            problems.append(
-                WrapProblem(
-                    "unauthenticated",
-                    s.epoch,
-                    hex_id,
-                    f"device {hex_id[:12]}…'s entry is not authenticated under the current key "
-                    "(added without the vault key, or left out of the last rotation)",
-                )
-            )
-        elif wrap is None:
-            problems.append(
-                WrapProblem(
-                    "missing", s.epoch, hex_id, f"device {hex_id[:12]}… has no wrap of the key"
-                )
-            )
-    return problems
-
-
-def _check_own_wrap(
-    engine: SyncEngine, s: Settings, key: bytes, wrap: bytes | None
-) -> list[WrapProblem]:
-    hex_id = s.device_id.hex()
-    if wrap is None:
-        return [WrapProblem("missing", s.epoch, hex_id, "this device's own wrap is missing")]
-    agent = engine.agent_id
-    context = crypto.WrapContext(agent, s.epoch, wrap_id(agent, s.epoch, "device", s.device_id))
-    try:
-        opened: bytes | None = crypto.unwrap_for_device(
-            wrap, device_private_key(engine, s), context
-        )
-    except crypto.CryptoError:
-        opened = None
-    if opened != key:
-        return [
-            WrapProblem(
-                "unauthenticated",
-                s.epoch,
-                hex_id,
-                "this device's wrap on the server does not open the current key",
-            )
-        ]
-    return []
 
 
 # ------------------------------------------------------------------------------ device list
@@ -511,7 +321,7 @@ def _opt_blob(value: Value) -> bytes | None:
     return None if value is None else records.server_blob(value)
 
 
-def device_entries(engine: SyncEngine) -> list[DeviceEntry]:
+def device_entries(engine: Session) -> list[DeviceEntry]:
     """The server's device list for this agent (one remote read)."""
     rows = query(engine, SELECT_DEVICES, (agent_tag(engine.agent_id),))
     return [
@@ -531,7 +341,7 @@ def device_entries(engine: SyncEngine) -> list[DeviceEntry]:
 
 
 def entry_mac_statement(
-    engine: SyncEngine, device_id: bytes, public_key: bytes, epoch: int, key: bytes
+    engine: Session, device_id: bytes, public_key: bytes, epoch: int, key: bytes
 ) -> tuple[str, Args]:
     """Vouch for a device entry under the key of `epoch`."""
     mac = crypto.device_entry_mac(key, engine.agent_id, epoch, device_id, public_key)
@@ -568,7 +378,7 @@ ROTATION_NOTE: Final = (
 
 
 def rotate(
-    engine: SyncEngine,
+    engine: Session,
     recovery_key: bytes,
     *,
     passphrase: str | None = None,
@@ -588,22 +398,73 @@ def rotate(
     refresh_epoch(engine)
     s = engine.require_ready()
     agent = engine.agent_id
-    tag = agent_tag(agent)
     old_epoch, old_key = current_key(engine, s)
+    params = _check_secrets(agent, s, old_epoch, old_key, recovery_key, passphrase)
+    keep_passphrase = params is not None
+    kept, skipped = _devices_to_keep(engine, s, remove, old_epoch, old_key)
+    new = _NewEpoch(engine, old_epoch, old_key, recovery_key)
+    new.add_passphrase(passphrase if keep_passphrase else None, params)
+    new.add_devices(s.device_id, kept)
+    if remove is not None:
+        new.statements.append(
+            (
+                "UPDATE devices SET revoked_at = ?, revoked_epoch = ?, mac = NULL, "
+                "mac_epoch = NULL WHERE device_id = ? AND agent_tag = ?",
+                (engine.mem.now() if now is None else now, new.epoch, remove, agent_tag(agent)),
+            )
+        )
+    _send_rotation(engine, s, new, policy)
+    with engine.db.transaction():
+        engine.db.execute(
+            "UPDATE sync_state SET epoch = ?, device_wrap = ?, recovery_wrap = ?, "
+            "passphrase_wrap = ? WHERE agent_id = ?",
+            (new.epoch, new.own_wrap, new.recovery, new.passphrase, agent),
+        )
+    engine.hold_vault_key(None)
+    remember(engine, {new.epoch: new.key, old_epoch: old_key})
+    pw_state = "kept" if keep_passphrase else "dropped"
+    if s.passphrase_wrap is None:
+        pw_state = "none"
+    return RotationResult(
+        old_epoch=old_epoch,
+        new_epoch=new.epoch,
+        removed=None if remove is None else remove.hex(),
+        kept=[d.hex() for d, _ in kept],
+        skipped=skipped,
+        passphrase=pw_state,
+        note=ROTATION_NOTE if remove is not None else "",
+    )
+
+
+def _check_secrets(
+    agent: str,
+    s: Settings,
+    old_epoch: int,
+    old_key: bytes,
+    recovery_key: bytes,
+    passphrase: str | None,
+) -> crypto.KdfParameters | None:
+    """Check the recovery key (and the passphrase, when one is set and given) against the
+    current wraps; returns the passphrase's KDF parameters when it is kept, else None."""
     recovery_context = crypto.WrapContext(agent, old_epoch, wrap_id(agent, old_epoch, "recovery"))
     if crypto.unwrap_with_recovery_key(s.recovery_wrap, recovery_key, recovery_context) != old_key:
         raise crypto.WrongKey("the recovery key does not unlock this vault")
-    keep_passphrase = s.passphrase_wrap is not None and passphrase is not None
-    params = crypto.DEFAULT_KDF_PARAMS
-    if keep_passphrase:
-        assert s.passphrase_wrap is not None and passphrase is not None
-        pw_context = crypto.WrapContext(agent, old_epoch, wrap_id(agent, old_epoch, "passphrase"))
-        crypto.unwrap_with_passphrase(s.passphrase_wrap, passphrase, pw_context)
-        parsed = crypto.parse_wrap(s.passphrase_wrap)
-        assert isinstance(parsed, crypto.PassphraseWrap)
-        params = parsed.params
+    if s.passphrase_wrap is None or passphrase is None:
+        return None
+    pw_context = crypto.WrapContext(agent, old_epoch, wrap_id(agent, old_epoch, "passphrase"))
+    crypto.unwrap_with_passphrase(s.passphrase_wrap, passphrase, pw_context)
+    parsed = crypto.parse_wrap(s.passphrase_wrap)
+    assert isinstance(parsed, crypto.PassphraseWrap)
+    return parsed.params
+
+
+def _devices_to_keep(
+    engine: Session, s: Settings, remove: bytes | None, old_epoch: int, old_key: bytes
+) -> tuple[list[tuple[bytes, bytes]], list[str]]:
+    """(device id, public key) of the devices that get the new key, this one first, and the
+    hex ids of entries left out because the old key does not vouch for them."""
     entries = device_entries(engine)
-    own_public = crypto.device_public_bytes(device_private_key(engine, s))
+    own_public = crypto.device_public_bytes(engine.device_key(s))
     if remove is not None:
         if remove == s.device_id:
             raise InvalidInput(
@@ -617,93 +478,86 @@ def rotate(
     for entry in entries:
         if entry.revoked or entry.device_id in (remove, s.device_id):
             continue
-        if entry.verified_at(agent, old_epoch, old_key):
+        if entry.verified_at(engine.agent_id, old_epoch, old_key):
             kept.append((entry.device_id, entry.public_key))
         else:
             skipped.append(entry.device_id.hex())
-    new_epoch = old_epoch + 1
-    new_key = crypto.generate_vault_key()
-    recovery = crypto.wrap_with_recovery_key(
-        new_key,
-        recovery_key,
-        crypto.WrapContext(agent, new_epoch, wrap_id(agent, new_epoch, "recovery")),
-    )
-    statements: list[tuple[str, Args]] = [
-        (INSERT_WRAP, (wrap_id(agent, new_epoch, "recovery"), tag, new_epoch, "recovery", recovery))
-    ]
-    chain = crypto.wrap_chain(
-        old_key,
-        new_key,
-        new_epoch,
-        crypto.WrapContext(agent, old_epoch, chain_wrap_id(agent, old_epoch)),
-    )
-    statements.append(
-        (INSERT_WRAP, (chain_wrap_id(agent, old_epoch), tag, old_epoch, CHAIN, chain))
-    )
-    new_pw: bytes | None = None
-    if keep_passphrase:
-        assert passphrase is not None
-        pw_id = wrap_id(agent, new_epoch, "passphrase")
-        new_pw = crypto.wrap_with_passphrase(
-            new_key, passphrase, crypto.WrapContext(agent, new_epoch, pw_id), params=params
+    return kept, skipped
+
+
+class _NewEpoch:
+    """The next epoch's key and the wraps of it one rotation writes (statement 0: the recovery
+    wrap, whose conflict tells a concurrent rotation)."""
+
+    def __init__(
+        self, engine: Session, old_epoch: int, old_key: bytes, recovery_key: bytes
+    ) -> None:
+        self.engine = engine
+        self.agent = agent = engine.agent_id
+        self.tag = tag = agent_tag(agent)
+        self.epoch = epoch = old_epoch + 1
+        self.key = key = crypto.generate_vault_key()
+        self.recovery = crypto.wrap_with_recovery_key(
+            key, recovery_key, crypto.WrapContext(agent, epoch, wrap_id(agent, epoch, "recovery"))
         )
-        statements.append((INSERT_WRAP, (pw_id, tag, new_epoch, "passphrase", new_pw)))
-    own_wrap = b""
-    for device_id, public in kept:
-        dev_id = wrap_id(agent, new_epoch, "device", device_id)
-        blob = crypto.wrap_for_device(
-            new_key,
-            crypto.load_device_public_key(public),
-            crypto.WrapContext(agent, new_epoch, dev_id),
+        chain_id = chain_wrap_id(agent, old_epoch)
+        chain = crypto.wrap_chain(
+            old_key, key, epoch, crypto.WrapContext(agent, old_epoch, chain_id)
         )
-        if device_id == s.device_id:
-            own_wrap = blob
-        statements.append((INSERT_WRAP, (dev_id, tag, new_epoch, "device", blob)))
-        statements.append(entry_mac_statement(engine, device_id, public, new_epoch, new_key))
-    when = engine.mem.now() if now is None else now
-    if remove is not None:
-        statements.append(
+        self.statements: list[tuple[str, Args]] = [
             (
-                "UPDATE devices SET revoked_at = ?, revoked_epoch = ?, mac = NULL, "
-                "mac_epoch = NULL WHERE device_id = ? AND agent_tag = ?",
-                (when, new_epoch, remove, tag),
-            )
+                INSERT_WRAP,
+                (wrap_id(agent, epoch, "recovery"), tag, epoch, "recovery", self.recovery),
+            ),
+            (INSERT_WRAP, (chain_id, tag, old_epoch, CHAIN, chain)),
+        ]
+        self.passphrase: bytes | None = None
+        self.own_wrap = b""
+
+    def add_passphrase(self, passphrase: str | None, params: crypto.KdfParameters | None) -> None:
+        if passphrase is None or params is None:
+            return
+        pw_id = wrap_id(self.agent, self.epoch, "passphrase")
+        self.passphrase = crypto.wrap_with_passphrase(
+            self.key, passphrase, crypto.WrapContext(self.agent, self.epoch, pw_id), params=params
         )
+        self.statements.append(
+            (INSERT_WRAP, (pw_id, self.tag, self.epoch, "passphrase", self.passphrase))
+        )
+
+    def add_devices(self, own_id: bytes, kept: list[tuple[bytes, bytes]]) -> None:
+        """A wrap of the new key and a fresh entry MAC for each device kept."""
+        for device_id, public in kept:
+            dev_id = wrap_id(self.agent, self.epoch, "device", device_id)
+            blob = crypto.wrap_for_device(
+                self.key,
+                crypto.load_device_public_key(public),
+                crypto.WrapContext(self.agent, self.epoch, dev_id),
+            )
+            if device_id == own_id:
+                self.own_wrap = blob
+            self.statements.append((INSERT_WRAP, (dev_id, self.tag, self.epoch, "device", blob)))
+            self.statements.append(
+                entry_mac_statement(self.engine, device_id, public, self.epoch, self.key)
+            )
+
+
+def _send_rotation(engine: Session, s: Settings, new: _NewEpoch, policy: RetryPolicy) -> None:
+    """One atomic batch. A conflict on the new recovery wrap is ours (an earlier attempt whose
+    answer was lost) when the server holds our exact bytes, else another device's rotation."""
     try:
-        engine._send(s, lambda c: c.batch(statements), policy)
+        engine.remote(s).batch(new.statements, policy)
     except SqlError as exc:
         if exc.statement != 0:
             raise
-        # The new epoch's recovery wrap exists: ours (the answer to an earlier attempt was
-        # lost; the batch is atomic) or another device's rotation.
         rows = query(
             engine,
             "SELECT blob FROM key_wraps WHERE wrap_id = ?",
-            (wrap_id(agent, new_epoch, "recovery"),),
+            (wrap_id(new.agent, new.epoch, "recovery"),),
             policy,
         )
-        if rows != ((recovery,),):
+        if rows != ((new.recovery,),):
             raise RotationConflict(
-                f"another device rotated the key of agent {agent!r} to epoch {new_epoch} at the "
-                "same moment; nothing was changed here; run the command again"
+                f"another device rotated the key of agent {new.agent!r} to epoch {new.epoch} at "
+                "the same moment; nothing was changed here; run the command again"
             ) from None
-    with engine.db.transaction():
-        engine.db.execute(
-            "UPDATE sync_state SET epoch = ?, device_wrap = ?, recovery_wrap = ?, "
-            "passphrase_wrap = ? WHERE agent_id = ?",
-            (new_epoch, own_wrap, recovery, new_pw, agent),
-        )
-    engine._vault_key = None
-    remember(engine, {new_epoch: new_key, old_epoch: old_key})
-    pw_state = "kept" if keep_passphrase else "dropped"
-    if s.passphrase_wrap is None:
-        pw_state = "none"
-    return RotationResult(
-        old_epoch=old_epoch,
-        new_epoch=new_epoch,
-        removed=None if remove is None else remove.hex(),
-        kept=[d.hex() for d, _ in kept],
-        skipped=skipped,
-        passphrase=pw_state,
-        note=ROTATION_NOTE if remove is not None else "",
-    )

@@ -38,9 +38,10 @@ from tiermem.sync.devices import (
     join,
     own_entry_statements,
 )
-from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import DEFAULT_TIMEOUT, HranaClient, Value, to_base_url
-from tiermem.sync.retry import RetryPolicy, call_with_retry
+from tiermem.sync.hrana import DEFAULT_TIMEOUT, Value, to_base_url
+from tiermem.sync.remote import Remote
+from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.session import Session
 from tiermem.sync.state import agent_tag
 
 __all__ = [
@@ -172,7 +173,7 @@ class NewDevicePairing:
         self.policy = policy or RetryPolicy()
         self.sleep = sleep
         self.clock = clock
-        self.client = HranaClient(to_base_url(url), token, timeout=timeout, transport=transport)
+        self.remote = Remote(to_base_url(url), token, timeout=timeout, transport=transport)
         self.key = crypto.generate_device_key()
         self.public = crypto.device_public_bytes(self.key)
         self.nonce = os.urandom(crypto.PAIRING_NONCE_LEN)
@@ -186,12 +187,12 @@ class NewDevicePairing:
         return self.pairing_id.hex()[:8]
 
     def close(self) -> None:
-        self.client.close()
+        self.remote.close()
 
     def start(self) -> None:
         """Step 1: post the public key and the commitment."""
         check_empty_home(self.mem)
-        epoch_wraps(self.client, self.mem.agent_id, self.policy)  # a vault exists
+        epoch_wraps(self.remote, self.mem.agent_id, self.policy)  # a vault exists
         statements = [
             (CREATE_PAIRINGS, ()),
             (
@@ -206,12 +207,11 @@ class NewDevicePairing:
                 ),
             ),
         ]
-        call_with_retry(lambda: self.client.batch(statements), self.policy)
+        self.remote.batch(statements, self.policy)
 
     def _fetch(self) -> _Row | None:
-        rows = call_with_retry(
-            lambda: self.client.execute(f"{_SELECT} WHERE pairing_id = ?", (self.pairing_id,)),
-            self.policy,
+        rows = self.remote.execute(
+            f"{_SELECT} WHERE pairing_id = ?", (self.pairing_id,), self.policy
         ).rows
         return _row(rows[0]) if rows else None
 
@@ -228,11 +228,9 @@ class NewDevicePairing:
         assert row.approver_public is not None and row.approver_nonce is not None
         if len(row.approver_public) != crypto.X25519_LEN:
             raise crypto.TamperedData("the answer holds a malformed public key")
-        call_with_retry(
-            lambda: self.client.execute(
-                "UPDATE pairings SET new_nonce = ? WHERE pairing_id = ? AND new_nonce IS NULL",
-                (self.nonce, self.pairing_id),
-            ),
+        self.remote.execute(
+            "UPDATE pairings SET new_nonce = ? WHERE pairing_id = ? AND new_nonce IS NULL",
+            (self.nonce, self.pairing_id),
             self.policy,
         )
         self._transcript = crypto.PairingTranscript(
@@ -263,10 +261,10 @@ class NewDevicePairing:
             epoch, vault_key = crypto.open_pairing_bundle(self.key, self._transcript, row.bundle)
         except crypto.WrongKey as exc:
             raise PairingRefused(f"{exc}; nothing was set up") from None
-        _, wraps = epoch_wraps(self.client, self.mem.agent_id, self.policy, epoch)
+        _, wraps = epoch_wraps(self.remote, self.mem.agent_id, self.policy, epoch)
         result = join(
             self.mem,
-            self.client,
+            self.remote,
             self.token,
             self.key,
             epoch,
@@ -282,11 +280,8 @@ class NewDevicePairing:
 
     def cancel(self) -> None:
         """Withdraw the request (also done after a successful join)."""
-        call_with_retry(
-            lambda: self.client.execute(
-                "DELETE FROM pairings WHERE pairing_id = ?", (self.pairing_id,)
-            ),
-            self.policy,
+        self.remote.execute(
+            "DELETE FROM pairings WHERE pairing_id = ?", (self.pairing_id,), self.policy
         )
 
 
@@ -339,13 +334,12 @@ class PairingRequest:
     answered: bool
 
 
-def pending_pairings(engine: SyncEngine, now: float | None = None) -> list[PairingRequest]:
+def pending_pairings(engine: Session, now: float | None = None) -> list[PairingRequest]:
     """Requests of new devices for this agent, newest first (expired ones are deleted)."""
     now = time.time() if now is None else now
     tag = agent_tag(engine.agent_id)
     s = engine.require_ready()
-    results, _, _ = engine._send(
-        s,
+    results, _, _ = engine.remote(s).send(
         lambda c: c.batch(
             [
                 (CREATE_PAIRINGS, ()),
@@ -376,7 +370,7 @@ class Approval:
 
     def __init__(
         self,
-        engine: SyncEngine,
+        engine: Session,
         pairing_id: bytes,
         *,
         sleep: Callable[[float], None] = time.sleep,
@@ -387,7 +381,7 @@ class Approval:
         self.sleep = sleep
         self.clock = clock
         s = engine.require_ready()
-        self.device_key = keys.device_private_key(engine, s)
+        self.device_key = engine.device_key(s)
         self.public = crypto.device_public_bytes(self.device_key)
         self.nonce = os.urandom(crypto.PAIRING_NONCE_LEN)
         self.code: str | None = None
@@ -409,7 +403,7 @@ class Approval:
                 (self.public, self.nonce, self.pairing_id),
             ),
         ]
-        results, _, _ = self.engine._send(s, lambda c: c.batch(statements), RetryPolicy())
+        results, _, _ = self.engine.remote(s).send(lambda c: c.batch(statements), RetryPolicy())
         if results[-1].affected_row_count != 1:
             raise PairingRefused(
                 "this pairing request was already answered (by another device?) or is gone; "
@@ -478,7 +472,7 @@ class Approval:
 
 
 def answer_pairing(
-    engine: SyncEngine,
+    engine: Session,
     request: str | None = None,
     *,
     sleep: Callable[[float], None] = time.sleep,

@@ -8,7 +8,7 @@ record id, version and writer device. The server never sees the table: it is onl
 associated data and in the keyed record id.
 
 **Record ids** are ``crypto.record_id(id_key, TABLE, key)``. The *id key* is the epoch-1 vault
-key (`keys.id_key(engine)`, helper 6B; ``SyncEngine.id_key()`` wraps it), so ids stay stable
+key (`keys.id_key(engine)`; ``SyncEngine.id_key()`` wraps it), so ids stay stable
 when the vault key is rotated. Envelopes are sealed under the *current epoch's* key
 (``SyncEngine.epoch_key(epoch)``); open a row with the key of the epoch written in its header
 (`crypto.parse_envelope(envelope).epoch`, equal to the row's ``epoch`` column).
@@ -16,9 +16,9 @@ when the vault key is rotated. Envelopes are sealed under the *current epoch's* 
 Tables (the ``table`` bound in the associated data) and their payloads (UTF-8 JSON, canonical:
 sorted keys, no whitespace; every payload has ``"format": 1``):
 
-``critical`` — key: the agent id. The hot state and tree of the agent (`core.snapshot.dump`, or
-  with helper 6C `tiermem.sync.merge.critical_document`: the same plus per-item HLC clocks;
-  that document carries its own ``format``, validated by its loader, not here).
+``critical`` — key: the agent id. The hot state and tree of the agent with per-item HLC clocks
+  (`tiermem.sync.merge.critical_document`; the original layout is the plain `core.snapshot.dump`).
+  That document carries its own ``format``, validated by its loader, not here.
   Sealed with ``min_bucket=crypto.SNAPSHOT_BUCKET``. `encode_critical` / `decode_critical`.
 
 ``memory`` — key: the memory id (`core.warm.memory_id`, 16 hex digits). The latest state of one
@@ -45,8 +45,8 @@ sorted keys, no whitespace; every payload has ``"format": 1``):
   resent byte for byte, never renumbered). The manifest lists every other row of its batch (not
   itself). `encode_manifest` / `decode_manifest` → `Manifest`.
 
-``prune`` — key ``"horizon"`` (`PRUNE_KEY`): the prune horizon written by `sync prune` (helper
-  6D, `tiermem.sync.restore`); pulls skip it.
+``prune`` — key ``"horizon"`` (`PRUNE_KEY`): the prune horizon written by `sync prune`
+  (`tiermem.sync.prune`); pulls skip it.
 
 One push request (one hrana ``batch``: BEGIN IMMEDIATE; INSERT … ON CONFLICT DO NOTHING …;
 COMMIT) gives every row it writes the same version (one HLC tick per request); distinct record
@@ -62,6 +62,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar
 
+from tiermem.core.errors import InvalidInput
+from tiermem.core.rows import TIERS, MemoryRow
 from tiermem.sync import crypto
 from tiermem.sync.hrana import SqlError
 
@@ -110,7 +112,6 @@ SELECT_PAGE: Final = (
 )
 
 Table = Literal["critical", "memory", "manifest", "prune"]
-_TIERS: Final = ("warm", "cold", "frozen")
 
 
 def canonical(data: dict[str, Any]) -> bytes:
@@ -232,8 +233,8 @@ def encode_critical(document: dict[str, Any]) -> bytes:
 
 
 def decode_critical(plaintext: bytes, agent_id: str) -> dict[str, Any]:
-    """The critical-state document (its own ``format`` — 1 for `snapshot.dump`, 2 for 6C's
-    document with clocks — is checked by whoever loads it)."""
+    """The critical-state document (its own ``format`` — 1 for `snapshot.dump`, 2 for the
+    document with per-item clocks — is checked by whoever loads it)."""
     try:
         data = json.loads(plaintext)
     except ValueError:
@@ -246,49 +247,6 @@ def decode_critical(plaintext: bytes, agent_id: str) -> dict[str, Any]:
 
 
 # -------------------------------------------------------------------------------- memory
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryRow:
-    """A warm/cold/frozen row as it travels (metadata lists, not the local newline form)."""
-
-    id: str
-    text: str
-    category: str
-    importance: float
-    created_at: float
-    access_count: int
-    last_access: float | None
-    tier: str
-    tier_changed_at: float
-    urls: tuple[str, ...] = ()
-    commands: tuple[str, ...] = ()
-    paths: tuple[str, ...] = ()
-    source: str = ""
-    size_bytes: int = 0
-    tokens: int = 0
-    pinned: bool = False
-
-    def columns(self) -> tuple[object, ...]:
-        """The local `memories` columns from `text` to `pinned`, in table order: metadata
-        joined by newlines, importance kept inside the table's CHECK range."""
-        return (
-            self.text,
-            self.category,
-            min(max(self.importance, 0.0), 1.0),
-            self.created_at,
-            self.access_count,
-            self.last_access,
-            self.tier,
-            self.tier_changed_at,
-            "\n".join(self.urls),
-            "\n".join(self.commands),
-            "\n".join(self.paths),
-            self.source,
-            self.size_bytes,
-            self.tokens,
-            int(self.pinned),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,7 +334,7 @@ def decode_memory(plaintext: bytes, memory_id: str | None = None) -> MemoryRow |
         if data["deleted"] is True:
             return Tombstone(mid)
         tier = _str(data["tier"])
-        if tier not in _TIERS:
+        if tier not in TIERS:
             raise ValueError(f"unknown tier {tier!r}")
         last = data["last_access"]
         return MemoryRow(
@@ -397,7 +355,7 @@ def decode_memory(plaintext: bytes, memory_id: str | None = None) -> MemoryRow |
             tokens=_int(data["tokens"]),
             pinned=bool(data["pinned"]),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, InvalidInput) as exc:
         if isinstance(exc, crypto.TamperedData):
             raise
         raise crypto.TamperedData(f"a memory record is malformed ({exc})") from None

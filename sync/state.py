@@ -1,6 +1,6 @@
 """What sync keeps and sends: the remote schema, opaque names, local settings, its errors.
 
-**The server's tables** (ARCHITECTURE §5) hold only ciphertext and opaque ids:
+**The server's tables** hold only ciphertext and opaque ids:
 
 - ``records(seq, agent_tag, record_id, version, epoch, device_id, envelope)``: one row per
   pushed version of a record. ``seq`` is the server's commit order (what pulls page by),
@@ -81,11 +81,11 @@ REMOTE_SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS devices ("
     "device_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, public_key BLOB NOT NULL, "
     "added TEXT NOT NULL, "
-    # 6B (sync/devices.py): name = sealed envelope; mac = crypto.device_entry_mac under the
+    # sync/devices.py: name = sealed envelope; mac = crypto.device_entry_mac under the
     # key of mac_epoch; revoked_* set by `sync remove-device`.
     "name BLOB, last_seen REAL, revoked_at REAL, revoked_epoch INTEGER, "
     "mac BLOB, mac_epoch INTEGER)",
-    # 6B (sync/pairing.py): one row per pairing of a new device, deleted when it completes.
+    # sync/pairing.py: one row per pairing of a new device, deleted when it completes.
     "CREATE TABLE IF NOT EXISTS pairings ("
     "pairing_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, created REAL NOT NULL, "
     "new_public BLOB NOT NULL, commitment BLOB NOT NULL, approver_public BLOB, "

@@ -6,11 +6,12 @@ from __future__ import annotations
 import importlib.util
 import re
 from pathlib import Path
+from types import ModuleType
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "sizes.py"
 
 
-def load_sizes():
+def load_sizes() -> ModuleType:
     spec = importlib.util.spec_from_file_location("sizes", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

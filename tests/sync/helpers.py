@@ -57,7 +57,7 @@ def seed_memory(mem: Memory) -> None:
 
 
 def dump_bytes(mem: Memory) -> bytes:
-    """The critical state as a push sends it: 6C's document with clocks once sync is set up
+    """The critical state as a push sends it: the document with per-item clocks once sync is set up
     (equal on two devices holding the same state), else the plain dump."""
     device = mem.db.scalar("SELECT device_id FROM sync_state WHERE agent_id = ?", (mem.agent_id,))
     if device is None:

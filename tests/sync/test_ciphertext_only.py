@@ -77,7 +77,7 @@ def test_server_files_hold_no_plaintext_key_or_token(tmp_path: Path, server: Sql
             s = engine.settings()
             assert s is not None
             vault_key = engine.vault_key(s)
-            device_key = engine._device_key(s).private_bytes_raw()
+            device_key = engine.device_key(s).private_bytes_raw()
     restore(tmp_path / "restored", AGENT, server.url, server.token, recovery_key=key)
     secrets = {
         "token": server.token.encode(),

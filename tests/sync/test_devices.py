@@ -16,7 +16,7 @@ from tests.sync.helpers import CHEAP_KDF, PASSPHRASE, policy, settings
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.sync import crypto, keys
+from tiermem.sync import crypto, keys, wrapcheck
 from tiermem.sync.devices import add_device_with_recovery, list_devices, resolve_device
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
@@ -62,8 +62,8 @@ def test_join_with_recovery_key_shares_the_vault_key_and_lists_both(
             assert listed[joined.device_id].current and listed[joined.device_id].name == "laptop"
             first = listed[settings(engine_a).device_id.hex()]
             assert not first.current and first.verified
-            assert keys.check_wraps(engine_b) == []
-        assert keys.check_wraps(engine_a) == []
+            assert wrapcheck.check_wraps(engine_b) == []
+        assert wrapcheck.check_wraps(engine_a) == []
         assert [d.verified for d in list_devices(engine_a)] == [True, True]
 
 
@@ -139,7 +139,7 @@ def test_an_entry_the_server_slips_in_is_not_verified_and_check_says_so(
         )
         listed = {d.device_id: d for d in list_devices(engine)}
         assert not listed[(b"\x01" * 16).hex()].verified
-        problems = keys.check_wraps(engine)
+        problems = wrapcheck.check_wraps(engine)
         assert [(p.kind, p.subject) for p in problems] == [
             ("unauthenticated", (b"\x01" * 16).hex())
         ]
@@ -149,7 +149,7 @@ def test_check_wraps_reports_missing_and_altered_wraps(
     tmp_path: Path, agent_id: str, sqld: SqldServer, client: HranaClient
 ) -> None:
     with first_device(tmp_path / "a", agent_id, sqld, passphrase=PASSPHRASE) as (_, engine, _):
-        assert keys.check_wraps(engine) == []
+        assert wrapcheck.check_wraps(engine) == []
         tag = agent_tag(agent_id)
         client.execute("DELETE FROM key_wraps WHERE agent_tag = ? AND kind = 'recovery'", (tag,))
         blob = client.execute(
@@ -164,13 +164,13 @@ def test_check_wraps_reports_missing_and_altered_wraps(
             "UPDATE key_wraps SET blob = x'00' WHERE agent_tag = ? AND kind = 'passphrase'",
             (tag,),
         )
-        kinds = sorted((p.kind, p.subject) for p in keys.check_wraps(engine))
+        kinds = sorted((p.kind, p.subject) for p in wrapcheck.check_wraps(engine))
         assert kinds == [
             ("mismatch", "passphrase"),
             ("missing", "recovery"),
             ("unauthenticated", settings(engine).device_id.hex()),
         ]
-        assert all(PASSPHRASE not in p.message for p in keys.check_wraps(engine))
+        assert all(PASSPHRASE not in p.message for p in wrapcheck.check_wraps(engine))
 
 
 def test_check_wraps_reports_a_passphrase_wrap_nobody_set(
@@ -189,7 +189,7 @@ def test_check_wraps_reports_a_passphrase_wrap_nobody_set(
             "VALUES (?, ?, 1, 'passphrase', ?)",
             (pw_id, agent_tag(agent_id), forged),
         )
-        assert [(p.kind, p.subject) for p in keys.check_wraps(engine)] == [
+        assert [(p.kind, p.subject) for p in wrapcheck.check_wraps(engine)] == [
             ("mismatch", "passphrase")
         ]
 

@@ -1,4 +1,4 @@
-"""tiermem.sync never imports a front end (ARCHITECTURE §1), checked in a clean interpreter."""
+"""tiermem.sync never imports a front end (the layering), checked in a clean interpreter."""
 
 from __future__ import annotations
 
@@ -13,10 +13,20 @@ SYNC_MODULES = [
     "engine",
     "hlc",
     "hrana",
+    "journal",
+    "keyring",
+    "prune",
+    "pull",
+    "push",
+    "remote",
     "restore",
     "retry",
+    "seal",
     "secrets",
+    "session",
+    "setup",
     "state",
+    "wrapcheck",
 ]
 
 

@@ -62,7 +62,7 @@ def test_a_page_too_large_for_the_server_is_halved_until_it_fits(
             assert engine.push(policy()).pushed
             # the server really refuses a page of everything
             with pytest.raises(SqlError) as refused:
-                engine._client_for(engine.require_ready()).execute(
+                engine.remote(engine.require_ready()).client.execute(
                     records.SELECT_PAGE, (agent_tag(agent_id), 0, 1000)
                 )
             assert refused.value.code == "RESPONSE_TOO_LARGE"

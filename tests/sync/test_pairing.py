@@ -26,7 +26,7 @@ from tests.sync.helpers import settings as sync_settings
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.sync import crypto, keys
+from tiermem.sync import crypto, keys, wrapcheck
 from tiermem.sync.devices import list_devices
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
@@ -56,7 +56,7 @@ def test_two_homes_pair_and_both_read_and_write(
             s_b = sync_settings(engine_b)
             assert s_b.device_id.hex() == new_id and s_b.status == "ready"
             assert engine_b.id_key() == engine_a.id_key()
-            assert keys.check_wraps(engine_b) == []
+            assert wrapcheck.check_wraps(engine_b) == []
             engine_b.pull(policy())
             assert "the heron feeder opens at dawn" in [
                 lesson.text for lesson in mem_b.hot().critical_lessons
@@ -72,7 +72,7 @@ def test_two_homes_pair_and_both_read_and_write(
         ]
         listed = {d.device_id: d for d in list_devices(engine_a)}
         assert listed[new_id].name == "tablet" and listed[new_id].verified
-        assert keys.check_wraps(engine_a) == []
+        assert wrapcheck.check_wraps(engine_a) == []
 
 
 def test_a_server_that_swaps_the_new_devices_key_gets_different_codes_and_nothing(

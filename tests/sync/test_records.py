@@ -62,6 +62,15 @@ def test_malformed_memory_payloads_are_damage(payload: bytes) -> None:
         records.decode_memory(payload)
 
 
+def test_a_memory_core_would_reject_is_damage() -> None:
+    good = records.MemoryRow("0123456789abcdef", "t", "c", 0.5, 1.0, 0, None, "warm", 1.0)
+    data = json.loads(records.encode_memory(good))
+    for field, value in (("importance", 1.5), ("importance", -0.1), ("access_count", -1)):
+        bad = json.dumps({**data, field: value}).encode()
+        with pytest.raises(crypto.TamperedData):
+            records.decode_memory(bad)
+
+
 def test_an_unknown_format_is_refused() -> None:
     with pytest.raises(crypto.UnsupportedFormat):
         records.decode_memory(b'{"format": 9, "id": "a", "deleted": true}')

@@ -24,9 +24,9 @@ from tests.sync.sqld import SqldServer
 from tiermem.core import snapshot
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto, hlc
-from tiermem.sync import restore as restore_module
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
+from tiermem.sync.restore import home as restore_module
 from tiermem.sync.restore import restore
 from tiermem.sync.state import CRITICAL_TABLE, HomeNotEmpty, NothingToRestore, agent_tag
 

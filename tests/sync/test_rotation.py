@@ -21,7 +21,7 @@ from tests.sync.helpers import settings as sync_settings
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.sync import crypto, keys
+from tiermem.sync import crypto, keys, wrapcheck
 from tiermem.sync.devices import list_devices, remove_device
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient, SqlError
@@ -77,7 +77,7 @@ def test_remove_device_rotates_the_key_for_future_data_only(
             assert result.skipped == [] and result.passphrase == "none"
             assert "NOT protected" in result.note and "already downloaded" in result.note
             assert sync_settings(engine_a).epoch == 2
-            assert keys.check_wraps(engine_a) == []
+            assert wrapcheck.check_wraps(engine_a) == []
 
             listed = {d.device_id: d for d in list_devices(engine_a)}
             assert listed[lost_id].revoked and listed[lost_id].revoked_at is not None
@@ -163,7 +163,7 @@ def test_the_passphrase_is_kept_when_given_and_dropped_otherwise(
             remove_device(engine, first, recovery, passphrase="not the passphrase at all")
         kept = remove_device(engine, first, recovery, passphrase=PASSPHRASE)
         assert kept.passphrase == "kept" and sync_settings(engine).passphrase_wrap is not None
-        assert keys.check_wraps(engine) == []
+        assert wrapcheck.check_wraps(engine) == []
         restored = restore(
             tmp_path / "by-passphrase", agent_id, sqld.url, sqld.token, passphrase=PASSPHRASE
         )
@@ -171,7 +171,7 @@ def test_the_passphrase_is_kept_when_given_and_dropped_otherwise(
         dropped = remove_device(engine, second, recovery)
         assert dropped.passphrase == "dropped" and dropped.new_epoch == 3
         assert sync_settings(engine).passphrase_wrap is None
-        assert keys.check_wraps(engine) == []
+        assert wrapcheck.check_wraps(engine) == []
     with pytest.raises(Exception, match="passphrase"):
         restore(tmp_path / "too-late", agent_id, sqld.url, sqld.token, passphrase=PASSPHRASE)
     restored = restore(tmp_path / "by-key", agent_id, sqld.url, sqld.token, recovery_key=recovery)
@@ -198,7 +198,7 @@ def test_two_rotations_at_once_one_wins_and_the_other_changes_nothing(
             assert sync_settings(engine_b).epoch == 1
             assert keys.refresh_epoch(engine_b) == 2
             assert engine_b.epoch_key(2) == engine_a.epoch_key(2)
-            assert keys.check_wraps(engine_b) == []
+            assert wrapcheck.check_wraps(engine_b) == []
 
 
 def test_a_rotation_whose_answer_was_lost_is_finished_by_its_retry(
@@ -210,7 +210,7 @@ def test_a_rotation_whose_answer_was_lost_is_finished_by_its_retry(
             fault_proxy.script(faultproxy.PASS, faultproxy.PASS, faultproxy.DROP_AFTER_COMMIT)
             result = keys.rotate(engine, recovery, policy=policy())
             assert result.new_epoch == 2 and sync_settings(engine).epoch == 2
-            assert keys.check_wraps(engine) == []
+            assert wrapcheck.check_wraps(engine) == []
 
 
 def test_a_server_cannot_slip_in_an_epoch_of_its_own(
@@ -251,7 +251,7 @@ def test_a_server_cannot_slip_in_an_epoch_of_its_own(
         with pytest.raises(crypto.TamperedData, match="slip in"):
             keys.refresh_epoch(engine)
         assert sync_settings(engine).epoch == 1
-        assert [p.kind for p in keys.check_wraps(engine)] == ["chain"]
+        assert [p.kind for p in wrapcheck.check_wraps(engine)] == ["chain"]
 
 
 def test_a_device_entry_the_server_added_gets_no_key_at_rotation(
@@ -395,4 +395,4 @@ def test_a_device_restored_after_a_rotation_registers_vouched_for_and_keeps_its_
         with Memory(tmp_path / "r", agent_id) as mem_r, SyncEngine(mem_r) as engine_r:
             assert keys.refresh_epoch(engine_r) == 3
             assert engine_r.epoch_key(1) == engine_a.epoch_key(1)
-            assert keys.check_wraps(engine_r) == []
+            assert wrapcheck.check_wraps(engine_r) == []

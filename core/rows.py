@@ -1,0 +1,223 @@
+"""The `memories` row, defined once: its columns in table order with their types, the checks
+core applies to a row's values, and the SQL built from that one column list.
+
+Core's store (`warm`) reads and writes through it; sync encodes, seals and applies the same
+`MemoryRow`, and writes remote rows into the table only through `upsert`, `delete` and
+`insert_staged`, so a value core would reject is refused on every path."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol
+
+from tiermem.core.db import Database
+from tiermem.core.errors import InvalidInput
+
+__all__ = [
+    "COLUMNS",
+    "NAMES",
+    "RECORD_NAMES",
+    "TIERS",
+    "MemoryRow",
+    "Tier",
+    "check_importance",
+    "column_list",
+    "delete",
+    "holds_memory",
+    "insert_sql",
+    "insert_staged",
+    "upsert",
+]
+
+Tier = Literal["warm", "cold", "frozen"]
+TIERS: tuple[Tier, ...] = ("warm", "cold", "frozen")
+
+COLUMNS: Final[tuple[tuple[str, type], ...]] = (
+    ("id", str),
+    ("text", str),
+    ("category", str),
+    ("importance", float),
+    ("created_at", float),
+    ("access_count", int),
+    ("last_access", float),  # or NULL
+    ("tier", str),
+    ("tier_changed_at", float),
+    ("urls", str),  # newline-separated
+    ("commands", str),
+    ("paths", str),
+    ("source", str),
+    ("size_bytes", int),
+    ("tokens", int),
+    ("pinned", int),  # 0 or 1
+)
+"""The agent-owned columns of `memories` in table order (besides `seq` and `agent_id`)."""
+NAMES: Final = tuple(name for name, _ in COLUMNS)
+RECORD_NAMES: Final = NAMES[:-1]
+"""What `warm.MemoryRecord` reads: every column but `pinned` (read by curation apart)."""
+
+# Where the agent's memory lives: a home holding none of these rows for an agent is empty.
+_AGENT_TABLES: Final = ("hot_state", "tree_nodes", "memories", "outbox")
+
+
+def column_list(names: Sequence[str] = NAMES, alias: str = "") -> str:
+    """``id, text, …`` (or ``m.id, m.text, …`` with an alias) for a SELECT."""
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + name for name in names)
+
+
+def insert_sql(names: Sequence[str] = NAMES) -> str:
+    """An INSERT of one row: the 64-bit `seq` is bound as text (driver trap), then the agent."""
+    marks = ", ".join("?" * (len(names) + 2))
+    marks = "CAST(? AS INTEGER)" + marks[1:]
+    return f"INSERT INTO memories (seq, agent_id, {column_list(names)}) VALUES ({marks})"
+
+
+def check_importance(value: object) -> None:
+    if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise InvalidInput(f"importance must be between 0 and 1 (got {value})")
+
+
+def _split(value: str) -> tuple[str, ...]:
+    return tuple(v for v in value.split("\n") if v)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRow:
+    """A whole `memories` row of one agent (metadata as lists, not the stored newline form);
+    checked on construction like core checks a new fact."""
+
+    id: str
+    text: str
+    category: str
+    importance: float
+    created_at: float
+    access_count: int
+    last_access: float | None
+    tier: str
+    tier_changed_at: float
+    urls: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    source: str = ""
+    size_bytes: int = 0
+    tokens: int = 0
+    pinned: bool = False
+
+    def __post_init__(self) -> None:
+        check_importance(self.importance)
+        if self.tier not in TIERS:
+            raise InvalidInput(f"unknown tier {self.tier!r}")
+        if self.access_count < 0:
+            raise InvalidInput("access count cannot be negative")
+
+    @classmethod
+    def from_db(cls, row: Sequence[Any]) -> MemoryRow:
+        """A row read with ``SELECT {column_list()}``."""
+        return cls(
+            id=str(row[0]),
+            text=str(row[1]),
+            category=str(row[2]),
+            importance=float(row[3]),
+            created_at=float(row[4]),
+            access_count=int(row[5]),
+            last_access=None if row[6] is None else float(row[6]),
+            tier=str(row[7]),
+            tier_changed_at=float(row[8]),
+            urls=_split(row[9]),
+            commands=_split(row[10]),
+            paths=_split(row[11]),
+            source=str(row[12]),
+            size_bytes=int(row[13]),
+            tokens=int(row[14]),
+            pinned=bool(row[15]),
+        )
+
+    def columns(self) -> tuple[object, ...]:
+        """The stored values from `text` to `pinned`, in table order (metadata joined by
+        newlines)."""
+        return (
+            self.text,
+            self.category,
+            self.importance,
+            self.created_at,
+            self.access_count,
+            self.last_access,
+            self.tier,
+            self.tier_changed_at,
+            "\n".join(self.urls),
+            "\n".join(self.commands),
+            "\n".join(self.paths),
+            self.source,
+            self.size_bytes,
+            self.tokens,
+            int(self.pinned),
+        )
+
+
+class AgentRows(Protocol):
+    """An agent's slice of `memories` (`warm.MemoryStore`): its rows' `seq` range."""
+
+    db: Database
+    agent_id: str
+    seq_low: int
+    seq_high: int
+
+
+def _next_seq(store: AgentRows) -> int:
+    last = store.db.scalar(
+        "SELECT MAX(seq) FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER)",
+        (str(store.seq_low), str(store.seq_high)),
+    )
+    return store.seq_low + 1 if last is None else int(last) + 1
+
+
+def upsert(store: AgentRows, row: MemoryRow) -> None:
+    """Write a row as another device holds it (inside the caller's transaction): update it in
+    place, or insert it. The table's triggers keep full-text search current."""
+    db, agent = store.db, store.agent_id
+    values = row.columns()
+    if db.scalar("SELECT 1 FROM memories WHERE agent_id = ? AND id = ?", (agent, row.id)):
+        assignments = ", ".join(f"{name} = ?" for name in NAMES[1:])
+        db.execute(
+            f"UPDATE memories SET {assignments} WHERE agent_id = ? AND id = ?",
+            (*values, agent, row.id),
+        )
+        return
+    db.execute(insert_sql(), (str(_next_seq(store)), agent, row.id, *values))
+
+
+def delete(store: AgentRows, memory_id: str) -> None:
+    """Delete a row another device deleted (inside the caller's transaction)."""
+    store.db.execute(
+        "DELETE FROM memories WHERE agent_id = ? AND id = ?", (store.agent_id, memory_id)
+    )
+
+
+def insert_staged(store: AgentRows, staging: str) -> int:
+    """Insert, in one statement, the rows of table `staging` (the same columns, plus
+    `agent_id` and a `deleted` flag) that are not deleted and whose id is not in `memories`
+    yet, in the staging table's order (inside the caller's transaction). Returns how many."""
+    last = store.db.scalar(
+        "SELECT MAX(seq) FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER)",
+        (str(store.seq_low), str(store.seq_high)),
+    )
+    base = store.seq_low if last is None else int(last)
+    store.db.execute(
+        f"INSERT INTO memories (seq, agent_id, {column_list()}) "
+        f"SELECT CAST(? AS INTEGER) + s.rowid, agent_id, {column_list(alias='s')} "
+        f"FROM {staging} s WHERE agent_id = ? AND deleted = 0 "
+        "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.agent_id = s.agent_id "
+        "AND m.id = s.id) ORDER BY s.rowid",
+        (str(base), store.agent_id),
+    )
+    return int(store.db.scalar("SELECT changes()"))
+
+
+def holds_memory(db: Database, agent_id: str) -> bool:
+    """Whether the home holds any memory of the agent (critical state, tree, memories, or
+    changes waiting in the outbox)."""
+    return any(
+        int(db.scalar(f"SELECT count(*) FROM {table} WHERE agent_id = ?", (agent_id,)))
+        for table in _AGENT_TABLES
+    )

@@ -1,0 +1,127 @@
+"""This device's local sync bookkeeping: the event history (`sync history`), the last error
+(`sync status`) and the pull/manifest progress, all in the home's database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from tiermem.core.engine import Memory
+
+__all__ = [
+    "HISTORY_KEEP",
+    "Progress",
+    "SyncEvent",
+    "clear_error",
+    "ensure_progress",
+    "history",
+    "log_event",
+    "read_progress",
+    "record_error",
+]
+
+HISTORY_KEEP: Final = 1000
+
+
+@dataclass(frozen=True)
+class SyncEvent:
+    """One line of `history`: kind is 'push', 'pull' or 'error'."""
+
+    at: float
+    kind: str
+    version: str | None
+    records: int
+    bytes: int
+    note: str
+
+
+@dataclass(frozen=True)
+class Progress:
+    pull_cursor: int
+    manifest_n: int
+    critical_version: str
+    last_pull_at: float | None
+    last_pull_records: int
+    pulls: int
+
+
+def record_error(mem: Memory, message: str, retry_at: float | None) -> None:
+    """Remember the last failure (and when the next attempt is due) for `status`."""
+    with mem.db.transaction():
+        mem.db.execute(
+            "UPDATE sync_state SET last_error = ?, last_error_at = ?, retry_at = ? "
+            "WHERE agent_id = ?",
+            (message, mem.now(), retry_at, mem.agent_id),
+        )
+
+
+def clear_error(mem: Memory) -> None:
+    """Forget the last failure (inside the caller's transaction)."""
+    mem.db.execute(
+        "UPDATE sync_state SET last_error = NULL, last_error_at = NULL, retry_at = NULL "
+        "WHERE agent_id = ?",
+        (mem.agent_id,),
+    )
+
+
+def log_event(
+    mem: Memory, kind: str, version: str | None, records: int, size: int, note: str
+) -> None:
+    """Add one line to the history, keeping the newest `HISTORY_KEEP`."""
+    with mem.db.transaction():
+        mem.db.execute(
+            "INSERT INTO sync_log (agent_id, at, kind, version, records, bytes, note) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (mem.agent_id, mem.now(), kind, version, records, size, note),
+        )
+        mem.db.execute(
+            "DELETE FROM sync_log WHERE agent_id = ? AND seq <= ("
+            "SELECT max(seq) FROM sync_log WHERE agent_id = ?) - ?",
+            (mem.agent_id, mem.agent_id, HISTORY_KEEP),
+        )
+
+
+def history(mem: Memory, limit: int = 50) -> list[SyncEvent]:
+    """The newest pushes, pulls and errors first (the last `HISTORY_KEEP` are kept)."""
+    rows = mem.db.query(
+        "SELECT at, kind, version, records, bytes, note FROM sync_log WHERE agent_id = ? "
+        "ORDER BY seq DESC LIMIT ?",
+        (mem.agent_id, limit),
+    )
+    return [
+        SyncEvent(
+            float(r[0]),
+            str(r[1]),
+            None if r[2] is None else str(r[2]),
+            int(r[3]),
+            int(r[4]),
+            str(r[5]),
+        )
+        for r in rows
+    ]
+
+
+def ensure_progress(mem: Memory) -> None:
+    """Create this agent's progress row on first use."""
+    if mem.db.query_one("SELECT 1 FROM sync_progress WHERE agent_id = ?", (mem.agent_id,)):
+        return
+    with mem.db.transaction():
+        mem.db.execute("INSERT OR IGNORE INTO sync_progress (agent_id) VALUES (?)", (mem.agent_id,))
+
+
+def read_progress(mem: Memory) -> Progress:
+    ensure_progress(mem)
+    row = mem.db.query_one(
+        "SELECT pull_cursor, manifest_n, critical_version, last_pull_at, last_pull_records, "
+        "pulls FROM sync_progress WHERE agent_id = ?",
+        (mem.agent_id,),
+    )
+    assert row is not None
+    return Progress(
+        int(row[0]),
+        int(row[1]),
+        str(row[2]),
+        None if row[3] is None else float(row[3]),
+        int(row[4]),
+        int(row[5]),
+    )

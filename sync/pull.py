@@ -1,0 +1,321 @@
+"""Pull: fetch what other devices pushed since the last pull and apply it.
+
+The server's rows after a local cursor come in pages (`records.SELECT_PAGE`); this device's
+own rows are skipped. Each page is authenticated and decoded with no transaction held, then
+applied in one short local transaction with the cursor, so an interrupted pull resumes where
+it stopped. Memory rows converge by id (the highest version wins; a row changed here and not
+yet sealed wins, since its push will carry a later version), critical states go to the
+per-item merge (`merge.merge_remote`), manifests record the other devices' counters. Applied
+rows are not marked dirty (no ping-pong). A row that fails authentication is never applied:
+it is counted, logged and skipped."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tiermem.core import rows, snapshot
+from tiermem.core.db import Database
+from tiermem.core.engine import Memory
+from tiermem.sync import crypto, hlc, journal, keys, merge
+from tiermem.sync import records as records_fmt
+from tiermem.sync.hrana import HranaClient, ResultSet
+from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, PRUNE_TABLE, SELECT_PAGE
+from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.seal import critical_document
+from tiermem.sync.session import Session
+from tiermem.sync.state import CRITICAL_TABLE, Settings, agent_tag, state_digest
+
+__all__ = ["PullResult", "apply_memory", "mark_applied", "merge_critical", "pull"]
+
+
+@dataclass(frozen=True)
+class PullResult:
+    """``applied``: remote records that changed local state (``memories`` + ``critical``);
+    ``skipped``: older than what is here (or changed here and not pushed yet);
+    ``rejected``: rows that failed authentication or decoding (never applied; `sync check`).
+    ``conflicts``: conflict records the critical-state merge kept."""
+
+    applied: int
+    memories: int
+    critical: int
+    conflicts: int
+    skipped: int
+    rejected: int
+    pages: int
+    requests: int
+    bytes: int
+    seconds: float
+    note: str
+
+
+@dataclass
+class _PullTotals:
+    applied: int = 0
+    memories: int = 0
+    critical: int = 0
+    conflicts: int = 0
+    skipped: int = 0
+    rejected: int = 0
+    pages: int = 0
+    requests: int = 0
+    bytes: int = 0
+    newest: str | None = None
+
+
+@dataclass
+class _Page:
+    """A page authenticated and decoded, ready to apply."""
+
+    memories: list[tuple[records_fmt.MemoryRow | records_fmt.Tombstone, str]] = field(
+        default_factory=list
+    )
+    manifests: list[tuple[str, int, str]] = field(default_factory=list)
+    newest_critical: tuple[str, dict[str, Any]] | None = None
+    newest: str = ""
+
+
+def pull(
+    session: Session, policy: RetryPolicy | None = None, *, page_size: int = 500
+) -> PullResult:
+    """Fetch what other devices pushed since the last pull and apply it, page by page."""
+    started = time.perf_counter()
+    policy = policy or RetryPolicy()
+    s = session.require_ready()
+    tag = agent_tag(session.agent_id)
+    totals = _PullTotals()
+    limit = page_size
+    while True:
+        cursor = journal.read_progress(session.mem).pull_cursor
+
+        def select(client: HranaClient, cursor: int = cursor) -> list[ResultSet]:
+            nonlocal limit
+            result, limit = records_fmt.fit_page(
+                lambda n: client.execute(SELECT_PAGE, (tag, cursor, n)), limit
+            )
+            return [result]
+
+        results, req, _ = session.remote(s).send(select, policy)
+        totals.requests += req
+        page = [records_fmt.remote_row(r) for r in results[0].rows]
+        if not page:
+            break
+        totals.pages += 1
+        _apply_page(session, s, page, totals)
+        if len(page) < limit:
+            break
+    return _finish(session, totals, time.perf_counter() - started)
+
+
+def _finish(session: Session, totals: _PullTotals, seconds: float) -> PullResult:
+    """Record the pull for `status` (and `history` when it changed something)."""
+    with session.db.transaction():
+        session.db.execute(
+            "UPDATE sync_progress SET last_pull_at = ?, last_pull_records = ?, "
+            "pulls = pulls + 1 WHERE agent_id = ?",
+            (session.mem.now(), totals.applied, session.agent_id),
+        )
+        journal.clear_error(session.mem)
+    note = f"{totals.applied} applied, {totals.skipped} skipped"
+    if totals.rejected:
+        note += f", {totals.rejected} REJECTED (failed authentication; run `sync check`)"
+    if totals.applied or totals.rejected or totals.conflicts:
+        journal.log_event(
+            session.mem,
+            "error" if totals.rejected else "pull",
+            totals.newest,
+            totals.applied,
+            totals.bytes,
+            note,
+        )
+    return PullResult(
+        applied=totals.applied,
+        memories=totals.memories,
+        critical=totals.critical,
+        conflicts=totals.conflicts,
+        skipped=totals.skipped,
+        rejected=totals.rejected,
+        pages=totals.pages,
+        requests=totals.requests,
+        bytes=totals.bytes,
+        seconds=seconds,
+        note=note,
+    )
+
+
+def _apply_page(
+    session: Session, s: Settings, page: list[records_fmt.RemoteRow], t: _PullTotals
+) -> None:
+    """Authenticate and decode a page (no transaction held: that is the slow part), then
+    apply it and move the cursor in one short local transaction."""
+    decoded = _decode_page(session, s, page, t)
+    with session.db.transaction():
+        _apply_decoded(session, s, decoded, t)
+        current = session.settings_or_fail()
+        newest = decoded.newest
+        if newest and (not current.hlc or newest > current.hlc):
+            seen = hlc.parse(newest)
+            session.db.execute(
+                "UPDATE sync_state SET hlc = ? WHERE agent_id = ?",
+                (str(hlc.Hlc(seen.wall_ms, seen.counter, s.device_id.hex())), session.agent_id),
+            )
+        session.db.execute(
+            "UPDATE sync_progress SET pull_cursor = ? WHERE agent_id = ?",
+            (page[-1].seq, session.agent_id),
+        )
+        t.newest = max(t.newest or "", newest) or None
+
+
+def _decode_page(
+    session: Session, s: Settings, page: list[records_fmt.RemoteRow], t: _PullTotals
+) -> _Page:
+    """Open every other device's row of the page; rows that fail are counted as rejected."""
+    agent = session.agent_id
+    id_key = keys.id_key(session)
+    critical_rid = records_fmt.record_id(id_key, CRITICAL_TABLE, agent)
+    prune_rid = records_fmt.record_id(id_key, PRUNE_TABLE, records_fmt.PRUNE_KEY)
+    out = _Page()
+    for row in page:
+        if row.device_id == s.device_id or row.record_id == prune_rid:
+            with contextlib.suppress(ValueError):
+                out.newest = max(out.newest, str(hlc.parse(row.version)))
+            continue  # own rows; the prune horizon is for restores and checks
+        t.bytes += len(row.envelope)
+        try:
+            hlc.parse(row.version)
+            key = keys.epoch_key(session, crypto.parse_envelope(row.envelope).epoch)
+            device_hex = row.device_id.hex()
+            if row.record_id == critical_rid:
+                doc = records_fmt.decode_critical(
+                    records_fmt.open_row(key, agent, CRITICAL_TABLE, row), agent
+                )
+                if out.newest_critical is None or row.version > out.newest_critical[0]:
+                    out.newest_critical = (row.version, doc)
+            elif row.record_id == records_fmt.record_id(id_key, MANIFEST_TABLE, device_hex):
+                m = records_fmt.decode_manifest(
+                    records_fmt.open_row(key, agent, MANIFEST_TABLE, row), device_hex
+                )
+                out.manifests.append((device_hex, m.n, row.version))
+            else:
+                item = records_fmt.decode_memory(
+                    records_fmt.open_row(key, agent, MEMORY_TABLE, row)
+                )
+                if records_fmt.record_id(id_key, MEMORY_TABLE, item.id) != row.record_id:
+                    raise crypto.TamperedData("a memory record is filed under another id")
+                out.memories.append((item, row.version))
+        except (crypto.CryptoError, ValueError):
+            t.rejected += 1
+            continue
+        out.newest = max(out.newest, row.version)
+    return out
+
+
+def _apply_decoded(session: Session, s: Settings, page: _Page, t: _PullTotals) -> None:
+    """Apply a decoded page's memories, manifests and critical state (caller's transaction)."""
+    agent = session.agent_id
+    inflight_up_to = int(
+        session.db.scalar(
+            "SELECT COALESCE(MAX(dirty_up_to), 0) FROM sync_batches WHERE agent_id = ?", (agent,)
+        )
+    )
+    for item, version in page.memories:
+        if _apply_memory(session, item, version, inflight_up_to):
+            t.applied += 1
+            t.memories += 1
+        else:
+            t.skipped += 1
+    session.db.executemany(
+        "INSERT INTO sync_peers (agent_id, device_id, last_n, last_version) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, device_id) DO UPDATE SET "
+        "last_n = max(last_n, excluded.last_n), "
+        "last_version = max(last_version, excluded.last_version)",
+        [(agent, d, n, v) for d, n, v in page.manifests],
+    )
+    if page.newest_critical is not None:
+        version, doc = page.newest_critical
+        changed, conflicts = merge_critical(session, s, doc, version)
+        t.applied += int(changed)
+        t.critical += int(changed)
+        t.skipped += int(not changed)
+        t.conflicts += conflicts
+
+
+def _apply_memory(
+    session: Session,
+    item: records_fmt.MemoryRow | records_fmt.Tombstone,
+    version: str,
+    inflight: int,
+) -> bool:
+    """Apply one remote memory version if it is newer than what this device holds (the
+    caller's transaction). Returns whether it was applied."""
+    dirty = session.db.scalar(
+        "SELECT seq FROM sync_dirty WHERE agent_id = ? AND id = ?", (session.agent_id, item.id)
+    )
+    if dirty is not None and int(dirty) > inflight:
+        return False  # changed here, not sealed yet: its push will be the newer version
+    known = session.db.scalar(
+        "SELECT max(COALESCE((SELECT version FROM sync_versions WHERE agent_id = ? AND id = ?"
+        "), ''), COALESCE((SELECT max(version) FROM sync_outgoing WHERE agent_id = ? "
+        "AND tbl = ? AND key = ?), ''))",
+        (session.agent_id, item.id, session.agent_id, MEMORY_TABLE, item.id),
+    )
+    if known and version <= str(known):
+        return False
+    apply_memory(session.mem, item)
+    session.db.execute(
+        "DELETE FROM sync_dirty WHERE agent_id = ? AND id = ?", (session.agent_id, item.id)
+    )
+    session.db.execute(
+        "INSERT INTO sync_versions (agent_id, id, version) VALUES (?, ?, ?) "
+        "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version",
+        (session.agent_id, item.id, version),
+    )
+    return True
+
+
+def merge_critical(
+    session: Session, s: Settings, doc: dict[str, Any], version: str
+) -> tuple[bool, int]:
+    """Bring a remote critical state in with the per-item merge (inside the caller's
+    transaction). Returns (changed, conflicts)."""
+    outcome = merge.merge_remote(session.mem, doc, s.device_id.hex())
+    changed, conflicts = bool(outcome.changed), int(outcome.conflicts)
+    if not snapshot.pending(session.db, session.agent_id):
+        body = records_fmt.encode_critical(critical_document(session, s))
+        session.db.execute(
+            "UPDATE sync_state SET last_digest = ? WHERE agent_id = ?",
+            (state_digest(body), session.agent_id),
+        )
+    session.db.execute(
+        "UPDATE sync_progress SET critical_version = ? WHERE agent_id = ? AND critical_version < ?",
+        (version, session.agent_id, version),
+    )
+    return changed, conflicts
+
+
+def apply_memory(mem: Memory, item: records_fmt.MemoryRow | records_fmt.Tombstone) -> None:
+    """Write one remote memory version into the local table through core (inside the caller's
+    transaction): insert, update in place, or delete for a tombstone. The table's triggers
+    keep full-text search current; they also mark the id dirty, which `mark_applied` undoes."""
+    if isinstance(item, records_fmt.Tombstone):
+        rows.delete(mem.memories, item.id)
+    else:
+        rows.upsert(mem.memories, item)
+
+
+def mark_applied(db: Database, agent_id: str, applied: Iterable[tuple[str, str]]) -> None:
+    """Record remote memory versions as applied here (inside the caller's transaction):
+    `(memory_id, version)` pairs. They are not pushed back, and older versions are ignored."""
+    rows = list(applied)
+    db.executemany(
+        "DELETE FROM sync_dirty WHERE agent_id = ? AND id = ?", [(agent_id, m) for m, _ in rows]
+    )
+    db.executemany(
+        "INSERT INTO sync_versions (agent_id, id, version) VALUES (?, ?, ?) "
+        "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version "
+        "WHERE excluded.version > sync_versions.version",
+        [(agent_id, m, v) for m, v in rows],
+    )

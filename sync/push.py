@@ -1,0 +1,375 @@
+"""Push: seal what changed here and send it, one atomic request per `batch_bytes`.
+
+Per request: the current critical state if the outbox holds changes, the latest state of the
+next changed memory rows (tombstones for deleted ones), and one `manifest` record numbering
+the request (1, 2, 3, … per device), all under one HLC version. The batch is saved locally as
+*in flight* before it is sent; until the server confirms it, every later attempt sends those
+same bytes again, so a retry after a lost response changes nothing and manifests never have a
+gap. A confirmed batch acknowledges the outbox rows and dirty marks it covered.
+
+Statement 0 of every request is `keys.epoch_guard`: when the server holds a newer key epoch,
+nothing commits; the batches an earlier attempt committed are confirmed, the others dropped,
+the new epoch adopted and everything sealed again (once per push)."""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from typing import Final
+
+from tiermem.core import snapshot
+from tiermem.core.errors import TiermemError
+from tiermem.sync import crypto, journal, keys
+from tiermem.sync.devices import own_entry_statements
+from tiermem.sync.hrana import Args, HranaClient, ResultSet, SqlError
+from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE
+from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.seal import Batch, critical_candidate, inflight_batches, seal_batch
+from tiermem.sync.session import Session
+from tiermem.sync.state import (
+    INSERT_RECORD,
+    Settings,
+    agent_tag,
+    device_rows,
+)
+
+__all__ = ["DEFAULT_BATCH_BYTES", "PushResult", "has_work", "push"]
+
+DEFAULT_BATCH_BYTES: Final = 2 * 1024 * 1024
+"""Sealed bytes per push request: below it a push is one request, above it one per cap."""
+
+
+@dataclass(frozen=True)
+class PushResult:
+    """``pushed``: a version was sent and confirmed. ``changes``: outbox rows acknowledged.
+    ``requests``: HTTP requests made (1 unless retried). ``resent``: the version was the one
+    already in flight (sent again byte for byte)."""
+
+    pushed: bool
+    changes: int
+    requests: int
+    attempts: int
+    version: str | None
+    bytes: int
+    resent: bool
+    seconds: float
+    note: str
+    memories: int = 0
+    records: int = 0
+
+
+@dataclass
+class _Totals:
+    requests: int = 0
+    attempts: int = 0
+    records: int = 0
+    bytes: int = 0
+    changes: int = 0
+    memories: int = 0
+    resent: bool = False
+    resealed: bool = False
+    version: str | None = None
+    note: str = "nothing to push"
+
+    def count(self, b: Batch) -> None:
+        """`b` is confirmed on the server."""
+        self.records += len(b.rows)
+        self.bytes += sum(len(r[6]) for r in b.rows)
+        self.memories += sum(1 for r in b.rows if r[0] == MEMORY_TABLE)
+        self.version = max(self.version or b.version, b.version)
+        self.note = "pushed"
+
+
+class _StaleEpoch(Exception):
+    """A push batch failed at its epoch guard: the server holds a newer key epoch. Not a
+    `HranaError`, so it is neither retried nor logged as a failure: `push` handles it."""
+
+
+def has_work(session: Session) -> bool:
+    """Something to push: outbox rows, changed memories, or a push in flight."""
+    row = session.db.query_one(
+        "SELECT EXISTS (SELECT 1 FROM outbox WHERE agent_id = ?) OR EXISTS ("
+        "SELECT 1 FROM sync_dirty WHERE agent_id = ?) OR EXISTS ("
+        "SELECT 1 FROM sync_batches WHERE agent_id = ?) OR EXISTS ("
+        "SELECT 1 FROM sync_state WHERE agent_id = ? AND inflight_version IS NOT NULL)",
+        (session.agent_id,) * 4,
+    )
+    return bool(row and row[0])
+
+
+def push(session: Session, batch_bytes: int, policy: RetryPolicy | None = None) -> PushResult:
+    """Push what changed: the critical state if the outbox holds changes, and the latest
+    state of every changed memory row (tombstones for deleted ones).
+
+    One request (an atomic batch with its manifest) while the sealed records stay under
+    `batch_bytes`, then one more per `batch_bytes`. Sealed batches are saved before they
+    are sent and resent byte for byte until confirmed, so a retry changes nothing."""
+    started = time.perf_counter()
+    policy = policy or RetryPolicy()
+    s = session.require_ready()
+    journal.ensure_progress(session.mem)
+    t = _Totals()
+    while True:
+        batches = inflight_batches(session)
+        t.resent = t.resent or bool(batches)
+        size = sum(len(r[6]) for b in batches for r in b.rows)
+        if size < batch_bytes:
+            fresh = seal_batch(session, s, batch_bytes - size)
+            if fresh is not None:
+                batches.append(fresh)
+        if not batches:
+            break
+        s = session.settings_or_fail()
+        _send_batches(session, s, batches, policy, t)
+        s = session.settings_or_fail()
+    return _result(session, t, started)
+
+
+def _push_statements(session: Session, s: Settings, batches: list[Batch]) -> list[tuple[str, Args]]:
+    """Statement 0: the epoch guard. It fails the whole atomic batch when the server holds a
+    newer key epoch than the oldest one these records are sealed under, so a device that
+    missed a rotation never commits data the removed device could read."""
+    oldest_epoch = min(r[4] for b in batches for r in b.rows)
+    statements: list[tuple[str, Args]] = [keys.epoch_guard(session.agent_id, oldest_epoch)]
+    tag = agent_tag(session.agent_id)
+    if not s.registered:
+        statements += device_rows(s, tag, crypto.device_public_bytes(session.device_key(s)))
+        statements += own_entry_statements(session, s)  # name, MAC vouching for the entry
+    for b in batches:
+        for _, _, rid, v, epoch, _, envelope in b.rows:
+            statements.append((INSERT_RECORD, (tag, rid, v, epoch, s.device_id, envelope)))
+    return statements
+
+
+def _send_batches(
+    session: Session, s: Settings, batches: list[Batch], policy: RetryPolicy, t: _Totals
+) -> None:
+    """Send the batches in flight as one request; on a stale epoch, settle and adopt."""
+    statements = _push_statements(session, s, batches)
+    remote = session.remote(s)
+    client = remote.client
+    before = client.requests_sent
+    try:
+        _, req, att = remote.send(functools.partial(_guarded_batch, statements=statements), policy)
+    except _StaleEpoch:
+        # Nothing of this request committed. Batches an earlier attempt committed (its
+        # answer lost) are confirmed; the rest are dropped, to be sealed again under the
+        # newest epoch, which is adopted first (once per push).
+        committed, covered = _settle_stale(session, s, batches, policy)
+        t.changes += covered
+        for b in committed:
+            t.count(b)
+        if t.resealed:
+            raise _rotated_again(session) from None
+        t.resealed = True
+        _adopt_epoch(session)
+        t.requests += client.requests_sent - before
+        t.attempts += 1
+        return
+    t.requests, t.attempts = t.requests + req, t.attempts + att
+    t.changes += _acknowledge(session, batches)
+    for b in batches:
+        t.count(b)
+
+
+def _result(session: Session, t: _Totals, started: float) -> PushResult:
+    quiet = _acknowledge_unchanged(session)
+    t.changes += quiet
+    if t.requests == 0:
+        s = session.settings_or_fail()
+        return PushResult(
+            False,
+            t.changes,
+            0,
+            0,
+            s.last_push_version if t.changes else None,
+            0,
+            False,
+            time.perf_counter() - started,
+            "already up to date" if quiet else t.note,
+        )
+    note = t.note
+    if t.resealed:
+        note += f" (key epoch {session.settings_or_fail().epoch} adopted: sealed again)"
+    journal.log_event(
+        session.mem, "push", t.version, t.records, t.bytes, f"{t.memories} memory records"
+    )
+    return PushResult(
+        t.version is not None,
+        t.changes,
+        t.requests,
+        t.attempts,
+        t.version,
+        t.bytes,
+        t.resent,
+        time.perf_counter() - started,
+        note,
+        memories=t.memories,
+        records=t.records,
+    )
+
+
+def _guarded_batch(client: HranaClient, statements: list[tuple[str, Args]]) -> list[ResultSet]:
+    """A push batch whose statement 0 is `keys.epoch_guard`: its failure is `_StaleEpoch`."""
+    try:
+        return client.batch(statements)
+    except SqlError as exc:
+        if keys.is_epoch_guard_failure(exc, 0):
+            raise _StaleEpoch(str(exc)) from None
+        raise
+
+
+def _acknowledge(session: Session, batches: list[Batch]) -> int:
+    """The server confirmed `batches`: drop them, their dirty marks and outbox rows, and
+    remember the versions pushed. Returns the outbox rows acknowledged."""
+    dirty_up_to = max(b.dirty_up_to for b in batches)
+    outbox_up_to = max(b.outbox_up_to for b in batches)
+    last = batches[-1]
+    critical = [b for b in batches if b.digest is not None]
+    with session.db.transaction():
+        covered = int(
+            session.db.scalar(
+                "SELECT count(*) FROM outbox WHERE agent_id = ? AND seq <= ?",
+                (session.agent_id, outbox_up_to),
+            )
+        )
+        snapshot.acknowledge(session.db, session.agent_id, outbox_up_to)
+        session.db.execute(
+            "DELETE FROM sync_dirty WHERE agent_id = ? AND seq <= ?",
+            (session.agent_id, dirty_up_to),
+        )
+        for b in batches:
+            session.db.executemany(
+                "INSERT INTO sync_versions (agent_id, id, version) VALUES (?, ?, ?) "
+                "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version "
+                "WHERE excluded.version > sync_versions.version",
+                [(session.agent_id, r[1], r[3]) for r in b.rows if r[0] == MEMORY_TABLE],
+            )
+            session.db.execute(
+                "DELETE FROM sync_outgoing WHERE agent_id = ? AND n = ?", (session.agent_id, b.n)
+            )
+            session.db.execute(
+                "DELETE FROM sync_batches WHERE agent_id = ? AND n = ?", (session.agent_id, b.n)
+            )
+        if critical:
+            newest = critical[-1]
+            session.db.execute(
+                "UPDATE sync_state SET last_digest = ? WHERE agent_id = ?",
+                (newest.digest, session.agent_id),
+            )
+            session.db.execute(
+                "UPDATE sync_progress SET critical_version = ? "
+                "WHERE agent_id = ? AND critical_version < ?",
+                (newest.version, session.agent_id, newest.version),
+            )
+        session.db.execute(
+            "UPDATE sync_state SET registered = 1, last_push_at = ?, last_push_version = ?, "
+            "pushes = pushes + 1, last_error = NULL, last_error_at = NULL, retry_at = NULL "
+            "WHERE agent_id = ?",
+            (session.mem.now(), last.version, session.agent_id),
+        )
+        for b in critical:
+            session.db.execute(
+                "UPDATE sync_state SET inflight_version = NULL, inflight_envelope = NULL, "
+                "inflight_seq = NULL, inflight_digest = NULL "
+                "WHERE agent_id = ? AND inflight_version = ?",
+                (session.agent_id, b.version),
+            )
+    return covered
+
+
+def _settle_stale(
+    session: Session, s: Settings, batches: list[Batch], policy: RetryPolicy
+) -> tuple[list[Batch], int]:
+    """After a failed epoch guard: confirm the in-flight batches the server already holds
+    and drop the others, which are sealed under a key the vault no longer writes with.
+    Returns (the batches confirmed, outbox rows they acknowledged).
+
+    One read tells which batches an earlier attempt committed (its answer lost): the
+    server holds their exact manifest envelope. Requests carry every batch in flight, so
+    those form a prefix. Dropping the rest rewinds the manifest counter to the last
+    committed batch, so the batch sealed next takes the number again (no gap), and makes
+    their rows pending again: a batch's only hold on them is its saved marks (the dirty
+    marks and outbox rows stay until a confirmation), so nothing is lost."""
+    manifest_rid = batches[0].rows[-1][2]
+    assert all(b.rows[-1][0] == MANIFEST_TABLE for b in batches)
+    held_rows = (
+        session.remote(s)
+        .execute(
+            "SELECT version, envelope FROM records WHERE agent_tag = ? "
+            "AND record_id = ? AND version >= ?",
+            (agent_tag(session.agent_id), manifest_rid, min(b.version for b in batches)),
+            policy,
+        )
+        .rows
+    )
+    held = {(str(v), bytes(e)) for v, e in held_rows if isinstance(e, bytes)}
+    committed: list[Batch] = []
+    for b in sorted(batches, key=lambda b: b.n):
+        if (b.version, b.rows[-1][6]) not in held:
+            break
+        committed.append(b)
+    covered = _acknowledge(session, committed) if committed else 0
+    confirmed = {b.n for b in committed}
+    stale = [b.n for b in batches if b.n not in confirmed]
+    if stale:
+        with session.db.transaction():
+            first = min(stale)
+            # Every batch from the first stale one on: any saved meanwhile builds on it.
+            session.db.execute(
+                "DELETE FROM sync_outgoing WHERE agent_id = ? AND n >= ?",
+                (session.agent_id, first),
+            )
+            session.db.execute(
+                "DELETE FROM sync_batches WHERE agent_id = ? AND n >= ?",
+                (session.agent_id, first),
+            )
+            session.db.execute(
+                "UPDATE sync_progress SET manifest_n = ? WHERE agent_id = ?",
+                (first - 1, session.agent_id),
+            )
+            session.db.execute(
+                "UPDATE sync_state SET inflight_version = NULL, inflight_envelope = NULL, "
+                "inflight_seq = NULL, inflight_digest = NULL WHERE agent_id = ?",
+                (session.agent_id,),
+            )
+    return committed, covered
+
+
+def _adopt_epoch(session: Session) -> None:
+    """Adopt the server's newest key epoch (`keys.refresh_epoch`); a device removed from
+    the vault gets `keys.DeviceRevoked` (recorded for `status` and `history`)."""
+    try:
+        keys.refresh_epoch(session)
+    except keys.DeviceRevoked as exc:
+        journal.record_error(session.mem, str(exc), None)
+        journal.log_event(session.mem, "error", None, 0, 0, str(exc))
+        raise
+
+
+def _rotated_again(session: Session) -> TiermemError:
+    return keys.RotationConflict(
+        f"the vault key of agent {session.agent_id!r} was rotated again while this push was "
+        "sealing its records under the new key; nothing under the old key was sent; run "
+        "the push again"
+    )
+
+
+def _acknowledge_unchanged(session: Session) -> int:
+    """Outbox rows whose state equals the one pushed last (nothing to send for them)."""
+    s = session.settings_or_fail()
+    if s.inflight is not None:
+        return 0
+    critical = critical_candidate(session, s, 0)
+    if critical is None or critical[2] != s.last_digest:
+        return 0
+    with session.db.transaction():
+        covered = int(
+            session.db.scalar(
+                "SELECT count(*) FROM outbox WHERE agent_id = ? AND seq <= ?",
+                (session.agent_id, critical[0]),
+            )
+        )
+        snapshot.acknowledge(session.db, session.agent_id, critical[0])
+    return covered

@@ -1,0 +1,427 @@
+"""The restore orchestrator: open the vault with the recovery key or passphrase, write the
+critical state (step 1, `home`), stream the memories (step 2, `stream`), swap them in (step 3,
+`swap`); and `parse_at`, the point in time a restore can be bounded by."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+
+from tiermem.core.errors import InvalidInput, PointInTimePruned
+from tiermem.core.paths import validate_agent_id
+from tiermem.sync import crypto, hlc, records
+from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, ResultSet, SqlError, to_base_url
+from tiermem.sync.keyring import KeyRing
+from tiermem.sync.prune import prune_horizon, prune_record_id
+from tiermem.sync.remote import Remote
+from tiermem.sync.restore.home import (
+    Marker,
+    RestoreKeys,
+    Written,
+    pending_restore,
+    remove_stale_restores,
+    usable_home,
+    write_home,
+)
+from tiermem.sync.restore.results import (
+    DEFAULT_PAGE_ROWS,
+    Progress,
+    RestoreProgress,
+    RestoreResult,
+    Unlock,
+)
+from tiermem.sync.restore.stream import Prefetch, Streamed, stream_memories
+from tiermem.sync.restore.swap import Swapped, swap
+from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.state import (
+    HomeNotEmpty,
+    NothingToRestore,
+    agent_tag,
+    wrap_id,
+)
+
+_MAX_DEVICE: Final = "f" * 32
+
+# ------------------------------------------------------------------------- point in time
+
+
+def parse_at(text: str) -> str:
+    """A point in time as an inclusive upper bound on versions: an HLC version as is, or a
+    time — Unix seconds, or ISO 8601 (``2026-11-20``, ``2026-11-20T14:30``, with or without a
+    zone; without one it is local time) — as the last version of that millisecond."""
+    text = text.strip()
+    try:
+        hlc.parse(text)
+        return text
+    except ValueError:
+        pass
+    seconds: float
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = datetime.fromisoformat(text).timestamp()
+        except ValueError:
+            raise InvalidInput(
+                f"--at {text!r}: give a version (from `sync status`/`restore`), Unix seconds "
+                "or an ISO date/time such as 2026-11-20T14:30"
+            ) from None
+    if seconds < 0:
+        raise InvalidInput("--at must not be before 1970")
+    return f"{round(seconds * 1000):018d}.999999.{_MAX_DEVICE}"
+
+
+# ----------------------------------------------------------------------------- restore
+
+
+@dataclass(frozen=True)
+class _Vault:
+    """The vault as the recovery key or passphrase opened it."""
+
+    epoch: int
+    wraps: dict[str, bytes]
+    key: bytes
+    unlocked: Unlock
+    ring: KeyRing
+    critical_rid: bytes
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What one restore call was asked to do."""
+
+    home: Path
+    agent_id: str
+    base: str
+    at: str | None
+    page_rows: int
+    token_to_store: str | None
+    report: Progress
+    driver: str | None
+    clock: Callable[[], float]
+    started: float
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """Steps 1 and 2 done: the critical state written, the memories staged."""
+
+    written: Written
+    version: str
+    writer: str
+    envelope_len: int
+    usable_seconds: float
+    totals: tuple[int, int]
+    streamed: Streamed
+
+
+def restore(
+    home: Path,
+    agent_id: str,
+    url: str,
+    token: str | None,
+    *,
+    recovery_key: bytes | None = None,
+    passphrase: str | None = None,
+    store_token: bool = True,
+    at: str | None = None,
+    progress: Progress | None = None,
+    page_rows: int = DEFAULT_PAGE_ROWS,
+    timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+    transport: httpx.BaseTransport | None = None,
+    policy: RetryPolicy | None = None,
+    driver: str | None = None,
+    clock: Callable[[], float] = time.time,
+) -> RestoreResult:
+    """Restore everything of `agent_id` into `home`: the critical state first (the home is
+    usable when `progress` reports ``usable``), then every memory, swapped in at once.
+
+    `home` must hold no memory of that agent, or be a restore of the same vault with nothing
+    left to push, or hold an unfinished restore of the same vault (which this call finishes:
+    same `at`, continuing from its last committed page). `at` is a version bound from
+    `parse_at`."""
+    started = time.perf_counter()
+    agent_id = validate_agent_id(agent_id)
+    if (recovery_key is None) == (passphrase is None):
+        raise InvalidInput("give exactly one of a recovery key and a passphrase")
+    if page_rows < 1:
+        raise InvalidInput("page_rows must be at least 1")
+    if at is not None:
+        at = parse_at(at)
+    retry = policy or RetryPolicy()
+    base = to_base_url(url)
+    report = progress or (lambda p: None)
+    job = _Job(
+        home,
+        agent_id,
+        base,
+        at,
+        page_rows,
+        token if store_token else None,
+        report,
+        driver,
+        clock,
+        started,
+    )
+    with Remote(base, token, timeout=timeout, transport=transport) as remote:
+
+        def select(sql: str, args: Args) -> ResultSet:
+            return remote.execute(sql, args, retry)
+
+        vault = _open_vault(select, base, agent_id, recovery_key, passphrase, at)
+        pending = pending_restore(home, agent_id, driver)
+        fetched = _fetch(job, vault, select, pending)
+        requests = remote.client.requests_sent
+    swapped = swap(home, agent_id, driver=driver, clock=clock)
+    streamed, totals = fetched.streamed, fetched.totals
+    report(
+        RestoreProgress(
+            "done",
+            streamed.rows_seen,
+            max(totals[0], streamed.rows_seen),
+            streamed.bytes_seen,
+            max(totals[1], streamed.bytes_seen),
+            swapped.memories,
+            True,
+        )
+    )
+    return _result(job, vault, fetched, swapped, requests, resumed=pending is not None)
+
+
+def _fetch(
+    job: _Job,
+    vault: _Vault,
+    select: Callable[[str, Args], ResultSet],
+    pending: dict[str, Any] | None,
+) -> _Fetched:
+    """Step 1 (the critical state) while the totals and the first page are fetched, then
+    step 2 (the memories into the staging table)."""
+    tag = agent_tag(job.agent_id)
+    prefetch = Prefetch(
+        lambda after, limit: select(records.SELECT_PAGE, (tag, after, limit)),
+        lambda: select(
+            "SELECT count(*), COALESCE(sum(length(envelope)), 0) FROM records WHERE agent_tag = ?",
+            (tag,),
+        ),
+        0 if pending is None else int(pending["cursor"]),
+        job.page_rows,
+    )
+    with prefetch:
+        written, version, writer, envelope_len = _step_one(
+            job.home,
+            job.agent_id,
+            pending,
+            select,
+            vault.ring,
+            vault.critical_rid,
+            job.at,
+            RestoreKeys(job.base, vault.epoch, vault.key, vault.wraps, "", job.token_to_store),
+            Marker(job.base, vault.critical_rid.hex(), job.at, "", job.clock()),
+            driver=job.driver,
+            clock=job.clock,
+        )
+        usable_seconds = time.perf_counter() - job.started
+        totals = prefetch.totals()
+        job.report(RestoreProgress("critical", 0, totals[0], 0, totals[1], 0, True))
+        streamed = stream_memories(
+            job.home,
+            job.agent_id,
+            vault.ring,
+            prefetch,
+            job.at,
+            {vault.critical_rid, prune_record_id(vault.ring)},
+            totals,
+            job.report,
+            driver=job.driver,
+        )
+    return _Fetched(written, version, writer, envelope_len, usable_seconds, totals, streamed)
+
+
+def _result(
+    job: _Job, vault: _Vault, fetched: _Fetched, swapped: Swapped, requests: int, *, resumed: bool
+) -> RestoreResult:
+    written, streamed = fetched.written, fetched.streamed
+    return RestoreResult(
+        home=job.home,
+        agent_id=job.agent_id,
+        url=job.base,
+        version=fetched.version,
+        written_by=fetched.writer,
+        device_id=written.device_id,
+        unlocked_with=vault.unlocked,
+        bytes=fetched.envelope_len,
+        hot_bytes=written.hot_bytes,
+        lessons=written.lessons,
+        tree_nodes=written.tree_nodes,
+        memory_md=job.home / written.memory_md.name,
+        refreshed=written.refreshed,
+        requests=requests,
+        seconds=time.perf_counter() - job.started,
+        at=job.at,
+        resumed=resumed,
+        memories=swapped.memories,
+        tombstones=swapped.tombstones,
+        kept_local=swapped.kept_local,
+        rows=streamed.rows,
+        pages=streamed.pages,
+        memory_bytes=streamed.bytes,
+        usable_seconds=fetched.usable_seconds,
+    )
+
+
+def _open_vault(
+    select: Callable[[str, Args], ResultSet],
+    base: str,
+    agent_id: str,
+    recovery_key: bytes | None,
+    passphrase: str | None,
+    at: str | None,
+) -> _Vault:
+    """Unlock the newest epoch's key; refuse a point in time older than the prune horizon."""
+    tag = agent_tag(agent_id)
+    try:
+        wraps = select(
+            "SELECT epoch, kind, blob FROM key_wraps WHERE agent_tag = ? "
+            "AND kind IN ('recovery', 'passphrase') ORDER BY epoch DESC",
+            (tag,),
+        ).rows
+    except SqlError as exc:
+        if "no such table" not in str(exc):
+            raise
+        raise NothingToRestore(f"{base} holds no tiermem vault (run `sync init` first)") from None
+    if not wraps:
+        raise NothingToRestore(f"{base} holds no vault for agent {agent_id!r}")
+    epoch, by_kind, vault_key, unlocked = _unlock(wraps, agent_id, recovery_key, passphrase)
+    ring = KeyRing.unlocked(agent_id, epoch, vault_key, select, tag)
+    critical_rid = records.record_id(ring.id_key, records.CRITICAL_TABLE, agent_id)
+    if at is not None:
+        horizon = prune_horizon(select, ring, tag)
+        if horizon is not None and at < horizon:
+            raise PointInTimePruned(
+                f"versions before {horizon} were pruned; the oldest point in time that "
+                f"restores completely is {horizon}"
+            )
+    return _Vault(epoch, by_kind, vault_key, unlocked, ring, critical_rid)
+
+
+def _step_one(
+    home: Path,
+    agent_id: str,
+    pending: dict[str, Any] | None,
+    select: Callable[[str, Args], ResultSet],
+    ring: KeyRing,
+    critical_rid: bytes,
+    at: str | None,
+    vault: RestoreKeys,
+    marker: Marker,
+    *,
+    driver: str | None,
+    clock: Callable[[], float],
+) -> tuple[Written, str, str, int]:
+    """The critical state into the home (or, resuming, the one already there): the written
+    home, the critical version, its writer and its envelope size."""
+    agent = agent_id
+    if pending is not None:
+        if pending["vault_check"] != marker.vault_check:
+            raise HomeNotEmpty(
+                f"{home} holds an unfinished restore of agent {agent!r} from another "
+                "vault; restore into an empty home (--home DIR)"
+            )
+        if pending["at"] != at:
+            raise HomeNotEmpty(
+                f"{home} holds an unfinished restore of agent {agent!r} "
+                f"{'as of ' + str(pending['at']) if pending['at'] else 'of the newest state'}; "
+                "rerun it with the same --at to finish it"
+            )
+        remove_stale_restores(home.absolute())
+        return usable_home(home, agent, driver), str(pending["version"]), "", 0
+    version, writer, envelope = _newest_critical(select, ring, critical_rid, at)
+    plaintext = records.open_row(
+        ring.key(epoch_of(envelope)),
+        agent,
+        records.CRITICAL_TABLE,
+        records.RemoteRow(0, critical_rid, version, epoch_of(envelope), writer, envelope),
+    )
+    state = records.decode_critical(plaintext, agent)
+    written = write_home(
+        home,
+        agent,
+        state,
+        dataclasses.replace(vault, version=version),
+        dataclasses.replace(marker, version=version),
+        driver=driver,
+        clock=clock,
+    )
+    return written, version, writer.hex(), len(envelope)
+
+
+def epoch_of(envelope: bytes) -> int:
+    return crypto.parse_envelope(envelope).epoch
+
+
+def _newest_critical(
+    select: Callable[[str, Args], ResultSet], ring: KeyRing, rid: bytes, at: str | None
+) -> tuple[str, bytes, bytes]:
+    """(version, writer, envelope) of the newest critical state (not newer than `at`)."""
+    bound = "" if at is None else "AND version <= ? "
+    args: tuple[object, ...] = (rid,) if at is None else (rid, at)
+    rows = select(
+        "SELECT version, epoch, device_id, envelope FROM records WHERE record_id = ? "
+        f"{bound}ORDER BY version DESC LIMIT 1",
+        args,
+    ).rows
+    if not rows:
+        when = "" if at is None else f" as of {at}"
+        raise NothingToRestore(
+            f"the vault of agent {ring.agent_id!r} holds no critical state{when} "
+            "(nothing was pushed)"
+        )
+    version, row_epoch, writer, envelope = (
+        str(rows[0][0]),
+        records.server_int(rows[0][1]),
+        records.server_blob(rows[0][2]),
+        records.server_blob(rows[0][3]),
+    )
+    try:
+        hlc.parse(version)
+    except ValueError:
+        raise crypto.TamperedData("the newest record has a malformed version") from None
+    if epoch_of(envelope) != row_epoch:
+        raise crypto.TamperedData("the newest record belongs to another key epoch")
+    return version, writer, envelope
+
+
+def _unlock(
+    wraps: Sequence[Sequence[object]],
+    agent_id: str,
+    recovery_key: bytes | None,
+    passphrase: str | None,
+) -> tuple[int, dict[str, bytes], bytes, Unlock]:
+    """The newest epoch, its wraps by kind, and its vault key unwrapped with the given secret."""
+    epoch = records.server_int(wraps[0][0])
+    by_kind = {
+        str(kind): records.server_blob(blob)
+        for e, kind, blob in wraps
+        if records.server_int(e) == epoch
+    }
+    if "recovery" not in by_kind:
+        raise NothingToRestore(f"the vault of agent {agent_id!r} has no recovery key wrap")
+    if recovery_key is not None:
+        context = crypto.WrapContext(agent_id, epoch, wrap_id(agent_id, epoch, "recovery"))
+        key = crypto.unwrap_with_recovery_key(by_kind["recovery"], recovery_key, context)
+        return epoch, by_kind, key, "recovery-key"
+    assert passphrase is not None
+    if "passphrase" not in by_kind:
+        raise NothingToRestore(
+            f"the vault of agent {agent_id!r} has no passphrase; use the recovery key"
+        )
+    context = crypto.WrapContext(agent_id, epoch, wrap_id(agent_id, epoch, "passphrase"))
+    key = crypto.unwrap_with_passphrase(by_kind["passphrase"], passphrase, context)
+    return epoch, by_kind, key, "passphrase"

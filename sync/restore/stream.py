@@ -1,0 +1,188 @@
+"""Step 2 of a restore: every remote row after the saved cursor, authenticated and decoded,
+streamed page by page into the staging table (one local transaction per page, with the
+cursor), the next page fetched while the current one is stored."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from tiermem.core import rows
+from tiermem.core.engine import Memory
+from tiermem.core.errors import StorageError
+from tiermem.sync import crypto, hlc, records
+from tiermem.sync.hrana import ResultSet
+from tiermem.sync.keyring import KeyRing
+from tiermem.sync.restore.results import Progress, RestoreProgress
+
+# ------------------------------------------------------------------ step 2: the memories
+
+
+@dataclass(frozen=True)
+class Streamed:
+    rows: int  # rows read by this call
+    pages: int
+    bytes: int
+    rows_seen: int  # including earlier, interrupted runs
+    bytes_seen: int
+
+
+_STAGED_NAMES: Final = rows.NAMES[1:]
+_STAGE: Final = (
+    f"INSERT INTO restore_staging (agent_id, id, version, deleted, "
+    f"{rows.column_list(_STAGED_NAMES)}) VALUES ({', '.join('?' * (4 + len(_STAGED_NAMES)))}) "
+    "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version, "
+    "deleted = excluded.deleted, "
+    + ", ".join(f"{name} = excluded.{name}" for name in _STAGED_NAMES)
+    + " WHERE excluded.version > restore_staging.version"
+)
+
+
+class Prefetch:
+    """Remote pages in commit order, each fetched while the caller works on the one before (a
+    high-latency link then costs about one round trip per page, not two). Started before the
+    critical state is written, with the totals for the progress bar first."""
+
+    def __init__(
+        self,
+        fetch: Callable[[int, int], ResultSet],
+        totals: Callable[[], ResultSet],
+        after: int,
+        limit: int,
+    ) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tiermem-restore")
+        self._fetch = fetch
+        self._limit = limit
+        self.after = after
+        self._totals: Future[ResultSet] = self._pool.submit(totals)
+        self._next: Future[tuple[ResultSet, int]] | None = self._pool.submit(self._page, after)
+
+    def _page(self, after: int) -> tuple[ResultSet, int]:
+        return records.fit_page(lambda n: self._fetch(after, n), self._limit)
+
+    def totals(self) -> tuple[int, int]:
+        row = self._totals.result().rows[0]
+        return int(str(row[0])), int(str(row[1]))
+
+    def pages(self) -> Iterator[list[records.RemoteRow]]:
+        while self._next is not None:
+            result, self._limit = self._next.result()
+            page = [records.remote_row(tuple(r)) for r in result.rows]
+            more = len(page) == self._limit
+            self._next = self._pool.submit(self._page, page[-1].seq) if more else None
+            if page:
+                yield page
+
+    def __enter__(self) -> Prefetch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._next is not None:
+            self._next.cancel()
+        self._pool.shutdown(wait=True)
+
+
+def stream_memories(
+    home: Path,
+    agent_id: str,
+    ring: KeyRing,
+    prefetch: Prefetch,
+    at: str | None,
+    skip: set[bytes],
+    totals: tuple[int, int],
+    report: Progress,
+    *,
+    driver: str | None,
+) -> Streamed:
+    """Stream every remote row after the saved cursor into the staging table, one local
+    transaction per page (rows + cursor together)."""
+    with Memory(home, agent_id, driver=driver) as mem:
+        db = mem.db
+        row = db.query_one(
+            "SELECT cursor, rows, bytes FROM restore_progress WHERE agent_id = ?", (agent_id,)
+        )
+        if row is None:
+            raise StorageError(f"the restore of agent {agent_id!r} lost its progress row")
+        cursor, rows_before, bytes_before = int(row[0]), int(row[1]), int(row[2])
+        rows = pages = size = 0
+        manifest_rids: dict[bytes, bytes] = {}
+        staged = int(
+            db.scalar("SELECT count(*) FROM restore_staging WHERE agent_id = ?", (agent_id,))
+        )
+        if cursor != prefetch.after:
+            raise StorageError(f"the restore of agent {agent_id!r} changed its cursor meanwhile")
+        for page in prefetch.pages():
+            batch: list[tuple[object, ...]] = []
+            peers: list[tuple[object, ...]] = []
+            for r in page:
+                size += len(r.envelope)
+                if r.record_id in skip:
+                    continue
+                if r.device_id not in manifest_rids:
+                    manifest_rids[r.device_id] = records.record_id(
+                        ring.id_key, records.MANIFEST_TABLE, r.device_id.hex()
+                    )
+                if r.record_id == manifest_rids[r.device_id]:
+                    peers.append(_peer_params(ring, agent_id, r))
+                    continue
+                if at is not None and r.version > at:
+                    continue
+                batch.append(_memory_params(ring, agent_id, r))
+            rows += len(page)
+            pages += 1
+            with db.transaction():
+                if batch:
+                    db.executemany(_STAGE, batch)
+                if peers:
+                    db.executemany(_PEER, peers)
+                db.execute(
+                    "UPDATE restore_progress SET cursor = ?, rows = rows + ?, bytes = bytes + ?, "
+                    "pages = pages + 1 WHERE agent_id = ?",
+                    (page[-1].seq, len(page), sum(len(r.envelope) for r in page), agent_id),
+                )
+            staged += len(batch)
+            report(
+                RestoreProgress(
+                    "memories",
+                    rows_before + rows,
+                    max(totals[0], rows_before + rows),
+                    bytes_before + size,
+                    max(totals[1], bytes_before + size),
+                    staged,
+                    True,
+                )
+            )
+    return Streamed(rows, pages, size, rows_before + rows, bytes_before + size)
+
+
+_PEER: Final = (
+    "INSERT INTO sync_peers (agent_id, device_id, last_n, last_version) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (agent_id, device_id) DO UPDATE SET last_n = excluded.last_n, "
+    "last_version = excluded.last_version WHERE excluded.last_n > sync_peers.last_n"
+)
+
+
+def _peer_params(ring: KeyRing, agent_id: str, r: records.RemoteRow) -> tuple[object, ...]:
+    """A device's manifest: the highest push counter seen per device (what a later `sync
+    check` compares the server with, to see a rollback)."""
+    plaintext = records.open_row(ring.key(r.epoch), agent_id, records.MANIFEST_TABLE, r)
+    manifest = records.decode_manifest(plaintext, r.device_id.hex())
+    return (agent_id, manifest.device, manifest.n, r.version)
+
+
+def _memory_params(ring: KeyRing, agent_id: str, r: records.RemoteRow) -> tuple[object, ...]:
+    """Authenticate and decode one memory record into staging-table parameters."""
+    try:
+        hlc.parse(r.version)
+    except ValueError:
+        raise crypto.TamperedData("a record has a malformed version") from None
+    plaintext = records.open_row(ring.key(r.epoch), agent_id, records.MEMORY_TABLE, r)
+    item = records.decode_memory(plaintext)
+    if ring.memory_rid(item.id) != r.record_id:
+        raise crypto.TamperedData("a memory record was moved to another record id")
+    if isinstance(item, records.Tombstone):
+        return (agent_id, item.id, r.version, 1, *([None] * len(_STAGED_NAMES)))
+    return (agent_id, item.id, r.version, 0, *item.columns())

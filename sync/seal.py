@@ -1,0 +1,272 @@
+"""Sealing push batches: the critical state (when it changed), the next changed memory rows
+up to a byte budget and the manifest numbering them, all under one HLC version; saved as in
+flight before they are sent, and read back until the server confirms them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from tiermem.core import rows
+from tiermem.sync import hlc, keys, merge
+from tiermem.sync import records as records_fmt
+from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE
+from tiermem.sync.session import Session
+from tiermem.sync.state import (
+    CRITICAL_TABLE,
+    Settings,
+    state_digest,
+)
+
+__all__ = [
+    "Batch",
+    "Row",
+    "critical_candidate",
+    "critical_document",
+    "inflight_batches",
+    "seal_batch",
+]
+
+_DIRTY_PAGE: Final = 500
+_MEMORY_COLUMNS: Final = rows.column_list(alias="m")
+
+
+Row = tuple[str, str, bytes, str, int, int, bytes]  # table, key, rid, version, epoch, pos, env
+_Marks = tuple[int, int, str, int, int]  # dirty and outbox marks, last HLC, manifest n, epoch
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One sealed push request (saved in `sync_batches` / `sync_outgoing` until confirmed)."""
+
+    n: int
+    version: str
+    dirty_up_to: int
+    outbox_up_to: int
+    digest: str | None  # of the critical state it carries, if any
+    rows: list[Row]
+
+
+def inflight_batches(session: Session) -> list[Batch]:
+    """The batches sealed and saved but not confirmed yet, in order."""
+    metas = session.db.query(
+        "SELECT n, version, dirty_up_to, outbox_up_to, digest FROM sync_batches "
+        "WHERE agent_id = ? ORDER BY n",
+        (session.agent_id,),
+    )
+    out = []
+    for n, version, dirty_up_to, outbox_up_to, digest in metas:
+        saved = session.db.query(
+            "SELECT tbl, key, record_id, version, epoch, pos, envelope FROM sync_outgoing "
+            "WHERE agent_id = ? AND n = ? ORDER BY pos",
+            (session.agent_id, n),
+        )
+        out.append(
+            Batch(
+                int(n),
+                str(version),
+                int(dirty_up_to),
+                int(outbox_up_to),
+                None if digest is None else str(digest),
+                [
+                    (
+                        str(r[0]),
+                        str(r[1]),
+                        bytes(r[2]),
+                        str(r[3]),
+                        int(r[4]),
+                        int(r[5]),
+                        bytes(r[6]),
+                    )
+                    for r in saved
+                ],
+            )
+        )
+    return out
+
+
+def critical_candidate(
+    session: Session, s: Settings, outbox_after: int
+) -> tuple[int, bytes, str] | None:
+    """(outbox up_to, body, digest) when the outbox holds changes after `outbox_after`."""
+    up_to = session.db.scalar(
+        "SELECT MAX(seq) FROM outbox WHERE agent_id = ? AND seq > ?",
+        (session.agent_id, outbox_after),
+    )
+    if up_to is None:
+        return None
+    body = records_fmt.encode_critical(critical_document(session, s))
+    return int(up_to), body, state_digest(body)
+
+
+def _seal_marks(session: Session) -> _Marks:
+    """What a sealed batch builds on: (dirty and outbox marks of the batches in flight,
+    the last HLC issued, the manifest counter, the epoch)."""
+    row = session.db.query_one(
+        "SELECT (SELECT COALESCE(MAX(dirty_up_to), 0) FROM sync_batches WHERE agent_id = ?), "
+        "(SELECT COALESCE(MAX(outbox_up_to), 0) FROM sync_batches WHERE agent_id = ?), "
+        "(SELECT hlc FROM sync_state WHERE agent_id = ?), "
+        "(SELECT manifest_n FROM sync_progress WHERE agent_id = ?), "
+        "(SELECT epoch FROM sync_state WHERE agent_id = ?)",
+        (session.agent_id,) * 5,
+    )
+    assert row is not None
+    return int(row[0]), int(row[1]), str(row[2] or ""), int(row[3] or 0), int(row[4])
+
+
+def seal_batch(session: Session, s: Settings, budget: int) -> Batch | None:
+    """Seal the next push request (critical state + changed memory rows + its manifest)
+    and save it as in flight; None when there is nothing new to send. Changes covered by
+    batches still in flight are not sealed again.
+
+    The reading and sealing happen outside any write transaction (a long one would stall
+    every other writer of the home); the short transaction that saves the batch first
+    checks that nothing it built on moved meanwhile (another push, a pull), else it seals
+    again."""
+    while True:
+        marks = _seal_marks(session)
+        batch = _seal_rows(session, s, budget, marks)
+        if batch is None:
+            return None
+        with session.db.transaction():
+            if _seal_marks(session) != marks:
+                continue
+            _save_batch(session, batch)
+        return batch
+
+
+def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Batch | None:
+    """Seal the critical state (if it changed), the next changed memory rows up to `budget`
+    bytes and the manifest numbering them; None when there is nothing to seal."""
+    dirty_after, outbox_after, last_hlc, manifest_n, epoch = marks
+    current = session.settings_or_fail()
+    last = hlc.parse(last_hlc) if last_hlc else None
+    version = str(hlc.tick(last, int(session.mem.now() * 1000), s.device_id.hex()))
+    sealer = _Sealer(
+        session, s, keys.epoch_key(session, epoch), keys.id_key(session), epoch, version
+    )
+    outbox_up_to, digest = _seal_critical(session, current, outbox_after, sealer)
+    dirty_up_to = _seal_memories(session, dirty_after, budget, sealer)
+    if not sealer.rows:
+        return None
+    n = manifest_n + 1
+    device_hex = s.device_id.hex()
+    manifest = records_fmt.Manifest(
+        device_hex,
+        n,
+        tuple(
+            records_fmt.ManifestEntry(t, rid.hex(), v, records_fmt.envelope_digest(env))
+            for t, _, rid, v, _, _, env in sealer.rows
+        ),
+    )
+    sealer.add(MANIFEST_TABLE, device_hex, records_fmt.encode_manifest(manifest))
+    return Batch(n, version, dirty_up_to, outbox_up_to, digest, sealer.rows)
+
+
+class _Sealer:
+    """Seals records of one batch (one key, epoch and version) and collects them in order."""
+
+    def __init__(
+        self, session: Session, s: Settings, key: bytes, id_key: bytes, epoch: int, version: str
+    ) -> None:
+        self.agent_id = session.agent_id
+        self.device_id = s.device_id
+        self.key, self.id_key, self.epoch, self.version = key, id_key, epoch, version
+        self.rows: list[Row] = []
+        self.used = 0
+
+    def seal(self, table: str, key: str, body: bytes) -> Row:
+        rid = records_fmt.record_id(self.id_key, table, key)
+        env = records_fmt.seal(
+            self.key, self.epoch, self.agent_id, table, rid, self.version, self.device_id, body
+        )
+        return (table, key, rid, self.version, self.epoch, len(self.rows), env)
+
+    def add(self, table: str, key: str, body: bytes) -> None:
+        self.keep(self.seal(table, key, body))
+
+    def keep(self, row: Row) -> None:
+        self.rows.append(row)
+        self.used += len(row[6])
+
+
+def _seal_critical(
+    session: Session, current: Settings, outbox_after: int, sealer: _Sealer
+) -> tuple[int, str | None]:
+    """Seal the critical state when the outbox holds changes and it is not on the server or
+    on its way already; returns (outbox up_to, its digest or None)."""
+    last_sealed_digest = session.db.scalar(
+        "SELECT digest FROM sync_batches WHERE agent_id = ? AND digest IS NOT NULL "
+        "ORDER BY n DESC LIMIT 1",
+        (session.agent_id,),
+    )
+    critical = critical_candidate(session, current, outbox_after)
+    if critical is None or critical[2] == (last_sealed_digest or current.last_digest):
+        return outbox_after, None  # nothing new, or the same state is on its way
+    outbox_up_to, body, digest = critical
+    sealer.add(CRITICAL_TABLE, session.agent_id, body)
+    return outbox_up_to, digest
+
+
+def _seal_memories(session: Session, dirty_after: int, budget: int, sealer: _Sealer) -> int:
+    """Seal changed memory rows in `sync_dirty` order until `budget` is used (at least one
+    record per batch); returns the dirty mark the batch covers."""
+    dirty_up_to = dirty_after
+    while True:
+        page = session.db.query(
+            f"SELECT d.seq, d.id, {_MEMORY_COLUMNS} FROM sync_dirty d "
+            "LEFT JOIN memories m ON m.agent_id = d.agent_id AND m.id = d.id "
+            "WHERE d.agent_id = ? AND d.seq > ? ORDER BY d.seq LIMIT ?",
+            (session.agent_id, dirty_up_to, _DIRTY_PAGE),
+        )
+        for r in page:
+            item = _memory_item(r)
+            row = sealer.seal(MEMORY_TABLE, item.id, records_fmt.encode_memory(item))
+            if sealer.rows and sealer.used + len(row[6]) > budget:
+                return dirty_up_to
+            sealer.keep(row)
+            dirty_up_to = int(r[0])
+        if len(page) < _DIRTY_PAGE:
+            return dirty_up_to
+
+
+def _save_batch(session: Session, b: Batch) -> None:
+    """Save a sealed batch as in flight (inside the caller's transaction)."""
+    session.db.executemany(
+        "INSERT INTO sync_outgoing (agent_id, n, pos, tbl, key, record_id, version, "
+        "epoch, envelope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (session.agent_id, b.n, pos, t, k, rid, v, e, env)
+            for t, k, rid, v, e, pos, env in b.rows
+        ],
+    )
+    session.db.execute(
+        "INSERT INTO sync_batches (agent_id, n, version, dirty_up_to, outbox_up_to, "
+        "digest) VALUES (?, ?, ?, ?, ?, ?)",
+        (session.agent_id, b.n, b.version, b.dirty_up_to, b.outbox_up_to, b.digest),
+    )
+    session.db.execute(
+        "UPDATE sync_progress SET manifest_n = ? WHERE agent_id = ?", (b.n, session.agent_id)
+    )
+    session.db.execute(
+        "UPDATE sync_state SET hlc = ? WHERE agent_id = ?", (b.version, session.agent_id)
+    )
+    if b.digest is not None:
+        session.db.execute(
+            "UPDATE sync_state SET inflight_version = ?, inflight_envelope = ?, "
+            "inflight_seq = ?, inflight_digest = ? WHERE agent_id = ?",
+            (b.version, b.rows[0][6], b.outbox_up_to, b.digest, session.agent_id),
+        )
+
+
+def critical_document(session: Session, s: Settings) -> dict[str, Any]:
+    """What a `critical` record holds: the critical state with per-item clocks."""
+    return merge.critical_document(session.mem, s.device_id.hex())
+
+
+def _memory_item(r: Sequence[Any]) -> records_fmt.MemoryRow | records_fmt.Tombstone:
+    """A `sync_dirty` row joined with its memory (``d.seq, d.id, _MEMORY_COLUMNS``)."""
+    if r[2] is None:
+        return records_fmt.Tombstone(str(r[1]))
+    return rows.MemoryRow.from_db(r[2:])

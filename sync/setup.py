@@ -1,0 +1,267 @@
+"""Setting sync up on the first device: `init` creates the vault (keys, wraps, the remote
+tables, this device), `resume_init` finishes an interrupted one, `abandon_init` forgets it.
+
+Nothing is sent before the local settings are saved, so an interrupted init is finished by
+`resume_init` with the same keys."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import uuid
+from dataclasses import dataclass
+
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from tiermem.core import snapshot
+from tiermem.core.errors import InvalidInput
+from tiermem.sync import crypto
+from tiermem.sync.devices import own_entry_statements
+from tiermem.sync.hrana import Args, SqlError, to_base_url
+from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.secrets import TOKEN
+from tiermem.sync.session import Session
+from tiermem.sync.state import (
+    EPOCH,
+    INSERT_WRAP,
+    REMOTE_SCHEMA,
+    AlreadyInitialised,
+    NotInitialised,
+    Settings,
+    agent_tag,
+    device_rows,
+    insert_settings,
+    save_secrets,
+    wrap_id,
+)
+
+__all__ = [
+    "MIN_PASSPHRASE_CHARS",
+    "InitResult",
+    "abandon_init",
+    "check_passphrase",
+    "init",
+    "pending_init",
+    "resume_init",
+]
+
+MIN_PASSPHRASE_CHARS = 12
+
+
+@dataclass(frozen=True)
+class InitResult:
+    url: str
+    agent_id: str
+    device_id: str
+    epoch: int
+    passphrase: bool
+    secret_store: str
+    token_stored: bool
+    resumed: bool
+
+
+def check_passphrase(passphrase: str) -> None:
+    if len(passphrase.strip()) < MIN_PASSPHRASE_CHARS:
+        raise InvalidInput(
+            f"the passphrase must have at least {MIN_PASSPHRASE_CHARS} characters (the server "
+            "keeps its wrap and could try guesses offline: use four or more random words)"
+        )
+
+
+def init(
+    session: Session,
+    url: str,
+    token: str | None,
+    recovery_key: bytes,
+    *,
+    passphrase: str | None = None,
+    store_token: bool = True,
+    kdf: crypto.KdfParameters = crypto.DEFAULT_KDF_PARAMS,
+    policy: RetryPolicy | None = None,
+) -> InitResult:
+    """Create the vault: keys, wraps, remote tables, this device; then mark sync ready.
+
+    The caller has shown the recovery key and had it confirmed. The current critical state is
+    queued, so the first push sends it."""
+    existing = session.settings()
+    if existing is not None:
+        if existing.status == "ready":
+            raise AlreadyInitialised(
+                f"sync is already set up for agent {session.agent_id!r} with {existing.url}; "
+                "see `tiermem sync status`"
+            )
+        return resume_init(session, url, token, store_token=store_token, policy=policy)
+    base = to_base_url(url)
+    if passphrase is not None:
+        check_passphrase(passphrase)
+    vault_key = crypto.generate_vault_key()
+    device_key = crypto.generate_device_key()
+    device_id = os.urandom(16)
+    ref = uuid.uuid4().hex
+    device_wrap, recovery_wrap, passphrase_wrap = _wraps(
+        session.agent_id, vault_key, recovery_key, passphrase, kdf, device_key, device_id
+    )
+    store, token_stored = save_secrets(
+        session.mem.home.root, ref, device_key, token if store_token else None
+    )
+    now = session.mem.now()
+    settings = Settings(
+        agent_id=session.agent_id,
+        status="pending",
+        url=base,
+        device_id=device_id,
+        epoch=EPOCH,
+        secret_ref=ref,
+        secret_store=store.kind,
+        device_wrap=device_wrap,
+        recovery_wrap=recovery_wrap,
+        passphrase_wrap=passphrase_wrap,
+        created_at=now,
+    )
+    try:
+        with session.db.transaction():
+            insert_settings(session.db, settings)
+            snapshot.enqueue(session.db, session.agent_id, "sync-init", now)
+    except BaseException:
+        store.delete_all()
+        raise
+    session.hold_vault_key(vault_key)
+    session.use_token(token)
+    result = _register(session, settings, policy or RetryPolicy())
+    return dataclasses.replace(result, token_stored=token_stored)
+
+
+def _wraps(
+    agent_id: str,
+    vault_key: bytes,
+    recovery_key: bytes,
+    passphrase: str | None,
+    kdf: crypto.KdfParameters,
+    device_key: X25519PrivateKey,
+    device_id: bytes,
+) -> tuple[bytes, bytes, bytes | None]:
+    """The first epoch's wraps of the vault key: recovery, passphrase (optional), device."""
+
+    def context(kind: str, device: bytes = b"") -> crypto.WrapContext:
+        return crypto.WrapContext(agent_id, EPOCH, wrap_id(agent_id, EPOCH, kind, device))
+
+    recovery = crypto.wrap_with_recovery_key(vault_key, recovery_key, context("recovery"))
+    wrapped_pw = None
+    if passphrase is not None:
+        wrapped_pw = crypto.wrap_with_passphrase(
+            vault_key, passphrase, context("passphrase"), params=kdf
+        )
+    device_wrap = crypto.wrap_for_device(
+        vault_key, device_key.public_key(), context("device", device_id)
+    )
+    return device_wrap, recovery, wrapped_pw
+
+
+def pending_init(session: Session) -> bool:
+    s = session.settings()
+    return s is not None and s.status == "pending"
+
+
+def resume_init(
+    session: Session,
+    url: str | None,
+    token: str | None,
+    *,
+    store_token: bool = True,
+    policy: RetryPolicy | None = None,
+) -> InitResult:
+    """Finish an interrupted `init` (same keys; optionally a new URL or token)."""
+    s = session.settings()
+    if s is None or s.status != "pending":
+        raise NotInitialised("there is no unfinished `sync init` to resume")
+    if url is not None and to_base_url(url) != s.url:
+        with session.db.transaction():
+            session.db.execute(
+                "UPDATE sync_state SET url = ? WHERE agent_id = ?",
+                (to_base_url(url), session.agent_id),
+            )
+        s = session.settings_or_fail()
+    if token is not None:
+        if store_token:
+            session.secret_store(s).set(TOKEN, token)
+        session.use_token(token)
+    result = _register(session, s, policy or RetryPolicy(), resumed=True)
+    return dataclasses.replace(result, token_stored=store_token and bool(token))
+
+
+def _register_statements(session: Session, s: Settings) -> list[tuple[str, Args]]:
+    """The remote tables, the wraps and this device's entry; the recovery wrap comes right
+    after the tables (`_register` tells "already there" by that statement's index)."""
+    tag = agent_tag(session.agent_id)
+    statements: list[tuple[str, Args]] = [(sql, ()) for sql in REMOTE_SCHEMA]
+    recovery_id = wrap_id(session.agent_id, s.epoch, "recovery")
+    statements.append((INSERT_WRAP, (recovery_id, tag, s.epoch, "recovery", s.recovery_wrap)))
+    if s.passphrase_wrap is not None:
+        pw_id = wrap_id(session.agent_id, s.epoch, "passphrase")
+        statements.append(
+            (
+                INSERT_WRAP + " ON CONFLICT DO NOTHING",
+                (pw_id, tag, s.epoch, "passphrase", s.passphrase_wrap),
+            )
+        )
+    statements += device_rows(s, tag, crypto.device_public_bytes(session.device_key(s)))
+    statements += own_entry_statements(session, s)  # name, MAC vouching for the entry
+    return statements
+
+
+def _register(
+    session: Session, s: Settings, policy: RetryPolicy, resumed: bool = False
+) -> InitResult:
+    remote = session.remote(s)
+    recovery_at = len(REMOTE_SCHEMA)
+    try:
+        remote.batch(_register_statements(session, s), policy)
+    except SqlError as exc:
+        if exc.code != "SQLITE_CONSTRAINT" or exc.statement != recovery_at:
+            raise
+        # The recovery wrap exists: ours (an earlier attempt committed and its answer was
+        # lost) or another vault's. Only our exact bytes mean "done".
+        rs = remote.execute(
+            "SELECT blob FROM key_wraps WHERE wrap_id = ?",
+            (wrap_id(session.agent_id, s.epoch, "recovery"),),
+            policy,
+        )
+        if rs.rows != ((s.recovery_wrap,),):
+            _forget_pending(session, s)
+            raise AlreadyInitialised(
+                f"the server already holds a vault for agent {session.agent_id!r}; bring it "
+                "here with `tiermem restore` (in an empty home), or use another agent id"
+            ) from None
+        # Ours: the rest of that batch committed with it (it is atomic).
+    with session.db.transaction():
+        session.db.execute(
+            "UPDATE sync_state SET status = 'ready', registered = 1, last_error = NULL, "
+            "last_error_at = NULL, retry_at = NULL WHERE agent_id = ?",
+            (session.agent_id,),
+        )
+    return InitResult(
+        url=s.url,
+        agent_id=session.agent_id,
+        device_id=s.device_id.hex(),
+        epoch=s.epoch,
+        passphrase=s.passphrase_wrap is not None,
+        secret_store=s.secret_store,
+        token_stored=False,
+        resumed=resumed,
+    )
+
+
+def abandon_init(session: Session) -> None:
+    """Forget an unfinished `init` (its keys and settings), e.g. when its recovery key could
+    not be handed to anyone. A finished setup is never touched."""
+    s = session.settings()
+    if s is not None and s.status == "pending":
+        _forget_pending(session, s)
+
+
+def _forget_pending(session: Session, s: Settings) -> None:
+    """Undo a pending init that can never finish."""
+    session.secret_store(s).delete_all()
+    with session.db.transaction():
+        session.db.execute("DELETE FROM sync_state WHERE agent_id = ?", (session.agent_id,))
+    session.hold_vault_key(None)
