@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Final
 
 from tiermem.core.engine import Memory
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "HISTORY_KEEP",
@@ -47,6 +50,7 @@ class Progress:
 
 def record_error(mem: Memory, message: str, retry_at: float | None) -> None:
     """Remember the last failure (and when the next attempt is due) for `status`."""
+    log.warning("sync[%s] failed: %s", mem.agent_id, message)
     with mem.db.transaction():
         mem.db.execute(
             "UPDATE sync_state SET last_error = ?, last_error_at = ?, retry_at = ? "
@@ -68,6 +72,7 @@ def log_event(
     mem: Memory, kind: str, version: str | None, records: int, size: int, note: str
 ) -> None:
     """Add one line to the history, keeping the newest `HISTORY_KEEP`."""
+    log.info("sync[%s] %s: %d record(s), %d bytes; %s", mem.agent_id, kind, records, size, note)
     with mem.db.transaction():
         mem.db.execute(
             "INSERT INTO sync_log (agent_id, at, kind, version, records, bytes, note) "

@@ -8,6 +8,7 @@ from typing import Self
 import httpx
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from tiermem.core import logs
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto
 from tiermem.sync.hrana import DEFAULT_TIMEOUT
@@ -77,9 +78,9 @@ class Session:
         if self._given:
             return self._token_given
         from_env = env_secret(ENV_TOKEN)
-        if from_env is not None:
-            return from_env or None
-        return self.secret_store(s).get(TOKEN)
+        token = (from_env or None) if from_env is not None else self.secret_store(s).get(TOKEN)
+        logs.add_secret(token)  # whatever a log line quotes, the token is masked
+        return token
 
     def use_token(self, token: str | None) -> None:
         """Use this token for this engine's calls (it is not stored)."""
