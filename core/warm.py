@@ -332,10 +332,6 @@ class MemoryStore:
             out += [MemoryRecord.from_row(r) for r in rows]
         return out
 
-    def by_seqs(self, seqs: Sequence[int]) -> dict[int, MemoryRecord]:
-        rows = self._rows_by_seq(f"seq, {COLUMNS}", seqs)
-        return {int(r[0]): MemoryRecord.from_row(r[1:]) for r in rows}
-
     def _rows_by_seq(self, columns: str, seqs: Sequence[int]) -> list[Row]:
         if not seqs:
             return []

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -25,7 +24,6 @@ from tiermem.core.paths import Home
 OK: Final = "ok"
 WARN: Final = "warn"
 FAIL: Final = "FAIL"
-VERDICTS: Final = (OK, WARN, FAIL)
 RESTORE_ADVICE: Final = "restore it with `tiermem restore` into a new home, or from a backup"
 LOW_DISK_BYTES: Final = 200 * 1024 * 1024
 
@@ -38,10 +36,6 @@ class Check:
 
     def as_dict(self) -> dict[str, str]:
         return {"name": self.name, "verdict": self.verdict, "detail": self.detail}
-
-
-def failed(checks: Iterable[Check]) -> bool:
-    return any(c.verdict == FAIL for c in checks)
 
 
 def _mode(path: Path) -> int:

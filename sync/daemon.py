@@ -96,10 +96,6 @@ class Daemon:
         """Ask the loop to end (safe from a signal handler or another thread)."""
         self._stop.set()
 
-    @property
-    def stopping(self) -> bool:
-        return self._stop.is_set()
-
     def _wait(self, seconds: float) -> None:
         if self._stop.wait(seconds):
             raise _Stopped
