@@ -87,7 +87,7 @@ class Memory:
             self.db.close()
             raise
         self.memories = MemoryStore(self.db, self.agent_id)
-        self.hot_store = HotStore(self.db, self.agent_id, self.cfg.hot)
+        self.hot_store = HotStore(self.db, self.agent_id, self.cfg.hot, self._move_to_warm)
         self.trees = TreeStore(self.db, self.agent_id, self.cfg.tree)
         self.metrics = MetricsStore(self.db, self.agent_id)
         self.last_memory_md: MemoryMdReport | None = None
@@ -226,21 +226,34 @@ class Memory:
     def hot(self) -> HotState:
         return self.hot_store.load()
 
-    def edit_hot(self, change: Callable[[HotState], T]) -> tuple[T, list[str]]:
+    def edit_hot(
+        self, change: Callable[[HotState], T], *, must_fit: bool = False
+    ) -> tuple[T, list[str]]:
         """Apply `change` to the hot state, enforce the limits, save, regenerate MEMORY.md.
 
-        Returns what `change` returned and what was pruned. If the limits cannot hold, nothing
-        is saved.
-        """
+        Returns what `change` returned and what the limits moved to warm memory. If the limits
+        cannot hold (with `must_fit`: without moving out an item the change adds), nothing is
+        saved."""
         self.read_back_memory_md()  # hand edits of MEMORY.md first: never overwritten unread
         now = self.now()
         with self.db.transaction():
             state = self.hot_store.load()
             value = change(state)
-            pruned = self.hot_store.save(state, now)
+            pruned = self.hot_store.save(state, now, must_fit=must_fit)
             outbox.enqueue(self.db, self.agent_id, "hot", now)
         self.write_memory_md()
         return value, pruned
+
+    def _move_to_warm(self, moved: list[hotmod.Pruned]) -> None:
+        """What the hot limits push out becomes warm facts; a lesson promoted from a memory
+        that still exists just goes back to it."""
+        sources = [p.item.source_id for p in moved if isinstance(p.item, hotmod.Lesson)]
+        existing = {m.id for m in self.memories.get_many([s for s in sources if s])}
+        self.store_many(
+            p.as_fact()
+            for p in moved
+            if not (isinstance(p.item, hotmod.Lesson) and p.item.source_id in existing)
+        )
 
     def read_back_memory_md(self) -> MemoryMdReport:
         """Read hand edits of MEMORY.md into the hot state (unparsed lines become warm facts)
@@ -249,29 +262,32 @@ class Memory:
         return self.last_memory_md
 
     def update_hot(self, key: str, values: dict[str, Any]) -> list[str]:
-        return self.edit_hot(lambda s: HotStore.update_mapping(s, key, values))[1]
+        return self.edit_hot(lambda s: HotStore.update_mapping(s, key, values), must_fit=True)[1]
 
     def add_lesson(
         self, text: str, importance: float = 0.7, category: str = "general"
     ) -> tuple[hotmod.Lesson, list[str]]:
         return self.edit_hot(
-            lambda s: HotStore.add_lesson(s, text, importance, category, self.now())
+            lambda s: HotStore.add_lesson(s, text, importance, category, self.now()), must_fit=True
         )
 
     def add_event(self, text: str) -> tuple[hotmod.Event, list[str]]:
-        return self.edit_hot(lambda s: HotStore.add_event(s, text, self.now()))
+        return self.edit_hot(lambda s: HotStore.add_event(s, text, self.now()), must_fit=True)
 
     def add_task(self, text: str, status: str = "pending") -> tuple[hotmod.Task, list[str]]:
-        return self.edit_hot(lambda s: HotStore.add_task(s, text, self.now(), status))
+        return self.edit_hot(
+            lambda s: HotStore.add_task(s, text, self.now(), status), must_fit=True
+        )
 
     def complete_task(self, task: str) -> tuple[hotmod.Task, list[str]]:
-        return self.edit_hot(lambda s: HotStore.complete_task(s, task, self.now()))
+        return self.edit_hot(lambda s: HotStore.complete_task(s, task, self.now()), must_fit=True)
 
     def add_project(
         self, name: str, description: str = "", status: str = ""
     ) -> tuple[hotmod.Project, list[str]]:
         return self.edit_hot(
-            lambda s: HotStore.upsert_project(s, name, description, status, self.now())
+            lambda s: HotStore.upsert_project(s, name, description, status, self.now()),
+            must_fit=True,
         )
 
     def remove_hot_item(self, item: str) -> str:

@@ -68,7 +68,8 @@ def import_seed(
         mapping = seed_config_to_mapping(_object(read_json(config), config))
         cfg_text = render_toml(config_from_mapping(mapping, str(config)))
     if state is not None:
-        hotmod.enforce_limits(state, mem.cfg.hot)  # raises before any write if it cannot fit
+        # raises before any write if it cannot fit; what it would prune, the save moves to warm
+        hotmod.enforce_limits(hotmod.decode(hotmod.encode(state)), mem.cfg.hot)
     for path, desc in nodes:
         try:
             before = set(mem.trees.load().nodes)

@@ -356,7 +356,7 @@ def _apply_text(
         report.error = f"{path.name} edits not applied ({exc}): copied aside"
         report.backup = _backup(path, data, now)
         return
-    report.applied = changes + [f"pruned to fit: {p}" for p in pruned]
+    report.applied = changes + [f"moved to warm: {p}" for p in pruned]
     lines = [line for _, line in parsed.unparsed] + bad
     report.unparsed = [f"line {n}: {line}" for n, line in parsed.unparsed]
     report.unparsed += [f"not understood in its section: {line}" for line in bad]

@@ -26,6 +26,7 @@ expiry of a memory), `health` (the report) and `tags` (the transcript's directiv
 
 from __future__ import annotations
 
+from tiermem.core.hot import CRITICAL_IMPORTANCE
 from tiermem.core.hygiene.actions import (
     archive,
     demote_from_hot,
@@ -38,7 +39,6 @@ from tiermem.core.hygiene.actions import (
 from tiermem.core.hygiene.extras import archive_expired, extras_for, set_extras
 from tiermem.core.hygiene.health import COLD_CANDIDATE_DAYS, LOG_RETENTION_DAYS, Health, health
 from tiermem.core.hygiene.moves import (
-    CRITICAL_IMPORTANCE,
     DEMOTE_SESSIONS,
     PROMOTE_SESSIONS,
     HygieneReport,

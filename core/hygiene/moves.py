@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tiermem.core import curate, outbox
 from tiermem.core.errors import InvalidInput, LimitExceeded, NotFound
-from tiermem.core.hot import HotStore, Lesson
+from tiermem.core.hot import CRITICAL_IMPORTANCE, HotStore, Lesson
 from tiermem.core.hygiene.extras import archive_expired
 from tiermem.core.hygiene.sessions import (
     check_session,
@@ -29,7 +29,6 @@ PROMOTE_SESSIONS = 3
 """A memory recalled in this many distinct sessions is promoted to hot."""
 DEMOTE_SESSIONS = 3
 """A hot lesson unused for this many sessions is demoted (unless pinned or critical)."""
-CRITICAL_IMPORTANCE = 0.9
 
 
 @dataclass

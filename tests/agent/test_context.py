@@ -17,7 +17,11 @@ from tiermem.core.tokens import count_tokens
 
 
 def fill_hot_to_the_limit(mem: Memory) -> None:
-    """Hot memory at its 5 KB limit and a full tree: more than 1,500 tokens unfitted."""
+    """Hot memory at its 5 KB limit and a full tree: more than 1,500 tokens unfitted. The tree
+    comes first: the categories of what hot's limits move to warm would take its root's slots."""
+    for top in range(9):
+        for sub in range(4):
+            mem.tree_add(f"topic{top}/sub{sub}", f"everything about subject {top}.{sub} here")
     mem.update_hot("identity", {"agent_name": "Claw", "owner": "Sam", "style": "terse" * 3})
     mem.update_hot("owner_profile", {"timezone": "Europe/Paris", "loves": ["cycling", "tea"]})
     for i in range(25):
@@ -27,9 +31,6 @@ def fill_hot_to_the_limit(mem: Memory) -> None:
         mem.add_task(f"Task {i}: follow up with the vendor about invoice number {i}")
     for i in range(6):
         mem.add_project(f"Project {i}", f"long running effort number {i} with many parts")
-    for top in range(9):
-        for sub in range(4):
-            mem.tree_add(f"topic{top}/sub{sub}", f"everything about subject {top}.{sub} here")
 
 
 def test_always_loaded_stays_under_1500_tokens_with_hot_and_tree_full(mem: Memory) -> None:

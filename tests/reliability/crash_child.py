@@ -96,12 +96,16 @@ def run(mem: Memory, op: dict[str, Any]) -> Any:
         return [h.memory.id for h in mem.retrieve(op["query"], limit=3).hits]
     if kind == "identity":
         mem.update_hot("identity", {"counter": op["counter"]})
-    elif kind == "event":
-        mem.add_event(op["text"])
-    elif kind == "lesson":
-        mem.add_lesson(op["text"], 0.6)
-    elif kind == "task":
-        mem.add_task(op["text"])
+    elif kind in ("event", "lesson", "task"):
+        try:
+            if kind == "event":
+                mem.add_event(op["text"])
+            elif kind == "lesson":
+                mem.add_lesson(op["text"], 0.6)
+            else:
+                mem.add_task(op["text"])
+        except LimitExceeded:  # hot memory is full of more important items: nothing changed
+            return "refused"
     elif kind == "complete":
         tasks = mem.hot().active_context.tasks
         if not tasks:

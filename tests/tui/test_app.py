@@ -10,10 +10,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from textual import events
 from textual.pilot import Pilot
 from textual.widgets import (
     DataTable,
-    Input,
     ProgressBar,
     Select,
     Static,
@@ -66,16 +66,40 @@ async def goto(pilot: Pilot[None], key: str) -> None:
     await settle(pilot)
 
 
+def keys(text: str) -> list[str]:
+    """The key presses that type `text` (a newline is enter: a new line in a text area)."""
+    return ["enter" if c == "\n" else c for c in text]
+
+
+async def type_text(pilot: Pilot[None], text: str) -> None:
+    """Key presses into the focused field; text too long to type key by key is pasted."""
+    if len(text) <= 300:
+        await pilot.press(*keys(text))
+        return
+    focused = pilot.app.screen.focused
+    assert focused is not None
+    focused.post_message(events.Paste(text))
+    await pilot.pause()
+
+
 async def fill_form(pilot: Pilot[None], values: dict[str, str]) -> None:
+    """Type into the open form as a person would: it opens with its first field focused, tab
+    goes to the next one; a field given a value is cleared first, then typed into."""
     modal = pilot.app.screen
     assert isinstance(modal, FormModal)
-    for name, value in values.items():
+    names = [f.name for f in modal.fields]
+    assert modal.focused is modal.query_one(f"#f-{names[0]}")
+    last = max(names.index(name) for name in values)
+    for name in names[: last + 1]:
         widget = modal.query_one(f"#f-{name}")
-        if isinstance(widget, TextArea):
-            widget.text = value
-        else:
-            assert isinstance(widget, Input)
-            widget.value = value
+        assert modal.focused is widget
+        if name in values:
+            await pilot.press(
+                *(("f7", "backspace") if isinstance(widget, TextArea) else ("end", "ctrl+u"))
+            )
+            await type_text(pilot, values[name])
+        if name != names[last]:
+            await pilot.press("tab")
     await pilot.press("ctrl+s")
     await settle(pilot)
 
@@ -515,6 +539,10 @@ def test_tree_node_lists_its_memories_and_nodes_can_be_added_and_removed(
         await fill_form(pilot, {"path": "projects/garden", "description": "the garden plan"})
         with open_home(demo_home) as mem:
             assert mem.tree().nodes["projects/garden"].description == "the garden plan"
+        for _ in range(20):  # the tree reloads in a worker after the save; wait it out
+            if tree.cursor_node is not None and tree.cursor_node.data == "projects/garden":
+                break
+            await settle(pilot)
         assert tree.cursor_node is not None and tree.cursor_node.data == "projects/garden"
         await pilot.press("x")
         await settle(pilot)

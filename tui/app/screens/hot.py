@@ -45,7 +45,7 @@ class Item:
 
 
 def pruned_note(pruned: list[str]) -> str:
-    return "" if not pruned else " · pruned to fit: " + "; ".join(one_line(p, 40) for p in pruned)
+    return "" if not pruned else " · moved to warm: " + "; ".join(one_line(p, 40) for p in pruned)
 
 
 def replace_item(items: list[Any], old_id: str, make: Callable[[], Any]) -> Any:
@@ -410,7 +410,7 @@ class HotScreen(DataScreen[HotData]):
 
     def _edit_form(self, form: EditForm) -> None:
         def apply(mem: Memory, v: dict[str, str]) -> str:
-            _, pruned = mem.edit_hot(lambda state: form.change(state, v))
+            _, pruned = mem.edit_hot(lambda state: form.change(state, v), must_fit=True)
             return f"{form.title.removeprefix('Edit ')} saved{pruned_note(pruned)}"
 
         self._form(

@@ -89,7 +89,7 @@ def hot(
     }
     text = markdown + f"\n{size}/{limit} bytes · {path}"
     if pruned:
-        text += "\npruned to fit: " + "; ".join(pruned)
+        text += "\nmoved to warm: " + "; ".join(pruned)
     if read_back.edited:
         text += "\n" + "\n".join(render_memory_md(read_back))
     emit(opts, payload, text)

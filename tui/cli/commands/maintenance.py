@@ -55,7 +55,7 @@ def render_consolidation(report: ConsolidationReport) -> str:
                 f"  {move.from_tier} → {move.to_tier} ({move.reason}, score "
                 f"{move.score:.3f}): {move.text[:70]}"
             )
-        lines += [f"  pruned from hot: {p}" for p in report.hot_pruned]
+        lines += [f"  moved from hot to warm: {p}" for p in report.hot_pruned]
         lines += [f"  tree node added: {p}" for p in report.tree_added]
         lines += [f"  tree node pruned: {p}" for p in report.tree_pruned]
         lines += [f"  {note}" for note in report.analysis]

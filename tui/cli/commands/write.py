@@ -251,7 +251,7 @@ def conversation_end(opts: Options, source: str, mode: str | None, session: str 
         if payload["fallback"]:
             lines.append(f"llm mode fell back to rule mode: {payload['fallback']}")
         lines += [f"  hot {item}" for item in report.hot_added]
-        lines += [f"  pruned from hot: {item}" for item in report.hot_pruned]
+        lines += [f"  moved from hot to warm: {item}" for item in report.hot_pruned]
         if report.memory_md:
             lines += render_memory_md(report.memory_md)
         lines += [f"warning: {w}" for w in payload["warnings"]]

@@ -68,7 +68,7 @@ def update_hot(
     description: str,
     status: str,
 ) -> list[str]:
-    """Apply one update; returns what the hot limits pruned to make it fit."""
+    """Apply one update; returns what the hot limits moved to warm memory to make room."""
     if key is None:
         raise ToolError("InvalidInput: action update needs a key")
     if key in ("identity", "owner_profile"):
