@@ -44,7 +44,7 @@ PRIORITY = click.Choice(list(ctx.PRIORITIES))
 def context_cmd(opts: Options, query: str | None, budget: int, session: str | None) -> None:
     """Print the block to put in the prompt: hot memory, the tree index (under 1,500 tokens
     together) and the memories relevant to the query, all within the budget."""
-    with opts.open() as mem:
+    with opts.open(create=session is not None) as mem:  # a session's first turn creates
         block = ctx.build_context(mem, query, budget=budget, session=session)
     emit(opts, block.as_dict() | {"session": session}, block.text)
 
@@ -75,7 +75,7 @@ def recall(
     session: str | None,
 ) -> None:
     """Recall memories within a token budget (the CLI twin of MCP memory_recall)."""
-    with opts.open() as mem:
+    with opts.open(create=session is not None) as mem:
         found = ctx.recall(
             mem,
             query,
