@@ -83,6 +83,15 @@ def require_agent(db: Database, agent_id: str, home: Path) -> None:
     )
 
 
+def only_registered(db: Database, agent_id: str) -> bool:
+    """The agent has its registration and no other row (nothing was ever stored for it)."""
+    return not any(
+        db.scalar(f'SELECT 1 FROM "{t}" WHERE agent_id = ? LIMIT 1', (agent_id,)) is not None
+        for t in agent_tables(db)
+        if t != "agents"
+    )
+
+
 def is_synced(db: Database, agent_id: str) -> bool:
     return db.scalar("SELECT 1 FROM sync_state WHERE agent_id = ?", (agent_id,)) is not None
 

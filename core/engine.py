@@ -118,9 +118,9 @@ class Memory:
     def undo_creation(self) -> None:
         """After a failed first write: an agent (and home) this `Memory` created and nothing
         was stored in goes again, so a mistyped name leaves no trace. Closes the memory."""
-        if self.created_agent and not sum(self.memories.counts().values()) and not self._has_hot():
+        if self.created_agent and agents.only_registered(self.db, self.agent_id):
             with self.db.transaction():
-                agents.delete_agent(self.db, self.agent_id)
+                self.db.execute("DELETE FROM agents WHERE agent_id = ?", (self.agent_id,))
         gone = self.created_home and not agents.known_agents(self.db)
         self.close()
         if gone:
@@ -128,12 +128,6 @@ class Memory:
                 self.home.root.joinpath(f"tiermem.db{suffix}").unlink(missing_ok=True)
             with contextlib.suppress(OSError):
                 self.home.root.rmdir()
-
-    def _has_hot(self) -> bool:
-        return (
-            self.db.scalar("SELECT 1 FROM hot_state WHERE agent_id = ?", (self.agent_id,))
-            is not None
-        )
 
     def now(self) -> float:
         return float(self._clock())

@@ -220,3 +220,36 @@ def test_ctrl_c_during_demo_leaves_nothing_and_a_rerun_succeeds(tmp_path):
     assert done.returncode == 4 or json.loads(done.stdout)["agents"] == []
     rerun = subprocess.run(command, capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr
+
+
+def test_failed_first_write_to_a_new_agent_leaves_no_agent(capsys, tmp_path):
+    home = tmp_path / "home"
+    store(capsys, home, "a fact")
+    code, _, err = cli(
+        capsys,
+        home,
+        "--agent-id",
+        "typo",
+        "store",
+        "--text",
+        "x",
+        "--category",
+        "c",
+        "--importance",
+        "7",
+    )
+    assert code == 3 and "created" not in err
+    code, out, _ = cli(capsys, home, "--json", "agents", "list")
+    assert [a["agent_id"] for a in json.loads(out)["agents"]] == ["default"]
+
+
+def test_bad_encodings_in_input_files_are_one_line_exit_3(capsys, tmp_path):
+    bad = tmp_path / "t.txt"
+    bad.write_bytes(b"User: caf\xe9 au lait\n")
+    for args in (
+        ["conversation-end", str(bad)],
+        ["distill", str(bad)],
+        ["import", "--warm", str(bad)],
+    ):
+        code, _, err = cli(capsys, tmp_path / "home", *args)
+        assert code == 3 and "UTF-8" in err and err.count("\n") == 1, args

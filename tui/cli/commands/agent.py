@@ -14,9 +14,7 @@ REF is a memory id, a hot lesson id, or category:slug (see core/hygiene.py).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -26,6 +24,7 @@ from tiermem.core import context as ctx
 from tiermem.core.errors import InvalidInput
 from tiermem.core.hygiene import HygieneReport
 from tiermem.tui.cli.options import Options, emit, pass_options, session_option
+from tiermem.tui.cli.reports import outline
 
 PRIORITY = click.Choice(list(ctx.PRIORITIES))
 
@@ -216,8 +215,4 @@ def index_status(opts: Options) -> None:
     """Memory statistics: files, structured store, always-loaded tokens, on-demand domains."""
     with opts.open() as mem:
         status = audit.index_status(mem)
-    emit(opts, status, json.dumps(status, indent=2, ensure_ascii=False, default=_default))
-
-
-def _default(value: Any) -> Any:
-    return str(value) if isinstance(value, Path) else value
+    emit(opts, status, lambda: "\n".join(outline(status)))

@@ -98,7 +98,7 @@ def retrieve(
     """Find memories through the tree, with the reason each was found."""
     if not query.strip():
         raise InvalidInput("query is empty")
-    with opts.open() as mem:
+    with opts.open(create=session is not None) as mem:  # a session's first turn creates
         result = mem.retrieve(
             query, limit=limit, tier=tier, category=category, budget=budget, mode=mode, llm=llm
         )
