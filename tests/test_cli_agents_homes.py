@@ -165,6 +165,9 @@ def test_deeply_nested_import_file_is_exit_3(capsys, tmp_path):
     bad.write_text("[" * 100000 + "]" * 100000)
     code, _, err = cli(capsys, tmp_path / "home", "import", "--warm", str(bad))
     assert code == 3 and "nested too deeply" in err
+    store(capsys, tmp_path / "home", "a fact")
+    code, _, err = cli(capsys, tmp_path / "home", "hot", "--update", "identity", "[" * 100000)
+    assert code == 3 and "nested too deeply" in err
 
 
 def test_global_options_work_after_the_command(capsys, tmp_path):
@@ -253,3 +256,36 @@ def test_bad_encodings_in_input_files_are_one_line_exit_3(capsys, tmp_path):
     ):
         code, _, err = cli(capsys, tmp_path / "home", *args)
         assert code == 3 and "UTF-8" in err and err.count("\n") == 1, args
+
+
+def test_a_commands_own_option_of_a_global_name_stays_that_commands():
+    from tiermem.tui.cli import app
+    from tiermem.tui.cli.argv import hoist_globals
+
+    assert hoist_globals(app, ["demo", "--agent-id", "d2", "--json"]) == [
+        "--json",
+        "demo",
+        "--agent-id",
+        "d2",
+    ]
+    assert hoist_globals(app, ["restore", "--agent-id", "a", "--home", "h"]) == [
+        "--home",
+        "h",
+        "restore",
+        "--agent-id",
+        "a",
+    ]
+    assert hoist_globals(app, ["store", "--text", "x", "--", "--json"]) == [
+        "store",
+        "--text",
+        "x",
+        "--",
+        "--json",
+    ]
+    assert hoist_globals(app, ["--agent-id", "a", "hot", "--agent-id", "b"]) == [
+        "--agent-id",
+        "a",
+        "--agent-id",
+        "b",
+        "hot",  # the later one wins, as written
+    ]
