@@ -219,6 +219,8 @@ def read_config_mapping(path: Path) -> dict[str, Any]:
         return tomllib.loads(read_text(path, ConfigError))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML ({exc})") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError(f"{path}: invalid TOML (nested too deeply)") from None
 
 
 def load_config(path: Path) -> Config:

@@ -342,7 +342,10 @@ def _after(
     session: str | None,
     terms: list[str],
 ) -> None:
-    """Reinforce what was returned (as retrieval does) and count it for the session."""
+    """Reinforce what was returned (as retrieval does) and count it for the session; a
+    read-only home is only read."""
+    if mem.read_only:
+        return
     if reinforce:
         now = mem.now()
         with mem.db.relaxed_transaction():

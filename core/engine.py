@@ -6,6 +6,7 @@ single transaction, and leaves every invariant (hot ≤ 5 KB, tree limits, agent
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import tempfile
@@ -15,21 +16,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from tiermem.core import agents, metadata, outbox, treesearch
 from tiermem.core import conversation as conversationmod
 from tiermem.core import hot as hotmod
 from tiermem.core import ingest as ingestmod
-from tiermem.core import metadata, outbox, treesearch
 from tiermem.core.config import Config, load_config
 from tiermem.core.consolidate import ConsolidationReport, check_mode, consolidate
 from tiermem.core.conversation import ConversationReport
 from tiermem.core.db import Database
-from tiermem.core.errors import InvalidInput
+from tiermem.core.errors import InvalidInput, StorageError
 from tiermem.core.hot import HotState, HotStore
 from tiermem.core.ingest import IngestReport
 from tiermem.core.llm import settings_from
 from tiermem.core.memory_md import MemoryMdReport, read_back
 from tiermem.core.metrics import DayMetrics, MetricsStore
-from tiermem.core.migrations import migrate
+from tiermem.core.migrations import SCHEMA_VERSION, migrate, schema_version
 from tiermem.core.paths import DEFAULT_AGENT, Home, default_home, validate_agent_id
 from tiermem.core.retrieve import MODES, RetrievalResult, search
 from tiermem.core.tokens import count_tokens
@@ -75,14 +76,21 @@ class Memory:
         config: Config | None = None,
         clock: Callable[[], float] = time.time,
         driver: str | None = None,
+        create: bool = True,
     ) -> None:
+        """`create=False` is a read: the home, its database and the agent must exist (nothing is
+        created), and a home the user cannot write is opened read-only."""
         self.agent_id = validate_agent_id(agent_id)
-        self.home = Home(Path(home) if home is not None else default_home()).ensure()
+        self.home = Home(Path(home) if home is not None else default_home())
+        self.created_home = create and not self.home.db_path.exists()
+        self.read_only = False if create else self.home.require()
+        if create:
+            self.home.ensure()
         self.cfg = config if config is not None else load_config(self.home.config_path)
         self._clock = clock
-        self.db = Database(self.home.db_path, driver)
+        self.db = Database(self.home.db_path, driver, read_only=self.read_only)
         try:
-            migrate(self.db)
+            self._prepare(create)
         except BaseException:
             self.db.close()
             raise
@@ -91,6 +99,35 @@ class Memory:
         self.trees = TreeStore(self.db, self.agent_id, self.cfg.tree)
         self.metrics = MetricsStore(self.db, self.agent_id)
         self.last_memory_md: MemoryMdReport | None = None
+
+    def _prepare(self, create: bool) -> None:
+        """Bring the schema up to date (a read-only home must already be), then check the agent:
+        a read needs it to exist; a write creates it (`created_agent` says so)."""
+        if not self.read_only:
+            migrate(self.db)
+        elif schema_version(self.db) != SCHEMA_VERSION:
+            raise StorageError(
+                f"{self.home.db_path} is read-only and at schema version "
+                f"{schema_version(self.db)} (this tiermem uses {SCHEMA_VERSION}): make it "
+                "writable once so it can be upgraded"
+            )
+        self.created_agent = not agents.agent_exists(self.db, self.agent_id)
+        if self.created_agent and not create:
+            agents.require_agent(self.db, self.agent_id, self.home.root)
+
+    def undo_creation(self) -> None:
+        """After a failed first write: an agent (and home) this `Memory` created and nothing
+        was stored in goes again, so a mistyped name leaves no trace. Closes the memory."""
+        if self.created_agent and agents.only_registered(self.db, self.agent_id):
+            with self.db.transaction():
+                self.db.execute("DELETE FROM agents WHERE agent_id = ?", (self.agent_id,))
+        gone = self.created_home and not agents.known_agents(self.db)
+        self.close()
+        if gone:
+            for suffix in ("", "-wal", "-shm"):
+                self.home.root.joinpath(f"tiermem.db{suffix}").unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.home.root.rmdir()
 
     def now(self) -> float:
         return float(self._clock())
@@ -214,7 +251,7 @@ class Memory:
             llm_paths=paths,
         )
         result.notes[:0] = notes
-        if reinforce:
+        if reinforce and not self.read_only:
             with self.db.relaxed_transaction():
                 self.memories.reinforce([h.memory.id for h in result.hits], now)
                 self.trees.touch({h.explanation.path for h in result.hits}, now)
@@ -413,7 +450,8 @@ class Memory:
     def metrics_history(self, days: int = 30) -> list[DayMetrics]:
         if days < 1:
             raise InvalidInput(f"days must be at least 1 (got {days})")
-        self.snapshot_metrics()
+        if not self.read_only:
+            self.snapshot_metrics()
         return self.metrics.history(days)
 
     def context_block(self, results: RetrievalResult | None = None) -> str:

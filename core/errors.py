@@ -329,6 +329,22 @@ class ServiceError(TiermemError):
     exit_code = 50
 
 
+# ------------------------------------------------------------------------------------ agents
+
+
+class AgentSynced(TiermemError):
+    """The agent has sync set up: its vault on the server is named by the agent id, so it
+    cannot be renamed or deleted here (its other devices would lose it)."""
+
+    exit_code = 82
+
+
+class AgentExists(TiermemError):
+    """`agents rename` to a name another agent of the home already has."""
+
+    exit_code = 83
+
+
 def error_classes() -> dict[int, list[type[TiermemError]]]:
     """exit code → the classes that set it in their own body (every one is in this module)."""
     codes: dict[int, list[type[TiermemError]]] = {}

@@ -47,6 +47,8 @@ def read_json(path: Path) -> Any:
         return json.loads(read_text(path, InvalidInput))
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:  # the json module decodes nested arrays recursively
+        raise InvalidInput(f"{path}: invalid JSON (nested too deeply)") from None
 
 
 def import_seed(

@@ -160,7 +160,7 @@ def _parse_jsonl(text: str) -> Transcript:
             continue
         try:
             obj = _decoder.decode(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             transcript.warn(f"line {number}: not valid JSON, skipped")
             continue
         if not isinstance(obj, dict):
@@ -225,7 +225,7 @@ def _tool_command(transcript: Transcript, call: dict[str, Any]) -> None:
     if isinstance(args, str):
         try:
             args = _decoder.decode(args)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return
     if isinstance(args, dict):
         command = args.get("command", args.get("cmd"))

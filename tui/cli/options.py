@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,22 @@ class Options:
     agent_id: str
     json: bool
 
-    def open(self) -> Memory:
-        return Memory(self.home, self.agent_id)
+    @contextlib.contextmanager
+    def open(self, *, create: bool = False) -> Iterator[Memory]:
+        """The agent's memory. Only a command that stores passes `create`: it may create the
+        home and the agent (and says so on stderr once it succeeded; a failure undoes them);
+        any other needs both to exist, and reads a home it cannot write read-only."""
+        mem = Memory(self.home, self.agent_id, create=create)
+        try:
+            yield mem
+        except BaseException:
+            mem.undo_creation()
+            raise
+        mem.close()
+        if mem.created_agent:
+            where = "a new memory home" if mem.created_home else "memory home"
+            root = mem.home.root.absolute()
+            sys.stderr.write(f"tiermem: created agent {self.agent_id!r} in {where} {root}\n")
 
     def resolved_home(self) -> Path:
         """The memory home folder, without opening (or creating) it."""
@@ -51,6 +66,13 @@ session_option = click.option(
     envvar=SESSION,
     help=f"Session id for session hygiene (default: ${SESSION}).",
 )
+
+
+def when(ts: float | None, never: str = "never") -> str:
+    """A stored time as people read it: `2026-11-25 14:05 UTC`."""
+    if ts is None or ts <= 0:
+        return never
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
 
 
 def emit(opts: Options, payload: dict[str, Any], text: str | Callable[[], str]) -> None:

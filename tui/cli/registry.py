@@ -156,6 +156,9 @@ ROOT: dict[str, Lazy] = {
     "logs": _at(
         "logs", "logs", "Show the end of the log written by the daemon, sync and consolidation."
     ),
+    "agents": _at(
+        "agents", "agents_group", "List, rename or delete the agents of the memory home."
+    ),
     "doctor": _at(
         "doctor",
         "doctor",

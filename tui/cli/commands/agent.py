@@ -14,9 +14,7 @@ REF is a memory id, a hot lesson id, or category:slug (see core/hygiene.py).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -26,6 +24,7 @@ from tiermem.core import context as ctx
 from tiermem.core.errors import InvalidInput
 from tiermem.core.hygiene import HygieneReport
 from tiermem.tui.cli.options import Options, emit, pass_options, session_option
+from tiermem.tui.cli.reports import outline
 
 PRIORITY = click.Choice(list(ctx.PRIORITIES))
 
@@ -44,7 +43,7 @@ PRIORITY = click.Choice(list(ctx.PRIORITIES))
 def context_cmd(opts: Options, query: str | None, budget: int, session: str | None) -> None:
     """Print the block to put in the prompt: hot memory, the tree index (under 1,500 tokens
     together) and the memories relevant to the query, all within the budget."""
-    with opts.open() as mem:
+    with opts.open(create=session is not None) as mem:  # a session's first turn creates
         block = ctx.build_context(mem, query, budget=budget, session=session)
     emit(opts, block.as_dict() | {"session": session}, block.text)
 
@@ -75,7 +74,7 @@ def recall(
     session: str | None,
 ) -> None:
     """Recall memories within a token budget (the CLI twin of MCP memory_recall)."""
-    with opts.open() as mem:
+    with opts.open(create=session is not None) as mem:
         found = ctx.recall(
             mem,
             query,
@@ -216,8 +215,4 @@ def index_status(opts: Options) -> None:
     """Memory statistics: files, structured store, always-loaded tokens, on-demand domains."""
     with opts.open() as mem:
         status = audit.index_status(mem)
-    emit(opts, status, json.dumps(status, indent=2, ensure_ascii=False, default=_default))
-
-
-def _default(value: Any) -> Any:
-    return str(value) if isinstance(value, Path) else value
+    emit(opts, status, lambda: "\n".join(outline(status)))

@@ -166,7 +166,7 @@ def add_device_cmd(
     """Join this (empty) home to the agent's existing vault as a new device."""
     url = sync_url(url)
     token, token_from_env = sync_token()
-    with opts.open() as mem:
+    with opts.open(create=True) as mem:
         if mode == "recovery":
             result = add_device_with_recovery(
                 mem, url, token, _recovery_key(from_stdin), name, store_token=not token_from_env

@@ -9,6 +9,7 @@ import click
 import msgspec
 
 from tiermem.core.errors import InvalidInput
+from tiermem.core.memory_md import MemoryMdReport
 from tiermem.core.tokens import count_tokens
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.reports import render_memory_md
@@ -56,7 +57,8 @@ def hot(
     ]
     if len(actions) > 1:
         raise InvalidInput("give one hot edit at a time")
-    with opts.open() as mem:
+    with opts.open(create=bool(actions)) as mem:
+        path = mem.home.memory_md(mem.agent_id)
         pruned: list[str] = []
         if update is not None:
             pruned = mem.update_hot(update[0], _json_object(update[1]))
@@ -72,11 +74,12 @@ def hot(
             pruned = mem.add_project(add_project, description, status)[1]
         elif remove is not None:
             mem.remove_hot_item(remove)
-        read_back = mem.last_memory_md or mem.read_back_memory_md()  # hand edits of MEMORY.md
+        read_back = mem.last_memory_md or (  # hand edits of MEMORY.md (not in a read-only home)
+            MemoryMdReport(path) if mem.read_only else mem.read_back_memory_md()
+        )
         state = mem.hot()
         markdown = mem.memory_md()
         size = mem.hot_size_bytes()
-        path = mem.home.memory_md(mem.agent_id)
         limit = mem.cfg.hot.max_bytes
     payload = {
         "hot": msgspec.to_builtins(state),
@@ -100,6 +103,8 @@ def _json_object(raw: str) -> dict[str, Any]:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"--update value is not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise InvalidInput("--update value is not valid JSON (nested too deeply)") from None
     if not isinstance(value, dict):
         raise InvalidInput("--update value must be a JSON object")
     return value

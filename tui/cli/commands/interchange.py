@@ -37,7 +37,7 @@ def import_(
                 files[key] = folder / name
     if not any(files.values()):
         raise InvalidInput("nothing to import: give a folder or --warm/--tree/--hot/--config")
-    with opts.open() as mem:
+    with opts.open(create=True) as mem:
         report = import_seed(mem, **files)
     payload = vars(report) | {"files": {k: str(v) for k, v in files.items() if v}}
     text = (

@@ -9,9 +9,10 @@ import click
 
 from tiermem.core import hygiene
 from tiermem.core.engine import TIER_CHOICES
+from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import record_dict
 from tiermem.core.retrieve import RetrievalResult
-from tiermem.tui.cli.options import Options, emit, pass_options, session_option
+from tiermem.tui.cli.options import Options, emit, pass_options, session_option, when
 
 TIER = click.Choice(TIER_CHOICES)
 
@@ -40,7 +41,7 @@ def store(
     path: tuple[str, ...],
 ) -> None:
     """Store a fact in warm memory (storing a known fact reinforces it instead)."""
-    with opts.open() as mem:
+    with opts.open(create=True) as mem:
         outcome = mem.store(
             text, category, importance, urls=url, commands=command, paths=path, source="cli"
         )
@@ -95,11 +96,14 @@ def retrieve(
     session: str | None,
 ) -> None:
     """Find memories through the tree, with the reason each was found."""
-    with opts.open() as mem:
+    if not query.strip():
+        raise InvalidInput("query is empty")
+    with opts.open(create=session is not None) as mem:  # a session's first turn creates
         result = mem.retrieve(
             query, limit=limit, tier=tier, category=category, budget=budget, mode=mode, llm=llm
         )
-        hygiene.track_result(mem, session, result)
+        if not mem.read_only:
+            hygiene.track_result(mem, session, result)
     emit(opts, retrieval_payload(result), lambda: render_retrieval(result))
 
 
@@ -123,7 +127,26 @@ def get(opts: Options, memory_id: str) -> None:
         memory = mem.get(memory_id)
         score = memory.score(mem.now(), mem.cfg.scoring)
     payload = record_dict(memory) | {"score": score}
-    emit(opts, payload, lambda: "\n".join(f"{k}: {v}" for k, v in payload.items()))
+    emit(opts, payload, lambda: render_record(payload))
+
+
+def render_record(record: dict[str, Any]) -> str:
+    """One memory as lines: dates as dates, each URL, command and path on its own line."""
+    lines = [
+        f"id:           {record['id']}",
+        f"text:         {record['text']}",
+        f"category:     {record['category']}",
+        f"tier:         {record['tier']}",
+        f"importance:   {record['importance']:.2f}",
+        f"score:        {record['score']:.2f}",
+        f"created:      {when(record['created_at'])}",
+        f"last access:  {when(record['last_access'])}",
+        f"accesses:     {record['access_count']}",
+        f"source:       {record['source'] or '-'}",
+    ]
+    for key, label in (("urls", "url"), ("commands", "command"), ("paths", "path")):
+        lines += [f"{label + ':':<13} {value}" for value in record["metadata"][key]]
+    return "\n".join(lines)
 
 
 def retrieval_payload(result: RetrievalResult) -> dict[str, Any]:

@@ -149,7 +149,7 @@ def sync_init(opts: Options, url: str | None, use_passphrase: bool, no_push: boo
     """Set up sync: keys, remote tables, this device; show the recovery key once."""
     url = sync_url(url)
     reveal: bytes | None = None
-    with opts.open() as mem, SyncEngine(mem) as engine:
+    with opts.open(create=True) as mem, SyncEngine(mem) as engine:
         current = engine.settings()
         if current is not None and current.status == "ready":
             raise AlreadyInitialised(
