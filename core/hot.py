@@ -310,6 +310,26 @@ def _importance(value: float) -> float:
     return value
 
 
+def _same(item: Any, new_id: str, kind: str, text: str) -> bool:
+    """An item matches a new one by id, or by text: an edited item keeps its first id."""
+    return bool(item.id == new_id or item_id(kind, text) == new_id)
+
+
+def replace_item(items: list[Any], old_id: str, make: Callable[[], Any]) -> Any:
+    """Swap the item `old_id` of a hot list for what `make` adds, in its place and keeping its
+    id, so pins and session tracking follow an edit; a text equal to another item's merges into
+    that one."""
+    index = next((i for i, x in enumerate(items) if x.id == old_id), None)
+    if index is None:
+        raise NotFound("that item is gone from hot memory (changed meanwhile?)")
+    old = items.pop(index)
+    new = make()
+    if items and items[-1] is new and new is not old:
+        items.insert(index, items.pop())
+        new.id = old.id
+    return new
+
+
 class HotStore:
     """Reads and writes one agent's hot state; every write enforces the limits atomically."""
 
@@ -426,9 +446,10 @@ class HotStore:
             source_id=source_id,
         )
         for i, existing in enumerate(state.critical_lessons):
-            if existing.id == lesson.id:
+            if _same(existing, lesson.id, "lesson", existing.text):
                 lesson.importance = max(existing.importance, lesson.importance)
                 lesson.source_id = existing.source_id or source_id
+                lesson.id = existing.id
                 state.critical_lessons[i] = lesson
                 return lesson
         state.critical_lessons.append(lesson)
@@ -439,7 +460,7 @@ class HotStore:
         text = _text(text, "event")
         event = Event(id=item_id("event", text), text=text, timestamp=now)
         events = state.active_context.events
-        if not any(e.id == event.id for e in events):
+        if not any(_same(e, event.id, "event", e.text) for e in events):
             events.append(event)
         return event
 
@@ -451,8 +472,8 @@ class HotStore:
         )
         tasks = state.active_context.tasks
         for i, existing in enumerate(tasks):
-            if existing.id == task.id:
-                task.timestamp = existing.timestamp
+            if _same(existing, task.id, "task", existing.text):
+                task.timestamp, task.id = existing.timestamp, existing.id
                 tasks[i] = task
                 return task
         tasks.append(task)
@@ -483,9 +504,10 @@ class HotStore:
         )
         projects = state.active_context.projects
         for i, existing in enumerate(projects):
-            if existing.id == project.id:
+            if _same(existing, project.id, "project", existing.name):
                 project.description = project.description or existing.description
                 project.status = project.status or existing.status
+                project.id = existing.id
                 projects[i] = project
                 return project
         projects.append(project)

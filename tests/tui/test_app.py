@@ -25,7 +25,7 @@ from textual.widgets.tree import TreeNode
 
 from tests.tui.conftest import make_app, settle
 from tests.tui.demo import NOW, FixedClock
-from tiermem.core import conflicts, curate, snapshot
+from tiermem.core import conflicts, curate, hygiene, snapshot
 from tiermem.core.consolidate import steps
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact, memory_id
@@ -797,3 +797,33 @@ def test_copy_and_open_url(demo_home: Path, monkeypatch: pytest.MonkeyPatch) -> 
         assert opened == ["https://grafana.example.org/d/evoclaw"]
 
     drive(app, body)
+
+
+def test_editing_a_pinned_lesson_keeps_its_id_and_its_pin(demo_home: Path) -> None:
+    app = make_app(demo_home)
+    with open_home(demo_home) as mem:
+        lesson = next(x for x in mem.hot().critical_lessons if "force-push" in x.text)
+        hygiene.pin(mem, lesson.id)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await goto(pilot, "4")
+        tree: Tree[Item] = app.screen.query_one("#hot-tree", Tree)
+        tree.move_cursor(next(n for n in _nodes(tree) if n.data and n.data.key == lesson.id))
+        await pilot.press("e")
+        await settle(pilot)
+        await fill_form(pilot, {"text": "Never force-push to a shared branch"})
+
+    drive(app, body)
+    with open_home(demo_home) as mem:
+        [edited] = [x for x in mem.hot().critical_lessons if x.id == lesson.id]
+        assert edited.text == "Never force-push to a shared branch"
+        pinned = mem.db.scalar(
+            "SELECT pinned FROM hot_tracking WHERE agent_id = ? AND lesson_id = ?",
+            (mem.agent_id, lesson.id),
+        )
+        assert pinned == 1
+        mem.add_lesson("Never force-push to a shared branch", 0.5)  # the edited text again
+        assert [x.id for x in mem.hot().critical_lessons].count(lesson.id) == 1
+        assert len(mem.hot().critical_lessons) == len(
+            set(x.text for x in mem.hot().critical_lessons)
+        )

@@ -18,8 +18,7 @@ from textual.widgets.tree import TreeNode as UINode
 
 from tiermem.core.config import HotConfig
 from tiermem.core.engine import Memory
-from tiermem.core.errors import NotFound
-from tiermem.core.hot import HotState, HotStore
+from tiermem.core.hot import HotState, HotStore, replace_item
 from tiermem.core.tokens import count_tokens
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.modals import ConfirmModal, Field, FormModal, parse_importance
@@ -46,19 +45,6 @@ class Item:
 
 def pruned_note(pruned: list[str]) -> str:
     return "" if not pruned else " · moved to warm: " + "; ".join(one_line(p, 40) for p in pruned)
-
-
-def replace_item(items: list[Any], old_id: str, make: Callable[[], Any]) -> Any:
-    """Swap the item `old_id` of a hot list for what `make` adds (it appends), keeping its
-    place; a text equal to another item's merges into that one."""
-    index = next((i for i, x in enumerate(items) if x.id == old_id), None)
-    if index is None:
-        raise NotFound("that item is gone from hot memory (changed meanwhile?)")
-    old = items.pop(index)
-    new = make()
-    if items and items[-1] is new and new is not old:
-        items.insert(index, items.pop())
-    return new
 
 
 def _value(raw: str) -> Any:
