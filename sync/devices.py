@@ -9,25 +9,35 @@ server slipped into the table never receives it.
 
 Joining (`add_device_with_recovery`, or pairing in `tiermem.sync.pairing`) gives the new home
 its own device key and device wrap; its data then arrives by pulling. Removing
-(`remove_device`) revokes the entry and rotates the vault key (`keys.rotate`): new data is out
+(`remove_device`) revokes the entry and rotates the vault key (`rotation.rotate`): new data is out
 of the removed device's reach; what it already downloaded is not.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 import httpx
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from tiermem.core import rows
 from tiermem.core.engine import Memory
-from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.sync import crypto, hlc, keys, records
+from tiermem.core.errors import EpochRollback, InvalidInput, NotFound
+from tiermem.sync import crypto, hlc, keys, records, roster, rotation
+from tiermem.sync.crypto.roster import (
+    epoch_check,
+    generate_signing_key,
+    recovery_signing_key,
+    signing_public_bytes,
+    verify_roster,
+)
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, SqlError, to_base_url
 from tiermem.sync.remote import Remote
 from tiermem.sync.retry import RetryPolicy
@@ -48,16 +58,19 @@ from tiermem.sync.state import (
 __all__ = [
     "NAME_TABLE",
     "DeviceInfo",
+    "Enrollment",
     "JoinResult",
     "add_device_with_recovery",
     "check_empty_home",
     "clean_name",
     "default_name",
+    "enroll_restored",
     "epoch_wraps",
     "join",
     "list_devices",
     "open_name",
     "own_entry_statements",
+    "recovery_enrollment",
     "remove_device",
     "rename_device",
     "resolve_device",
@@ -239,15 +252,19 @@ def remove_device(
     recovery_key: bytes,
     *,
     passphrase: str | None = None,
+    keep: tuple[bytes, ...] = (),
     policy: RetryPolicy | None = None,
-) -> keys.RotationResult:
-    """Revoke a (lost) device and rotate the vault key to a new epoch for future data.
+) -> rotation.RotationResult:
+    """Revoke a (lost) device, and the devices it added (but those in `keep`), and rotate the
+    vault key to a new epoch for future data.
 
-    Needs the recovery key (see `keys.rotate`); with the passphrase the new epoch keeps a
+    Needs the recovery key (see `rotation.rotate`); with the passphrase the new epoch keeps a
     passphrase wrap, without it the passphrase stops unlocking new data (the result says so).
-    Data the removed device already had is NOT protected by this (`keys.ROTATION_NOTE`)."""
+    Data the removed device already had is NOT protected by this (`rotation.ROTATION_NOTE`)."""
     target = device_id if isinstance(device_id, bytes) else resolve_device(engine, device_id)
-    return keys.rotate(engine, recovery_key, passphrase=passphrase, remove=target, policy=policy)
+    return rotation.rotate(
+        engine, recovery_key, passphrase=passphrase, remove=target, keep=keep, policy=policy
+    )
 
 
 # -------------------------------------------------------------------------------------- join
@@ -298,6 +315,51 @@ def epoch_wraps(
     return chosen, wraps
 
 
+@dataclass(frozen=True)
+class Enrollment:
+    """How a joining device gets on the signed roster and what it pins: the roster as verified
+    (`bodies`, `view`; none for a vault without a roster), the epoch floor, and the key that
+    signs its ``add`` entry (None when the approving device already wrote that entry)."""
+
+    bodies: list[bytes]
+    view: roster.RosterView | None
+    floor: int
+    signer: Ed25519PrivateKey | None = None
+    by: str = roster.RECOVERY
+
+
+def recovery_enrollment(
+    remote: Remote,
+    agent_id: str,
+    recovery_key: bytes,
+    epoch: int,
+    vault_key: bytes,
+    policy: RetryPolicy,
+) -> Enrollment:
+    """The roster checked with the recovery key alone, and the floor it gives: the newest epoch
+    its signed rotations name. `EpochRollback` when the server offers an older epoch (it hides
+    the newer key's wraps); `TamperedData` when the offered key is not the one its rotation
+    named."""
+    bodies = roster.read_bodies(
+        lambda sql, args: remote.execute(sql, args, policy), agent_tag(agent_id)
+    )
+    if not bodies:
+        return Enrollment([], None, epoch)
+    public = signing_public_bytes(recovery_signing_key(recovery_key))
+    view = verify_roster(agent_id, bodies, recovery_public=public)
+    if view.epoch > epoch:
+        raise EpochRollback(
+            f"the signed roster of agent {agent_id!r} names key epoch {view.epoch}, but the "
+            f"server offers only epoch {epoch}: it withholds the newer key; nothing was set up"
+        )
+    expected = view.checks.get(epoch)
+    if expected is not None and expected != epoch_check(vault_key):
+        raise crypto.TamperedData(
+            f"the key of epoch {epoch} is not the one its signed rotation names; nothing was set up"
+        )
+    return Enrollment(bodies, view, view.epoch, recovery_signing_key(recovery_key))
+
+
 def add_device_with_recovery(
     mem: Memory,
     url: str,
@@ -311,14 +373,15 @@ def add_device_with_recovery(
     policy: RetryPolicy | None = None,
 ) -> JoinResult:
     """Join this (empty) home to the existing vault of its agent as a new device, unlocking the
-    current vault key with the recovery key. Generates this device's X25519 key (secret store),
-    wraps the vault key to it and registers it, in one remote batch."""
+    current vault key with the recovery key. Generates this device's keys (secret store), wraps
+    the vault key to it, registers it and signs it onto the roster, in one remote batch."""
     policy = policy or RetryPolicy()
     check_empty_home(mem)
     with Remote(to_base_url(url), token, timeout=timeout, transport=transport) as remote:
         epoch, wraps = epoch_wraps(remote, mem.agent_id, policy)
         context = crypto.WrapContext(mem.agent_id, epoch, wrap_id(mem.agent_id, epoch, "recovery"))
         vault_key = crypto.unwrap_with_recovery_key(wraps["recovery"], recovery_key, context)
+        enroll = recovery_enrollment(remote, mem.agent_id, recovery_key, epoch, vault_key, policy)
         return join(
             mem,
             remote,
@@ -331,7 +394,15 @@ def add_device_with_recovery(
             via="recovery-key",
             store_token=store_token,
             policy=policy,
+            enroll=enroll,
         )
+
+
+@dataclass(frozen=True)
+class _NewDevice:
+    device_id: bytes
+    device_key: X25519PrivateKey
+    signing_key: Ed25519PrivateKey
 
 
 def join(
@@ -347,26 +418,29 @@ def join(
     via: str,
     store_token: bool,
     policy: RetryPolicy,
+    enroll: Enrollment,
+    device_id: bytes | None = None,
+    signing_key: Ed25519PrivateKey | None = None,
 ) -> JoinResult:
     """Set this home up as a new device of a vault whose key of `epoch` it already holds."""
     check_empty_home(mem)
     name = clean_name(name) if name is not None else default_name()
     agent = mem.agent_id
-    device_id = os.urandom(16)
+    new = _NewDevice(device_id or os.urandom(16), device_key, signing_key or generate_signing_key())
     device_wrap = crypto.wrap_for_device(
         vault_key,
         device_key.public_key(),
-        crypto.WrapContext(agent, epoch, wrap_id(agent, epoch, "device", device_id)),
+        crypto.WrapContext(agent, epoch, wrap_id(agent, epoch, "device", new.device_id)),
     )
     ref = uuid.uuid4().hex
     store, token_stored = save_secrets(
-        mem.home.root, ref, device_key, token if store_token else None
+        mem.home.root, ref, device_key, token if store_token else None, new.signing_key
     )
     settings = Settings(
         agent_id=agent,
         status="pending",
         url=remote.url,
-        device_id=device_id,
+        device_id=new.device_id,
         epoch=epoch,
         secret_ref=ref,
         secret_store=store.kind,
@@ -378,10 +452,9 @@ def join(
     try:
         with mem.db.transaction():
             insert_settings(mem.db, settings)
-        public = crypto.device_public_bytes(device_key)
-        remote.batch(
-            _join_statements(mem, remote, settings, vault_key, public, name, policy), policy
-        )
+        statements = _join_statements(mem, remote, settings, vault_key, new, name, policy)
+        draft = _roster_add(agent, enroll, new)
+        remote.batch(statements + ([] if draft is None else draft.statements), policy)
         with mem.db.transaction():
             mem.db.execute(
                 "UPDATE sync_state SET status = 'ready', registered = 1 WHERE agent_id = ?",
@@ -392,10 +465,11 @@ def join(
         with mem.db.transaction():
             mem.db.execute("DELETE FROM sync_state WHERE agent_id = ?", (agent,))
         raise
+    _pin(mem, enroll, draft)
     return JoinResult(
         agent_id=agent,
         url=remote.url,
-        device_id=device_id.hex(),
+        device_id=new.device_id.hex(),
         name=name,
         epoch=epoch,
         via=via,
@@ -404,17 +478,43 @@ def join(
     )
 
 
+def _roster_add(agent_id: str, enroll: Enrollment, new: _NewDevice) -> roster.Draft | None:
+    """The new device's signed ``add`` entry, when this side signs it."""
+    if enroll.view is None or enroll.signer is None:
+        return None
+    draft = roster.Draft(agent_id, enroll.view)
+    draft.add(
+        new.device_id,
+        crypto.device_public_bytes(new.device_key),
+        signing_public_bytes(new.signing_key),
+        enroll.signer,
+        enroll.by,
+    )
+    return draft
+
+
+def _pin(mem: Memory, enroll: Enrollment, draft: roster.Draft | None) -> None:
+    """Pin the roster this device verified (with its own entry) and its epoch floor."""
+    if enroll.view is None:
+        roster.raise_floor(mem.db, mem.agent_id, enroll.floor)
+        return
+    bodies = enroll.bodies + ([] if draft is None else draft.bodies)
+    view = verify_roster(mem.agent_id, bodies, genesis=enroll.view.genesis)
+    roster.save_anchor(mem.db, mem.agent_id, view, enroll.floor)
+
+
 def _join_statements(
     mem: Memory,
     remote: Remote,
     s: Settings,
     vault_key: bytes,
-    public: bytes,
+    new: _NewDevice,
     name: str,
     policy: RetryPolicy,
 ) -> list[tuple[str, Args]]:
     """The new device's wrap and its entry in the device list (sealed name, MAC)."""
     agent, epoch, device_id = mem.agent_id, s.epoch, s.device_id
+    public = crypto.device_public_bytes(new.device_key)
     tag = agent_tag(agent)
     id_key = vault_key
     if epoch != keys.ID_EPOCH:
@@ -452,3 +552,37 @@ def _chain_blobs(
         policy,
     ).rows
     return {records.server_int(e): records.server_blob(b) for e, b in rows}
+
+
+def enroll_restored(
+    home: Path,
+    agent_id: str,
+    remote: Remote,
+    recovery_key: bytes | None,
+    policy: RetryPolicy,
+    *,
+    driver: str | None = None,
+) -> None:
+    """After a restore: sign the restored device onto the roster with the recovery key (once)
+    and pin the roster and its floor, so the device never seals under an epoch older than the
+    newest signed rotation even if the server hides that epoch's wraps. Restored with the
+    passphrase only, the roster is pinned as found and the device stays off it (`sync check`
+    names it; `remove-device`/`rotate-key --keep ID` signs it on)."""
+    tag = agent_tag(agent_id)
+    bodies = roster.read_bodies(functools.partial(remote.execute, policy=policy), tag)
+    if not bodies:
+        return
+    owner = None if recovery_key is None else recovery_signing_key(recovery_key)
+    public = None if owner is None else signing_public_bytes(owner)
+    view = verify_roster(agent_id, bodies, recovery_public=public)
+    with Memory(home, agent_id, driver=driver) as mem:
+        session = Session(mem)
+        s = session.require_ready()
+        if owner is not None and s.device_id not in view.devices:
+            draft = roster.Draft(agent_id, view)
+            sign = signing_public_bytes(roster.signing_key(session, s))
+            box = crypto.device_public_bytes(session.device_key(s))
+            draft.add(s.device_id, box, sign, owner, roster.RECOVERY)
+            remote.batch(draft.statements, policy)
+            view = verify_roster(agent_id, bodies + draft.bodies, genesis=view.genesis)
+        roster.save_anchor(mem.db, agent_id, view)

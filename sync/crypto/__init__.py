@@ -89,6 +89,7 @@ from tiermem.sync.crypto.envelope import (
 from tiermem.sync.crypto.pairing import (
     PAIRING_NONCE_LEN,
     PairingTranscript,
+    open_pairing_answer,
     open_pairing_bundle,
     pairing_code,
     pairing_commitment,
@@ -168,6 +169,7 @@ __all__ = [
     "generate_vault_key",
     "load_device_private_key",
     "load_device_public_key",
+    "open_pairing_answer",
     "open_pairing_bundle",
     "open_record",
     "pad",

@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from tiermem.core.errors import InvalidInput
-from tiermem.sync import crypto, keys
+from tiermem.sync import crypto, keys, rotation
 from tiermem.sync.devices import (
     DeviceInfo,
     JoinResult,
@@ -295,7 +295,7 @@ def _rotation_secrets(from_stdin: bool, has_passphrase: bool) -> tuple[bytes, st
     return key, None
 
 
-def _rotation_text(r: keys.RotationResult) -> str:
+def _rotation_text(r: rotation.RotationResult) -> str:
     lines = [
         f"removed device {r.removed}; the vault key moved from epoch {r.old_epoch} to "
         f"{r.new_epoch}",
@@ -359,7 +359,7 @@ def remove_device_cmd(opts: Options, device_id: str, yes: bool, from_stdin: bool
     emit(opts, asdict(result), lambda: _rotation_text(result))
 
 
-def _rotate_text(r: keys.RotationResult) -> str:
+def _rotate_text(r: rotation.RotationResult) -> str:
     lines = [
         f"the vault key moved from epoch {r.old_epoch} to {r.new_epoch}: data written from now "
         "on is sealed under a key no removed device ever had",
@@ -390,7 +390,7 @@ def rotate_key_cmd(opts: Options, from_stdin: bool) -> None:
         s = engine.require_ready()
         recovery_key, passphrase = _rotation_secrets(from_stdin, s.passphrase_wrap is not None)
         try:
-            result = keys.rotate(engine, recovery_key, passphrase=passphrase)
+            result = rotation.rotate(engine, recovery_key, passphrase=passphrase)
         except HranaError as exc:
             raise SyncFailed(
                 f"rotate-key could not finish: {exc}; run it again (a rotation that did reach "
