@@ -32,6 +32,7 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import EpochRollback, InvalidInput, NotFound
 from tiermem.sync import crypto, hlc, keys, records, roster, rotation
 from tiermem.sync.crypto.roster import (
+    RosterDevice,
     epoch_check,
     generate_signing_key,
     recovery_signing_key,
@@ -83,7 +84,8 @@ MAX_NAME: Final = 64
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    """``verified``: the entry is vouched for under the current key (a rotation keeps it)."""
+    """``verified``: the entry is vouched for under the current key. ``added_by``: who signed
+    it onto the roster ('' when the roster does not list it: a rotation leaves it out)."""
 
     device_id: str
     name: str
@@ -93,6 +95,7 @@ class DeviceInfo:
     revoked_at: float | None
     current: bool
     verified: bool
+    added_by: str = ""  # on the signed roster: 'recovery' or the adding device's id
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,8 @@ def list_devices(engine: Session, *, touch: bool = True) -> list[DeviceInfo]:
     s = engine.require_ready()
     if touch and not revoked_here:
         _touch(engine, s)
+    view = roster.verified(engine, fresh=True)
+    on_roster = {} if view is None else view.devices
     epoch, key = keys.current_key(engine, s)
     id_key = keys.id_key(engine)
     out = []
@@ -222,9 +227,16 @@ def list_devices(engine: Session, *, touch: bool = True) -> list[DeviceInfo]:
                 revoked_at=e.revoked_at,
                 current=current,
                 verified=not e.revoked and e.verified_at(engine.agent_id, epoch, key),
+                added_by=_added_by(on_roster.get(e.device_id)),
             )
         )
     return out
+
+
+def _added_by(listed: RosterDevice | None) -> str:
+    if listed is None or listed.removed:
+        return ""
+    return listed.added_by
 
 
 def resolve_device(engine: Session, given: str, *, active: bool = False) -> bytes:

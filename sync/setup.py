@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from tiermem.core import snapshot
+from tiermem.core import logs, snapshot
 from tiermem.core.errors import InvalidInput
 from tiermem.sync import crypto
 from tiermem.sync.crypto.roster import (
@@ -51,6 +51,7 @@ __all__ = [
     "init",
     "pending_init",
     "resume_init",
+    "set_token",
 ]
 
 MIN_PASSPHRASE_CHARS = 12
@@ -292,3 +293,22 @@ def _forget_pending(session: Session, s: Settings) -> None:
     with session.db.transaction():
         session.db.execute("DELETE FROM sync_state WHERE agent_id = ?", (session.agent_id,))
     session.hold_vault_key(None)
+
+
+def set_token(
+    session: Session, token: str, *, check: bool = True, policy: RetryPolicy | None = None
+) -> str:
+    """Store a new server token for this device in its secret store (after a device was removed
+    and the old token revoked, or when one expires); with `check`, only once the server accepted
+    it (one request). Returns the store's kind. The token is never logged or echoed."""
+    s = session.require_ready()
+    token = token.strip()
+    if not token:
+        raise InvalidInput("the token is empty")
+    logs.add_secret(token)
+    if check:
+        session.use_token(token)
+        session.remote(s).execute("SELECT 1", (), policy or RetryPolicy(max_attempts=2))
+    store = session.secret_store(s)
+    store.set(TOKEN, token)
+    return store.kind
