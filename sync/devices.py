@@ -3,9 +3,10 @@
 Each device has its own X25519 key, kept in the secret store (`tiermem.sync.secrets`), and a
 row in the server's ``devices`` table: its public key, a name sealed under the vault's id key
 (the server never reads it; the default is the host name), when it was added and last seen,
-and a MAC under the current epoch's key that vouches for the entry (`crypto.device_entry_mac`).
-A rotation wraps the new key only to entries vouched for under the old key, so a public key the
-server slipped into the table never receives it.
+and a MAC under the current epoch's key (`crypto.device_entry_mac`). What decides who belongs is
+the signed device roster (`tiermem.sync.roster`): a joining device is signed onto it by the
+recovery key or by the device that approved its pairing, and a rotation wraps the new key only
+to devices on it, so a public key the server slipped into the table never receives it.
 
 Joining (`add_device_with_recovery`, or pairing in `tiermem.sync.pairing`) gives the new home
 its own device key and device wrap; its data then arrives by pulling. Removing

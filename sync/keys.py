@@ -80,6 +80,10 @@ ID_EPOCH: Final = 1
 _CACHE: weakref.WeakKeyDictionary[Session, dict[int, bytes]] = weakref.WeakKeyDictionary()
 
 
+# The newest epoch each engine has loaded a key of (its current one).
+_CURRENT: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
+
+
 def _cache(engine: Session) -> dict[int, bytes]:
     return _CACHE.setdefault(engine, {})
 
@@ -87,6 +91,8 @@ def _cache(engine: Session) -> dict[int, bytes]:
 def remember(engine: Session, keys: Mapping[int, bytes]) -> None:
     """Keep unwrapped epoch keys for this engine (after a rotation or a join)."""
     _cache(engine).update(keys)
+    if keys:
+        _CURRENT[engine] = max(_CURRENT.get(engine, 0), *keys)
 
 
 def chain_wrap_id(agent_id: str, epoch: int) -> bytes:
@@ -117,6 +123,7 @@ def current_key(engine: Session, s: Settings | None = None) -> tuple[int, bytes]
             engine.agent_id, s.epoch, wrap_id(engine.agent_id, s.epoch, "device", s.device_id)
         )
         cache[s.epoch] = crypto.unwrap_for_device(s.device_wrap, engine.device_key(s), context)
+    _CURRENT[engine] = max(_CURRENT.get(engine, 0), s.epoch)
     return s.epoch, cache[s.epoch]
 
 
@@ -305,7 +312,10 @@ def record_key(engine: Session, epoch: int, version: str) -> bytes:
     """The key to open a record of `epoch` written at `version`; `SupersededEpoch` when that
     epoch had already been rotated away (by the signed roster) when the record was written."""
     key = epoch_key(engine, epoch)
-    if epoch < engine.require_ready().epoch:
+    current = _CURRENT.get(engine)
+    if current is None:
+        current = current_key(engine)[0]
+    if epoch < current:
         view = roster.verified(engine)
         started = None if view is None else view.rotations.get(epoch + 1)
         if started is not None and hlc.parse(version).wall_ms > started + ROTATION_SKEW_MS:

@@ -14,9 +14,11 @@
   one (choose an unguessable agent id if that matters).
 - ``devices(device_id, agent_tag, public_key, added)``: the devices that push (X25519 public
   keys, for pairing later).
+- ``roster(agent_tag, seq, body)``: the signed, chained device roster (`tiermem.sync.roster`).
 
-**Locally**, table ``sync_state`` (migration 4) keeps one row of non-secret settings per agent;
-the token and the device's private key live in a `secrets` store.
+**Locally**, table ``sync_state`` (migration 4) keeps one row of non-secret settings per agent
+(and, from a later migration, the epoch floor and the pinned roster); the token, the device's
+private key and its roster signing key live in a `secrets` store.
 """
 
 from __future__ import annotations
