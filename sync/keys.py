@@ -308,13 +308,12 @@ def sealing_key(engine: Session, epoch: int) -> tuple[int, bytes]:
     return epoch, epoch_key(engine, epoch)
 
 
-def record_key(engine: Session, epoch: int, version: str) -> bytes:
+def record_key(engine: Session, epoch: int, version: str, *, current: int = 0) -> bytes:
     """The key to open a record of `epoch` written at `version`; `SupersededEpoch` when that
-    epoch had already been rotated away (by the signed roster) when the record was written."""
+    epoch had already been rotated away (by the signed roster) when the record was written.
+    `current`: this device's epoch as the caller last read it (read here when 0)."""
     key = epoch_key(engine, epoch)
-    current = _CURRENT.get(engine)
-    if current is None:
-        current = current_key(engine)[0]
+    current = max(current, _CURRENT.get(engine, 0)) or engine.require_ready().epoch
     if epoch < current:
         view = roster.verified(engine)
         started = None if view is None else view.rotations.get(epoch + 1)

@@ -41,13 +41,13 @@ from tiermem.core.errors import (
 from tiermem.sync import crypto, keys, roster
 from tiermem.sync.crypto.roster import generate_signing_key, signing_public_bytes, verify_roster
 from tiermem.sync.devices import (
-    Enrollment,
     JoinResult,
     check_empty_home,
     epoch_wraps,
     join,
     own_entry_statements,
 )
+from tiermem.sync.enroll import Enrollment
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, Value, to_base_url
 from tiermem.sync.remote import Remote
 from tiermem.sync.retry import RetryPolicy

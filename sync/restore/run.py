@@ -17,7 +17,7 @@ import httpx
 from tiermem.core.errors import InvalidInput, PointInTimePruned
 from tiermem.core.paths import validate_agent_id
 from tiermem.sync import crypto, hlc, records
-from tiermem.sync.devices import enroll_restored
+from tiermem.sync.enroll import enroll_restored
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, ResultSet, SqlError, to_base_url
 from tiermem.sync.keyring import KeyRing
 from tiermem.sync.prune import prune_horizon, prune_record_id

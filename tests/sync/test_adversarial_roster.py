@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.sync.devicekit import Terminal, first_device, join_with_recovery, pair, terminal_env
-from tests.sync.helpers import dump_bytes, policy
+from tests.sync.helpers import PASSPHRASE, dump_bytes, policy
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.errors import DeviceRevoked
@@ -26,6 +26,7 @@ from tiermem.sync import crypto, roster
 from tiermem.sync.crypto.roster import load_signing_key
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
+from tiermem.sync.restore import restore
 from tiermem.sync.secrets import DEVICE_KEY, SIGNING_KEY
 from tiermem.sync.state import agent_tag
 from tiermem.tui.cli import run
@@ -367,3 +368,38 @@ def test_set_token_stores_a_token_the_server_accepts_and_never_prints_it(
     assert wrong not in printed and fresh not in printed
     with Memory(home, agent_id) as mem:
         assert local_state(mem) == before
+
+
+def test_a_device_restored_with_the_passphrase_is_off_the_roster_until_the_owner_keeps_it(
+    tmp_path: Path, agent_id: str, sqld: SqldServer, client: HranaClient
+) -> None:
+    with first_device(tmp_path / "a", agent_id, sqld, passphrase=PASSPHRASE) as (
+        mem_a,
+        engine_a,
+        recovery,
+    ):
+        mem_a.store("the shed roof leaks at the north corner", "home/shed")
+        engine_a.push(policy())
+        restore(tmp_path / "r", agent_id, sqld.url, sqld.token, passphrase=PASSPHRASE)
+        with engine_at(tmp_path / "r", agent_id) as restored:
+            restored.mem.store("patched the shed roof", "home/shed")
+            restored.push(policy())
+            restored_id = restored.require_ready().device_id.hex()
+        before = local_state(mem_a)
+        assert cli(tmp_path / "a", agent_id, "sync", "check") == ROSTER_DAMAGE  # not signed on
+        code = cli(
+            tmp_path / "a",
+            agent_id,
+            "sync",
+            "rotate-key",
+            "--keep",
+            restored_id[:8],
+            "--stdin",
+            stdin=crypto.format_recovery_key(recovery) + "\n",
+        )
+        assert code == 0
+        assert opens_any(
+            current_wraps(client, agent_id, 2), agent_id, secret(tmp_path / "r", DEVICE_KEY)
+        )
+        assert cli(tmp_path / "a", agent_id, "sync", "check") == 0
+        assert local_state(mem_a) == before

@@ -286,7 +286,7 @@ def _lp(data: bytes) -> bytes:
 def test_chain_wrap_known_answer_recomputed_from_its_definition() -> None:
     old, parent = bytes(range(32)), bytes(range(1, 33))
     context = crypto.WrapContext("agent", 1, bytes(16))
-    blob = crypto.wrap_chain(old, parent, 2, context, nonce=bytes(12))
+    blob = crypto.wrap_chain(old, parent, 2, context, nonce=bytes(12), fmt=crypto.FORMAT_V1)
     header = b"TMWK" + bytes((1, 4)) + (2).to_bytes(4, "big") + bytes(12)
     key = HKDF(hashes.SHA256(), 32, None, b"tiermem/v1/chain").derive(parent)
     aad = (

@@ -424,21 +424,29 @@ def _rotate_text(r: rotation.RotationResult) -> str:
 
 @click.command(name="rotate-key")
 @click.option(
+    "--keep",
+    "keep",
+    multiple=True,
+    metavar="ID",
+    help="Also give the new key to this device the signed roster does not list yet.",
+)
+@click.option(
     "--stdin",
     "from_stdin",
     is_flag=True,
     help="Read the recovery key (and on a second line the passphrase) from stdin.",
 )
 @pass_options
-def rotate_key_cmd(opts: Options, from_stdin: bool) -> None:
+def rotate_key_cmd(opts: Options, keep: tuple[str, ...], from_stdin: bool) -> None:
     """Start a new key epoch without removing a device (e.g. on suspected compromise)."""
     with opts.open() as mem, SyncEngine(mem) as engine:
         engine.require_ready()
         keys.refresh_epoch(engine)
         s = engine.require_ready()
+        kept = tuple(resolve_device(engine, k, active=True) for k in keep)
         recovery_key, passphrase = _rotation_secrets(from_stdin, s.passphrase_wrap is not None)
         try:
-            result = rotation.rotate(engine, recovery_key, passphrase=passphrase)
+            result = rotation.rotate(engine, recovery_key, passphrase=passphrase, keep=kept)
         except HranaError as exc:
             raise SyncFailed(
                 f"rotate-key could not finish: {exc}; run it again (a rotation that did reach "
