@@ -6,7 +6,8 @@ verifies it from the first entry on every time it reads it, against what it pinn
 (``sync_state.roster_genesis/roster_seq/roster_head``), so the server can neither forge an
 entry, drop or reorder one, nor swap the whole roster. A vault set up before the roster existed
 has none until an operation holding the recovery key (a rotation, a join with the recovery key)
-writes its genesis; until then devices work as before and `sync check` says so.
+writes its genesis; until then devices work as before (the old key's device-entry MACs decide
+who gets a new key, and `sync check` has no roster to verify).
 """
 
 from __future__ import annotations

@@ -403,3 +403,36 @@ def test_a_device_restored_with_the_passphrase_is_off_the_roster_until_the_owner
         )
         assert cli(tmp_path / "a", agent_id, "sync", "check") == 0
         assert local_state(mem_a) == before
+
+
+def test_a_paired_device_takes_the_approvers_floor_and_roster(
+    tmp_path: Path, agent_id: str, sqld: SqldServer, client: HranaClient
+) -> None:
+    with first_device(tmp_path / "a", agent_id, sqld) as (mem_a, engine_a, recovery):
+        mem_a.store("the chimney was swept in october", "home/chimney")
+        engine_a.push(policy())
+        lost = join_with_recovery(tmp_path / "b", agent_id, sqld, recovery, "lost phone")
+        assert (
+            cli(
+                tmp_path / "a",
+                agent_id,
+                "sync",
+                "remove-device",
+                lost.device_id,
+                "--yes",
+                "--stdin",
+                stdin=crypto.format_recovery_key(recovery) + "\n",
+            )
+            == 0
+        )
+        new_id = pair(tmp_path / "n", agent_id, sqld, engine_a, "new phone")
+        before = local_state(mem_a)
+        with Memory(tmp_path / "n", agent_id) as mem_n:
+            anchor = roster.read_anchor(mem_n.db, agent_id)
+        view = roster.verified(engine_a, fresh=True)
+        assert view is not None and anchor.floor == 2
+        assert (anchor.seq, anchor.head, anchor.genesis) == (view.seq, view.head, view.genesis)
+        assert (
+            view.devices[bytes.fromhex(new_id)].added_by == engine_a.require_ready().device_id.hex()
+        )
+        assert local_state(mem_a) == before
