@@ -28,6 +28,7 @@ DAMAGE_EXIT_CODES: Final[dict[str, int]] = {
     "missing": 41,
     "rollback": 42,
     "wraps": 43,
+    "roster": 63,
 }
 """`sync check`: the worst class of damage found names the exit code."""
 
@@ -302,6 +303,28 @@ class RotationConflict(TiermemError):
     """Another device rotated the vault key at the same moment; nothing of this one was kept."""
 
     exit_code = 55
+
+
+class RosterTampered(TiermemError):
+    """The vault's device roster does not verify: an entry is unsigned, signed by a device that
+    was removed or by nobody entitled to, out of order, or the server shows less of it than this
+    device already verified. Nothing was changed."""
+
+    exit_code = 60
+
+
+class EpochRollback(TiermemError):
+    """The server withholds a key epoch this device has authenticated (its epoch floor): sealing
+    under the older key would let a removed device read new data, so nothing is sealed or sent."""
+
+    exit_code = 61
+
+
+class SupersededEpoch(TamperedData):
+    """A record is sealed under a key epoch that was already superseded when it was written
+    (its version is later than the rotation): only a removed device or the server makes those."""
+
+    exit_code = 62
 
 
 # ----------------------------------------------------------------------------------- pairing

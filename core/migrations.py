@@ -432,6 +432,16 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE hot_state ADD COLUMN previous_render TEXT NOT NULL DEFAULT '';
     """,
+    # Device roster and epoch floor (sync/roster.py, sync/keys.py): the highest key epoch this
+    # device has authenticated (it never seals under an older one) and the roster it verified
+    # (hash of its first entry, the newest entry's number and hash), so a server can neither
+    # swap the roster nor show less of it later.
+    """
+    ALTER TABLE sync_state ADD COLUMN epoch_floor INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sync_state ADD COLUMN roster_genesis BLOB;
+    ALTER TABLE sync_state ADD COLUMN roster_seq INTEGER;
+    ALTER TABLE sync_state ADD COLUMN roster_head BLOB;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

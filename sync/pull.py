@@ -186,7 +186,8 @@ def _decode_page(
         t.bytes += len(row.envelope)
         try:
             hlc.parse(row.version)
-            key = keys.epoch_key(session, crypto.parse_envelope(row.envelope).epoch)
+            epoch = crypto.parse_envelope(row.envelope).epoch
+            key = keys.record_key(session, epoch, row.version, current=s.epoch)
             device_hex = row.device_id.hex()
             if row.record_id == critical_rid:
                 doc = records_fmt.decode_critical(

@@ -143,9 +143,8 @@ def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Bat
     current = session.settings_or_fail()
     last = hlc.parse(last_hlc) if last_hlc else None
     version = str(hlc.tick(last, int(session.mem.now() * 1000), s.device_id.hex()))
-    sealer = _Sealer(
-        session, s, keys.epoch_key(session, epoch), keys.id_key(session), epoch, version
-    )
+    epoch, key = keys.sealing_key(session, epoch)  # never under an epoch older than the floor
+    sealer = _Sealer(session, s, key, keys.id_key(session), epoch, version)
     outbox_up_to, digest = _seal_critical(session, current, outbox_after, sealer)
     dirty_up_to = _seal_memories(session, dirty_after, budget, sealer)
     if not sealer.rows:

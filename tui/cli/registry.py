@@ -211,6 +211,11 @@ SYNC: dict[str, Lazy] = {
         "sync_status",
         "Show sync settings, the outbox and the last push or error (no network).",
     ),
+    "set-token": _at(
+        "sync",
+        "sync_set_token",
+        "Replace this device's server token (after removing a device, or when it expires).",
+    ),
     "devices": _at(
         "devices",
         "devices_cmd",

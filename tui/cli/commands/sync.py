@@ -34,7 +34,8 @@ from tiermem.sync.engine import (
     SyncStatus,
 )
 from tiermem.sync.hrana import HranaError
-from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, ENV_URL, env_secret
+from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, ENV_TOKEN, ENV_URL, env_secret
+from tiermem.sync.setup import set_token
 from tiermem.sync.state import AlreadyInitialised, MissingSecret, SyncFailed
 from tiermem.tui.cli.lazy import LazyGroup
 from tiermem.tui.cli.options import Options, emit, pass_options
@@ -372,6 +373,40 @@ def sync_status(opts: Options) -> None:
     with opts.open() as mem, SyncEngine(mem) as engine:
         status = engine.status()
     emit(opts, asdict(status), lambda: _status_text(status))
+
+
+def _new_token(from_stdin: bool) -> str:
+    """The new token: a line of stdin, else $TIERMEM_SYNC_TOKEN, else asked hidden."""
+    if from_stdin:
+        token = sys.stdin.readline().strip()
+        if not token:
+            raise MissingSecret("standard input is empty: give the token")
+        return token
+    from_env = env_secret(ENV_TOKEN)
+    if from_env:
+        return from_env
+    if not interactive():
+        raise MissingSecret(f"give the token on stdin (--stdin) or in {ENV_TOKEN}")
+    token = ask_hidden("New server token (hidden)")
+    if not token:
+        raise MissingSecret("no token given")
+    return token
+
+
+@sync_group.command(name="set-token")
+@click.option("--stdin", "from_stdin", is_flag=True, help="Read the token from standard input.")
+@click.option(
+    "--no-check", is_flag=True, help="Store it without asking the server whether it accepts it."
+)
+@pass_options
+def sync_set_token(opts: Options, from_stdin: bool, no_check: bool) -> None:
+    """Replace this device's server token (after removing a device, or when it expires)."""
+    token = _new_token(from_stdin)
+    with opts.open() as mem, SyncEngine(mem) as engine:
+        store = set_token(engine, token, check=not no_check)
+    data = {"stored": True, "secret_store": store, "checked": not no_check}
+    note = "" if no_check else " (the server accepted it)"
+    emit(opts, data, lambda: f"token stored in the {store} store{note}")
 
 
 # -- daemon ----------------------------------------------------------------------------------
