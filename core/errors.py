@@ -36,7 +36,11 @@ PROCESS_EXIT_CODES: Final[dict[int, str]] = {
     0: "success",
     EXIT_WARNINGS: "a check found problems: `validate` warnings, `doctor` failures",
     EXIT_USAGE: "usage error (unknown command or option, bad option value)",
-    **{code: f"`sync check` found {kind} data" for kind, code in DAMAGE_EXIT_CODES.items()},
+    40: "`sync check` found tampered records (they fail authentication)",
+    41: "`sync check` found records missing that a manifest lists",
+    42: "`sync check` found a record rolled back to an older version",
+    43: "`sync check` found missing or unreadable key wraps",
+    63: "`sync check` found a device roster that does not verify (forged, reordered, cut)",
     EXIT_INTERNAL: "internal error (rerun with `TIERMEM_DEBUG=1` for the traceback)",
     EXIT_INTERRUPTED: "interrupted (ctrl+c)",
 }
