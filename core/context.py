@@ -344,11 +344,9 @@ def _after(
 ) -> None:
     """Reinforce what was returned (as retrieval does) and count it for the session."""
     if reinforce:
-        now = mem.now()
-        with mem.db.relaxed_transaction():
-            mem.memories.reinforce([h.memory.id for h in chosen], now)
-            mem.trees.touch({h.explanation.path for h in chosen}, now)
-            mem.metrics.bump(now, retrievals=1, context_tokens=tokens)
+        mem.reinforce_later(
+            [h.memory.id for h in chosen], {h.explanation.path for h in chosen}, tokens
+        )
     if session:
         ids = [h.memory.id for h in chosen]
         hygiene.track(mem, session, ids, hygiene.lessons_used(mem.hot(), terms, ids))

@@ -7,6 +7,7 @@ single transaction, and leaves every invariant (hot ≤ 5 KB, tree limits, agent
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import tempfile
 import time
@@ -18,12 +19,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tiermem.core import conversation as conversationmod
 from tiermem.core import hot as hotmod
 from tiermem.core import ingest as ingestmod
-from tiermem.core import metadata, outbox, treesearch
+from tiermem.core import metadata, outbox, reinforce, treesearch
 from tiermem.core.config import Config, load_config
 from tiermem.core.consolidate import ConsolidationReport, check_mode, consolidate
 from tiermem.core.conversation import ConversationReport
 from tiermem.core.db import Database
-from tiermem.core.errors import InvalidInput
+from tiermem.core.errors import InvalidInput, StorageError
 from tiermem.core.hot import HotState, HotStore
 from tiermem.core.ingest import IngestReport
 from tiermem.core.llm import settings_from
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from tiermem.core.transcript import Transcript
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 TIER_CHOICES = ("warm", "cold", "frozen", "all")
 
 
@@ -91,12 +93,51 @@ class Memory:
         self.trees = TreeStore(self.db, self.agent_id, self.cfg.tree)
         self.metrics = MetricsStore(self.db, self.agent_id)
         self.last_memory_md: MemoryMdReport | None = None
+        self._pending = reinforce.Pending()
+        self._writing: reinforce.Pending | None = None
+        self.db.on_begin = self._write_pending
+        self.db.on_rollback = self._keep_pending
 
     def now(self) -> float:
         return float(self._clock())
 
     def close(self) -> None:
+        """Write the reads not written yet (see `flush_reinforcement`), then close."""
+        try:
+            self.flush_reinforcement()
+        except StorageError as exc:  # the home is locked or read-only: only counts are lost
+            log.warning("reinforcement of recent reads not saved: %s", exc)
         self.db.close()
+
+    def reinforce_later(self, ids: Sequence[str], paths: Iterable[str], tokens: int) -> None:
+        """Reinforce what a read returned, without a write now (`core.reinforce`): written by
+        the next write transaction of this `Memory`, `flush_reinforcement` or `close`."""
+        self._pending.add(ids, paths, tokens, self.now())
+
+    def flush_reinforcement(self) -> None:
+        """Write the pending reinforcement of reads in one short transaction (no fsync wait:
+        counts are bookkeeping)."""
+        if self._pending:
+            with self.db.relaxed_transaction():
+                pass  # the transaction's start writes them (`_write_pending`)
+
+    def _write_pending(self) -> None:
+        self._writing = None
+        if self._pending:
+            self._writing = self._pending.take()
+            reinforce.write(self.memories, self.trees, self.metrics, self._writing)
+
+    def _keep_pending(self) -> None:
+        """A write that carried pending reads rolled back: they wait for the next one."""
+        if self._writing is not None:
+            for memory_id, (count, times) in self._writing.hits.items():
+                self._pending.note(memory_id, count, times)
+            for path, when in self._writing.paths.items():
+                self._pending.paths[path] = max(self._pending.paths.get(path, when), when)
+            for day, (n, tokens, when) in self._writing.days.items():
+                have_n, have_tokens, have_when = self._pending.days.get(day, (0, 0, when))
+                self._pending.days[day] = (have_n + n, have_tokens + tokens, max(have_when, when))
+            self._writing = None
 
     def __enter__(self) -> Memory:
         return self
@@ -155,7 +196,15 @@ class Memory:
         return outcomes
 
     def get(self, memory_id: str) -> MemoryRecord:
-        return self.memories.get(memory_id)
+        """The memory, with the reads of this `Memory` not written yet counted in."""
+        record = self.memories.get(memory_id)
+        count, times = self._pending.hits.get(memory_id, (0, []))
+        if not count:
+            return record
+        last = max(times) if record.last_access is None else max(record.last_access, *times)
+        return dataclasses.replace(
+            record, access_count=record.access_count + count, last_access=last
+        )
 
     def retrieve(
         self,
@@ -169,7 +218,8 @@ class Memory:
         mode: str | None = None,
         llm: bool = False,
     ) -> RetrievalResult:
-        """Explained retrieval; what it returns is reinforced (access count, recency).
+        """Explained retrieval; what it returns is reinforced (access count, recency) later,
+        without taking the write lock now (see `reinforce_later`).
 
         `mode`: keyword (default, `[retrieval] mode`), vector or hybrid (the `vector` extra and
         the libSQL driver). `llm`: LLM tree search (the `[llm]` endpoint chooses categories);
@@ -215,10 +265,11 @@ class Memory:
         )
         result.notes[:0] = notes
         if reinforce:
-            with self.db.relaxed_transaction():
-                self.memories.reinforce([h.memory.id for h in result.hits], now)
-                self.trees.touch({h.explanation.path for h in result.hits}, now)
-                self.metrics.bump(now, retrievals=1, context_tokens=result.tokens)
+            self.reinforce_later(
+                [h.memory.id for h in result.hits],
+                {h.explanation.path for h in result.hits},
+                result.tokens,
+            )
         return result
 
     # -- hot -------------------------------------------------------------------------------
