@@ -114,6 +114,10 @@ class Memory:
         the next write transaction of this `Memory`, `flush_reinforcement` or `close`."""
         self._pending.add(ids, paths, tokens, self.now())
 
+    def reads_pending(self) -> bool:
+        """Whether reads of this `Memory` wait to be written (`reinforce_later`)."""
+        return bool(self._pending)
+
     def flush_reinforcement(self) -> None:
         """Write the pending reinforcement of reads in one short transaction (no fsync wait:
         counts are bookkeeping)."""
