@@ -10,6 +10,7 @@ import dataclasses
 import logging
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -94,6 +95,7 @@ class Memory:
         self.metrics = MetricsStore(self.db, self.agent_id)
         self.last_memory_md: MemoryMdReport | None = None
         self._pending = reinforce.Pending()
+        self._pending_lock = threading.Lock()  # reads may come from several threads
         self._writing: reinforce.Pending | None = None
         self.db.on_begin = self._write_pending
         self.db.on_rollback = self._keep_pending
@@ -112,7 +114,9 @@ class Memory:
     def reinforce_later(self, ids: Sequence[str], paths: Iterable[str], tokens: int) -> None:
         """Reinforce what a read returned, without a write now (`core.reinforce`): written by
         the next write transaction of this `Memory`, `flush_reinforcement` or `close`."""
-        self._pending.add(ids, paths, tokens, self.now())
+        now = self.now()
+        with self._pending_lock:
+            self._pending.add(ids, paths, tokens, now)
 
     def reads_pending(self) -> bool:
         """Whether reads of this `Memory` wait to be written (`reinforce_later`)."""
@@ -126,21 +130,17 @@ class Memory:
                 pass  # the transaction's start writes them (`_write_pending`)
 
     def _write_pending(self) -> None:
-        self._writing = None
-        if self._pending:
-            self._writing = self._pending.take()
+        with self._pending_lock:
+            self._writing = self._pending.take() if self._pending else None
+        if self._writing is not None:
             reinforce.write(self.memories, self.trees, self.metrics, self._writing)
 
     def _keep_pending(self) -> None:
         """A write that carried pending reads rolled back: they wait for the next one."""
-        if self._writing is not None:
-            for memory_id, (count, times) in self._writing.hits.items():
-                self._pending.note(memory_id, count, times)
-            for path, when in self._writing.paths.items():
-                self._pending.paths[path] = max(self._pending.paths.get(path, when), when)
-            for day, (n, tokens, when) in self._writing.days.items():
-                have_n, have_tokens, have_when = self._pending.days.get(day, (0, 0, when))
-                self._pending.days[day] = (have_n + n, have_tokens + tokens, max(have_when, when))
+        if self._writing is None:
+            return
+        with self._pending_lock:
+            self._pending.absorb(self._writing)
             self._writing = None
 
     def __enter__(self) -> Memory:

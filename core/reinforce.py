@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tiermem.core import rows
 from tiermem.core.db import Database
 from tiermem.core.metrics import MetricsStore, day_of
 
@@ -63,6 +64,16 @@ class Pending:
     def note(self, memory_id: str, count: int, times: list[float]) -> None:
         have, logged = self.hits.get(memory_id, (0, []))
         self.hits[memory_id] = (have + count, sorted(logged + times)[-LOGGED:])
+
+    def absorb(self, other: Pending) -> None:
+        """Add `other`'s reads to these (reads whose write rolled back)."""
+        for memory_id, (count, times) in other.hits.items():
+            self.note(memory_id, count, times)
+        for path, when in other.paths.items():
+            self.paths[path] = max(self.paths.get(path, when), when)
+        for day, (n, tokens, when) in other.days.items():
+            have_n, have_tokens, have_when = self.days.get(day, (0, 0, when))
+            self.days[day] = (have_n + n, have_tokens + tokens, max(have_when, when))
 
     def __bool__(self) -> bool:
         return bool(self.hits or self.paths or self.days)
@@ -167,13 +178,7 @@ def _later(a: float | None, b: float | None) -> float | None:
 
 def totals(db: Database, agent_id: str, memory_id: str) -> Counter:
     """(Σ counts, newest access) over every device for one memory."""
-    row = db.query_one(
-        "SELECT COALESCE(SUM(count), 0), MAX(last_access) FROM reinforcement "
-        "WHERE agent_id = ? AND id = ?",
-        (agent_id, memory_id),
-    )
-    assert row is not None
-    return int(row[0]), None if row[1] is None else float(row[1])
+    return rows.counted_reads(db, agent_id, memory_id)
 
 
 def totals_many(db: Database, agent_id: str, ids: Sequence[str]) -> dict[str, Counter]:

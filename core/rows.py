@@ -25,6 +25,7 @@ __all__ = [
     "Tier",
     "check_importance",
     "column_list",
+    "counted_reads",
     "delete",
     "holds_memory",
     "insert_sql",
@@ -190,7 +191,7 @@ def upsert(store: AgentRows, row: MemoryRow) -> None:
     place, or insert it. The table's triggers keep full-text search current. The row's access
     count is its base: the reads counted here (`core.reinforce`) are added to it."""
     db, agent = store.db, store.agent_id
-    count, last = _counted(db, agent, row.id)
+    count, last = counted_reads(db, agent, row.id)
     values = (
         *row.columns()[:4],
         row.access_count + count,
@@ -252,7 +253,8 @@ def insert_staged(store: AgentRows, staging: str) -> int:
     return added
 
 
-def _counted(db: Database, agent_id: str, memory_id_: str) -> tuple[int, float | None]:
+def counted_reads(db: Database, agent_id: str, memory_id_: str) -> tuple[int, float | None]:
+    """(reads counted on every device, newest read) of one memory (`core.reinforce`)."""
     row = db.query_one(
         "SELECT COALESCE(SUM(count), 0), MAX(last_access) FROM reinforcement "
         "WHERE agent_id = ? AND id = ?",

@@ -4,7 +4,6 @@ keeps its id through every edit (CLI, MCP-facing core, TUI), its text's alias wi
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from tests.conftest import Clock, MemoryFactory
 from tiermem.core import context as ctx
 from tiermem.core import curate, hygiene, reinforce
+from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
 from tiermem.tui.cli import run
@@ -49,9 +49,9 @@ def test_a_read_takes_no_write_lock(tmp_path: Path, clock: Clock, driver: str) -
     home = tmp_path / "home"
     with Memory(home, clock=clock, driver=driver) as mem:
         fid = mem.store("the wifi password is in the blue notebook", "home", 0.5).id
-    other = sqlite3.connect(home / "tiermem.db", isolation_level=None)
+    other = Database(home / "tiermem.db", driver)
     try:
-        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the write lock
         with Memory(home, clock=clock, driver=driver) as mem:
             mem.db.execute("PRAGMA busy_timeout = 0")  # any write attempt fails at once
             result = mem.retrieve("wifi password")
