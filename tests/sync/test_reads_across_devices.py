@@ -22,8 +22,8 @@ WORDS = [f"quokka{a}{b}" for a, b in itertools.product("abcdefghijklmnopqrstuvwx
 
 
 class Device:
-    def __init__(self, mem: Memory, engine: SyncEngine) -> None:
-        self.mem, self.engine = mem, engine
+    def __init__(self, mem: Memory, engine: SyncEngine, key: bytes = b"") -> None:
+        self.mem, self.engine, self.key = mem, engine, key
 
     def run(self, step: str) -> None:
         if step == "push":
@@ -44,14 +44,16 @@ def pair(tmp_path: Path, sqld: SqldServer, agent_id: str) -> Iterator[tuple[Devi
     mem_b = Memory(tmp_path / "phone", agent_id)
     engine_b = SyncEngine(mem_b, timeout=10.0)
     try:
-        yield Device(mem_a, engine_a), Device(mem_b, engine_b)
+        yield Device(mem_a, engine_a, key), Device(mem_b, engine_b, key)
     finally:
         for engine, mem in ((engine_a, mem_a), (engine_b, mem_b)):
             engine.close()
             mem.close()
 
 
-def test_forget_wins_over_a_concurrent_read(pair: tuple[Device, Device]) -> None:
+def test_forget_wins_over_a_concurrent_read(
+    pair: tuple[Device, Device], tmp_path: Path, sqld: SqldServer
+) -> None:
     a, b = pair
     devices = {"a": a, "b": b}
     steps = [(d, s) for d in "ab" for s in ("push", "pull")]
@@ -74,11 +76,16 @@ def test_forget_wins_over_a_concurrent_read(pair: tuple[Device, Device]) -> None
             assert dev.mem.retrieve(word, reinforce=False).hits == []
             assert dev.counted(fid) == 1, order  # the read is counted on both devices
     assert not a.engine.has_work() and not b.engine.has_work()
+    tablet = tmp_path / "tablet"  # a device restored later: forgotten there too
+    restore(tablet, a.mem.agent_id, sqld.url, sqld.token, recovery_key=a.key, policy=policy())
+    with Memory(tablet, a.mem.agent_id) as mem:
+        assert mem.memories.get_many(ids) == []
+        assert all(reinforce.counted(mem.db, mem.agent_id, fid) == 1 for fid in ids)
     assert curate.undo_forget(a.mem, ids[0]).access_count == 1  # an undo keeps the read
 
 
 def test_reads_on_two_devices_are_summed_and_never_undo_an_edit(
-    pair: tuple[Device, Device],
+    pair: tuple[Device, Device], tmp_path: Path, sqld: SqldServer
 ) -> None:
     a, b = pair
     fid = a.mem.store("the team offsite is in lisbon", "work/events", 0.5).id
@@ -95,6 +102,10 @@ def test_reads_on_two_devices_are_summed_and_never_undo_an_edit(
         assert record.text == "the team offsite is in porto"
         assert record.access_count == 3 and dev.counted(fid) == 3
     assert not a.engine.has_work() and not b.engine.has_work()
+    tablet = tmp_path / "tablet"  # a device restored later gets the reads too
+    restore(tablet, a.mem.agent_id, sqld.url, sqld.token, recovery_key=a.key, policy=policy())
+    with Memory(tablet, a.mem.agent_id) as mem:
+        assert mem.get(fid).access_count == 3 and mem.get(fid).text.endswith("porto")
 
 
 def test_a_read_is_not_pushed_as_a_new_version(pair: tuple[Device, Device]) -> None:
