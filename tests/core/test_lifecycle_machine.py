@@ -3,7 +3,8 @@ never created by mistake.
 
 Store, edit, pin, unpin, forget, unforget, hot edits at and over the limits, retrieve,
 consolidate and time passing, in any order. After every step: nothing stored or pinned is gone
-without an explicit forget, a forgotten memory stays gone until it is unforgotten (or its text
+without an explicit forget (a hot lesson may be pruned only with the write reporting it), a
+forgotten memory stays gone until it is unforgotten (or its text
 is stored again on purpose), nothing exists that was not stored, ids never change, the limits
 hold. A hot edit over a limit may be refused (`LimitExceeded`) or prune; both are fine as long
 as the limits hold.
@@ -66,6 +67,7 @@ class Lifecycle(RuleBasedStateMachine):
         self.live: dict[str, str] = {}  # id → the text it must have
         self.forgotten: set[str] = set()
         self.pinned: set[str] = set()
+        self.lessons: dict[str, str] = {}  # hot lessons acknowledged and not reported pruned
 
     def teardown(self) -> None:
         if hasattr(self, "mem"):
@@ -123,21 +125,29 @@ class Lifecycle(RuleBasedStateMachine):
         self.live[memory] = back.text
         return memory
 
+    def reported(self, pruned: list[str]) -> None:
+        """Lessons a write reported as pruned (a recorded move) are no longer promised."""
+        for memory_id, text in list(self.lessons.items()):
+            if f"lesson: {text}" in pruned:
+                del self.lessons[memory_id]
+
     @rule(text=texts, repeat=st.integers(1, 40), importance=st.floats(0, 1))
     def hot_lesson(self, text: str, repeat: int, importance: float) -> None:
         with contextlib.suppress(LimitExceeded, InvalidInput):
-            self.mem.add_lesson(" ".join([text] * repeat), importance)
+            lesson, pruned = self.mem.add_lesson(" ".join([text] * repeat), importance)
+            self.lessons[lesson.id] = lesson.text
+            self.reported(pruned)
 
     @rule(text=texts, repeat=st.integers(1, 60))
     def hot_identity(self, text: str, repeat: int) -> None:
         with contextlib.suppress(LimitExceeded, InvalidInput):
-            self.mem.update_hot("identity", {"note": " ".join([text] * repeat)})
+            self.reported(self.mem.update_hot("identity", {"note": " ".join([text] * repeat)}))
 
     @rule(text=texts)
     def hot_event_and_task(self, text: str) -> None:
         with contextlib.suppress(LimitExceeded, InvalidInput):
-            self.mem.add_event(text)
-            self.mem.add_task(text)
+            self.reported(self.mem.add_event(text)[1])
+            self.reported(self.mem.add_task(text)[1])
 
     @rule(query=texts)
     def retrieve(self, query: str) -> None:
@@ -146,7 +156,7 @@ class Lifecycle(RuleBasedStateMachine):
 
     @rule(mode=st.sampled_from(["quick", "daily", "monthly", "full"]))
     def consolidate(self, mode: str) -> None:
-        self.mem.consolidate(mode)
+        self.reported(self.mem.consolidate(mode).hot_pruned)
         assert self.mem.memories.warm_bytes() <= SMALL.warm.max_bytes or self.pinned
 
     @rule(days=st.floats(0, 20))
@@ -167,6 +177,13 @@ class Lifecycle(RuleBasedStateMachine):
         for memory_id in self.pinned:
             listed = curate.get_listed(self.mem, memory_id)
             assert listed.pinned and listed.record.tier == "warm"
+
+    @invariant()
+    def acknowledged_lessons_stay(self) -> None:
+        if not hasattr(self, "mem"):
+            return
+        present = {lesson.id for lesson in self.mem.hot().critical_lessons}
+        assert set(self.lessons) <= present
 
     @invariant()
     def limits_hold(self) -> None:
