@@ -59,6 +59,13 @@ TRIVIAL_WORDS = frozenset(
 )
 
 
+def importance_for(priority: str | None, importance: float | None) -> float | None:
+    """The importance a priority name or a number gives (None when neither is given)."""
+    if priority is not None and importance is not None:
+        raise InvalidInput("give priority or importance, not both")
+    return PRIORITY_IMPORTANCE[check_priority(priority)] if priority else importance
+
+
 def priority_of(importance: float) -> Priority:
     for name in PRIORITIES:
         if importance >= PRIORITY_FLOOR[name]:
@@ -347,11 +354,9 @@ def _after(
     if mem.read_only:
         return
     if reinforce:
-        now = mem.now()
-        with mem.db.relaxed_transaction():
-            mem.memories.reinforce([h.memory.id for h in chosen], now)
-            mem.trees.touch({h.explanation.path for h in chosen}, now)
-            mem.metrics.bump(now, retrievals=1, context_tokens=tokens)
+        mem.reinforce_later(
+            [h.memory.id for h in chosen], {h.explanation.path for h in chosen}, tokens
+        )
     if session:
         ids = [h.memory.id for h in chosen]
         hygiene.track(mem, session, ids, hygiene.lessons_used(mem.hot(), terms, ids))
@@ -501,9 +506,7 @@ def store_entry(
 ) -> dict[str, Any]:
     """The structured write: priority (or importance), tags and an expiry date on top of
     `Memory.store` (deduplicated: a known fact is reinforced and gains the tags)."""
-    if priority is not None and importance is not None:
-        raise InvalidInput("give priority or importance, not both")
-    value = PRIORITY_IMPORTANCE[check_priority(priority)] if priority else importance
+    value = importance_for(priority, importance)
     value = 0.5 if value is None else value
     expires_at = parse_expiry(expires, mem.now()) if expires else None
     source = "mcp" if not context else "mcp: " + " ".join(context.split())[:200]

@@ -17,7 +17,7 @@ import importlib
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -90,6 +90,10 @@ class Database:
         self.driver = driver or available_driver()
         self._lock = threading.RLock()
         self._depth = 0
+        self.on_begin: Callable[[], None] | None = None
+        """Runs first in every outermost write transaction (writes deferred by reads)."""
+        self.on_rollback: Callable[[], None] | None = None
+        """Runs after such a transaction rolled back."""
         try:
             self._conn = _connect(path, self.driver, read_only)
             self._setup()
@@ -144,10 +148,14 @@ class Database:
             self.execute("BEGIN IMMEDIATE")
             self._depth = 1
             try:
+                if self.on_begin is not None:
+                    self.on_begin()
                 yield
             except BaseException:
                 self._depth = 0
                 self._rollback()
+                if self.on_rollback is not None:
+                    self.on_rollback()
                 raise
             self._depth = 0
             self.execute("COMMIT")

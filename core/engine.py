@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tiermem.core import agents, metadata, outbox, treesearch
+from tiermem.core import agents, metadata, outbox, reinforce, treesearch
 from tiermem.core import conversation as conversationmod
 from tiermem.core import hot as hotmod
 from tiermem.core import ingest as ingestmod
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
     from tiermem.core.transcript import Transcript
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 TIER_CHOICES = ("warm", "cold", "frozen", "all")
 
 
@@ -99,6 +102,11 @@ class Memory:
         self.trees = TreeStore(self.db, self.agent_id, self.cfg.tree)
         self.metrics = MetricsStore(self.db, self.agent_id)
         self.last_memory_md: MemoryMdReport | None = None
+        self._pending = reinforce.Pending()
+        self._pending_lock = threading.Lock()  # reads may come from several threads
+        self._writing: reinforce.Pending | None = None
+        self.db.on_begin = self._write_pending
+        self.db.on_rollback = self._keep_pending
 
     def _prepare(self, create: bool) -> None:
         """Bring the schema up to date (a read-only home must already be), then check the agent:
@@ -133,7 +141,44 @@ class Memory:
         return float(self._clock())
 
     def close(self) -> None:
+        """Write the reads not written yet (see `flush_reinforcement`), then close."""
+        try:
+            self.flush_reinforcement()
+        except StorageError as exc:  # the home is locked or read-only: only counts are lost
+            log.warning("reinforcement of recent reads not saved: %s", exc)
         self.db.close()
+
+    def reinforce_later(self, ids: Sequence[str], paths: Iterable[str], tokens: int) -> None:
+        """Reinforce what a read returned, without a write now (`core.reinforce`): written by
+        the next write transaction of this `Memory`, `flush_reinforcement` or `close`."""
+        now = self.now()
+        with self._pending_lock:
+            self._pending.add(ids, paths, tokens, now)
+
+    def reads_pending(self) -> bool:
+        """Whether reads of this `Memory` wait to be written (`reinforce_later`)."""
+        return bool(self._pending)
+
+    def flush_reinforcement(self) -> None:
+        """Write the pending reinforcement of reads in one short transaction (no fsync wait:
+        counts are bookkeeping)."""
+        if self._pending:
+            with self.db.relaxed_transaction():
+                pass  # the transaction's start writes them (`_write_pending`)
+
+    def _write_pending(self) -> None:
+        with self._pending_lock:
+            self._writing = self._pending.take() if self._pending else None
+        if self._writing is not None:
+            reinforce.write(self.memories, self.trees, self.metrics, self._writing)
+
+    def _keep_pending(self) -> None:
+        """A write that carried pending reads rolled back: they wait for the next one."""
+        if self._writing is None:
+            return
+        with self._pending_lock:
+            self._pending.absorb(self._writing)
+            self._writing = None
 
     def __enter__(self) -> Memory:
         return self
@@ -192,7 +237,15 @@ class Memory:
         return outcomes
 
     def get(self, memory_id: str) -> MemoryRecord:
-        return self.memories.get(memory_id)
+        """The memory, with the reads of this `Memory` not written yet counted in."""
+        record = self.memories.get(memory_id)
+        count, times = self._pending.hits.get(memory_id, (0, []))
+        if not count:
+            return record
+        last = max(times) if record.last_access is None else max(record.last_access, *times)
+        return dataclasses.replace(
+            record, access_count=record.access_count + count, last_access=last
+        )
 
     def retrieve(
         self,
@@ -206,7 +259,8 @@ class Memory:
         mode: str | None = None,
         llm: bool = False,
     ) -> RetrievalResult:
-        """Explained retrieval; what it returns is reinforced (access count, recency).
+        """Explained retrieval; what it returns is reinforced (access count, recency) later,
+        without taking the write lock now (see `reinforce_later`).
 
         `mode`: keyword (default, `[retrieval] mode`), vector or hybrid (the `vector` extra and
         the libSQL driver). `llm`: LLM tree search (the `[llm]` endpoint chooses categories);
@@ -252,10 +306,11 @@ class Memory:
         )
         result.notes[:0] = notes
         if reinforce and not self.read_only:
-            with self.db.relaxed_transaction():
-                self.memories.reinforce([h.memory.id for h in result.hits], now)
-                self.trees.touch({h.explanation.path for h in result.hits}, now)
-                self.metrics.bump(now, retrievals=1, context_tokens=result.tokens)
+            self.reinforce_later(
+                [h.memory.id for h in result.hits],
+                {h.explanation.path for h in result.hits},
+                result.tokens,
+            )
         return result
 
     # -- hot -------------------------------------------------------------------------------

@@ -442,6 +442,65 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sync_state ADD COLUMN roster_seq INTEGER;
     ALTER TABLE sync_state ADD COLUMN roster_head BLOB;
     """,
+    # Reads never create versions; ids stable across edits (core/reinforce.py, core/curate.py,
+    # sync/seal.py). `reinforcement`: per memory and device ('' = this one) a grow-only read
+    # count and the newest read, merged between devices, the row keeping the total;
+    # `reinforce_dirty`: memories whose local counters changed since their last push. The
+    # upload mark of `memories` follows real changes only (not access count or last access).
+    # `sync_batches.counts_up_to` and `sync_outgoing.changed` (the content version a record
+    # that only carries counters stands for). `memory_aliases`: every other text a memory
+    # had or got by an edit (its content id → the memory), so storing it again reinforces
+    # the memory. `vector_stale`: rows whose text changed since their embedding.
+    """
+    CREATE TABLE reinforcement (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        device TEXT NOT NULL,
+        count INTEGER NOT NULL CHECK (count >= 0),
+        last_access REAL,
+        PRIMARY KEY (agent_id, id, device)
+    );
+    CREATE TABLE reinforce_dirty (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        UNIQUE (agent_id, id)
+    );
+    CREATE TRIGGER reinforcement_local_ai AFTER INSERT ON reinforcement
+    WHEN new.device = '' BEGIN
+        DELETE FROM reinforce_dirty WHERE agent_id = new.agent_id AND id = new.id;
+        INSERT INTO reinforce_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    CREATE TRIGGER reinforcement_local_au AFTER UPDATE ON reinforcement
+    WHEN new.device = '' BEGIN
+        DELETE FROM reinforce_dirty WHERE agent_id = new.agent_id AND id = new.id;
+        INSERT INTO reinforce_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    DROP TRIGGER sync_dirty_au;
+    CREATE TRIGGER sync_dirty_au AFTER UPDATE ON memories
+    WHEN old.id IS NOT new.id OR old.text IS NOT new.text OR old.category IS NOT new.category
+        OR old.importance IS NOT new.importance OR old.created_at IS NOT new.created_at
+        OR old.tier IS NOT new.tier OR old.tier_changed_at IS NOT new.tier_changed_at
+        OR old.urls IS NOT new.urls OR old.commands IS NOT new.commands
+        OR old.paths IS NOT new.paths OR old.source IS NOT new.source
+        OR old.size_bytes IS NOT new.size_bytes OR old.tokens IS NOT new.tokens
+        OR old.pinned IS NOT new.pinned BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    ALTER TABLE sync_batches ADD COLUMN counts_up_to INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sync_outgoing ADD COLUMN changed TEXT;
+    CREATE TABLE memory_aliases (
+        agent_id TEXT NOT NULL,
+        alias TEXT NOT NULL,
+        id TEXT NOT NULL,
+        PRIMARY KEY (agent_id, alias)
+    );
+    CREATE TABLE vector_stale (seq INTEGER PRIMARY KEY);
+    CREATE TRIGGER memories_text_changed AFTER UPDATE OF text ON memories
+    WHEN old.text IS NOT new.text BEGIN
+        INSERT OR IGNORE INTO vector_stale (seq) VALUES (new.seq);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -92,8 +92,10 @@ def run(mem: Memory, op: dict[str, Any]) -> Any:
     kind = op["kind"]
     if kind == "store":
         return mem.store(op["text"], op["category"], op["importance"]).id
-    if kind == "retrieve":
-        return [h.memory.id for h in mem.retrieve(op["query"], limit=3).hits]
+    if kind == "retrieve":  # acknowledged once its reinforcement is written
+        hits = [h.memory.id for h in mem.retrieve(op["query"], limit=3).hits]
+        mem.flush_reinforcement()
+        return hits
     if kind == "identity":
         mem.update_hot("identity", {"counter": op["counter"]})
     elif kind in ("event", "lesson", "task"):

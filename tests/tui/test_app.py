@@ -329,7 +329,7 @@ def test_edit_pin_promote_demote(demo_home: Path) -> None:
         with open_home(demo_home) as mem:
             [edited] = mem.retrieve("resumes", reinforce=False).hits
         new_id = edited.memory.id
-        assert new_id != target.id and edited.memory.category == target.category
+        assert new_id == target.id and edited.memory.category == target.category  # id kept
         assert app.screen.query_one(MemoryTable).current_id() == new_id
 
         await pilot.press("p")

@@ -27,6 +27,9 @@ ROOT: dict[str, Lazy] = {
     ),
     "cold": _at("memory", "cold", "Search the cold archive (cold and frozen facts)."),
     "get": _at("memory", "get", "Show one memory with its metadata and score."),
+    "edit": _at(
+        "edit", "edit", "Edit a memory's text, category, importance or metadata (its id stays)."
+    ),
     "hot": _at("hot", "hot", "Show or edit hot memory (always in context; rendered as MEMORY.md)."),
     "tree": _at("tree", "tree", "Show or edit the category tree index."),
     "consolidate": _at(

@@ -8,6 +8,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     recall.RECALL,
     recall.SEARCH,
     store.GET,
+    store.UPDATE,
     hot.HOT,
     audit.INDEX_STATUS,
     audit.AUDIT,

@@ -1,4 +1,4 @@
-"""Writing a memory and reading one back by id."""
+"""Writing a memory, changing it in place and reading one back by id."""
 
 from __future__ import annotations
 
@@ -92,6 +92,44 @@ def _get(mem: Memory, item_id: str, session: str | None) -> dict[str, Any]:
     )
 
 
+def memory_update(
+    home: Home,
+    id: Annotated[str, Field(description="The memory's id (it stays the same).")],  # noqa: A002
+    content: Annotated[str | None, Field(description="The new text.")] = None,
+    category: Annotated[str | None, Field(description="The new category path.")] = None,
+    priority: Annotated[
+        Literal["critical", "high", "medium", "low"] | None,
+        Field(description="critical 0.95, high 0.8, medium 0.5, low 0.3."),
+    ] = None,
+    importance: Annotated[
+        float | None, Field(ge=0, le=1, description="0-1; instead of priority.")
+    ] = None,
+    url: Annotated[
+        Strings | None, Field(description="URL(s): replace the memory's URLs ([] clears).")
+    ] = None,
+    command: Annotated[
+        Strings | None, Field(description="Shell command(s): replace them ([] clears).")
+    ] = None,
+    path: Annotated[
+        Strings | None, Field(description="File path(s): replace them ([] clears).")
+    ] = None,
+) -> dict[str, Any]:
+    def update(mem: Memory) -> dict[str, Any]:
+        curate.edit(
+            mem,
+            id,
+            text=content,
+            category=category,
+            importance=ctx.importance_for(priority, importance),
+            urls=None if url is None else strings(url),
+            commands=None if command is None else strings(command),
+            paths=None if path is None else strings(path),
+        )
+        return _get(mem, id, None)
+
+    return home.run(update)
+
+
 STORE = ToolSpec(
     "memory_store",
     memory_store,
@@ -104,4 +142,11 @@ GET = ToolSpec(
     memory_get,
     "Get one memory (or hot lesson) by id, with its metadata, score, tags, pin, the "
     "sessions that recalled it, and its hot lesson if it has one.",
+)
+UPDATE = ToolSpec(
+    "memory_update",
+    memory_update,
+    "Change a stored memory in place: its text, category, priority or importance, "
+    "URLs/commands/paths (a given list replaces the old one). Its id, tags, expiry, pin and "
+    "session history stay. Returns the memory as memory_get does.",
 )
