@@ -9,16 +9,22 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
 
-from tiermem.core.engine import Memory
 from tiermem.core.environment import SESSION
 from tiermem.core.errors import StorageError
+from tiermem.core.lazy import lazy_import
 from tiermem.core.logs import setup_logging
 from tiermem.core.paths import default_home
+
+if TYPE_CHECKING:
+    from tiermem.core import engine
+    from tiermem.core.engine import Memory
+else:  # loaded by the first command that opens the memory, so `--help` starts fast
+    engine = lazy_import("tiermem.core.engine")
 
 
 @dataclass
@@ -30,7 +36,7 @@ class Options:
     json: bool
 
     def open(self) -> Memory:
-        return Memory(self.home, self.agent_id)
+        return engine.Memory(self.home, self.agent_id)
 
     def resolved_home(self) -> Path:
         """The memory home folder, without opening (or creating) it."""
