@@ -12,19 +12,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-import msgspec
 
 from tiermem.core.environment import SESSION
 from tiermem.core.errors import StorageError
 from tiermem.core.lazy import lazy_import
-from tiermem.core.logs import setup_logging
 from tiermem.core.paths import default_home
 
 if TYPE_CHECKING:
-    from tiermem.core import engine
+    import msgspec
+
+    from tiermem.core import engine, logs
     from tiermem.core.engine import Memory
-else:  # loaded by the first command that opens the memory, so `--help` starts fast
+else:  # loaded by the first command that opens the memory, logs or emits a struct, so `--help`
+    # starts fast
     engine = lazy_import("tiermem.core.engine")
+    logs = lazy_import("tiermem.core.logs")
+    msgspec = lazy_import("msgspec")
 
 
 @dataclass
@@ -47,7 +50,7 @@ class Options:
         home = self.resolved_home()
         if home.is_dir():
             with contextlib.suppress(StorageError):
-                setup_logging(home)
+                logs.setup_logging(home)
 
 
 pass_options = click.make_pass_decorator(Options)
