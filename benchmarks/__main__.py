@@ -82,7 +82,7 @@ def sync_figures(tmp: Path, sizes: Sizes, say: Callable[[str], None]) -> list[Fi
         say("conversation-end to the server")
         out.append(figures_sync.conversation_end_figure(vault, sizes.ends))
         say("restore as a command")
-        out.append(figures_sync.restore_figure(vault, sizes.restores))
+        out += figures_sync.restore_figures(vault, sizes.restores)
         say(f"daemon idle CPU ({2 * sizes.idle:.0f} s)")
         out.append(figures_sync.daemon_figure(vault, sizes.idle))
         return out

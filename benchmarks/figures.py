@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -66,9 +67,21 @@ def child_env(**extra: str) -> dict[str, str]:
 
 def run_timed(command: Sequence[str], env: dict[str, str], stdin: str | None = None) -> float:
     """Wall time of one child process from spawn to exit (it must succeed)."""
+    return run_measured(command, env, stdin)[0]
+
+
+def run_measured(
+    command: Sequence[str], env: dict[str, str], stdin: str | None = None
+) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of one child process; on a loaded machine the
+    CPU time hardly moves while the wall time includes waiting for a core."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(command, env=env, input=stdin, capture_output=True, text=True, check=True)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def facts_for(n: int, seed: int = 7) -> list[NewFact]:
@@ -79,7 +92,8 @@ def facts_for(n: int, seed: int = 7) -> list[NewFact]:
 
 
 def start_figures(home: Path, runs: int) -> list[Figure]:
-    """`tiermem --help`, `retrieve`, `store`, `hot` as whole processes vs `import sqlite3`."""
+    """`tiermem --help`, `retrieve`, `store`, `hot` as whole processes vs `import sqlite3`:
+    wall time, then CPU time (the steadier one on a shared machine)."""
     env = child_env()
     tiermem = [sys.executable, "-m", "tiermem.tui", "--home", str(home)]
     commands = {
@@ -91,24 +105,20 @@ def start_figures(home: Path, runs: int) -> list[Figure]:
     baseline = [sys.executable, "-c", "import sqlite3"]
     for command in [baseline, *commands.values()]:  # warm: bytecode caches, page cache
         run_timed([part.format("warm-up fact") for part in command], env)
-    base = median_ms([run_timed(baseline, env) for _ in range(runs)])
-    out = []
+    base = [run_measured(baseline, env) for _ in range(runs)]
+    walls: list[Figure] = []
+    cpus: list[Figure] = []
+    note = "whole process, median; baseline `python -c 'import sqlite3'`"
     for name, command in commands.items():
         samples = [
-            run_timed([part.format(f"start fact number {i}") for part in command], env)
+            run_measured([part.format(f"start fact number {i}") for part in command], env)
             for i in range(runs)
         ]
-        out.append(
-            Figure(
-                f"start: tiermem {name}",
-                median_ms(samples),
-                base,
-                "ms",
-                2.5,
-                "whole process, median; baseline `python -c 'import sqlite3'`",
-            )
-        )
-    return out
+        wall, cpu = (median_ms([x[k] for x in samples]) for k in (0, 1))
+        base_wall, base_cpu = (median_ms([x[k] for x in base]) for k in (0, 1))
+        walls.append(Figure(f"start: tiermem {name}", wall, base_wall, "ms", 2.5, note))
+        cpus.append(Figure(f"start CPU: tiermem {name}", cpu, base_cpu, "ms", 2.5, note))
+    return walls + cpus
 
 
 # -- store, retrieve, size -------------------------------------------------------------------
