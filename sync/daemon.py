@@ -20,6 +20,7 @@ One daemon per home and agent: a second one is refused (an OS file lock, release
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -123,12 +124,10 @@ class Daemon:
         root, agent_id = self.mem.home.root, self.mem.agent_id
         try:
             engine.require_ready()
-            with (
-                _single_instance(root, agent_id),
-                Watcher(root, self._watched(), self._wake.set) as watcher,
-            ):
-                if not self.watch:
-                    watcher.stop()
+            watcher = Watcher(root, self._watched(), self._wake.set)
+            # watch=False polls every `poll` seconds, as when the observer cannot start
+            watching = watcher if self.watch else contextlib.nullcontext(watcher)
+            with _single_instance(root, agent_id), watching:
                 mode = "watchdog" if watcher.running else "polling"
                 self._emit({"event": "started", "agent_id": agent_id, "watch": mode})
                 self._loop(watcher.running)

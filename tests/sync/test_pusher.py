@@ -199,3 +199,27 @@ def test_the_mcp_conversation_end_tool_starts_the_push_too(
         eventually(lambda: in_sync(client, engine, mem), "the record on the server")
         eventually(lambda: pusher_done(home, agent_id), "the pusher to finish")
         engine.close()
+
+
+def test_without_the_watcher_the_daemon_falls_back_to_polling(
+    tmp_path: Path, agent_id: str, sqld: SqldServer, client: HranaClient
+) -> None:
+    home = tmp_path / "home"
+    with Memory(home, agent_id) as mem:
+        engine, _ = init_engine(mem, sqld.url, sqld.token)
+        events: list[dict[str, object]] = []
+        daemon_mem = Memory(home, agent_id)
+        daemon = Daemon(daemon_mem, poll=0.05, watch=False, report=events.append)
+        thread = threading.Thread(target=daemon.run)
+        thread.start()
+        try:
+            eventually(lambda: any(e["event"] == "started" for e in events), "the daemon")
+            assert events[0]["watch"] == "polling"
+            conversation_end(mem, 1)
+            eventually(lambda: in_sync(client, engine, mem), "the polled push")
+        finally:
+            daemon.stop()
+            thread.join(PATIENCE)
+            daemon_mem.close()
+        assert not thread.is_alive()
+        engine.close()
