@@ -7,14 +7,19 @@ A bad file is a one-line `ConfigError` naming the file and the key.
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
 from tiermem.core.errors import ConfigError
+from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import read_text
+
+if TYPE_CHECKING:
+    import tomllib
+else:  # only a home with a config.toml parses TOML
+    tomllib = lazy_import("tomllib")
 
 Positive = Annotated[int, msgspec.Meta(gt=0)]
 Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
