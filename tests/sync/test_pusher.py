@@ -43,10 +43,12 @@ def eventually(condition: Callable[[], bool], what: str) -> None:
     pytest.fail(f"gave up waiting for {what}")
 
 
-def cli(home: Path, agent_id: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def cli(
+    home: Path, agent_id: str, *args: str, stdin: str = "", json_out: bool = True
+) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "tiermem.tui", "--home", str(home), "--agent-id", agent_id]
     return subprocess.run(
-        [*command, "--json", *args],
+        [*command, *(["--json"] if json_out else []), *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -94,7 +96,8 @@ def test_conversation_end_without_a_daemon_reaches_the_server_after_it_exits(
     status = json.loads(cli(home, agent_id, "sync", "status").stdout)
     assert status["last_attempt_ok"] is True and status["last_attempt_by"] == "pusher"
     assert status["last_attempt_message"].startswith("pushed ")
-    text = cli(home, agent_id, "sync", "status")
+    text = cli(home, agent_id, "sync", "status", json_out=False)
+    assert "last background push:" in text.stdout and "by the pusher, ok: pushed" in text.stdout
     assert sqld.token not in log_path(home).read_text() + text.stdout + text.stderr
 
 
