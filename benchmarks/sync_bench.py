@@ -9,7 +9,8 @@ tree 40 nodes), and measures, in this run:
 - push: `SyncEngine.push()` after a hot change (dump, seal, local bookkeeping with fsync, one
   HTTP request), against a baseline of the bare HTTP insert of an equal-sized blob; the number
   of HTTP requests each push made, counted at the proxy;
-- daemon: time from a hot change to its confirmed push by a running daemon (0.25 s poll);
+- daemon: time from a hot change to its confirmed push by a running daemon (woken by its
+  file watcher);
 - restore: `restore()` into a fresh home with the recovery key, on loopback and at the injected
   RTT, against a baseline of the bare SELECT of the newest record on the same path and against
   the seed's promise of 2 minutes; also with the passphrase (Argon2id, 64 MiB) and as the whole
@@ -178,7 +179,7 @@ def bench_daemon(mem: Memory, engine: SyncEngine, trials: int = 10) -> None:
             thread.join()
     p50, _ = summary(delays)
     print(
-        f"daemon: change -> confirmed push p50 {ms(p50)}, max {ms(max(delays))} ({trials} changes, 0.25 s poll)"
+        f"daemon: change -> confirmed push p50 {ms(p50)}, max {ms(max(delays))} ({trials} changes, woken by the file watcher)"
     )
 
 

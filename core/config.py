@@ -7,14 +7,19 @@ A bad file is a one-line `ConfigError` naming the file and the key.
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
 from tiermem.core.errors import ConfigError
+from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import read_text
+
+if TYPE_CHECKING:
+    import tomllib
+else:  # only a home with a config.toml parses TOML
+    tomllib = lazy_import("tomllib")
 
 Positive = Annotated[int, msgspec.Meta(gt=0)]
 Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
@@ -171,13 +176,16 @@ class IngestConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class SyncConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Encrypted sync: full restore, pruning of old remote versions."""
+    """Encrypted sync: full restore, pruning of old remote versions, the background push."""
 
     keep_versions: Positive = 10
     """`sync prune` keeps this many newest versions of each remote record (point-in-time
     restores reach back as far as the oldest kept version)."""
     restore_page_rows: Positive = 1000
     """Remote rows per request when a full restore or `sync check` streams the vault."""
+    push_budget_seconds: Annotated[float, msgspec.Meta(gt=0.0, le=86400.0)] = 300.0
+    """How long the background push after a conversation keeps retrying (with the backoff
+    schedule) before it gives up; what it could not send stays queued for the next one."""
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

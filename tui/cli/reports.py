@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tiermem.core.ingest import IngestReport
-from tiermem.core.memory_md import MemoryMdReport
+if TYPE_CHECKING:
+    from tiermem.core.ingest import IngestReport
+    from tiermem.core.memory_md import MemoryMdReport
 
 
 def ingest_payload(report: IngestReport) -> dict[str, Any]:

@@ -85,11 +85,12 @@ def hot(
         "hot": msgspec.to_builtins(state),
         "bytes": size,
         "limit_bytes": limit,
-        "tokens": count_tokens(markdown),
         "pruned": pruned,
         "memory_md": str(path),
         "hand_edits": read_back.as_dict() if read_back.edited else None,
     }
+    if opts.json:  # the tokenizer takes longer to load than the rest of this command
+        payload["tokens"] = count_tokens(markdown)
     text = markdown + f"\n{size}/{limit} bytes · {path}"
     if pruned:
         text += "\nmoved to warm: " + "; ".join(pruned)

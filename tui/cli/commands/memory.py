@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from tiermem.core import hygiene
 from tiermem.core.engine import TIER_CHOICES
 from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import record_dict
+from tiermem.core.lazy import lazy_import
 from tiermem.core.retrieve import RetrievalResult
 from tiermem.tui.cli.options import Options, emit, pass_options, session_option, when
+
+if TYPE_CHECKING:
+    from tiermem.core import hygiene
+else:  # only a retrieval within a session needs it; `retrieve` starts faster without
+    hygiene = lazy_import("tiermem.core.hygiene")
 
 TIER = click.Choice(TIER_CHOICES)
 
@@ -102,7 +107,7 @@ def retrieve(
         result = mem.retrieve(
             query, limit=limit, tier=tier, category=category, budget=budget, mode=mode, llm=llm
         )
-        if not mem.read_only:
+        if session and not mem.read_only:
             hygiene.track_result(mem, session, result)
     emit(opts, retrieval_payload(result), lambda: render_retrieval(result))
 

@@ -356,6 +356,12 @@ def _status_text(s: SyncStatus) -> str:
         lines.append(
             f"last pull: {_when(s.last_pull_at)} ({s.pulls} pull(s); cursor {s.pull_cursor})"
         )
+        if s.last_attempt_at is not None:
+            outcome = "ok" if s.last_attempt_ok else "FAILED"
+            lines.append(
+                f"last background push: {_when(s.last_attempt_at)} by the {s.last_attempt_by}, "
+                f"{outcome}: {s.last_attempt_message}"
+            )
         if s.last_error:
             retry = "" if s.retry_at is None else f"; next try at {_when(s.retry_at)}"
             lines.append(f"last error: {s.last_error} ({_when(s.last_error_at)}{retry})")
@@ -418,7 +424,7 @@ def sync_set_token(opts: Options, from_stdin: bool, no_check: bool) -> None:
     type=click.FloatRange(0.05, 60.0),
     default=DEFAULT_POLL,
     show_default=True,
-    help="Seconds between checks for local changes.",
+    help="Seconds between checks for local changes when the file watcher cannot start.",
 )
 @click.option(
     "--pull-interval",

@@ -18,6 +18,7 @@ from tiermem.core.ingest import DAILY_NAME, IngestReport, daily_dir
 from tiermem.core.interchange import record_dict
 from tiermem.core.paths import Home
 from tiermem.core.validate import NoteCheck, check_file
+from tiermem.sync import pusher
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.reports import ingest_payload, render_memory_md
 
@@ -237,12 +238,16 @@ def conversation_end(opts: Options, source: str, mode: str | None, session: str 
     """After a conversation: distill, store, update hot, consolidate, queue the sync push, act
     on the [[pin:…]]-style tags and run session hygiene (promotion, demotion).
 
+    With sync set up, the push starts in the background at once (the daemon if it runs, else a
+    one-shot pusher that outlives this command); this command never waits for the network.
+
     Calling it again with the same transcript changes nothing."""
     _, text = transcriptmod.read_text(source)
     parsed = transcriptmod.parse(text)
     with opts.open(create=True) as mem:
         report = mem.conversation_end(parsed, text, mode=mode, session=session)
-    payload = report.as_dict()
+        push = pusher.kick(mem)
+    payload = report.as_dict() | {"push": push}
 
     def render() -> str:
         if report.already_processed:
@@ -259,7 +264,7 @@ def conversation_end(opts: Options, source: str, mode: str | None, session: str 
         if report.memory_md:
             lines += render_memory_md(report.memory_md)
         lines += [f"warning: {w}" for w in payload["warnings"]]
-        lines.append("critical state queued for sync")
+        lines.append(pusher.PUSH_NOTES[push])
         if report.hygiene:
             lines += [f"  {line}" for line in report.hygiene.lines()]
             lines += [report.hygiene.health] if report.hygiene.health else []
