@@ -13,12 +13,13 @@ import pytest
 PROBE = """
 import json, sys
 from tiermem.tui.cli import main
+code = 0
 try:
     main(sys.argv[1:])
-except SystemExit:
-    pass
+except SystemExit as exc:
+    code = exc.code
 loaded = [n for n, m in sys.modules.items() if type(m).__name__ != "_LazyModule"]
-print(json.dumps(loaded), file=sys.stderr)
+print(json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
 """
 
 WRITE_PATH = ("tiermem.core.distill", "tiermem.core.hygiene.actions", "tiermem.core.consolidate")
@@ -27,13 +28,19 @@ UI = ("textual", "rich.progress")
 
 
 def loaded_by(home: Path, *args: str) -> set[str]:
+    """The modules a fresh process loaded to run `args` on `home` (made first), which succeeded."""
+    if not home.exists():
+        make = [sys.executable, "-m", "tiermem.tui", "--home", str(home), "store"]
+        subprocess.run([*make, "--text", "a first fact", "--category", "ci"], check=True)
     done = subprocess.run(
         [sys.executable, "-c", PROBE, "--home", str(home), *args],
         capture_output=True,
         text=True,
         check=True,
     )
-    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report["code"] in (0, None), done.stderr
+    return set(report["loaded"])
 
 
 @pytest.mark.parametrize(
