@@ -168,6 +168,7 @@ class Memory:
         reinforce: bool = True,
         mode: str | None = None,
         llm: bool = False,
+        tags: Sequence[str] = (),
     ) -> RetrievalResult:
         """Explained retrieval; what it returns is reinforced (access count, recency).
 
@@ -212,6 +213,7 @@ class Memory:
             mode=chosen,
             vectors=vectors,
             llm_paths=paths,
+            tags=tags,
         )
         result.notes[:0] = notes
         if reinforce:

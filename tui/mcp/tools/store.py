@@ -40,6 +40,9 @@ def memory_store(
     ] = None,
     path: Annotated[Strings | None, Field(description="File path(s) to keep with it.")] = None,
     context: Annotated[str | None, Field(description="Why this is stored.")] = None,
+    related_to: Annotated[
+        list[str] | None, Field(description="Ids of related memories to link it to.")
+    ] = None,
 ) -> dict[str, Any]:
     return home.run(
         lambda mem: ctx.store_entry(
@@ -54,6 +57,7 @@ def memory_store(
             commands=strings(command),
             paths=strings(path),
             context=context,
+            related_to=related_to or [],
         )
     )
 
@@ -96,8 +100,9 @@ STORE = ToolSpec(
     "memory_store",
     memory_store,
     "Store a memory (structured write): categorised, deduplicated (storing a known "
-    "fact reinforces it and merges its tags), with a priority or importance, tags, an "
-    "expiry date and URLs/commands/paths. Returns its id and token cost.",
+    "fact reinforces it and merges its tags), with a priority or importance, tags, "
+    "links to related memories (related_to), an expiry date and URLs/commands/paths. "
+    "Returns its id and token cost.",
 )
 GET = ToolSpec(
     "memory_get",
