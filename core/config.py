@@ -365,7 +365,7 @@ def _ignored(section: str, key: str | None, block: Any) -> str | None:
         return (
             None
             if block == "default"
-            else (f"agent_id {block!r} ignored: choose the agent with --agent or TIERMEM_AGENT")
+            else (f"agent_id {block!r} ignored: choose the agent with --agent-id")
         )
     if name == "cold.backend":
         return (

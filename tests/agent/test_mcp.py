@@ -27,8 +27,9 @@ def documented_tools() -> list[str]:
 
 def with_server(home: Path, errlog: Path, body: Callable[[ClientSession], Awaitable[None]]) -> None:
     env = {"TIERMEM_HOME": str(home)}
-    if os.environ.get("TIERMEM_DRIVER"):
-        env["TIERMEM_DRIVER"] = os.environ["TIERMEM_DRIVER"]
+    for name in ("TIERMEM_DRIVER", "PYTHONPATH"):  # the package view under test, too
+        if os.environ.get(name):
+            env[name] = os.environ[name]
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "tiermem.tui", "mcp", "--session", "s-default"], env=env
     )

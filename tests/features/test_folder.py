@@ -1,0 +1,66 @@
+"""Memory as a folder of markdown files: export, edit, delete, add, import back, idempotently."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.features.conftest import Cli
+
+
+def facts(folder: Path) -> dict[str, Path]:
+    return {p.stem: p for p in (folder / "semantic").rglob("*.md")}
+
+
+def test_export_edit_delete_and_import_back(cli: Cli, tmp_path: Path) -> None:
+    keep = cli.json(
+        "store", "--text", "The cat is called Miso", "--category", "home/pets", "--tag", "cat"
+    )["id"]
+    edit = cli.json("store", "--text", "Gym on Tuesdays", "--category", "health")["id"]
+    drop = cli.json(
+        "store", "--text", "The old router password hint is blue", "--category", "home"
+    )["id"]
+    cli.json("hot", "--add-lesson", "Always confirm before deleting files")
+    out = tmp_path / "mem"
+    written = cli.json("export", "--format", "folder", str(out))
+    assert written["files"] >= 4 and (out / "MEMORY.md").is_file()
+    files = facts(out)
+    assert set(files) == {keep, edit, drop}
+    assert files[keep].parent == out / "semantic" / "home" / "pets"
+    assert 'tags: ["cat"]' in files[keep].read_text()
+
+    files[edit].write_text(files[edit].read_text().replace("Gym on Tuesdays", "Gym on Thursdays"))
+    files[drop].unlink()
+    (out / "semantic" / "health" / "new.md").write_text(
+        '---\ncategory: "health"\ntags: ["sleep"]\n---\nBed by 23:00 on weekdays\n'
+    )
+    memory_md = out / "MEMORY.md"
+    memory_md.write_text(
+        memory_md.read_text().replace(
+            "Always confirm before deleting files", "Always confirm before deleting or moving files"
+        )
+    )
+    done = cli.json("import", str(out))
+    assert len(done["edited"]) == 1 and len(done["stored"]) == 1 and done["forgotten"] == [drop]
+    assert done["hot_edited"]
+    assert cli.json("retrieve", "gym thursdays")["results"][0]["text"] == "Gym on Thursdays"
+    assert cli.json("retrieve", "router password")["results"] == []
+    assert cli.json("retrieve", "sleep")["results"][0]["text"] == "Bed by 23:00 on weekdays"
+    lessons = cli.json("hot")["hot"]["critical_lessons"]
+    assert [x["text"] for x in lessons] == ["Always confirm before deleting or moving files"]
+    assert cli.json("unforget", drop)  # deletion archived, never lost
+
+    again = cli.json("import", str(out))  # the folder was rewritten: nothing left to apply
+    assert again["edited"] == again["stored"] == again["forgotten"] == []
+    assert not again["hot_edited"]
+    exported = cli.json("export", "--format", "json")["memories"]
+    assert set(facts(out)) == {m["id"] for m in exported} and drop in facts(out)
+
+
+def test_export_refuses_a_folder_that_is_not_an_export(cli: Cli, tmp_path: Path) -> None:
+    cli.json("store", "--text", "Anything", "--category", "x")
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    code, _, err = cli("export", "--format", "folder", str(busy))
+    assert code == 3 and "not empty" in err
+    assert (busy / "notes.txt").read_text() == "mine"
