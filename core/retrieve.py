@@ -123,11 +123,10 @@ def search(
     )
     result.time_windows = [w.describe() for w in windows]
     wanted = limit or (retrieval.candidate_pool if budget else retrieval.default_limit)
-    tagged = tagmod.all_tags(store.db, store.agent_id)
-    ids = tuple(tagmod.ids_with(tagged, wanted_tags)) if wanted_tags else None
-    filters = _Filters(store, tiers, category, ids=ids)
+    ids = tagmod.ids_with(store.db, store.agent_id, wanted_tags) if wanted_tags else None
+    filters = _Filters(store, tiers, category, ids=None if ids is None else tuple(ids))
     if wanted_tags and not terms and not llm_paths:
-        return _tagged_only(result, tree, filters, wanted, tagged, wanted_tags)
+        return _tagged_only(result, tree, filters, wanted, wanted_tags)
     if not terms and mode == "keyword" and not llm_paths:
         result.notes.append("the query has no searchable words")
         return result
@@ -143,7 +142,7 @@ def search(
     if terms and mode != "vector":
         exact = [t for t in terms if t != last] if prefixes else terms
         keyword = _keyword_candidates(store, exact, filters, retrieval, prefixes)
-        keyword += _tag_candidates(filters, tagged, exact, keyword)
+        keyword += _tag_candidates(filters, exact, keyword, retrieval.candidate_pool)
     similar: list[Candidate] = []
     if mode != "keyword" and vectors is not None:  # (vector and hybrid modes require it)
         similar = _vector_candidates(vectors, query, filters, retrieval)
@@ -155,14 +154,15 @@ def search(
     result.candidates = len({c.seq for c in (*keyword, *similar)})
     context = RankContext(result.categories, windows, now, retrieval, scoring)
     ranked = _rank(result, keyword, similar, context)
-    _label(ranked, tagged, wanted_tags)
+    _label(store, ranked, wanted_tags)
     _finish(result, tree, ranked, wanted, prefixes)
     return result
 
 
-def _label(ranked: list[Candidate], tagged: dict[str, tuple[str, ...]], wanted: list[str]) -> None:
+def _label(store: MemoryStore, ranked: list[Candidate], wanted: list[str]) -> None:
     """Each candidate's tags, and those a `tag:` filter named, for its explanation."""
     keys = {tagmod.key(t) for t in wanted}
+    tagged = tagmod.tags_of(store.db, store.agent_id, [str(c.row[0]) for c in ranked])
     for c in ranked:
         c.tags = tagged.get(str(c.row[0]), ())
         named = [t for t in c.tags if tagmod.key(t) in keys]
@@ -174,7 +174,6 @@ def _tagged_only(
     tree: TreeIndex,
     filters: _Filters,
     wanted: int,
-    tagged: dict[str, tuple[str, ...]],
     wanted_tags: list[str],
 ) -> RetrievalResult:
     """A query of tags alone: the memories carrying them, most important and newest first."""
@@ -182,21 +181,22 @@ def _tagged_only(
     for c in found:
         c.relevance, c.score, c.found_by = 1.0, 1.0, "tag"
     result.candidates = len(found)
-    _label(found, tagged, wanted_tags)
+    _label(filters.store, found, wanted_tags)
     _finish(result, tree, found, wanted)
     return result
 
 
 def _tag_candidates(
     filters: _Filters,
-    tagged: dict[str, tuple[str, ...]],
     terms: Sequence[str],
     keyword: list[Candidate],
+    pool: int,
 ) -> list[Candidate]:
     """Memories a query word names by one of their tags. A keyword candidate gains the tag
-    match (its relevance at least the share of terms its tags name); the others are added
-    with that share as their relevance."""
-    matches = tagmod.term_matches(tagged, terms)
+    match (its relevance at least the share of terms its tags name); of the others, the `pool`
+    whose tags name the most terms are added with that share as their relevance."""
+    store = filters.store
+    matches = tagmod.term_matches(tagmod.naming(store.db, store.agent_id, terms), terms)
     if not matches or not terms:
         return []
     by_id = {str(c.row[0]): c for c in keyword}
@@ -205,7 +205,7 @@ def _tag_candidates(
         if c is not None:
             c.relevance = max(c.relevance, len(hit_terms) / len(terms))
             c.tag_terms, c.matched_tags = hit_terms, hit_tags
-    missing = [i for i in matches if i not in by_id]
+    missing = sorted((i for i in matches if i not in by_id), key=lambda i: -len(matches[i][0]))
     if not missing:
         return []
     narrowed = _Filters(
@@ -213,9 +213,9 @@ def _tag_candidates(
         filters.tiers,
         filters.category,
         filters.within,
-        tuple(i for i in missing if filters.ids is None or i in filters.ids),
+        tuple(i for i in missing if filters.ids is None or i in filters.ids)[: pool * 4],
     )
-    out = _category_fill(narrowed, set(), len(missing))
+    out = _category_fill(narrowed, set(), pool)
     for c in out:
         hit_terms, hit_tags = matches[str(c.row[0])]
         c.relevance, c.found_by = len(hit_terms) / len(terms), "tag"
