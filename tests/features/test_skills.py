@@ -82,3 +82,20 @@ def test_rejected_skills_stay_rejected_and_bad_edits_are_refused(cli: Cli, tmp_p
     assert [s["status"] for s in cli.json("skills", "list")["skills"]] == ["rejected"]
     code, _, err = cli("skills", "show", "no-such-skill")
     assert code == 4 and "no skill" in err
+
+
+def test_commands_shown_in_plain_text_transcripts_count_as_actions(
+    cli: Cli, tmp_path: Path
+) -> None:
+    proposed: list[object] = []
+    for n in (1, 2, 3):
+        talk = tmp_path / f"t{n}.txt"
+        talk.write_text(
+            f"User: the docs site for version {n} needs rebuilding and publishing please\n"
+            "Assistant: Rebuilt and published it:\n"
+            "```sh\n$ npm ci\n$ npm run build\n$ rsync -a dist/ web:/srv/docs\n```\n"
+        )
+        proposed = list(cli.json("conversation-end", str(talk))["skills_proposed"])
+    assert proposed == ["npm-ci-npm-run-rsync"]
+    pattern = cli.json("skills", "show", "npm-ci-npm-run-rsync")["pattern"]
+    assert pattern == ["run npm ci", "run npm run", "run rsync"]
