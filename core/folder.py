@@ -195,8 +195,9 @@ def import_folder(mem: Memory, folder: Path) -> FolderReport:
         _write(mem.home.memory_md(mem.agent_id), (folder / "MEMORY.md").read_text("utf-8"))
         mem.read_back_memory_md()
         report.hot_edited = True
-    _apply_facts(mem, folder, known, present, changed, report)
-    _apply_skills(mem, known, present, changed, folder, report)
+    with mem.db.transaction():  # a refused edit (one clear line) applies no fact or verdict
+        _apply_facts(mem, folder, known, present, changed, report)
+        _apply_skills(mem, known, present, changed, folder, report)
     export_folder(mem, folder)
     for rel in changed - set(_manifest(folder)["files"]):
         (folder / rel).unlink(missing_ok=True)  # consumed: the export wrote it under its id

@@ -64,3 +64,18 @@ def test_export_refuses_a_folder_that_is_not_an_export(cli: Cli, tmp_path: Path)
     code, _, err = cli("export", "--format", "folder", str(busy))
     assert code == 3 and "not empty" in err
     assert (busy / "notes.txt").read_text() == "mine"
+
+
+def test_a_refused_edit_applies_nothing_and_says_why(cli: Cli, tmp_path: Path) -> None:
+    one = cli.json("store", "--text", "Tea at four", "--category", "habits")["id"]
+    two = cli.json("store", "--text", "Coffee at nine", "--category", "habits")["id"]
+    three = cli.json("store", "--text", "Walk at noon", "--category", "habits")["id"]
+    out = tmp_path / "mem"
+    cli.json("export", "--format", "folder", str(out))
+    files = facts(out)
+    files[three].unlink()
+    files[two].write_text(files[two].read_text().replace("Coffee at nine", "Tea at four"))
+    code, _, err = cli("import", str(out))
+    assert code == 3 and one in err and "Traceback" not in err
+    texts = {r["text"] for r in cli.json("export", "--format", "json")["memories"]}
+    assert texts == {"Tea at four", "Coffee at nine", "Walk at noon"}  # nothing applied
