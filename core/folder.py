@@ -56,11 +56,17 @@ def is_export(folder: Path) -> bool:
     return (folder / MANIFEST).is_file()
 
 
-def export_folder(mem: Memory, folder: Path) -> FolderReport:
-    """Write the agent's memory as a folder (replacing a previous export there)."""
+def export_folder(mem: Memory, folder: Path, *, applied: bool = False) -> FolderReport:
+    """Write the agent's memory as a folder (replacing a previous export there, unless it
+    holds edits not imported yet; `applied`: import has just applied them)."""
     old = _manifest(folder) if is_export(folder) else None
     if old is None and folder.exists() and any(folder.iterdir()):
         raise InvalidInput(f"{folder} is not empty and holds no tiermem export")
+    pending = old is not None and (
+        _changed(folder, old["files"]) or set(old["files"]) - _present(folder)
+    )
+    if pending and not applied:
+        raise InvalidInput(f"{folder} has edits not imported yet: run `tiermem import {folder}`")
     files: dict[str, str] = {"MEMORY.md": mem.memory_md()}
     records = [
         MemoryRecord.from_row(r)
@@ -184,12 +190,8 @@ def import_folder(mem: Memory, folder: Path) -> FolderReport:
         raise InvalidInput(f"{folder} is an export of agent {manifest['agent']!r}")
     known: dict[str, str] = manifest["files"]
     report = FolderReport(folder=str(folder))
-    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
-    changed = {
-        rel
-        for rel in present - {MANIFEST}
-        if known.get(rel) != _digest((folder / rel).read_text(encoding="utf-8"))
-    }
+    present = _present(folder)
+    changed = _changed(folder, known)
     report.unchanged = len(present - changed - {MANIFEST})
     if "MEMORY.md" in changed:
         _write(mem.home.memory_md(mem.agent_id), (folder / "MEMORY.md").read_text("utf-8"))
@@ -198,11 +200,24 @@ def import_folder(mem: Memory, folder: Path) -> FolderReport:
     with mem.db.transaction():  # a refused edit (one clear line) applies no fact or verdict
         _apply_facts(mem, folder, known, present, changed, report)
         _apply_skills(mem, known, present, changed, folder, report)
-    export_folder(mem, folder)
+    export_folder(mem, folder, applied=True)
     for rel in changed - set(_manifest(folder)["files"]):
         (folder / rel).unlink(missing_ok=True)  # consumed: the export wrote it under its id
     _prune_empty(folder)
     return report
+
+
+def _present(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+
+
+def _changed(folder: Path, known: dict[str, str]) -> set[str]:
+    """Files added or edited since the export (deletions are the known files not present)."""
+    return {
+        rel
+        for rel in _present(folder) - {MANIFEST}
+        if known.get(rel) != _digest((folder / rel).read_text(encoding="utf-8"))
+    }
 
 
 def _apply_facts(

@@ -29,6 +29,9 @@ def test_export_edit_delete_and_import_back(cli: Cli, tmp_path: Path) -> None:
     assert 'tags: ["cat"]' in files[keep].read_text()
 
     files[edit].write_text(files[edit].read_text().replace("Gym on Tuesdays", "Gym on Thursdays"))
+    code, _, err = cli("export", "--format", "folder", str(out))  # would overwrite the edit
+    assert code == 3 and "not imported yet" in err
+    assert "Thursdays" in files[edit].read_text()
     files[drop].unlink()
     (out / "semantic" / "health" / "new.md").write_text(
         '---\ncategory: "health"\ntags: ["sleep"]\n---\nBed by 23:00 on weekdays\n'
