@@ -194,7 +194,7 @@ def import_folder(mem: Memory, folder: Path) -> FolderReport:
     changed = _changed(folder, known)
     report.unchanged = len(present - changed - {MANIFEST})
     if "MEMORY.md" in changed:
-        _write(mem.home.memory_md(mem.agent_id), (folder / "MEMORY.md").read_text("utf-8"))
+        _write(mem.home.memory_md(mem.agent_id), _read(folder / "MEMORY.md", "MEMORY.md"))
         mem.read_back_memory_md()
         report.hot_edited = True
     with mem.db.transaction():  # a refused edit (one clear line) applies no fact or verdict
@@ -202,13 +202,30 @@ def import_folder(mem: Memory, folder: Path) -> FolderReport:
         _apply_skills(mem, known, present, changed, folder, report)
     export_folder(mem, folder, applied=True)
     for rel in changed - set(_manifest(folder)["files"]):
-        (folder / rel).unlink(missing_ok=True)  # consumed: the export wrote it under its id
+        if rel.startswith((FACTS + "/", "skills/")):  # applied: the export wrote it anew
+            (folder / rel).unlink(missing_ok=True)
     _prune_empty(folder)
     return report
 
 
+def _read(path: Path, rel: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{rel}: not UTF-8 text") from None
+    except OSError as exc:
+        raise InvalidInput(f"{rel}: unreadable ({exc.strerror})") from None
+
+
 def _present(folder: Path) -> set[str]:
-    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    """The export's own kinds of files in the folder (anything else there is left alone)."""
+    out = set()
+    for path in folder.rglob("*"):
+        rel = path.relative_to(folder).as_posix()
+        kind = rel == "MEMORY.md" or rel.startswith((FACTS + "/", "skills/", "episodes/"))
+        if rel == MANIFEST or (kind and path.is_file() and not path.name.startswith(".")):
+            out.add(rel)
+    return out
 
 
 def _changed(folder: Path, known: dict[str, str]) -> set[str]:
@@ -216,7 +233,7 @@ def _changed(folder: Path, known: dict[str, str]) -> set[str]:
     return {
         rel
         for rel in _present(folder) - {MANIFEST}
-        if known.get(rel) != _digest((folder / rel).read_text(encoding="utf-8"))
+        if known.get(rel) != hashlib.sha256((folder / rel).read_bytes()).hexdigest()
     }
 
 
@@ -231,29 +248,11 @@ def _apply_facts(
     ids_by_file = {rel: Path(rel).stem for rel in known if rel.startswith(FACTS + "/")}
     edited_ids: set[str] = set()
     for rel in sorted(r for r in changed if r.startswith(FACTS + "/") and r.endswith(".md")):
-        meta, text = parse_fact((folder / rel).read_text("utf-8"), rel)
-        memory_id = str(meta.get("id") or "")
-        if not text:
-            raise InvalidInput(f"{rel}: the fact's text is empty (delete the file to forget it)")
-        if memory_id and mem.memories.get_many([memory_id]):
-            edited_ids.add(memory_id)
-            record = curate.edit(
-                mem,
-                memory_id,
-                text=text,
-                category=str(meta.get("category") or Path(rel).parent.relative_to(FACTS)),
-                importance=float(meta.get("importance", 0.5)),
-                urls=_strings(meta.get("urls")),
-                commands=_strings(meta.get("commands")),
-                paths=_strings(meta.get("paths")),
-            )
-            _replace_tags(mem, record.id, _strings(meta.get("tags")))
-            report.edited.append(record.id)
-        else:
-            category = str(meta.get("category") or Path(rel).parent.relative_to(FACTS))
-            outcome = mem.store(text, category, float(meta.get("importance", 0.5)), source="folder")
-            _replace_tags(mem, outcome.id, _strings(meta.get("tags")))
-            report.stored.append(outcome.id)
+        meta, text = parse_fact(_read(folder / rel, rel), rel)
+        try:
+            _apply_fact(mem, rel, meta, text, edited_ids, report)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{rel}: {exc}") from None
     for rel, memory_id in ids_by_file.items():
         if rel not in present and memory_id not in edited_ids:
             try:
@@ -261,6 +260,44 @@ def _apply_facts(
                 report.forgotten.append(memory_id)
             except NotFound:
                 continue
+
+
+def _apply_fact(
+    mem: Memory,
+    rel: str,
+    meta: dict[str, Any],
+    text: str,
+    edited_ids: set[str],
+    report: FolderReport,
+) -> None:
+    """One new or edited fact file: edit the memory its front matter names, or store it."""
+    if not text:
+        raise InvalidInput("the fact's text is empty (delete the file to forget it)")
+    memory_id = str(meta.get("id") or "")
+    category = str(meta.get("category") or Path(rel).parent.relative_to(FACTS))
+    try:
+        importance = float(meta.get("importance", 0.5))
+    except (TypeError, ValueError):
+        raise InvalidInput(f"importance {meta.get('importance')!r} is not a number") from None
+    tags = _strings(meta.get("tags"))
+    if memory_id and mem.memories.get_many([memory_id]):
+        edited_ids.add(memory_id)
+        record = curate.edit(
+            mem,
+            memory_id,
+            text=text,
+            category=category,
+            importance=importance,
+            urls=_strings(meta.get("urls")),
+            commands=_strings(meta.get("commands")),
+            paths=_strings(meta.get("paths")),
+        )
+        _replace_tags(mem, record.id, tags)
+        report.edited.append(record.id)
+        return
+    outcome = mem.store(text, category, importance, source="folder")
+    _replace_tags(mem, outcome.id, tags)
+    report.stored.append(outcome.id)
 
 
 def _strings(value: Any) -> list[str]:
@@ -302,7 +339,7 @@ def _apply_skills(
         spec = None
         if where is not None:
             try:
-                spec = json.loads((folder / where).read_text("utf-8"))
+                spec = json.loads(_read(folder / where, where))
             except json.JSONDecodeError as exc:
                 raise InvalidInput(f"{where}: not valid JSON ({exc.msg})") from None
         if status == "proposed":

@@ -82,3 +82,21 @@ def test_a_refused_edit_applies_nothing_and_says_why(cli: Cli, tmp_path: Path) -
     assert code == 3 and one in err and "Traceback" not in err
     texts = {r["text"] for r in cli.json("export", "--format", "json")["memories"]}
     assert texts == {"Tea at four", "Coffee at nine", "Walk at noon"}  # nothing applied
+
+
+def test_bad_files_are_one_clear_line_and_stray_files_are_ignored(cli: Cli, tmp_path: Path) -> None:
+    kept = cli.json("store", "--text", "Plants need water on Sundays", "--category", "home")["id"]
+    out = tmp_path / "mem"
+    cli.json("export", "--format", "folder", str(out))
+    (out / ".DS_Store").write_bytes(b"\x00\xff\xfe binary")
+    assert cli.json("import", str(out))["edited"] == []
+    assert (out / ".DS_Store").exists()  # not ours: left alone
+    assert cli.json("export", "--format", "folder", str(out))["files"] >= 2
+    path = facts(out)[kept]
+    path.write_text(path.read_text().replace("importance: 0.5", 'importance: "lots"'))
+    code, _, err = cli("import", str(out))
+    assert code == 3 and "importance" in err and kept in err and "Traceback" not in err
+    path.write_bytes(b"\xff\xfe\x00 not text")
+    code, _, err = cli("import", str(out))
+    assert code == 3 and "not UTF-8" in err
+    assert cli.json("get", kept)["text"] == "Plants need water on Sundays"
