@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 STATUSES = ("proposed", "accepted", "rejected")
 MAX_ACTIONS = 500
 """Actions kept per conversation."""
+RECENT_CONVERSATIONS = 500
+"""Repeats are looked for among this many most recent conversations."""
 
 
 @dataclass(frozen=True)
@@ -97,8 +99,9 @@ def propose(mem: Memory) -> list[Skill]:
     """Propose every repeated sequence not yet known (inside the caller's transaction)."""
     cfg = mem.cfg.skills
     rows = mem.db.query(
-        "SELECT actions FROM action_sequences WHERE agent_id = ? ORDER BY at, source",
-        (mem.agent_id,),
+        "SELECT actions FROM action_sequences WHERE agent_id = ? ORDER BY at DESC, source "
+        "LIMIT ?",
+        (mem.agent_id, RECENT_CONVERSATIONS),
     )
     seen = [json.loads(str(r[0])) for r in rows]
     known = {tuple(json.loads(str(r[0]))) for r in _rows(mem, "pattern")}
