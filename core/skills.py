@@ -99,8 +99,7 @@ def propose(mem: Memory) -> list[Skill]:
     """Propose every repeated sequence not yet known (inside the caller's transaction)."""
     cfg = mem.cfg.skills
     rows = mem.db.query(
-        "SELECT actions FROM action_sequences WHERE agent_id = ? ORDER BY at DESC, source "
-        "LIMIT ?",
+        "SELECT actions FROM action_sequences WHERE agent_id = ? ORDER BY at DESC, source LIMIT ?",
         (mem.agent_id, RECENT_CONVERSATIONS),
     )
     seen = [json.loads(str(r[0])) for r in rows]
