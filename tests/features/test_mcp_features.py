@@ -27,6 +27,8 @@ def test_tags_links_budget_and_working_memory_over_mcp(tmp_path: Path) -> None:
             related_to=[base["id"]],
         )
         assert linked["related_to"] == [base["id"]]
+        got = await call(s, "memory_get", id=base["id"])
+        assert got["related_to"] == [linked["id"]] and got["tags"] == ["network"]
         assert "NotFound" in await error(
             s, "memory_store", content="Orphan fact about DNS", related_to=["nope"]
         )

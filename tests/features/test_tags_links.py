@@ -51,6 +51,8 @@ def test_link_and_include_context_bring_related_memories_within_the_budget(cli: 
     tight = cli.json("recall", "staging database", "--include-context", "--budget", "12")
     assert tight["token_count"] <= 12 and tight["entries"][0]["content"] == first_cost
     assert len(tight["entries"]) < 3
+    shown = cli.json("get", first)
+    assert sorted(shown["related_to"]) == sorted([second, third]) and shown["tags"] == []
     assert cli.json("link", first, third, "--remove")["changed"]
 
 

@@ -146,7 +146,9 @@ def get(opts: Options, memory_id: str) -> None:
     with opts.open() as mem:
         memory = mem.get(memory_id)
         score = memory.score(mem.now(), mem.cfg.scoring)
-    payload = record_dict(memory) | {"score": score}
+        tags = hygiene.extras_for(mem, [memory_id]).get(memory_id, ((), None))[0]
+        related = links.linked(mem, [memory_id]).get(memory_id, [])
+    payload = record_dict(memory) | {"score": score, "tags": list(tags), "related_to": related}
     emit(opts, payload, lambda: "\n".join(f"{k}: {v}" for k, v in payload.items()))
 
 

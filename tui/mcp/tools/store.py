@@ -8,7 +8,7 @@ import msgspec
 from pydantic import Field
 
 from tiermem.core import context as ctx
-from tiermem.core import curate, hygiene
+from tiermem.core import curate, hygiene, links
 from tiermem.core.engine import Memory
 from tiermem.core.interchange import record_dict
 from tiermem.tui.mcp.home import Home
@@ -89,6 +89,7 @@ def _get(mem: Memory, item_id: str, session: str | None) -> dict[str, Any]:
             "score": round(record.score(mem.now(), mem.cfg.scoring), 4),
             "pinned": listed.pinned,
             "tags": list(tags),
+            "related_to": links.linked(mem, [item_id]).get(item_id, []),
             "expires": ctx.iso(expires) if expires else None,
             "hot_lesson": curate.hot_lesson_for(mem, item_id),
             "sessions": hygiene.sessions_of(mem, item_id),
@@ -107,6 +108,6 @@ STORE = ToolSpec(
 GET = ToolSpec(
     "memory_get",
     memory_get,
-    "Get one memory (or hot lesson) by id, with its metadata, score, tags, pin, the "
+    "Get one memory (or hot lesson) by id, with its metadata, score, tags, links, pin, the "
     "sessions that recalled it, and its hot lesson if it has one.",
 )
