@@ -1,5 +1,5 @@
 """The skills dialog (K): a proposed skill accepted, edited and accepted, or rejected by keys;
-the store form takes tags."""
+the store form takes tags, the detail pane shows tags and links."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from tests.tui.conftest import make_app, settle
 from tests.tui.test_app import drive, goto, keys, open_home
-from tiermem.core import skills
+from tiermem.core import hygiene, links, skills
 from tiermem.core.transcript import Transcript
 from tiermem.tui.app.screens.skills import SkillsModal
 
@@ -75,5 +76,23 @@ def test_store_form_takes_tags(demo_home: Path) -> None:
         with open_home(demo_home) as mem:
             [hit] = mem.retrieve("tag:maintenance", reinforce=False).hits
         assert hit.memory.text == "The boiler is serviced every October"
+
+    drive(app, body)
+
+
+def test_the_detail_pane_shows_tags_and_links(demo_home: Path) -> None:
+    with open_home(demo_home) as mem:
+        a = mem.store("The spare key is under the blue pot", "home", 0.5).id
+        b = mem.store("The neighbour Ana also has a key", "home", 0.5).id
+        hygiene.set_extras(mem, a, ["keys"], None)
+        links.link(mem, a, b)
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await goto(pilot, "3")
+        await pilot.press("slash", *keys("spare key blue pot"), "enter")
+        await settle(pilot)
+        text = str(app.screen.query_one("#detail-main", Static).render())
+        assert "tags keys" in text and f"linked to {b}" in text
 
     drive(app, body)
