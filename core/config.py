@@ -7,6 +7,8 @@ A bad file is a one-line `ConfigError` naming the file and the key.
 from __future__ import annotations
 
 import json
+import sys
+import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -188,6 +190,34 @@ class SyncConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     schedule) before it gives up; what it could not send stays queued for the next one."""
 
 
+class HygieneConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Session hygiene: what agents keep using rises into hot memory."""
+
+    reaccess_counts: Positive = 2
+    """Accesses of one memory within one session that count toward its promotion (a memory
+    is promoted at 3 counted uses): 1 counts each session once however often it re-reads the
+    memory; 2 lets a memory re-read within a session count twice."""
+
+
+class WorkingConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Working memory: the agent's scratch state for the task of one session."""
+
+    max_tokens: Positive = 2000
+    """Largest working memory of one session (its JSON, in tokens); a bigger one is refused."""
+
+
+class SkillsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Procedural memory: repeated action sequences proposed as skills."""
+
+    min_conversations: Positive = 3
+    """Conversations that must repeat the same sequence of commands or tool calls before it is
+    proposed as a skill."""
+    min_steps: Annotated[int, msgspec.Meta(ge=2)] = 2
+    """Shortest sequence (in actions) that counts."""
+    max_steps: Annotated[int, msgspec.Meta(ge=2, le=20)] = 8
+    """Longest sequence looked for."""
+
+
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """All settings of one memory home."""
 
@@ -202,6 +232,9 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
     ingest: IngestConfig = msgspec.field(default_factory=IngestConfig)
     sync: SyncConfig = msgspec.field(default_factory=SyncConfig)
+    hygiene: HygieneConfig = msgspec.field(default_factory=HygieneConfig)
+    working: WorkingConfig = msgspec.field(default_factory=WorkingConfig)
+    skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
 
     def __post_init__(self) -> None:
         s = self.scoring
@@ -232,10 +265,47 @@ def read_config_mapping(path: Path) -> dict[str, Any]:
 
 
 def load_config(path: Path) -> Config:
-    """Read `config.toml`; a missing file means all defaults."""
-    if not path.exists():
+    """Read `config.toml`, over the original `config.json` when the home holds one (read in
+    place: each key it has is honoured, or named in a one-line warning on stderr); missing
+    files mean all defaults."""
+    legacy = path.parent / SEED_CONFIG
+    mapping: dict[str, Any] = {}
+    source = str(path)
+    if legacy.exists():
+        mapping, ignored = seed_config_to_mapping(_read_json(legacy), with_ignored=True)
+        for message in ignored:
+            _warn(f"{legacy}: {message}")
+        source = f"{legacy} + {path}" if path.exists() else str(legacy)
+    if not mapping and not path.exists():
         return Config()
-    return config_from_mapping(read_config_mapping(path), str(path))
+    for section, block in read_config_mapping(path).items():
+        if isinstance(block, dict) and isinstance(mapping.get(section), dict):
+            mapping[section] = mapping[section] | block
+        else:
+            mapping[section] = block
+    return config_from_mapping(mapping, source)
+
+
+SEED_CONFIG = "config.json"
+"""The original layout's config file, read in place from the home."""
+_warned: set[str] = set()
+
+
+def _warn(message: str) -> None:
+    """A warning on stderr, once per process (no front end is there to show it)."""
+    if message not in _warned:
+        _warned.add(message)
+        sys.stderr.write(f"warning: {message}\n")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(read_text(path, ConfigError))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: invalid JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object")
+    return data
 
 
 def _key_message(message: str) -> str:
@@ -247,39 +317,86 @@ def _key_message(message: str) -> str:
     return text
 
 
-def seed_config_to_mapping(seed: dict[str, Any]) -> dict[str, Any]:
+_SCHEDULE = {"warm_eviction": "hourly", "tree_prune": "daily", "tree_rebuild": "monthly"}
+"""The original schedule, which `tiermem service install` runs (quick hourly, daily, monthly)."""
+
+
+def seed_config_to_mapping(seed: dict[str, Any], with_ignored: bool = False) -> Any:
     """Translate the original config.json layout (v2.x) into this config's shape.
 
-    Unknown sections of that layout (cold.backend, distillation, consolidation schedule) are accepted
-    and ignored: they configure things this implementation does elsewhere.
-    """
+    With `with_ignored`, also the one-line reasons for the keys it does not apply: every key
+    is either translated, matches what this implementation does anyway (the consolidation
+    schedule, `cold.backend`, the agent), or is named."""
     out: dict[str, Any] = {}
+    ignored: list[str] = []
 
     def put(section: str, key: str, value: Any) -> None:
         out.setdefault(section, {})[key] = value
 
-    renames = {
-        ("hot", "max_bytes"): ("hot", "max_bytes"),
-        ("hot", "max_lessons"): ("hot", "max_lessons"),
-        ("hot", "max_events"): ("hot", "max_events"),
-        ("hot", "max_tasks"): ("hot", "max_pending_tasks"),
-        ("warm", "retention_days"): ("warm", "retention_days"),
-        ("warm", "eviction_threshold"): ("scoring", "warm_threshold"),
-        ("cold", "retention_years"): ("cold", "retention_years"),
-        ("scoring", "half_life_days"): ("scoring", "tau_days"),
-        ("scoring", "reinforcement_boost"): ("scoring", "reinforcement"),
-        ("tree", "max_nodes"): ("tree", "max_nodes"),
-        ("tree", "max_depth"): ("tree", "max_depth"),
-        ("tree", "max_size_bytes"): ("tree", "max_bytes"),
-    }
-    for (section, key), (dest_section, dest_key) in renames.items():
+    for (section, key), (dest_section, dest_key) in _RENAMES.items():
         block = seed.get(section)
         if isinstance(block, dict) and key in block:
             put(dest_section, dest_key, block[key])
     warm = seed.get("warm")
     if isinstance(warm, dict) and "max_kb" in warm:
         put("warm", "max_bytes", _kb_to_bytes(warm["max_kb"]))
-    return out
+    distillation = seed.get("distillation")
+    if isinstance(distillation, dict) and "mode" in distillation:
+        put("distill", "mode", distillation["mode"])
+    for section, block in seed.items():
+        keys: list[str | None] = list(block) if isinstance(block, dict) else [None]
+        ignored += [r for r in (_ignored(section, key, block) for key in keys) if r]
+    return (out, ignored) if with_ignored else out
+
+
+_RENAMES = {
+    ("hot", "max_bytes"): ("hot", "max_bytes"),
+    ("hot", "max_lessons"): ("hot", "max_lessons"),
+    ("hot", "max_events"): ("hot", "max_events"),
+    ("hot", "max_tasks"): ("hot", "max_pending_tasks"),
+    ("warm", "retention_days"): ("warm", "retention_days"),
+    ("warm", "eviction_threshold"): ("scoring", "warm_threshold"),
+    ("cold", "retention_years"): ("cold", "retention_years"),
+    ("scoring", "half_life_days"): ("scoring", "tau_days"),
+    ("scoring", "reinforcement_boost"): ("scoring", "reinforcement"),
+    ("tree", "max_nodes"): ("tree", "max_nodes"),
+    ("tree", "max_depth"): ("tree", "max_depth"),
+    ("tree", "max_size_bytes"): ("tree", "max_bytes"),
+}
+
+
+def _ignored(section: str, key: str | None, block: Any) -> str | None:
+    """Why a key of the original config is not applied (None: it is, or it changes nothing)."""
+    name = section if key is None else f"{section}.{key}"
+    if (section, key) in _RENAMES or section.startswith("_") or name == "warm.max_kb":
+        return None
+    if name == "distillation.mode":
+        return None
+    if name == "agent_id":
+        return (
+            None
+            if block == "default"
+            else (f"agent_id {block!r} ignored: choose the agent with --agent-id")
+        )
+    if name == "cold.backend":
+        return (
+            None
+            if block.get(key) in ("turso", "sqlite", "libsql")
+            else (
+                f"cold.backend {block.get(key)!r} ignored: cold memory lives in the home's libSQL file"
+            )
+        )
+    if section == "consolidation" and key in _SCHEDULE:
+        value = block.get(key)
+        return (
+            None
+            if value == _SCHEDULE[key]
+            else (
+                f"{name} {value!r} ignored: the schedule is {_SCHEDULE[key]} "
+                "(tiermem service install)"
+            )
+        )
+    return f"{name} ignored: no such setting here (see config.toml)"
 
 
 def _kb_to_bytes(value: Any) -> Any:

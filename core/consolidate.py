@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 from tiermem.core import outbox
 from tiermem.core.curate import pinned_ids
 from tiermem.core.errors import InvalidInput
+from tiermem.core.hygiene import provenance
 from tiermem.core.scoring import DAY, classify
 from tiermem.core.tree import normalize_path
 from tiermem.core.warm import MemoryRecord, Tier
@@ -232,6 +233,7 @@ def _promote(
             state, memory.text, memory.importance, memory.category, now, source_id=memory.id
         )
         report.moves.append(Move(memory.id, memory.text, "warm", "hot", score, "score ≥ hot"))
+        provenance.note(mem, memory.id, f"score {score:.2f} ≥ hot threshold")
     report.hot_pruned += mem.hot_store.save(state, now)
     mem.db.executemany(
         "INSERT INTO promoted (agent_id, id, promoted_at) VALUES (?, ?, ?) "

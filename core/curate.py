@@ -22,6 +22,7 @@ from tiermem.core.config import ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.hot import HotStore
+from tiermem.core.hygiene import provenance
 from tiermem.core.scoring import DAY, ScoreTier, classify, decay, half_life_days, reinforcement
 from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import normalize_path
@@ -249,6 +250,8 @@ def raise_tier(mem: Memory, memory_id_: str) -> str:
     )
     if any(p == f"lesson: {lesson.text}" for p in pruned):
         raise InvalidInput("hot memory is full of more important lessons: nothing changed")
+    with mem.db.transaction():
+        provenance.note(mem, record.id, "raised by the owner")
     return "hot"
 
 

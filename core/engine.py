@@ -269,6 +269,7 @@ class Memory:
         reinforce: bool = True,
         mode: str | None = None,
         llm: bool = False,
+        tags: Sequence[str] = (),
     ) -> RetrievalResult:
         """Explained retrieval; what it returns is reinforced (access count, recency) later,
         without taking the write lock now (see `reinforce_later`).
@@ -314,6 +315,7 @@ class Memory:
             mode=chosen,
             vectors=vectors,
             llm_paths=paths,
+            tags=tags,
         )
         result.notes[:0] = notes
         if reinforce and not self.read_only:

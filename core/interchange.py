@@ -67,7 +67,10 @@ def import_seed(
     state = _parse_hot(read_json(hot), hot) if hot else None
     cfg_text = None
     if config:
-        mapping = seed_config_to_mapping(_object(read_json(config), config))
+        mapping, ignored = seed_config_to_mapping(
+            _object(read_json(config), config), with_ignored=True
+        )
+        report.warnings += [f"{config.name}: {reason}" for reason in ignored]
         cfg_text = render_toml(config_from_mapping(mapping, str(config)))
     if state is not None:
         # raises before any write if it cannot fit; what it would prune, the save moves to warm

@@ -501,6 +501,59 @@ MIGRATIONS: list[str] = [
         INSERT OR IGNORE INTO vector_stale (seq) VALUES (new.seq);
     END;
     """,
+    # Links, working memory, procedural skills, session re-access (core/links.py,
+    # core/working.py, core/skills.py, core/hygiene/). `memory_links`: `related_to` links
+    # between two memories of an agent (stored once, a < b). `working_memory`: per session the
+    # agent's scratch state for the task at hand (a JSON object, cleared at conversation end).
+    # `action_sequences`: per conversation the commands and tool calls it made, in order.
+    # `skills`: skills proposed from sequences repeated across conversations, and the owner's
+    # verdict. `hot_provenance`: why and when a memory was promoted into a hot lesson.
+    # `session_access.hits`: how often a session re-accessed a memory.
+    """
+    CREATE TABLE memory_links (
+        agent_id TEXT NOT NULL,
+        a TEXT NOT NULL,
+        b TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, a, b),
+        CHECK (a < b)
+    );
+    CREATE INDEX memory_links_b ON memory_links (agent_id, b);
+    CREATE TABLE working_memory (
+        agent_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        data TEXT NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, session_id)
+    );
+    CREATE TABLE action_sequences (
+        agent_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        actions TEXT NOT NULL,
+        at REAL NOT NULL,
+        PRIMARY KEY (agent_id, source)
+    );
+    CREATE TABLE skills (
+        agent_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('proposed', 'accepted', 'rejected')),
+        spec TEXT NOT NULL,
+        pattern TEXT NOT NULL,
+        conversations INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, name)
+    );
+    CREATE UNIQUE INDEX skills_pattern ON skills (agent_id, pattern);
+    CREATE TABLE hot_provenance (
+        agent_id TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        promoted_at REAL NOT NULL,
+        why TEXT NOT NULL,
+        PRIMARY KEY (agent_id, source_id)
+    );
+    ALTER TABLE session_access ADD COLUMN hits INTEGER NOT NULL DEFAULT 1;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from tiermem.core.budget import fit, shorten
 from tiermem.core.config import RetrievalConfig, ScoringConfig
 from tiermem.core.db import Row
 from tiermem.core.scoring import DAY
 from tiermem.core.temporal import TimeWindow
 from tiermem.core.terms import TERM, matched_terms, stem
+from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import TreeIndex
 from tiermem.core.warm import COLUMNS, MemoryRecord
 
@@ -54,6 +56,10 @@ class Explanation:
     """Cosine similarity of the query's and the memory's embeddings (vector and hybrid)."""
     llm_reason: str | None = None
     """Why the model chose this memory's category (LLM tree search)."""
+    tags: tuple[str, ...] = ()
+    """The memory's tags."""
+    matched_tags: tuple[str, ...] = ()
+    """Its tags that a query word or a `tag:` filter named."""
 
 
 @dataclass(frozen=True)
@@ -83,12 +89,16 @@ class Candidate:
     tier_score: float = 0.0
     score: float = 0.0
     llm_reason: str | None = None
+    tags: tuple[str, ...] = ()
+    matched_tags: tuple[str, ...] = ()
+    tag_terms: tuple[str, ...] = ()
 
 
 _NAMES = [c.strip() for c in COLUMNS.split(",")]
 
-ROW_CATEGORY, _IMPORTANCE, _CREATED, _ACCESS, ROW_TOKENS = (
-    _NAMES.index(n) for n in ("category", "importance", "created_at", "access_count", "tokens")
+ROW_TEXT, ROW_CATEGORY, _IMPORTANCE, _CREATED, _ACCESS, ROW_TOKENS = (
+    _NAMES.index(n)
+    for n in ("text", "category", "importance", "created_at", "access_count", "tokens")
 )
 
 _SEARCHABLE = [_NAMES.index(n) for n in ("text", "category", "urls", "commands", "paths")]
@@ -213,7 +223,11 @@ def explain(
             tree_match=f"{c.matched_category}: {reasons[c.matched_category]}"
             if c.matched_category
             else None,
-            matched_terms=matched_terms(searchable, stems, frozenset(prefixes)),
+            matched_terms=tuple(
+                dict.fromkeys(
+                    (*matched_terms(searchable, stems, frozenset(prefixes)), *c.tag_terms)
+                )
+            ),
             bm25=c.bm25,
             relevance=c.relevance,
             category_boost=c.boost,
@@ -228,6 +242,8 @@ def explain(
             vector_rank=c.vector_rank,
             similarity=c.similarity,
             llm_reason=c.llm_reason,
+            tags=c.tags,
+            matched_tags=c.matched_tags,
         )
         hits.append(Hit(memory, explanation))
     return hits
@@ -253,16 +269,16 @@ def deepest_match(category: str, matched: set[str]) -> str | None:
 
 
 def fit_budget(ranked: list[Candidate], limit: int, budget: int | None) -> list[Candidate]:
-    """The best `limit` candidates, skipping any that would overflow the token budget."""
-    if budget is None:
-        return ranked[:limit]
-    chosen: list[Candidate] = []
-    used = 0
-    for candidate in ranked:
-        if len(chosen) == limit:
-            break
-        tokens = int(candidate.row[ROW_TOKENS])
-        if used + tokens <= budget:
-            chosen.append(candidate)
-            used += tokens
-    return chosen
+    """The best `limit` candidates within the token budget (`core.budget.fit`): the best one
+    always, shortened if it alone is over the budget."""
+    return fit(ranked, lambda c: int(c.row[ROW_TOKENS]), budget, limit, _shorten)
+
+
+def _shorten(candidate: Candidate, budget: int) -> Candidate | None:
+    """A copy of the candidate whose text is cut to `budget` tokens."""
+    text = shorten(str(candidate.row[ROW_TEXT]), budget)
+    if text is None:
+        return None
+    row = list(candidate.row)
+    row[ROW_TEXT], row[ROW_TOKENS] = text, count_tokens(text)
+    return replace(candidate, row=tuple(row))

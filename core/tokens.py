@@ -35,3 +35,9 @@ def count_tokens(text: str) -> int:
 def count_tokens_many(texts: Sequence[str]) -> list[int]:
     encoding = _encoding()
     return [len(encoding.encode_ordinary(text)) if text else 0 for text in texts]
+
+
+def head(text: str, tokens: int) -> str:
+    """The first `tokens` tokens of `text` (whole characters only)."""
+    encoded = _encoding().encode_ordinary(text)
+    return str(_encoding().decode(encoded[: max(0, tokens)]))

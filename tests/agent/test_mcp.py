@@ -115,9 +115,9 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
         assert "matched" in top["why"] and top["priority"] == "high"
         assert recalled["budget_remaining"] == 3000 - recalled["token_count"]
         assert recalled["session"] == "s-default"
-        tight = await call(s, "memory_recall", query="deploy checklist canary", token_budget=250)
+        tight = await call(s, "memory_recall", query="deploy checklist canary", token_budget=40)
         assert 0 < len(tight["entries"]) < tight["total_entries_matched"]
-        assert tight["token_count"] <= 250
+        assert tight["token_count"] <= 40
         only = await call(
             s, "memory_recall", query="deploy", priority_min="high", format="detailed"
         )

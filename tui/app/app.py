@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import get_current_worker
 
+from tiermem.core import hygiene
 from tiermem.core.engine import Memory
 from tiermem.core.paths import DEFAULT_AGENT
 from tiermem.tui.app.messages import (
@@ -37,11 +38,13 @@ from tiermem.tui.app.screens.metrics import MetricsScreen
 from tiermem.tui.app.screens.modals import (
     AgentModal,
     ConsolidateModal,
+    Field,
     FormModal,
     memory_fields,
     parse_importance,
     split_lines,
 )
+from tiermem.tui.app.screens.skills import SkillsModal
 from tiermem.tui.app.screens.sync import SyncScreen, pull_now, push_now, sync_now
 from tiermem.tui.app.screens.tree import TreeScreen
 from tiermem.tui.app.widgets.nav import SCREENS
@@ -98,6 +101,7 @@ class TiermemApp(App[None]):
         Binding("s", "store", "Store"),
         Binding("C", "consolidate", "Consolidate"),
         Binding("A", "switch_agent", "Agent"),
+        Binding("K", "skills", "Skills", show=False),
         Binding("T", "toggle_theme", "Theme", show=False),
         Binding("question_mark", "toggle_keys", "Keys", show=False),
         Binding("q", "quit", "Quit"),
@@ -232,28 +236,38 @@ class TiermemApp(App[None]):
                 return
 
             def store(mem: Memory) -> str:
-                outcome = mem.store(
-                    values["text"],
-                    values["category"],
-                    parse_importance(values["importance"]),
-                    urls=split_lines(values["urls"]),
-                    commands=split_lines(values["commands"]),
-                    paths=split_lines(values["paths"]),
-                    source="tui",
-                )
+                with mem.db.transaction():
+                    outcome = mem.store(
+                        values["text"],
+                        values["category"],
+                        parse_importance(values["importance"]),
+                        urls=split_lines(values["urls"]),
+                        commands=split_lines(values["commands"]),
+                        paths=split_lines(values["paths"]),
+                        source="tui",
+                    )
+                    hygiene.set_extras(mem, outcome.id, split_lines(values["tags"]), None)
                 return (
                     f"{'stored' if outcome.created else 'already known, reinforced'}: {outcome.id}"
                 )
 
             self.perform(store)
 
-        self.push_screen(FormModal("Store a memory", memory_fields()), stored)
+        tags = Field("tags", "Tags", "", "one a line (retrieve --tag finds them)", lines=2)
+        self.push_screen(FormModal("Store a memory", [*memory_fields(), tags]), stored)
 
     def action_consolidate(self) -> None:
         if self.memory is None:
             self.notify("the memory is not open yet", severity="warning")
             return
         self.push_screen(ConsolidateModal(self.memory), lambda _: self.reload_current())
+
+    def action_skills(self) -> None:
+        """The skills dialog: proposed skills to accept, edit or reject."""
+        if self.memory is None:
+            self.notify("the memory is not open yet", severity="warning")
+            return
+        self.push_screen(SkillsModal(self.memory))
 
     def action_switch_agent(self) -> None:
         def chosen(agent_id: str | None) -> None:

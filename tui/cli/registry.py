@@ -45,9 +45,13 @@ ROOT: dict[str, Lazy] = {
     "import": _at(
         "interchange",
         "import_",
-        "Import the original JSON files (idempotent: importing twice adds nothing).",
+        "Import the original JSON files or an exported folder's edits (importing twice adds nothing).",
     ),
-    "export": _at("interchange", "export", "Export the agent's whole memory as markdown or JSON."),
+    "export": _at(
+        "interchange",
+        "export",
+        "Export the agent's whole memory as markdown, JSON or a folder of markdown files.",
+    ),
     # the write path
     "distill": _at(
         "write",
@@ -124,6 +128,21 @@ ROOT: dict[str, Lazy] = {
         "agent", "unforget", "Restore a forgotten (archived) memory (the [[restore:REF]] tag)."
     ),
     "health": _at("agent", "health", "The session-hygiene report (the [[memory_health]] tag)."),
+    "link": _at(
+        "links",
+        "link",
+        "Link two memories (related_to): `recall --include-context` returns each with the other.",
+    ),
+    "working": _at(
+        "working",
+        "working",
+        "Show, set or clear the working memory of a session (a JSON object, size-limited).",
+    ),
+    "skills": _at(
+        "skills",
+        "skills",
+        "Skills noticed in repeated commands and tool calls: list, show, accept, reject, export.",
+    ),
     "audit": _at(
         "agent",
         "audit_cmd",

@@ -22,7 +22,7 @@ import click
 from tiermem.core import audit, hygiene
 from tiermem.core import context as ctx
 from tiermem.core.errors import InvalidInput
-from tiermem.core.hygiene import HygieneReport
+from tiermem.core.hygiene import HygieneReport, provenance
 from tiermem.tui.cli.options import Options, emit, pass_options, session_option
 from tiermem.tui.cli.reports import outline
 
@@ -57,10 +57,14 @@ def context_cmd(opts: Options, query: str | None, budget: int, session: str | No
     type=click.IntRange(min=1),
     default=ctx.DEFAULT_RECALL_BUDGET,
     show_default=True,
-    help="Most tokens the entries may take.",
+    help="Most tokens of the entries' text (the best one always, shortened if need be).",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(list(ctx.FORMATS)), default="brief", show_default=True
+)
+@click.option("--tag", "tags", multiple=True, help="Only entries with this tag (repeatable).")
+@click.option(
+    "--include-context", is_flag=True, help="Add the memories linked to the entries (same budget)."
 )
 @session_option
 @pass_options
@@ -71,6 +75,8 @@ def recall(
     priority_min: str | None,
     budget: int,
     fmt: str,
+    tags: tuple[str, ...],
+    include_context: bool,
     session: str | None,
 ) -> None:
     """Recall memories within a token budget (the CLI twin of MCP memory_recall)."""
@@ -83,6 +89,8 @@ def recall(
             budget=budget,
             fmt=fmt,
             session=session,
+            tags=tags,
+            include_context=include_context,
         )
 
     def render() -> str:
@@ -172,10 +180,15 @@ def render_hygiene(report: HygieneReport) -> str:
 
 
 @click.command(name="health")
+@click.option("--log", "show_log", is_flag=True, help="The hygiene log instead (and its file).")
 @pass_options
-def health(opts: Options) -> None:
+def health(opts: Options, show_log: bool) -> None:
     """The session-hygiene report (the [[memory_health]] tag)."""
     with opts.open() as mem:
+        if show_log:
+            lines, path = provenance.log_lines(mem), provenance.write_log(mem)
+            emit(opts, {"log": lines, "file": str(path)}, "\n".join([*lines, f"({path})"]))
+            return
         report = hygiene.health(mem)
     emit(opts, report.as_dict(), report.text())
 

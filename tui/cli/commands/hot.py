@@ -9,6 +9,7 @@ import click
 import msgspec
 
 from tiermem.core.errors import InvalidInput
+from tiermem.core.hygiene import provenance
 from tiermem.core.memory_md import MemoryMdReport
 from tiermem.core.tokens import count_tokens
 from tiermem.tui.cli.options import Options, emit, pass_options
@@ -81,6 +82,7 @@ def hot(
         markdown = mem.memory_md()
         size = mem.hot_size_bytes()
         limit = mem.cfg.hot.max_bytes
+        origins = provenance.of_lessons(mem, state)
     payload = {
         "hot": msgspec.to_builtins(state),
         "bytes": size,
@@ -88,10 +90,17 @@ def hot(
         "pruned": pruned,
         "memory_md": str(path),
         "hand_edits": read_back.as_dict() if read_back.edited else None,
+        "provenance": origins,
     }
     if opts.json:  # the tokenizer takes longer to load than the rest of this command
         payload["tokens"] = count_tokens(markdown)
     text = markdown + f"\n{size}/{limit} bytes · {path}"
+    texts = {x.id: x.text for x in state.critical_lessons}
+    for lesson_id, origin in origins.items():
+        text += (
+            f"\n↑ {texts[lesson_id][:60]} ← memory {origin['source_id']}, "
+            f"{origin['promoted_at']} ({origin['why']})"
+        )
     if pruned:
         text += "\nmoved to warm: " + "; ".join(pruned)
     if read_back.edited:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from tiermem.core import folder as folder_export
 from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import SEED_FILES, export_json, export_markdown, import_seed
 from tiermem.tui.cli.options import Options, emit, pass_options
@@ -27,7 +28,12 @@ def import_(
     hot_file: Path | None,
     config: Path | None,
 ) -> None:
-    """Import the original JSON files (idempotent: importing twice adds nothing)."""
+    """Import the original JSON files or an exported folder's edits (importing twice adds nothing)."""
+    if folder is not None and folder_export.is_export(folder):
+        with opts.open() as mem:
+            done = folder_export.import_folder(mem, folder)
+        emit(opts, done.as_dict(), _folder_text(done))
+        return
     files = {"warm": warm, "tree": tree_file, "hot": hot_file, "config": config}
     if folder is not None:
         if not folder.is_dir():
@@ -50,13 +56,24 @@ def import_(
     emit(opts, payload, text)
 
 
+def _folder_text(done: folder_export.FolderReport) -> str:
+    return (
+        f"{done.folder}: {len(done.edited)} edited, {len(done.stored)} stored, "
+        f"{len(done.forgotten)} forgotten (tiermem unforget), {len(done.skills)} skill verdicts"
+        + (", MEMORY.md read back" if done.hot_edited else "")
+        + f", {done.unchanged} files unchanged"
+    )
+
+
 @click.command()
+@click.argument("folder", required=False, type=click.Path(path_type=Path, file_okay=False))
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["markdown", "json"]),
+    type=click.Choice(["markdown", "json", "folder"]),
     default="markdown",
     show_default=True,
+    help="folder: a folder of markdown files (FOLDER), edited and imported back with `import`.",
 )
 @click.option(
     "--output",
@@ -65,10 +82,17 @@ def import_(
     help="Write to this file (default: standard output).",
 )
 @pass_options
-def export(opts: Options, fmt: str, output: Path | None) -> None:
-    """Export the agent's whole memory as markdown or JSON."""
-    if fmt not in ("markdown", "json"):
-        raise InvalidInput(f"unknown format {fmt!r}: use markdown or json")
+def export(opts: Options, folder: Path | None, fmt: str, output: Path | None) -> None:
+    """Export the agent's whole memory as markdown, JSON or a folder of markdown files."""
+    if fmt == "folder":
+        if folder is None:
+            raise InvalidInput("--format folder needs the FOLDER to write")
+        with opts.open() as mem:
+            done = folder_export.export_folder(mem, folder)
+        emit(opts, done.as_dict(), f"wrote {done.files} files to {folder}")
+        return
+    if folder is not None:
+        raise InvalidInput("FOLDER is for --format folder (use --output for a file)")
     with opts.open() as mem:
         pieces = export_json(mem) if fmt == "json" else export_markdown(mem)
         if output is None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from tiermem.core import hygiene, links
 from tiermem.core.engine import TIER_CHOICES
 from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import record_dict
@@ -35,6 +36,8 @@ TIER = click.Choice(TIER_CHOICES)
 @click.option("--url", multiple=True, help="A URL (repeatable).")
 @click.option("--command", multiple=True, help="A shell command (repeatable).")
 @click.option("--path", multiple=True, help="A file path (repeatable).")
+@click.option("--tag", multiple=True, help="A tag (repeatable): `retrieve --tag T` finds it.")
+@click.option("--related-to", multiple=True, metavar="ID", help="Link to this memory (repeatable).")
 @pass_options
 def store(
     opts: Options,
@@ -44,14 +47,21 @@ def store(
     url: tuple[str, ...],
     command: tuple[str, ...],
     path: tuple[str, ...],
+    tag: tuple[str, ...],
+    related_to: tuple[str, ...],
 ) -> None:
     """Store a fact in warm memory (storing a known fact reinforces it instead)."""
     with opts.open(create=True) as mem:
-        outcome = mem.store(
-            text, category, importance, urls=url, commands=command, paths=path, source="cli"
-        )
+        with mem.db.transaction():  # an unknown related id stores nothing
+            outcome = mem.store(
+                text, category, importance, urls=url, commands=command, paths=path, source="cli"
+            )
+            tags = hygiene.set_extras(mem, outcome.id, tag, None) if tag else ()
+            for other in related_to:
+                links.link(mem, outcome.id, other)
         node = mem.trees.load().node_for(outcome.category)
         record = mem.get(outcome.id)
+        related = links.linked(mem, [outcome.id]).get(outcome.id, [])
     payload = {
         "id": outcome.id,
         "created": outcome.created,
@@ -62,6 +72,8 @@ def store(
         "tree_node": node,
         "tokens": outcome.tokens,
         "metadata": {"urls": record.urls, "commands": record.commands, "paths": record.paths},
+        "tags": list(tags),
+        "related_to": related,
     }
     verb = "stored" if outcome.created else "already known, reinforced"
     if outcome.similarity is not None and outcome.similarity < 1.0:
@@ -76,7 +88,12 @@ def store(
     "--tier", type=TIER, help="Search only this tier (default: all; cold includes frozen)."
 )
 @click.option("--category", help="Only this category and below.")
-@click.option("--budget", type=click.IntRange(min=1), help="Token budget for the results.")
+@click.option("--tag", multiple=True, help="Only memories with this tag (repeatable; or tag:T).")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    help="Most tokens of the results' text (the best one always, shortened if need be).",
+)
 @click.option(
     "--mode",
     type=click.Choice(["keyword", "vector", "hybrid"]),
@@ -95,6 +112,7 @@ def retrieve(
     limit: int | None,
     tier: str | None,
     category: str | None,
+    tag: tuple[str, ...],
     budget: int | None,
     mode: str | None,
     llm: bool,
@@ -105,7 +123,14 @@ def retrieve(
         raise InvalidInput("query is empty")
     with opts.open(create=session is not None) as mem:  # a session's first turn creates
         result = mem.retrieve(
-            query, limit=limit, tier=tier, category=category, budget=budget, mode=mode, llm=llm
+            query,
+            limit=limit,
+            tier=tier,
+            category=category,
+            budget=budget,
+            mode=mode,
+            llm=llm,
+            tags=tag,
         )
         if session and not mem.read_only:
             hygiene.track_result(mem, session, result)
@@ -131,7 +156,9 @@ def get(opts: Options, memory_id: str) -> None:
     with opts.open() as mem:
         memory = mem.get(memory_id)
         score = memory.score(mem.now(), mem.cfg.scoring)
-    payload = record_dict(memory) | {"score": score}
+        tags = hygiene.extras_for(mem, [memory_id]).get(memory_id, ((), None))[0]
+        related = links.linked(mem, [memory_id]).get(memory_id, [])
+    payload = record_dict(memory) | {"score": score, "tags": list(tags), "related_to": related}
     emit(opts, payload, lambda: render_record(payload))
 
 
@@ -151,6 +178,9 @@ def render_record(record: dict[str, Any]) -> str:
     ]
     for key, label in (("urls", "url"), ("commands", "command"), ("paths", "path")):
         lines += [f"{label + ':':<13} {value}" for value in record["metadata"][key]]
+    if record.get("tags"):
+        lines.append(f"tags:         {', '.join(record['tags'])}")
+    lines += [f"related to:   {other}" for other in record.get("related_to", [])]
     return "\n".join(lines)
 
 
@@ -196,6 +226,8 @@ def render_retrieval(result: RetrievalResult) -> str:
             why += f" +{e.category_boost:.0%} category"
         if e.time_boost:
             why += f" +{e.time_boost:.0%} time {e.time_match}"
+        if e.tags:
+            why += f"; tags {', '.join(e.tags)}"
         why += f"; tier score {e.tier_score:.2f}; id {hit.memory.id}"
         lines.append(why)
         if e.llm_reason:

@@ -10,6 +10,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from tiermem.core.engine import Memory
+from tiermem.core.hygiene import provenance
 from tiermem.core.tokens import count_tokens
 from tiermem.tui.mcp.home import Home
 from tiermem.tui.mcp.tools.base import ToolSpec
@@ -49,6 +50,7 @@ def memory_hot(
         markdown = mem.memory_md()
         return {
             "hot": msgspec.to_builtins(mem.hot()),
+            "provenance": provenance.of_lessons(mem, mem.hot()),
             "memory_md": markdown,
             "bytes": mem.hot_size_bytes(),
             "limit_bytes": mem.cfg.hot.max_bytes,

@@ -8,7 +8,7 @@ import msgspec
 from pydantic import Field
 
 from tiermem.core import context as ctx
-from tiermem.core import curate, hygiene
+from tiermem.core import curate, hygiene, links
 from tiermem.core.engine import Memory
 from tiermem.core.interchange import record_dict
 from tiermem.tui.mcp.home import Home
@@ -40,6 +40,9 @@ def memory_store(
     ] = None,
     path: Annotated[Strings | None, Field(description="File path(s) to keep with it.")] = None,
     context: Annotated[str | None, Field(description="Why this is stored.")] = None,
+    related_to: Annotated[
+        list[str] | None, Field(description="Ids of related memories to link it to.")
+    ] = None,
 ) -> dict[str, Any]:
     return home.run(
         lambda mem: ctx.store_entry(
@@ -54,6 +57,7 @@ def memory_store(
             commands=strings(command),
             paths=strings(path),
             context=context,
+            related_to=related_to or [],
         )
     )
 
@@ -85,6 +89,7 @@ def _get(mem: Memory, item_id: str, session: str | None) -> dict[str, Any]:
             "score": round(record.score(mem.now(), mem.cfg.scoring), 4),
             "pinned": listed.pinned,
             "tags": list(tags),
+            "related_to": links.linked(mem, [item_id]).get(item_id, []),
             "expires": ctx.iso(expires) if expires else None,
             "hot_lesson": curate.hot_lesson_for(mem, item_id),
             "sessions": hygiene.sessions_of(mem, item_id),
@@ -134,13 +139,14 @@ STORE = ToolSpec(
     "memory_store",
     memory_store,
     "Store a memory (structured write): categorised, deduplicated (storing a known "
-    "fact reinforces it and merges its tags), with a priority or importance, tags, an "
-    "expiry date and URLs/commands/paths. Returns its id and token cost.",
+    "fact reinforces it and merges its tags), with a priority or importance, tags, "
+    "links to related memories (related_to), an expiry date and URLs/commands/paths. "
+    "Returns its id and token cost.",
 )
 GET = ToolSpec(
     "memory_get",
     memory_get,
-    "Get one memory (or hot lesson) by id, with its metadata, score, tags, pin, the "
+    "Get one memory (or hot lesson) by id, with its metadata, score, tags, links, pin, the "
     "sessions that recalled it, and its hot lesson if it has one.",
 )
 UPDATE = ToolSpec(
