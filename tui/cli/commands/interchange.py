@@ -9,6 +9,12 @@ import click
 
 from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import SEED_FILES, export_json, export_markdown, import_seed
+from tiermem.tui.cli.commands.importers import (
+    EXPORT_FORMATS,
+    IMPORT_FORMATS,
+    export_as,
+    import_from,
+)
 from tiermem.tui.cli.options import Options, emit, pass_options
 
 
@@ -18,6 +24,13 @@ from tiermem.tui.cli.options import Options, emit, pass_options
 @click.option("--tree", "tree_file", type=click.Path(path_type=Path), help="memory-tree.json")
 @click.option("--hot", "hot_file", type=click.Path(path_type=Path), help="hot-memory-state.json")
 @click.option("--config", type=click.Path(path_type=Path), help="config.json")
+@click.option(
+    "--from",
+    "source_format",
+    type=click.Choice(IMPORT_FORMATS),
+    help="Read FOLDER as another tool's memory or a chat history (see the README).",
+)
+@click.option("--dry-run", is_flag=True, help="With --from: show what would be imported.")
 @pass_options
 def import_(
     opts: Options,
@@ -26,8 +39,15 @@ def import_(
     tree_file: Path | None,
     hot_file: Path | None,
     config: Path | None,
+    source_format: str | None,
+    dry_run: bool,
 ) -> None:
     """Import the original JSON files (idempotent: importing twice adds nothing)."""
+    if source_format is not None:
+        if folder is None:
+            raise InvalidInput(f"--from {source_format} needs a PATH")
+        import_from(opts, source_format, folder, dry_run)
+        return
     files = {"warm": warm, "tree": tree_file, "hot": hot_file, "config": config}
     if folder is not None:
         if not folder.is_dir():
@@ -54,7 +74,7 @@ def import_(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["markdown", "json"]),
+    type=click.Choice(["markdown", "json", *EXPORT_FORMATS]),
     default="markdown",
     show_default=True,
 )
@@ -67,6 +87,9 @@ def import_(
 @pass_options
 def export(opts: Options, fmt: str, output: Path | None) -> None:
     """Export the agent's whole memory as markdown or JSON."""
+    if fmt in EXPORT_FORMATS:
+        export_as(opts, fmt, output)
+        return
     if fmt not in ("markdown", "json"):
         raise InvalidInput(f"unknown format {fmt!r}: use markdown or json")
     with opts.open() as mem:
