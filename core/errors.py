@@ -329,6 +329,16 @@ class ServiceError(TiermemError):
     exit_code = 50
 
 
+# ----------------------------------------------------------------------- installation
+
+
+class MissingExtra(TiermemError):
+    """A command needs an optional part of tiermem that is not installed (the message names the
+    extra to install, e.g. `pip install "tiermem[serve]"`)."""
+
+    exit_code = 105
+
+
 def error_classes() -> dict[int, list[type[TiermemError]]]:
     """exit code → the classes that set it in their own body (every one is in this module)."""
     codes: dict[int, list[type[TiermemError]]] = {}
