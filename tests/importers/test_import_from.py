@@ -19,6 +19,7 @@ MEMORY_FORMATS = [
     ("openclaw", "openclaw"),
     ("basic-memory", "basic-memory"),
     ("mem0", "mem0"),
+    ("mem0", "mem0-package"),
     ("mempalace", "mempalace-export"),
     ("mempalace", "mempalace-palace"),
 ]
@@ -249,3 +250,14 @@ def test_a_growing_claude_code_session_adds_only_its_new_facts(capsys, tmp_path:
 
 def _day(epoch: float) -> str:
     return dt.datetime.fromtimestamp(epoch, dt.UTC).date().isoformat()
+
+
+def test_the_output_of_the_real_mem0_package_imports_with_its_dates(capsys, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    path = FIXTURES / "mem0-package" / "get_all.json"
+    results = json.loads(path.read_text())["results"]
+    cli_json(capsys, home, "import", "--from", "mem0", str(path))
+    stored = {m["text"]: m for m in memories(capsys, home)}
+    assert set(stored) == {r["memory"] for r in results}
+    hugo = stored["Decided to migrate the blog from Jekyll to Hugo"]
+    assert hugo["category"] == "decisions" and _day(hugo["created_at"]) == "2026-11-25"
