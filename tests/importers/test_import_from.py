@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import pty
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -261,3 +265,29 @@ def test_the_output_of_the_real_mem0_package_imports_with_its_dates(capsys, tmp_
     assert set(stored) == {r["memory"] for r in results}
     hugo = stored["Decided to migrate the blog from Jekyll to Hugo"]
     assert hugo["category"] == "decisions" and _day(hugo["created_at"]) == "2026-11-25"
+
+
+def test_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
+    controller, terminal = pty.openpty()
+    args = ["--home", str(tmp_path / "home"), "import", "--from", "slack", str(FIXTURES / "slack")]
+    with subprocess.Popen(
+        [sys.executable, "-m", "tiermem.tui", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+    ) as proc:
+        os.close(terminal)
+        out, _ = proc.communicate(timeout=120)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        os.close(controller)
+    assert proc.returncode == 0
+    assert b"conversations" in seen and b"100%" in seen
+    assert b"2 conversations" in out

@@ -9,8 +9,10 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Static, Tree
+from textual.widgets._footer import FooterKey
 
 from tests.tui.conftest import make_app, settle
 from tests.tui.demo import NOW, FixedClock
@@ -84,8 +86,6 @@ def test_the_tree_starts_at_the_new_agents_root_after_switching(demo_home: Path)
 
 
 def _palette_options(app: TiermemApp) -> list[str]:
-    from textual.command import CommandList
-
     options = app.screen.query_one(CommandList)
     return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
 
@@ -211,8 +211,6 @@ def test_without_an_editor_it_says_how_to_set_one(demo_home: Path, monkeypatch) 
 
 
 def test_quit_stays_in_the_footer_at_80_columns_on_every_screen(demo_home: Path) -> None:
-    from textual.widgets._footer import FooterKey
-
     app = make_app(demo_home)
 
     async def body(pilot: Pilot[None]) -> None:
