@@ -141,7 +141,8 @@ def apply(
             record_items(mem, source, [(i.key, o.id, o.created) for i, o in pairs])
     summary.stored = sum(o.created for o in outcomes)
     summary.merged = len(outcomes) - summary.stored
-    for conv in the_plan.conversations:
+    oldest_first = sorted(the_plan.conversations, key=lambda c: c.started_at or float("inf"))
+    for conv in oldest_first:  # the clock only moves forward, as it did when they happened
         if progress is not None:
             progress(conv)
         if not _pending(mem, conv):
@@ -152,6 +153,7 @@ def apply(
                 report = mem.conversation_end(transcript, text)
         except InvalidInput as exc:
             summary.skipped.append(f"conversation {conv.title or conv.id}: {exc}")
+            summary.conversations -= 1
             continue
         summary.facts_from_conversations += len(report.stored)
     return summary
