@@ -291,3 +291,13 @@ def test_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     assert proc.returncode == 0
     assert b"conversations" in seen and b"100%" in seen
     assert b"2 conversations" in out
+
+
+def test_dry_run_without_a_format_is_refused(capsys, tmp_path: Path) -> None:
+    code, _, err = cli(capsys, tmp_path / "home", "import", "--dry-run", str(FIXTURES / "mem0"))
+    assert code == InvalidInput.exit_code and "--dry-run goes with --from FORMAT" in err
+
+
+def test_from_without_a_path_is_refused(capsys, tmp_path: Path) -> None:
+    code, _, err = cli(capsys, tmp_path / "home", "import", "--from", "mem0")
+    assert code == InvalidInput.exit_code and "--from mem0 needs a PATH" in err

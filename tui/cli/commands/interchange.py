@@ -28,7 +28,7 @@ from tiermem.tui.cli.options import Options, emit, pass_options
     "--from",
     "source_format",
     type=click.Choice(IMPORT_FORMATS),
-    help="Read FOLDER as another tool's memory or a chat history (see the README).",
+    help="Read FOLDER (a folder or a file) as another tool's memory or a chat history.",
 )
 @click.option("--dry-run", is_flag=True, help="With --from: show what would be imported.")
 @pass_options
@@ -48,6 +48,8 @@ def import_(
             raise InvalidInput(f"--from {source_format} needs a PATH")
         import_from(opts, source_format, folder, dry_run)
         return
+    if dry_run:
+        raise InvalidInput("--dry-run goes with --from FORMAT")
     files = {"warm": warm, "tree": tree_file, "hot": hot_file, "config": config}
     if folder is not None:
         if not folder.is_dir():
