@@ -1,5 +1,6 @@
 """The footer with Quit first, so it stays visible however many keys a screen has (at 80
-columns the last keys are cut off)."""
+columns the last keys are cut off). `FooterKey` comes from Textual's private module: Textual is
+pinned to 8.2 in pyproject, and the snapshot tests would show a change."""
 
 from __future__ import annotations
 
