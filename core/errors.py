@@ -372,6 +372,16 @@ class AgentExists(TiermemError):
     exit_code = 83
 
 
+# ----------------------------------------------------------------------- installation
+
+
+class MissingExtra(TiermemError):
+    """A command needs an optional part of tiermem that is not installed (the message names the
+    extra to install, e.g. `pip install "tiermem[serve]"`)."""
+
+    exit_code = 105
+
+
 def error_classes() -> dict[int, list[type[TiermemError]]]:
     """exit code → the classes that set it in their own body (every one is in this module)."""
     codes: dict[int, list[type[TiermemError]]] = {}

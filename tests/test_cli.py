@@ -142,7 +142,7 @@ def test_hot_commands(capsys, home: Path) -> None:
         (["store", "--text", "x", "--category", "c", "--importance", "7"], 3, "between 0 and 1"),
         (["store", "--text", "", "--category", "c"], 3, "text is empty"),
         (["store", "--text", "x", "--category", "c", "--importance", "high"], 2, "importance"),
-        (["store", "--text", "x"], 2, "--category"),
+        (["store", "--category", "c"], 2, "--text"),
         (["consolidate", "--mode", "weekly"], 3, "unknown consolidation mode"),
         (["retrieve", ""], 3, "query is empty"),
         (["retrieve", "x", "--tier", "lukewarm"], 2, "lukewarm"),

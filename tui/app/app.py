@@ -30,6 +30,7 @@ from tiermem.tui.app.messages import (
     MemoryOpened,
     describe_error,
 )
+from tiermem.tui.app.palette import MemoryProvider
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.dashboard import DashboardScreen
 from tiermem.tui.app.screens.hot import HotScreen
@@ -47,6 +48,7 @@ from tiermem.tui.app.screens.modals import (
 from tiermem.tui.app.screens.skills import SkillsModal
 from tiermem.tui.app.screens.sync import SyncScreen, pull_now, push_now, sync_now
 from tiermem.tui.app.screens.tree import TreeScreen
+from tiermem.tui.app.state import load_state, save_state
 from tiermem.tui.app.widgets.nav import SCREENS
 
 DARK = "tiermem-dark"
@@ -83,6 +85,7 @@ class TiermemApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "tiermem"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {MemoryProvider}
     MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
         "dashboard": DashboardScreen,
         "tree": TreeScreen,
@@ -134,6 +137,7 @@ class TiermemApp(App[None]):
     # -- opening memories (always in a worker) ---------------------------------------------
 
     def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._remember_theme)
         self.open_agent(self.agent_id)
         if self.watch_changes:
             self.set_interval(WATCH_SECONDS, self._poll_changes)
@@ -151,6 +155,10 @@ class TiermemApp(App[None]):
 
     def on_memory_opened(self, message: MemoryOpened) -> None:
         memory = message.memory
+        if not self._opened:  # the first home opened: its remembered theme
+            saved = load_state(memory.home.root).get("theme")
+            if isinstance(saved, str) and saved in self.available_themes:
+                self.theme = saved
         self._opened[memory.agent_id] = memory
         self.memory = memory
         self.agent_id = memory.agent_id
@@ -159,6 +167,10 @@ class TiermemApp(App[None]):
         for screen in self._data_screens():
             screen.agent_changed(memory.agent_id)
         self.reload_current()
+
+    def _remember_theme(self, theme: Theme) -> None:
+        if self.memory is not None:
+            save_state(self.memory.home.root, theme=theme.name)
 
     def on_unmount(self) -> None:
         self.memory = None

@@ -191,6 +191,11 @@ ROOT: dict[str, Lazy] = {
         "demo",
         "Create a demo agent with five months of memories, so the TUI has something to show.",
     ),
+    "completion": _at(
+        "completion",
+        "completion_group",
+        "Tab completion for bash, zsh and fish: show the script or install it.",
+    ),
     # the terminal UI
     "tui": _at(
         "tui",

@@ -20,6 +20,7 @@ from tiermem.core.config import HotConfig
 from tiermem.core.engine import Memory
 from tiermem.core.hot import HotState, HotStore, replace_item
 from tiermem.core.tokens import count_tokens
+from tiermem.tui.app.editor import run_editor
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.modals import ConfirmModal, Field, FormModal, parse_importance
 from tiermem.tui.app.widgets.format import count, day, one_line
@@ -171,6 +172,7 @@ class HotScreen(DataScreen[HotData]):
         Binding("t", "add_task", "Task"),
         Binding("j", "add_project", "Project"),
         Binding("e", "edit", "Edit"),
+        Binding("E", "edit_memory_md", "MEMORY.md in $EDITOR", show=False),
         Binding("c", "complete_task", "Done"),
         Binding("x,delete", "remove", "Remove", key_display="x"),
     ]
@@ -368,6 +370,20 @@ class HotScreen(DataScreen[HotData]):
             apply,
         )
 
+    def action_edit_memory_md(self) -> None:
+        """MEMORY.md in $EDITOR; what changed is read back into hot memory (as a hand edit)."""
+        memory = self.tiermem.memory
+        if memory is None:
+            return
+        path = memory.home.memory_md(memory.agent_id)
+        if not path.exists():
+            memory.write_memory_md()
+        problem = run_editor(self.app, path)
+        if problem is not None:
+            self.notify(problem, severity="warning")
+            return
+        self.tiermem.perform(_read_back)
+
     def action_edit(self) -> None:
         """Edit the item under the cursor in place (its position in the list is kept); on a
         section heading, add an item to that section."""
@@ -440,3 +456,12 @@ class HotScreen(DataScreen[HotData]):
         self.app.push_screen(
             ConfirmModal(f"Remove this {current.kind.replace('_', ' ')} item?"), confirmed
         )
+
+
+def _read_back(mem: Memory) -> str:
+    report = mem.read_back_memory_md()
+    if report.error:
+        return f"MEMORY.md not read back: {report.error}"
+    if not report.edited:
+        return "MEMORY.md unchanged"
+    return f"MEMORY.md read back: {len(report.applied)} changes, {len(report.stored_ids)} new facts"

@@ -10,6 +10,12 @@ import click
 from tiermem.core import folder as folder_export
 from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import SEED_FILES, export_json, export_markdown, import_seed
+from tiermem.tui.cli.commands.importers import (
+    EXPORT_FORMATS,
+    IMPORT_FORMATS,
+    export_as,
+    import_from,
+)
 from tiermem.tui.cli.options import Options, emit, pass_options
 
 
@@ -19,6 +25,13 @@ from tiermem.tui.cli.options import Options, emit, pass_options
 @click.option("--tree", "tree_file", type=click.Path(path_type=Path), help="memory-tree.json")
 @click.option("--hot", "hot_file", type=click.Path(path_type=Path), help="hot-memory-state.json")
 @click.option("--config", type=click.Path(path_type=Path), help="config.json")
+@click.option(
+    "--from",
+    "source_format",
+    type=click.Choice(IMPORT_FORMATS),
+    help="Read FOLDER (a folder or a file) as another tool's memory or a chat history.",
+)
+@click.option("--dry-run", is_flag=True, help="With --from: show what would be imported.")
 @pass_options
 def import_(
     opts: Options,
@@ -27,8 +40,18 @@ def import_(
     tree_file: Path | None,
     hot_file: Path | None,
     config: Path | None,
+    source_format: str | None,
+    dry_run: bool,
 ) -> None:
-    """Import the original JSON files or an exported folder's edits (importing twice adds nothing)."""
+    """Import the original JSON files, an exported folder's edits, or another tool's memory
+    (`--from`); importing twice adds nothing."""
+    if source_format is not None:
+        if folder is None:
+            raise InvalidInput(f"--from {source_format} needs a PATH")
+        import_from(opts, source_format, folder, dry_run)
+        return
+    if dry_run:
+        raise InvalidInput("--dry-run goes with --from FORMAT")
     if folder is not None and folder_export.is_export(folder):
         with opts.open() as mem:
             done = folder_export.import_folder(mem, folder)
@@ -70,7 +93,7 @@ def _folder_text(done: folder_export.FolderReport) -> str:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["markdown", "json", "folder"]),
+    type=click.Choice(["markdown", "json", "folder", *EXPORT_FORMATS]),
     default="markdown",
     show_default=True,
     help="folder: a folder of markdown files (FOLDER), edited and imported back with `import`.",
@@ -83,7 +106,8 @@ def _folder_text(done: folder_export.FolderReport) -> str:
 )
 @pass_options
 def export(opts: Options, folder: Path | None, fmt: str, output: Path | None) -> None:
-    """Export the agent's whole memory as markdown, JSON or a folder of markdown files."""
+    """Export the agent's whole memory as markdown, JSON, a folder of markdown files, or in
+    another tool's format."""
     if fmt == "folder":
         if folder is None:
             raise InvalidInput("--format folder needs the FOLDER to write")
@@ -93,6 +117,9 @@ def export(opts: Options, folder: Path | None, fmt: str, output: Path | None) ->
         return
     if folder is not None:
         raise InvalidInput("FOLDER is for --format folder (use --output for a file)")
+    if fmt in EXPORT_FORMATS:
+        export_as(opts, fmt, output)
+        return
     with opts.open() as mem:
         pieces = export_json(mem) if fmt == "json" else export_markdown(mem)
         if output is None:

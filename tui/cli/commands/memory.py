@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tiermem.core import hygiene, links
+from tiermem.core import distill, hygiene, links
 from tiermem.core.engine import TIER_CHOICES
 from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import record_dict
@@ -25,7 +25,11 @@ TIER = click.Choice(TIER_CHOICES)
 
 @click.command()
 @click.option("--text", required=True, help="The fact to remember.")
-@click.option("--category", required=True, help="Category path, e.g. projects/evoclaw/bsc.")
+@click.option(
+    "--category",
+    help="Category path, e.g. projects/evoclaw/bsc (default: placed by its content, as "
+    "distillation places facts).",
+)
 @click.option(
     "--importance",
     type=float,
@@ -42,7 +46,7 @@ TIER = click.Choice(TIER_CHOICES)
 def store(
     opts: Options,
     text: str,
-    category: str,
+    category: str | None,
     importance: float,
     url: tuple[str, ...],
     command: tuple[str, ...],
@@ -52,6 +56,10 @@ def store(
 ) -> None:
     """Store a fact in warm memory (storing a known fact reinforces it instead)."""
     with opts.open(create=True) as mem:
+        placed = category is None
+        if category is None:
+            projects = [p.name for p in mem.hot().active_context.projects]
+            _kind, category, _importance = distill.classify(" ".join(text.split()), projects)
         with mem.db.transaction():  # an unknown related id stores nothing
             outcome = mem.store(
                 text, category, importance, urls=url, commands=command, paths=path, source="cli"
@@ -69,6 +77,7 @@ def store(
         "merged_into": outcome.merged_into,
         "similarity": outcome.similarity,
         "category": outcome.category,
+        "placed_by_content": placed,
         "tree_node": node,
         "tokens": outcome.tokens,
         "metadata": {"urls": record.urls, "commands": record.commands, "paths": record.paths},
@@ -78,7 +87,8 @@ def store(
     verb = "stored" if outcome.created else "already known, reinforced"
     if outcome.similarity is not None and outcome.similarity < 1.0:
         verb = f"near-duplicate ({outcome.similarity:.0%} similar) of a known fact, reinforced"
-    emit(opts, payload, f"{verb}: {outcome.id} in {node or 'root'}")
+    where = f"{node or 'root'}" + (" (placed by its content)" if placed else "")
+    emit(opts, payload, f"{verb}: {outcome.id} in {where}")
 
 
 @click.command()

@@ -15,9 +15,10 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from types import FrameType
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
@@ -48,6 +49,11 @@ from tiermem.tui.cli.prompts import (
     sync_url,
 )
 from tiermem.tui.cli.registry import SYNC
+
+# First contact fails fast: an unreachable host is a typo far more often than an outage.
+INIT_ATTEMPTS = 2
+INIT_WAIT = 2.0
+INIT_BUDGET = "2 attempts, 5 s connect timeout each, at most 2 s between them"
 
 CONFIRM_TRIES = 3
 
@@ -93,6 +99,12 @@ def _show_and_confirm(key: bytes) -> None:
         if attempt < CONFIRM_TRIES:
             say("Try again.")
     raise InvalidInput("the recovery key was not confirmed; nothing was set up")
+
+
+def _announce(opts: Options, url: str | None) -> None:
+    """Say, before the first contact, how long an unreachable host can take to fail."""
+    if not opts.json:
+        say(f"contacting {urlsplit(url or '').hostname or 'the sync server'}: {INIT_BUDGET}")
 
 
 def _recovery_key(opts: Options) -> tuple[bytes, bytes | None]:
@@ -158,15 +170,25 @@ def sync_init(opts: Options, url: str | None, use_passphrase: bool, no_push: boo
                 "see `tiermem sync status`"
             )
         token, token_from_env = sync_token()
+        policy = replace(retry_policy(opts, INIT_ATTEMPTS), first_cap=INIT_WAIT)
         try:
             if current is not None:  # an earlier init was interrupted: same keys and recovery key
-                result = engine.resume_init(url, token, store_token=not token_from_env)
+                _announce(opts, url)
+                result = engine.resume_init(
+                    url, token, store_token=not token_from_env, policy=policy
+                )
             else:
                 passphrase = _new_passphrase() if use_passphrase else None
                 key, reveal = _recovery_key(opts)
+                _announce(opts, url)
                 try:
                     result = engine.init(
-                        url, token, key, passphrase=passphrase, store_token=not token_from_env
+                        url,
+                        token,
+                        key,
+                        passphrase=passphrase,
+                        store_token=not token_from_env,
+                        policy=policy,
                     )
                 except BaseException:
                     if reveal is not None:  # nobody has this key yet: start afresh next time
