@@ -18,10 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from tiermem.core import outbox
+from tiermem.core import outbox, provenance
 from tiermem.core.curate import pinned_ids
 from tiermem.core.errors import InvalidInput
-from tiermem.core.hygiene import provenance
 from tiermem.core.scoring import DAY, classify
 from tiermem.core.tree import normalize_path
 from tiermem.core.warm import MemoryRecord, Tier

@@ -17,12 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import outbox, reinforce
+from tiermem.core import outbox, provenance, reinforce
 from tiermem.core.config import ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.hot import HotStore
-from tiermem.core.hygiene import provenance
 from tiermem.core.scoring import DAY, ScoreTier, classify, decay, half_life_days, reinforcement
 from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import normalize_path

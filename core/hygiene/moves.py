@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import curate, outbox
+from tiermem.core import curate, outbox, provenance
 from tiermem.core.errors import InvalidInput, LimitExceeded, NotFound
 from tiermem.core.hot import CRITICAL_IMPORTANCE, HotStore, Lesson
-from tiermem.core.hygiene import provenance
 from tiermem.core.hygiene.extras import archive_expired
 from tiermem.core.hygiene.sessions import (
     check_session,

@@ -39,7 +39,7 @@ def test_config_toml_overrides_config_json_and_odd_values_are_named(cli: Cli, ho
     }
     (home / "config.json").write_text(json.dumps(seed))
     (home / "config.toml").write_text("[hot]\nmax_lessons = 3\n")
-    code, _, err = cli("hot")
+    code, _, err = cli("hot", "--add-event", "config read")  # a write: it creates the agent
     assert code == 0
     assert "agent_id 'scout' ignored" in err
     assert "consolidation.warm_eviction 'every minute' ignored" in err
@@ -52,8 +52,8 @@ def test_config_toml_overrides_config_json_and_odd_values_are_named(cli: Cli, ho
 def test_a_broken_config_json_is_a_one_line_config_error(cli: Cli, home: Path) -> None:
     home.mkdir()
     (home / "config.json").write_text("{nope")
-    code, _, err = cli("hot")
+    code, _, err = cli("hot", "--add-event", "never stored")
     assert code == 6 and "config.json" in err and "Traceback" not in err
     (home / "config.json").write_text('{"hot": {"max_lessons": "many"}}')
-    code, _, err = cli("hot")
+    code, _, err = cli("hot", "--add-event", "never stored")
     assert code == 6 and "hot.max_lessons" in err

@@ -18,6 +18,7 @@ STATE = {
 
 
 def test_set_show_merge_and_clear_per_session(cli: Cli) -> None:
+    cli.json("store", "--text", "a first fact makes the home", "--category", "ci")
     assert cli.json("working", "show", "--session", "s1")["working_memory"] == {}
     saved = cli.json("working", "set", json.dumps(STATE), "--session", "s1")
     assert saved["working_memory"] == STATE and 0 < saved["tokens"] <= saved["limit_tokens"]

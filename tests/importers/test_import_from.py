@@ -55,7 +55,7 @@ def test_a_memory_tool_import_is_idempotent_and_the_dry_run_writes_nothing(
     dry = cli_json(capsys, home, "import", "--from", fmt, "--dry-run", path)
     assert dry["dry_run"] is True and dry["new"] > 0
     assert sum(dry["categories"].values()) == dry["new"]
-    assert memories(capsys, home) == []
+    assert not home.exists()  # the dry run created nothing
     first = cli_json(capsys, home, "import", "--from", fmt, path)
     assert first["stored"] + first["merged"] == dry["new"]
     stored = memories(capsys, home)
@@ -130,7 +130,7 @@ def test_a_chat_history_goes_through_conversation_end_once_dated_by_the_chat(
     home = tmp_path / "home"
     path = str(FIXTURES / fmt)
     dry = cli_json(capsys, home, "import", "--from", fmt, "--dry-run", path)
-    assert dry["conversations"] >= 1 and memories(capsys, home) == []
+    assert dry["conversations"] >= 1 and not home.exists()
     first = cli_json(capsys, home, "import", "--from", fmt, path)
     assert first["conversations"] == dry["conversations"]
     assert first["facts_from_conversations"] >= 1
@@ -165,7 +165,7 @@ def test_no_progress_bar_on_a_pipe(capsys, tmp_path: Path) -> None:
     code, out, err = cli(
         capsys, tmp_path / "h", "import", "--from", "slack", str(FIXTURES / "slack")
     )
-    assert code == 0 and err == ""
+    assert code == 0 and err.startswith("tiermem: created agent") and err.count("\n") == 1
     assert "conversations" in out and "%" not in out
 
 
@@ -225,7 +225,9 @@ def test_export_to_basic_memory_is_a_project_basic_memory_reads(capsys, tmp_path
 
 
 def test_export_basic_memory_needs_an_output_folder(capsys, tmp_path: Path) -> None:
-    code, _, err = cli(capsys, tmp_path / "home", "export", "--format", "basic-memory")
+    home = tmp_path / "home"
+    cli_json(capsys, home, "store", "--text", "a fact to export", "--category", "ci")
+    code, _, err = cli(capsys, home, "export", "--format", "basic-memory")
     assert code == EXIT_USAGE and "--output" in err
 
 

@@ -45,12 +45,14 @@ ROOT: dict[str, Lazy] = {
     "import": _at(
         "interchange",
         "import_",
-        "Import the original JSON files or an exported folder's edits (importing twice adds nothing).",
+        "Import the original JSON files, an exported folder's edits, or another tool's memory "
+        "(`--from`); importing twice adds nothing.",
     ),
     "export": _at(
         "interchange",
         "export",
-        "Export the agent's whole memory as markdown, JSON or a folder of markdown files.",
+        "Export the agent's whole memory as markdown, JSON, a folder of markdown files, or in "
+        "another tool's format.",
     ),
     # the write path
     "distill": _at(

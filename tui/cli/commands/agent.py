@@ -19,10 +19,10 @@ from typing import Any
 
 import click
 
-from tiermem.core import audit, hygiene
+from tiermem.core import audit, hygiene, provenance
 from tiermem.core import context as ctx
 from tiermem.core.errors import InvalidInput
-from tiermem.core.hygiene import HygieneReport, provenance
+from tiermem.core.hygiene import HygieneReport
 from tiermem.tui.cli.options import Options, emit, pass_options, session_option
 from tiermem.tui.cli.reports import outline
 

@@ -8,8 +8,8 @@ from typing import Any
 import click
 import msgspec
 
+from tiermem.core import provenance
 from tiermem.core.errors import InvalidInput
-from tiermem.core.hygiene import provenance
 from tiermem.core.memory_md import MemoryMdReport
 from tiermem.core.tokens import count_tokens
 from tiermem.tui.cli.options import Options, emit, pass_options

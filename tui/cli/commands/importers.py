@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
 
-from tiermem.core import importers
+from tiermem.core import agents, importers
+from tiermem.core.db import Database
+from tiermem.core.engine import Memory
 from tiermem.core.importers.base import Conversation
 from tiermem.core.importers.export import export_basic_memory
 from tiermem.core.importers.mem0 import export_mem0
@@ -23,10 +26,33 @@ IMPORT_FORMATS = importers.FORMATS
 EXPORT_FORMATS = ("mem0", "basic-memory")
 
 
+@contextlib.contextmanager
+def _target(opts: Options, dry_run: bool) -> Iterator[Memory]:
+    """The agent's memory; a dry run for an agent that does not exist yet plans against an
+    empty throwaway home, so that it creates nothing."""
+    if dry_run and not _agent_exists(opts):
+        with tempfile.TemporaryDirectory() as tmp, Memory(Path(tmp), opts.agent_id) as mem:
+            yield mem
+        return
+    with opts.open(create=not dry_run) as mem:
+        yield mem
+
+
+def _agent_exists(opts: Options) -> bool:
+    path = opts.resolved_home() / "tiermem.db"
+    if not path.is_file():
+        return False
+    db = Database(path, read_only=True)
+    try:
+        return agents.agent_exists(db, opts.agent_id)
+    finally:
+        db.close()
+
+
 def import_from(opts: Options, fmt: str, path: Path, dry_run: bool) -> None:
     """Import PATH written by another memory tool or chat app (idempotent; `dry_run` writes
     nothing and says what would happen)."""
-    with opts.open() as mem:
+    with _target(opts, dry_run) as mem:
         plan = importers.plan(fmt, path.expanduser(), importers.context_of(mem))
         if dry_run:
             summary = importers.summarize(mem, plan)

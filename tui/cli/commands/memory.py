@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tiermem.core import distill, hygiene, links
 from tiermem.core.engine import TIER_CHOICES
 from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import record_dict
@@ -16,9 +15,11 @@ from tiermem.core.retrieve import RetrievalResult
 from tiermem.tui.cli.options import Options, emit, pass_options, session_option, when
 
 if TYPE_CHECKING:
-    from tiermem.core import hygiene
-else:  # only a retrieval within a session needs it; `retrieve` starts faster without
+    from tiermem.core import distill, hygiene, links
+else:  # only a session, tags or links need them; `store` and `retrieve` start faster without
     hygiene = lazy_import("tiermem.core.hygiene")
+    links = lazy_import("tiermem.core.links")
+    distill = lazy_import("tiermem.core.distill")
 
 TIER = click.Choice(TIER_CHOICES)
 

@@ -54,7 +54,7 @@ def set_(opts: Options, data: str, session: str, merge: bool) -> None:
     """Replace (or with --merge, patch) the working memory with a JSON object; over the token
     limit it is refused and nothing changes."""
     value = workingmod.parse(data)
-    with opts.open() as mem:
+    with opts.open(create=True) as mem:
         if merge:
             saved = workingmod.patch(mem, session, value)
         else:

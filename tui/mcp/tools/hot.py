@@ -9,8 +9,8 @@ import msgspec
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from tiermem.core import provenance
 from tiermem.core.engine import Memory
-from tiermem.core.hygiene import provenance
 from tiermem.core.tokens import count_tokens
 from tiermem.tui.mcp.home import Home
 from tiermem.tui.mcp.tools.base import ToolSpec
