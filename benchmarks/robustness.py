@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import statistics
 import tempfile
@@ -326,6 +327,43 @@ def embedders_named(names: Sequence[str]) -> dict[str, vectors.Embedder]:
     return out
 
 
+def markdown(out: dict[str, Any]) -> None:
+    """README tables from a run's JSON: overall per variant, then recall@10 per question type."""
+    test = out["test"]
+    systems = list(next(iter(test.values())))
+    print("| variant (test half) | " + " | ".join(systems) + " | CPU p50 ms (ratio) |")
+    print("|---" * (len(systems) + 2) + "|")
+    for variant, table in test.items():
+        cells = [
+            f"{table[n]['overall']['r10']:.3f} / {table[n]['overall']['mrr']:.3f}" for n in systems
+        ]
+        ours, base = table["tiermem defaults"]["overall"], table[BASELINE]["overall"]
+        cpu = f"{ours['cpu_p50_ms']:.2f} / {base['cpu_p50_ms']:.2f} "
+        cpu += f"({ours['cpu_p50_ms'] / base['cpu_p50_ms']:.1f}×)"
+        print(f"| {variant} | " + " | ".join(cells) + f" | {cpu} |")
+    types = sorted({t for table in test.values() for t in table[BASELINE] if t != "overall"})
+    print("\n| turn r@10 (tiermem / FTS5 porter + stopwords) | " + " | ".join(types) + " |")
+    print("|---" * (len(types) + 1) + "|")
+    for variant, table in test.items():
+        cells = []
+        for t in types:
+            ours, base = table["tiermem defaults"].get(t), table[BASELINE].get(t)
+            known = ours and base and not math.isnan(ours["r10"])
+            cells.append(
+                f"{ours['r10']:.2f} / {base['r10']:.2f} ({ours['turn_n']})" if known else "–"
+            )
+        print(f"| {variant} | " + " | ".join(cells) + " |")
+    for variant, table in out.get("vectors", {}).items():
+        print(
+            f"\n{variant}: "
+            + "; ".join(
+                f"{name} r@10 {s['overall']['r10']:.3f} MRR {s['overall']['mrr']:.3f} "
+                f"CPU p50 {s['overall']['cpu_p50_ms']:.1f} ms"
+                for name, s in table.items()
+            )
+        )
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -336,11 +374,15 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--hybrid", type=int, default=0, help="test questions for vector modes")
     parser.add_argument("--embedders", default="minilm,model2vec")
     parser.add_argument("--skip-dev", action="store_true", help="test half only, defaults")
+    parser.add_argument("--markdown", type=Path, help="print README tables from a run's JSON")
     return parser.parse_args()
 
 
 def main() -> None:
     args = parse_args()
+    if args.markdown:
+        markdown(json.loads(args.markdown.read_text()))
+        return
     questions, sessions_of = load("s")
     split = halves(questions, args.questions)
     variants = args.variants.split(",")
