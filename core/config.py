@@ -103,7 +103,15 @@ class RetrievalConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Distinct query terms used; the rest of a very long query is ignored."""
     length_penalty: Annotated[float, msgspec.Meta(ge=0.0, le=2.0)] = 0.3
     """Exponent of the length prior: BM25 × tokens^-length_penalty (0 = plain BM25). A long
-    memory that mentions a word once is less about it than a short one."""
+    memory that mentions a word once is less about it than a short one; the prior applies in
+    full only where the candidates' lengths spread (`length_spread_min`, `length_spread_full`)."""
+    length_spread_min: Annotated[float, msgspec.Meta(ge=0.0)] = 0.8
+    """The length prior adapts to the candidates: at or below this spread of their lengths
+    (standard deviation of ln tokens) it is off, since memories alike in length are not more or
+    less about a word for their length."""
+    length_spread_full: Annotated[float, msgspec.Meta(ge=0.0)] = 1.1
+    """The spread from which the full `length_penalty` applies (linear in between); 0 = a fixed
+    prior whatever the lengths."""
     temporal_boost: Annotated[float, msgspec.Meta(ge=0.0)] = 0.25
     """Relative bonus for a memory dated inside a window the query names ("last week",
     "in May", "three days ago"); 0 turns time cues off (their words are then searched)."""

@@ -44,7 +44,8 @@ class Explanation:
     """relevance × (1 + category_boost) × (1 + time_boost) + tier_tiebreak × tier_score."""
     tier: str
     length_factor: float = 1.0
-    """tokens^-length_penalty, relative to the shortest candidate (1 for it)."""
+    """The length prior, tokens^-α relative to the shortest candidate (1 for it); α is
+    `length_penalty` scaled by the spread of the candidates' lengths (1 when they are alike)."""
     time_match: str | None = None
     """The query's time cue whose window contains this memory's date, with the window."""
     time_boost: float = 0.0
@@ -130,6 +131,29 @@ def coverage(candidate: Candidate, terms: Sequence[str]) -> float:
         return 0.0
     text = " ".join(str(candidate.row[i]) for i in _SEARCHABLE)
     return len(matched_terms(text, {stem(t): t for t in terms})) / len(terms)
+
+
+def length_factors(tokens: Sequence[int], cfg: RetrievalConfig) -> list[float]:
+    """The length prior of each candidate: tokens^-α relative to the shortest (1 for it). α is
+    `length_penalty` scaled by how spread the candidates' lengths are (the standard deviation
+    of ln tokens): 0 up to `length_spread_min`, the full penalty from `length_spread_full`,
+    linear between. Where memories are alike in length (turns of a chat between people, facts)
+    a longer one is not less about a word, and the prior only adds noise."""
+    sizes = [max(1, t) for t in tokens]
+    if not sizes or cfg.length_penalty == 0:
+        return [1.0] * len(sizes)
+    alpha = cfg.length_penalty
+    if cfg.length_spread_full > 0:
+        logs = [math.log(t) for t in sizes]
+        mean = sum(logs) / len(logs)
+        spread = math.sqrt(sum((x - mean) ** 2 for x in logs) / len(logs))
+        low, full = cfg.length_spread_min, max(cfg.length_spread_full, cfg.length_spread_min)
+        share = 1.0 if spread >= full else (0.0 if spread <= low else (spread - low) / (full - low))
+        alpha *= share
+    if alpha == 0:
+        return [1.0] * len(sizes)
+    shortest = min(sizes)
+    return [(shortest / t) ** alpha for t in sizes]
 
 
 def fuse(keyword: list[Candidate], similar: list[Candidate], weight: float) -> list[Candidate]:

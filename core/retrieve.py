@@ -3,8 +3,8 @@
 Keyword mode (the default): query → terms (stopwords and time-only words dropped) → (1) tree:
 nodes whose path or description share a term become candidate categories, each with its reason;
 (2) FTS5 BM25 over text, category and metadata, scoped to the agent inside the index; (3)
-relevance = BM25 × a length prior (tokens^-length_penalty: a long memory that mentions a word
-once is less about it than a short one), normalised to the best candidate; raised inside
+relevance = BM25 × a length prior (tokens^-α: a long memory that mentions a word once is less
+about it than a short one; α shrinks to 0 when the candidates are alike in length), normalised to the best candidate; raised inside
 candidate categories and for memories dated inside a time window the query names ("last week",
 "in May"); plus the tier score as a weak tie-break only — decay decides where a memory lives,
 not whether a relevant one is found; (4) every hit carries its explanation; (5) an optional
@@ -46,6 +46,7 @@ from tiermem.core.ranking import (
     explain,
     fit_budget,
     fuse,
+    length_factors,
     match_tree,
 )
 from tiermem.core.ranking import Explanation as Explanation  # part of a result's public shape
@@ -445,12 +446,8 @@ def _keyword_candidates(
     rows = store.db.query(sql, params)
     if not rows:
         return []
-    alpha = retrieval.length_penalty
-    shortest = max(1, min(int(r[2 + ROW_TOKENS]) for r in rows))
-    weighted = []
-    for r in rows:
-        factor = (shortest / max(1, int(r[2 + ROW_TOKENS]))) ** alpha if alpha else 1.0
-        weighted.append((-float(r[1]) * factor, factor, r))
+    factors = length_factors([int(r[2 + ROW_TOKENS]) for r in rows], retrieval)
+    weighted = [(-float(r[1]) * f, f, r) for f, r in zip(factors, rows, strict=True)]
     best = max(w for w, _, _ in weighted) or 1.0
     out = [
         Candidate(
