@@ -7,7 +7,7 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,6 +82,20 @@ def when(ts: float | None, never: str = "never") -> str:
     if ts is None or ts <= 0:
         return never
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
+
+
+def write_stream(pieces: Iterable[str], output: Path | None) -> None:
+    """Streamed text to standard output, or to `output` whole or not at all (a temporary file
+    renamed over it)."""
+    if output is None:
+        for piece in pieces:
+            sys.stdout.write(piece)
+        return
+    tmp = output.with_name(f".{output.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for piece in pieces:
+            handle.write(piece)
+    tmp.replace(output)
 
 
 def emit(opts: Options, payload: dict[str, Any], text: str | Callable[[], str]) -> None:

@@ -20,7 +20,7 @@ from tiermem.core.engine import Memory
 from tiermem.core.importers.base import Conversation
 from tiermem.core.importers.export import export_basic_memory
 from tiermem.core.importers.mem0 import export_mem0
-from tiermem.tui.cli.options import Options, emit
+from tiermem.tui.cli.options import Options, emit, write_stream
 
 IMPORT_FORMATS = importers.FORMATS
 EXPORT_FORMATS = ("mem0", "basic-memory")
@@ -113,13 +113,7 @@ def export_as(opts: Options, fmt: str, output: Path | None) -> None:
             )
             return
         pieces = export_mem0(mem)
-        if output is None:
-            for piece in pieces:
-                sys.stdout.write(piece)
-            return
-        tmp = output.with_name(f".{output.name}.tmp")
-        with tmp.open("w", encoding="utf-8") as handle:
-            for piece in pieces:
-                handle.write(piece)
-        tmp.replace(output)
+        write_stream(pieces, output)
+    if output is None:
+        return
     emit(opts, {"written": str(output), "format": fmt}, f"wrote {output}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -16,7 +15,7 @@ from tiermem.tui.cli.commands.importers import (
     export_as,
     import_from,
 )
-from tiermem.tui.cli.options import Options, emit, pass_options
+from tiermem.tui.cli.options import Options, emit, pass_options, write_stream
 
 
 @click.command(name="import")
@@ -122,13 +121,7 @@ def export(opts: Options, folder: Path | None, fmt: str, output: Path | None) ->
         return
     with opts.open() as mem:
         pieces = export_json(mem) if fmt == "json" else export_markdown(mem)
-        if output is None:
-            for piece in pieces:
-                sys.stdout.write(piece)
-            return
-        tmp = output.with_name(f".{output.name}.tmp")
-        with tmp.open("w", encoding="utf-8") as handle:
-            for piece in pieces:
-                handle.write(piece)
-        tmp.replace(output)
+        write_stream(pieces, output)
+    if output is None:
+        return
     emit(opts, {"written": str(output), "format": fmt}, f"wrote {output}")
