@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from benchmarks.figures import Figure, child_env, median_ms, run_measured, run_timed, timed
-from benchmarks.sync_bench import fill_critical_state
+from benchmarks.sync_bench import fill_critical_state, small_hot_change
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto, pusher
@@ -58,7 +58,7 @@ def push_figure(vault: Vault, n: int) -> Figure:
     ours, sizes = [], []
     with Memory(vault.home, AGENT) as mem, SyncEngine(mem) as engine:
         for i in range(n):
-            mem.add_event(f"benchmark conversation {i} ended")
+            small_hot_change(mem, f"benchmark conversation {i:06d} ended")
             started = time.perf_counter()
             result = engine.push()
             ours.append(time.perf_counter() - started)

@@ -85,6 +85,12 @@ def fill_critical_state(mem: Memory) -> None:
             mem.tree_add(f"area{top}/topic{child}", f"notes about topic {child} of area {top}")
 
 
+def small_hot_change(mem: Memory, label: str) -> None:
+    """One small change of the critical state that always fits: hot memory is kept full, where
+    a new event would be the first item its own limit prunes (and so refused)."""
+    mem.update_hot("identity", {"last_conversation": label})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -131,7 +137,7 @@ def bench_push(
 ) -> None:
     latencies, requests, wire, sizes = [], [], [], []
     for i in range(n):
-        mem.add_event(f"benchmark conversation {i} ended")
+        small_hot_change(mem, f"benchmark conversation {i:06d} ended")
         before = len(proxy.log)
         started = time.perf_counter()
         result = engine.push()
@@ -169,7 +175,7 @@ def bench_daemon(mem: Memory, engine: SyncEngine, trials: int = 10) -> None:
         try:
             for i in range(trials):
                 time.sleep(0.3)
-                mem.add_event(f"daemon trial {i}")
+                small_hot_change(mem, f"daemon trial {i:06d}")
                 started = time.perf_counter()
                 while engine.has_work():
                     time.sleep(0.005)
