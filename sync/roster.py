@@ -59,7 +59,12 @@ CREATE_ROSTER: Final = (
     "CREATE TABLE IF NOT EXISTS roster (agent_tag BLOB NOT NULL, seq INTEGER NOT NULL, "
     "body BLOB NOT NULL, PRIMARY KEY (agent_tag, seq))"
 )
-INSERT_ENTRY: Final = "INSERT INTO roster (agent_tag, seq, body) VALUES (?, ?, ?)"
+INSERT_ENTRY: Final = (
+    "INSERT INTO roster (agent_tag, seq, body) SELECT ?1, ?2, ?3 WHERE NOT EXISTS "
+    "(SELECT 1 FROM roster WHERE agent_tag = ?1 AND seq = ?2 AND body = ?3)"
+)
+"""Appending an entry again (a retry after a lost answer) changes nothing; another entry at the
+same place is a conflict (the primary key refuses it)."""
 
 Select = Callable[[str, Args], ResultSet]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from tests.sync.devicekit import Terminal, first_device, join_with_recovery, pai
 from tests.sync.helpers import PASSPHRASE, dump_bytes, policy
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
-from tiermem.core.errors import DeviceRevoked
+from tiermem.core.errors import DeviceRevoked, SqlError
 from tiermem.sync import crypto, roster
 from tiermem.sync.crypto.roster import load_signing_key
 from tiermem.sync.engine import SyncEngine
@@ -436,3 +437,17 @@ def test_a_paired_device_takes_the_approvers_floor_and_roster(
             view.devices[bytes.fromhex(new_id)].added_by == engine_a.require_ready().device_id.hex()
         )
         assert local_state(mem_a) == before
+
+
+def test_a_retried_roster_append_is_a_no_op_and_another_entry_in_its_place_conflicts(
+    client: HranaClient,
+) -> None:
+    """A push whose answer was lost is sent again byte for byte: the entry it already appended
+    must not make the retry fail, while a different entry at the same place still does."""
+    tag = os.urandom(16)
+    client.batch([(roster.CREATE_ROSTER, ()), (roster.INSERT_ENTRY, (tag, 0, b"entry"))])
+    client.batch([(roster.CREATE_ROSTER, ()), (roster.INSERT_ENTRY, (tag, 0, b"entry"))])
+    with pytest.raises(SqlError):
+        client.batch([(roster.INSERT_ENTRY, (tag, 0, b"another entry"))])
+    rows = client.execute("SELECT body FROM roster WHERE agent_tag = ?", (tag,)).rows
+    assert [r[0] for r in rows] == [b"entry"]
