@@ -10,12 +10,14 @@ else one drawn from ``weights`` with a seeded RNG (so a failing run replays), or
 inside the proxy itself (tests should assert it stays empty).
 
 Stdlib ``http.server`` threads plus one ``httpx.Client`` for forwarding; ``stop()`` releases any
-held request, joins every handler thread and closes every socket.
+held request, joins every handler thread and closes every socket. :class:`ChildProxy` runs one in
+a child process, for a test that measures its own process's memory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import random
 import socket
 import struct
@@ -25,6 +27,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing.connection import Connection
 from typing import Literal
 
 import httpx
@@ -234,3 +237,51 @@ class FaultProxy:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class ChildProxy:
+    """A `FaultProxy` with random faults in a child process; `log` and `errors` arrive at `stop()`.
+
+    A test that samples its own RSS must not host the proxy: its thread per request relays
+    answers of up to a megabyte (restore pages), and glibc keeps what those threads freed
+    resident in their own malloc arenas (`malloc_trim` does not shrink a thread arena's top),
+    so RSS would climb at every restore while the test's own live memory stays flat.
+    """
+
+    def __init__(
+        self, upstream: str, *, seed: int = 0, weights: Mapping[Fault, float] | None = None
+    ) -> None:
+        context = multiprocessing.get_context("spawn")  # no fork of a process with threads
+        self._pipe, child = context.Pipe()
+        self._process = context.Process(
+            target=_serve, args=(child, upstream, seed, dict(weights or {})), daemon=True
+        )
+        self._process.start()
+        child.close()
+        self.url: str = self._pipe.recv()
+        self.log: list[LogEntry] = []
+        self.errors: list[str] = []
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError, EOFError):  # the child is gone already
+            self._pipe.send(None)
+            self.log, self.errors = self._pipe.recv()
+        self._process.join(timeout=10)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+        self._pipe.close()
+
+    def __enter__(self) -> ChildProxy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _serve(pipe: Connection, upstream: str, seed: int, weights: dict[Fault, float]) -> None:
+    """The child of a `ChildProxy`: serve until told to stop, then send back log and errors."""
+    with FaultProxy(upstream, seed=seed, weights=weights) as proxy:
+        pipe.send(proxy.url)
+        pipe.recv()
+    pipe.send((proxy.log, proxy.errors))
