@@ -281,6 +281,10 @@ class HranaClient:
         if failure is not None:
             raise failure
         assert response is not None
+        # httpx 0.28 keeps every response in a reference cycle with its (read, closed) stream,
+        # so its body — a restore page is megabytes — would live until a full garbage
+        # collection; without the cycle it goes with the response.
+        response.stream = httpx.ByteStream(b"")
         if response.status_code != 200:
             raise self._status_error(response)
         doc = _loads(response.content)

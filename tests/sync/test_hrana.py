@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import logging
 import math
@@ -119,6 +120,22 @@ def test_url_mapping(url: str, base: str) -> None:
 def test_bad_urls_are_invalid_input(url: str) -> None:
     with pytest.raises(InvalidInput):
         to_base_url(url)
+
+
+def test_an_answer_is_freed_once_read_not_at_the_next_garbage_collection() -> None:
+    """A restore reads pages of megabytes: no answer may wait for the cyclic collector."""
+    big = [[{"type": "text", "value": "x" * 100_000}]]
+    body = pipeline_body(ok({"type": "execute", "result": stmt_result(["x"], big)}))
+    with mock_client(replying([], body)) as client:
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(3):
+                assert client.execute("SELECT x").rows[0][0] == "x" * 100_000
+            alive = [o for o in gc.get_objects() if isinstance(o, httpx.Response)]
+        finally:
+            gc.enable()
+    assert alive == []
 
 
 def test_execute_sends_one_typed_pipeline_request(captured: list[httpx.Request]) -> None:
