@@ -53,6 +53,7 @@ OUT = Path(__file__).resolve().parent / "out"
 BASELINE = "fts5-porter-stop"
 SETTINGS: dict[str, dict[str, Any]] = {
     "defaults": {},
+    "adjacent pairs off": {"adjacent_pairs": False},
     "fixed prior 0.3": {"length_spread_full": 0.0},
     "prior off": {"length_penalty": 0.0},
     "spread 0.6-0.9": {"length_spread_min": 0.6, "length_spread_full": 0.9},
@@ -373,6 +374,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--hybrid", type=int, default=0, help="test questions for vector modes")
     parser.add_argument("--embedders", default="minilm,model2vec")
+    parser.add_argument("--hybrid-half", choices=("dev", "test"), default="test")
     parser.add_argument("--skip-dev", action="store_true", help="test half only, defaults")
     parser.add_argument("--markdown", type=Path, help="print README tables from a run's JSON")
     return parser.parse_args()
@@ -425,14 +427,16 @@ def main() -> None:
         out["test"] = {v: as_json(t) for v, t in test.items()}
         if args.hybrid and vectors.installed():
             embedders = embedders_named(args.embedders.split(","))
-            few = split["test"][: args.hybrid]
+            few = split[args.hybrid_half][: args.hybrid]
             vec = {
                 v: run_vectors(BUILDERS[v], few, sessions_of, embedders, args.repeat, root)
                 for v in variants
             }
             for v, table in vec.items():
                 print_table(
-                    f"vector modes, test half, {len(few)} questions, {v}", table, list(table)
+                    f"vector modes, {args.hybrid_half} half, {len(few)} questions, {v}",
+                    table,
+                    list(table),
                 )
             out["vectors"] = {v: as_json(t) for v, t in vec.items()}
     out["seconds"] = time.perf_counter() - started

@@ -427,7 +427,8 @@ def _keyword_candidates(
     """The best `candidate_pool` BM25 matches, relevance-weighted by length. The agent's rowid
     range scopes the FTS5 walk; a tier or category filter needs the join inside the search,
     otherwise only the pool's rows are looked up."""
-    params: list[object] = [fts_match(terms, prefixes), store.slot, store.slot]
+    match = fts_match(terms, prefixes, pairs=retrieval.adjacent_pairs)
+    params: list[object] = [match, store.slot, store.slot]
     if not filters.any:
         sql = (
             f"SELECT f.rowid, f.r, {ROW_FIELDS} FROM (SELECT rowid, {_BM25} AS r FROM memories_fts "

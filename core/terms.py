@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
+from itertools import pairwise
 
 TERM = re.compile(r"[^\W_]+")
 
@@ -44,18 +46,24 @@ def query_terms(
     return list(dict.fromkeys(content or words))[:max_terms]
 
 
+@lru_cache(maxsize=16384)
 def stem(word: str) -> str:
-    """A light suffix stripper used to explain matches (FTS5 itself uses Porter)."""
+    """A light suffix stripper used to explain matches (FTS5 itself uses Porter); cached, as
+    every query stems its terms for the tree, the tags and each explanation."""
     for suffix in ("ations", "ation", "ings", "ing", "edly", "ed", "ies", "es", "ly", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
     return word
 
 
-def fts_match(terms: Sequence[str], prefixes: Sequence[str] = ()) -> str:
+def fts_match(terms: Sequence[str], prefixes: Sequence[str] = (), pairs: bool = False) -> str:
     """An FTS5 query matching any of the quoted terms, or any word starting with one of the
-    quoted `prefixes` (never FTS5 syntax from the user)."""
+    quoted `prefixes` (never FTS5 syntax from the user). `pairs` adds each two neighbouring
+    terms as a phrase: a memory that has them side by side ("cocktail recipe") scores that
+    phrase's BM25 on top of the words'."""
     quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
+    if pairs:
+        quoted += [f"{a[:-1]} {b[1:]}" for a, b in pairwise(quoted)]
     quoted += ['"' + p.replace('"', '""') + '"*' for p in prefixes]
     return " OR ".join(quoted)
 
