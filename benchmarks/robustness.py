@@ -53,7 +53,7 @@ OUT = Path(__file__).resolve().parent / "out"
 BASELINE = "fts5-porter-stop"
 SETTINGS: dict[str, dict[str, Any]] = {
     "defaults": {},
-    "adjacent pairs off": {"adjacent_pairs": False},
+    "adjacent pairs": {"adjacent_pairs": True},
     "fixed prior 0.3": {"length_spread_full": 0.0},
     "prior off": {"length_penalty": 0.0},
     "spread 0.6-0.9": {"length_spread_min": 0.6, "length_spread_full": 0.9},

@@ -51,7 +51,13 @@ from tiermem.core.ranking import (
 )
 from tiermem.core.ranking import Explanation as Explanation  # part of a result's public shape
 from tiermem.core.temporal import TimeWindow, cue_words, find_windows
-from tiermem.core.terms import fts_match, prefix_variants, query_terms, unfinished_word
+from tiermem.core.terms import (
+    adjacent_pairs,
+    fts_match,
+    prefix_variants,
+    query_terms,
+    unfinished_word,
+)
 from tiermem.core.tree import TreeIndex, normalize_path
 from tiermem.core.warm import TIERS, MemoryStore, Tier
 
@@ -142,7 +148,8 @@ def search(
     prefixes = prefix_variants(last) if last else []
     if terms and mode != "vector":
         exact = [t for t in terms if t != last] if prefixes else terms
-        keyword = _keyword_candidates(store, exact, filters, retrieval, prefixes)
+        pairs = adjacent_pairs(query, exact) if retrieval.adjacent_pairs else []
+        keyword = _keyword_candidates(store, exact, filters, retrieval, prefixes, pairs)
         keyword += _tag_candidates(filters, exact, keyword, retrieval.candidate_pool)
     similar: list[Candidate] = []
     if mode != "keyword" and vectors is not None:  # (vector and hybrid modes require it)
@@ -423,12 +430,13 @@ def _keyword_candidates(
     filters: _Filters,
     retrieval: RetrievalConfig,
     prefixes: Sequence[str] = (),
+    pairs: Sequence[tuple[str, str]] = (),
 ) -> list[Candidate]:
-    """The best `candidate_pool` BM25 matches, relevance-weighted by length. The agent's rowid
+    """The best `candidate_pool` BM25 matches (of the terms, prefixes and phrase pairs),
+    relevance-weighted by length. The agent's rowid
     range scopes the FTS5 walk; a tier or category filter needs the join inside the search,
     otherwise only the pool's rows are looked up."""
-    match = fts_match(terms, prefixes, pairs=retrieval.adjacent_pairs)
-    params: list[object] = [match, store.slot, store.slot]
+    params: list[object] = [fts_match(terms, prefixes, pairs), store.slot, store.slot]
     if not filters.any:
         sql = (
             f"SELECT f.rowid, f.r, {ROW_FIELDS} FROM (SELECT rowid, {_BM25} AS r FROM memories_fts "

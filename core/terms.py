@@ -56,16 +56,25 @@ def stem(word: str) -> str:
     return word
 
 
-def fts_match(terms: Sequence[str], prefixes: Sequence[str] = (), pairs: bool = False) -> str:
-    """An FTS5 query matching any of the quoted terms, or any word starting with one of the
-    quoted `prefixes` (never FTS5 syntax from the user). `pairs` adds each two neighbouring
-    terms as a phrase: a memory that has them side by side ("cocktail recipe") scores that
-    phrase's BM25 on top of the words'."""
+def fts_match(
+    terms: Sequence[str], prefixes: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = ()
+) -> str:
+    """An FTS5 query matching any of the quoted terms, any word starting with one of the quoted
+    `prefixes`, or any of the `pairs` as a phrase (never FTS5 syntax from the user)."""
     quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
-    if pairs:
-        quoted += [f"{a[:-1]} {b[1:]}" for a, b in pairwise(quoted)]
+    quoted += ['"' + f"{a} {b}".replace('"', '""') + '"' for a, b in pairs]
     quoted += ['"' + p.replace('"', '""') + '"*' for p in prefixes]
     return " OR ".join(quoted)
+
+
+def adjacent_pairs(query: str, terms: Sequence[str]) -> list[tuple[str, str]]:
+    """Two search terms side by side in the query ("cocktail recipe", not "try … weekend"
+    across a dropped word): searched as a phrase too, a memory that has them side by side
+    scores that phrase's BM25 on top of the words'."""
+    words = [w.casefold()[:MAX_TERM_CHARS] for w in TERM.findall(query)]
+    wanted = set(terms)
+    found = [(a, b) for a, b in pairwise(words) if a in wanted and b in wanted and a != b]
+    return list(dict.fromkeys(found))
 
 
 MIN_PREFIX = 2

@@ -1,4 +1,4 @@
-"""Neighbouring query words as phrases: through the CLI, with the setting on and off."""
+"""Neighbouring query words as phrases (`adjacent_pairs`): through the CLI, on and off."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tiermem.core.terms import fts_match
+from tiermem.core.terms import adjacent_pairs, fts_match, query_terms
 from tiermem.tui.cli import run
 
 APART = "the recipe my aunt wrote needs a cocktail"
@@ -35,17 +35,18 @@ def home(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
 def test_memory_with_the_query_words_side_by_side_ranks_first(
     capsys: pytest.CaptureFixture[str], home: Path
 ) -> None:
+    (home / "config.toml").write_text("[retrieval]\nadjacent_pairs = true\n")
     assert retrieve(capsys, home, "which cocktail recipe did I note?") == [SIDE_BY_SIDE, APART]
 
 
-def test_phrases_off_leaves_plain_word_ranking(
-    capsys: pytest.CaptureFixture[str], home: Path
-) -> None:
-    (home / "config.toml").write_text("[retrieval]\nadjacent_pairs = false\n")
+def test_by_default_words_rank_alone(capsys: pytest.CaptureFixture[str], home: Path) -> None:
     assert retrieve(capsys, home, "which cocktail recipe did I note?") == [APART, SIDE_BY_SIDE]
 
 
-def test_pairs_are_quoted_phrases_of_neighbouring_terms() -> None:
-    assert fts_match(["a", 'b"c', "d"], pairs=True) == (
-        '"a" OR "b""c" OR "d" OR "a b""c" OR "b""c d"'
+def test_pairs_are_search_terms_side_by_side_in_the_query() -> None:
+    query = 'Did I try the "cocktail recipe" at Sam\'s, or a cocktail?'
+    terms = query_terms(query, 32)
+    assert adjacent_pairs(query, terms) == [("cocktail", "recipe")]
+    assert fts_match(terms[:2], pairs=[("cocktail", 'reci"pe')]) == (
+        '"try" OR "cocktail" OR "cocktail reci""pe"'
     )
