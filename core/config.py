@@ -115,8 +115,8 @@ class RetrievalConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     adjacent_pairs: bool = False
     """Also search two query words that stand side by side in the query as a phrase, so a
     memory holding them side by side ("cocktail recipe") ranks above one holding them apart
-    (off by default: under a point of MRR on most conversation shapes for a fifth more query
-    time)."""
+    (off by default: under a point of MRR on most conversation shapes, up to a fifth more
+    query time on a large store)."""
     temporal_boost: Annotated[float, msgspec.Meta(ge=0.0)] = 0.25
     """Relative bonus for a memory dated inside a window the query names ("last week",
     "in May", "three days ago"); 0 turns time cues off (their words are then searched)."""
