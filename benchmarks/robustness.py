@@ -5,13 +5,14 @@
 
 Questions are split into a dev and a test half by a hash of their id. On each variant's dev half
 (the first N dev questions) every tiermem setting of `SETTINGS` is measured against the same-run
-baselines, on one index per question (retrieval is a pure read here); the setting kept is the
-changes kept are those that help or are neutral on every variant (no loss of recall@10 or MRR
-beyond 0.005 on any dev half). The test half (the first N test questions) then reports the
-defaults, the fixed and no length prior, any kept change, and the baselines, per variant and per question type. Latency: per question the median
-over `--repeat` runs of wall and CPU (process) time; the ratio to the baseline is of CPU p50.
-`--hybrid N` also measures hybrid and vector mode on N test questions per variant with each
-embedder (memory embeddings are computed while indexing; the query's embedding is timed).
+baselines, on one index per question (retrieval is a pure read here); the changes kept are those
+that help or are neutral on every variant (no loss of recall@10 or MRR beyond 0.005 on any dev
+half). The test half (the first N test questions) then reports the defaults, the fixed and no
+length prior, any kept change, and the baselines, per variant and per question type. Latency:
+per question the median over `--repeat` runs of wall and CPU (process) time; the ratio to the
+baseline is of CPU p50. `--hybrid N` also measures hybrid and vector mode on N questions per
+variant (of the test half, or the dev half with `--hybrid-half dev`) with each embedder (memory
+embeddings are computed while indexing; the query's embedding is timed).
 JSON goes to benchmarks/out/robustness-<time>.json.
 """
 
@@ -372,9 +373,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--questions", type=int, default=60, help="per half (0 = all)")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--hybrid", type=int, default=0, help="test questions for vector modes")
+    parser.add_argument("--hybrid", type=int, default=0, help="questions for vector modes")
     parser.add_argument("--embedders", default="minilm,model2vec")
-    parser.add_argument("--hybrid-half", choices=("dev", "test"), default="test")
+    parser.add_argument(
+        "--hybrid-half", choices=("dev", "test"), default="test", help="half of --hybrid"
+    )
     parser.add_argument("--skip-dev", action="store_true", help="test half only, defaults")
     parser.add_argument("--markdown", type=Path, help="print README tables from a run's JSON")
     return parser.parse_args()
