@@ -24,6 +24,7 @@ from tiermem.core.consolidate import ConsolidationReport, check_mode, consolidat
 from tiermem.core.conversation import ConversationReport
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput
+from tiermem.core.graph.signal import GraphSignals
 from tiermem.core.hot import HotState, HotStore
 from tiermem.core.ingest import IngestReport
 from tiermem.core.llm import settings_from
@@ -212,6 +213,9 @@ class Memory:
             mode=chosen,
             vectors=vectors,
             llm_paths=paths,
+            signals=GraphSignals(self.db, self.agent_id, self.cfg.graph)
+            if self.cfg.graph.retrieval_signal
+            else None,
         )
         result.notes[:0] = notes
         if reinforce:

@@ -432,6 +432,94 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE hot_state ADD COLUMN previous_render TEXT NOT NULL DEFAULT '';
     """,
+    # Episodic memory and the knowledge graph (core/episodes.py, core/graph/): one episode per
+    # conversation with its own keyword index and expiry; entities with their names and aliases,
+    # relations with a validity window, mentions linking entities to memories and episodes, and
+    # how far graph indexing and dreaming have got per agent.
+    """
+    CREATE TABLE episodes (
+        seq INTEGER PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        abstract TEXT NOT NULL,
+        topics TEXT NOT NULL DEFAULT '',
+        participants TEXT NOT NULL DEFAULT '',
+        fact_ids TEXT NOT NULL DEFAULT '',
+        started_at REAL NOT NULL,
+        ended_at REAL NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        promoted_at REAL,
+        UNIQUE (agent_id, id),
+        UNIQUE (agent_id, source)
+    );
+    CREATE INDEX episodes_promoted ON episodes (agent_id, promoted_at, created_at);
+    CREATE VIRTUAL TABLE episodes_fts USING fts5(
+        summary, topics, participants,
+        content = 'episodes', content_rowid = 'seq',
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER episodes_ai AFTER INSERT ON episodes BEGIN
+        INSERT INTO episodes_fts (rowid, summary, topics, participants)
+        VALUES (new.seq, new.summary, new.topics, new.participants);
+    END;
+    CREATE TRIGGER episodes_ad AFTER DELETE ON episodes BEGIN
+        INSERT INTO episodes_fts (episodes_fts, rowid, summary, topics, participants)
+        VALUES ('delete', old.seq, old.summary, old.topics, old.participants);
+    END;
+    CREATE TRIGGER episodes_au AFTER UPDATE OF summary, topics, participants ON episodes BEGIN
+        INSERT INTO episodes_fts (episodes_fts, rowid, summary, topics, participants)
+        VALUES ('delete', old.seq, old.summary, old.topics, old.participants);
+        INSERT INTO episodes_fts (rowid, summary, topics, participants)
+        VALUES (new.seq, new.summary, new.topics, new.participants);
+    END;
+    CREATE TABLE entities (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, id)
+    );
+    CREATE TABLE entity_names (
+        agent_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        entity_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        PRIMARY KEY (agent_id, key)
+    );
+    CREATE INDEX entity_names_entity ON entity_names (agent_id, entity_id);
+    CREATE TABLE relations (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        predicate TEXT NOT NULL,
+        object TEXT NOT NULL,
+        valid_from REAL,
+        valid_to REAL,
+        source TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, id)
+    );
+    CREATE INDEX relations_subject ON relations (agent_id, subject, predicate);
+    CREATE INDEX relations_object ON relations (agent_id, object);
+    CREATE TABLE mentions (
+        agent_id TEXT NOT NULL,
+        entity_id TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('memory', 'episode')),
+        ref TEXT NOT NULL,
+        PRIMARY KEY (agent_id, entity_id, kind, ref)
+    );
+    CREATE INDEX mentions_ref ON mentions (agent_id, kind, ref);
+    CREATE TABLE graph_progress (
+        agent_id TEXT PRIMARY KEY,
+        memory_seq INTEGER NOT NULL DEFAULT 0,
+        dreamed_at REAL NOT NULL DEFAULT 0
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -39,7 +39,8 @@ class Explanation:
     category_boost: float
     tier_score: float
     score: float
-    """relevance × (1 + category_boost) × (1 + time_boost) + tier_tiebreak × tier_score."""
+    """relevance × (1 + category_boost) × (1 + time_boost) × (1 + graph or episode boost)
+    + tier_tiebreak × tier_score."""
     tier: str
     length_factor: float = 1.0
     """tokens^-length_penalty, relative to the shortest candidate (1 for it)."""
@@ -54,6 +55,8 @@ class Explanation:
     """Cosine similarity of the query's and the memory's embeddings (vector and hybrid)."""
     llm_reason: str | None = None
     """Why the model chose this memory's category (LLM tree search)."""
+    via: str | None = None
+    """How the knowledge graph or an episode reached it ("Maya → works_on → Ledgerly")."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,8 @@ class Candidate:
     tier_score: float = 0.0
     score: float = 0.0
     llm_reason: str | None = None
+    signal_boost: float = 0.0
+    via: str | None = None
 
 
 _NAMES = [c.strip() for c in COLUMNS.split(",")]
@@ -184,7 +189,8 @@ class RankContext:
             c.time_boost, c.time_match = time_boost, window
             c.tier_score = tier_score
             c.score = (
-                c.relevance * (1.0 + boost) * (1.0 + time_boost) + cfg.tier_tiebreak * tier_score
+                c.relevance * (1.0 + boost) * (1.0 + time_boost) * (1.0 + c.signal_boost)
+                + cfg.tier_tiebreak * tier_score
             )
         ranked = sorted(found, key=lambda c: (-c.score, c.seq))
         return ranked
@@ -228,6 +234,7 @@ def explain(
             vector_rank=c.vector_rank,
             similarity=c.similarity,
             llm_reason=c.llm_reason,
+            via=c.via,
         )
         hits.append(Hit(memory, explanation))
     return hits

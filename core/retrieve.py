@@ -74,6 +74,16 @@ class RetrievalResult:
     """The query's time cues and the date windows they name."""
 
 
+class Signals(Protocol):
+    """Extra evidence for ranking (core/graph/signal.py: the knowledge graph and episodes)."""
+
+    def apply(
+        self, query: str, found: list[Candidate], where: tuple[str, list[object]]
+    ) -> list[Candidate]:
+        """`found` with boosts and reasons set, plus candidates reached only through it."""
+        ...
+
+
 class VectorSearch(Protocol):
     """Nearest memories of one agent by embedding (core/vectors.py)."""
 
@@ -99,6 +109,7 @@ def search(
     llm_paths: Sequence[PathChoice] | None = None,
     tz: tzinfo | None = None,
     prefix: bool = False,
+    signals: Signals | None = None,
 ) -> RetrievalResult:
     """Rank this agent's memories for `query`. Pure read: reinforcement is the caller's.
 
@@ -107,7 +118,8 @@ def search(
     tree search) restricts the search to the chosen categories, ranked by the model's score
     and then by keyword relevance. `prefix` (search-as-you-type, keyword mode; off by default
     so the tuned ranking is unchanged): the last word, unless a space follows it, also matches
-    as the start of a word ("kube" finds "kubernetes")."""
+    as the start of a word ("kube" finds "kubernetes"). `signals` (keyword mode) raises and
+    adds memories the knowledge graph or an episode links to the query."""
     _check_arguments(query, limit, budget, mode, vectors)
     windows = find_windows(query, now, tz) if retrieval.temporal_boost > 0 else []
     terms = query_terms(query, retrieval.max_query_terms, cue_words(windows))
@@ -132,6 +144,8 @@ def search(
     if terms and mode != "vector":
         exact = [t for t in terms if t != last] if prefixes else terms
         keyword = _keyword_candidates(store, exact, filters, retrieval, prefixes)
+    if signals is not None and mode == "keyword":
+        keyword = signals.apply(query, keyword, filters.sql())
     similar: list[Candidate] = []
     if mode != "keyword" and vectors is not None:  # (vector and hybrid modes require it)
         similar = _vector_candidates(vectors, query, filters, retrieval)

@@ -1,6 +1,6 @@
 """The MCP tools, one small module per group, and the registry the server publishes in order."""
 
-from tiermem.tui.mcp.tools import audit, conversation, hot, hygiene, recall, store
+from tiermem.tui.mcp.tools import audit, conversation, graph, hot, hygiene, recall, store
 from tiermem.tui.mcp.tools.base import ToolSpec
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -17,6 +17,10 @@ TOOLS: tuple[ToolSpec, ...] = (
     recall.CONTEXT,
     conversation.CONVERSATION_END,
     hygiene.HEALTH,
+    graph.EPISODE_SEARCH,
+    graph.EPISODE_LIST,
+    graph.EPISODE_GET,
+    graph.KNOWLEDGE_GRAPH_SEARCH,
 )
 """Every tool, in the order clients list them (and packaging/openclaw/TOOLS.md shows them)."""
 
