@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 CATEGORY = "dreams"
 KINDS = ("preferences", "projects", "patterns", "decisions")
+LABELS = {"preferences": "Preference", "projects": "Project fact", "decisions": "Decision"}
 MAX_FACT_CHARS = 300
 _CUES: dict[str, re.Pattern[str]] = {
     "preferences": re.compile(
@@ -149,7 +150,11 @@ def _offline(mem: Memory, batch: list[Episode]) -> list[tuple[str, str]]:
             if kind:
                 texts[sentence] += 1
                 kinds[sentence] = kind
-    out = [(kinds[t], t) for t, _ in texts.most_common(20)]
+    days = f"{episodes.iso(batch[0].started_at)[:10]} – {episodes.iso(batch[-1].ended_at)[:10]}"
+    out = [
+        (kinds[t], f"{LABELS[kinds[t]]} (conversations of {days}, {n}×): {t}")
+        for t, n in texts.most_common(20)
+    ]
     topics = Counter(t for e in batch for t in dict.fromkeys(e.topics))
     for topic, n in topics.most_common(10):
         if n >= 2:
