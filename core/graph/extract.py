@@ -47,7 +47,7 @@ _PATTERNS: list[tuple[str, str, str, str]] = [
     (
         rf"{_SUBJECT} (?:uses|use|is using|am using|switched to|migrated to) {_OBJECT}",
         "uses",
-        "person",
+        "other",
         "tool",
     ),
     (
@@ -74,6 +74,7 @@ TOOLS = frozenset(
 )
 _MONTHS = {m.casefold(): i for i, m in enumerate(calendar.month_name) if m}
 _MONTHS |= {m.casefold(): i for i, m in enumerate(calendar.month_abbr) if m}
+_DAYS = frozenset(d.casefold() for d in [*calendar.day_name, *calendar.day_abbr])
 _DATE = re.compile(
     r"\b(?P<w>since|from|in|on|as of|until|till|through)\s+(?:(?P<d>\d{1,2})\s+)?"
     r"(?:(?P<iso>(?:19|20)\d\d-\d\d(?:-\d\d)?)|(?P<m>[A-Z][a-z]+)\s+(?P<y>(?:19|20)\d\d))",
@@ -163,6 +164,7 @@ def _relation(
         okind = "organisation"
     if obj.casefold() in TOOLS:
         okind = "tool"
+        predicate = "uses" if predicate == "lives_in" else predicate
     out.add(subject, skind)
     out.add(obj, okind)
     out.relations.append(Relation(subject, predicate, obj, start, end))
@@ -170,6 +172,7 @@ def _relation(
 
 def clean_name(name: str) -> str:
     name = " ".join(name.split()).strip(".,;:!?'\"")
+    name = re.sub(r"['’]s$", "", name)
     if name.casefold() in STOPWORDS or len(name) < 2:
         return ""
     return name
@@ -184,8 +187,10 @@ def proper_names(sentence: str) -> list[str]:
             continue
         if m.start() == 0 and " " not in name:
             continue
-        if name.split()[0].casefold() in STOPWORDS:
+        if name.split()[0].casefold() in STOPWORDS or name.casefold() in _DAYS:
             continue
+        if " " not in name and name.isupper() and len(name) <= 4:
+            continue  # an acronym (API, EUR, VAT) is a word, not a thing
         out.append(name)
     return out
 
