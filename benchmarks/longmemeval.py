@@ -193,7 +193,7 @@ def add_episodes(mem: Memory, stack: Haystack, ids: list[str]) -> None:
             )
             episode = episodes.write(mem, draft)
             graph.index_episode(mem, episode.id, episode.summary)
-    graph.index_memories(mem)
+    graph.index_memories(mem, limit=None)
 
 
 class CachedEmbedder:

@@ -35,12 +35,12 @@ def ranked_sentences(texts: Sequence[str]) -> list[tuple[float, int, str]]:
     """(score, position, sentence), best first: the mean document frequency of a sentence's
     content words, so a sentence about what the conversation keeps returning to wins."""
     found = sentences(texts)
-    freq = Counter(w for s in found for w in set(content_words(s)))
+    words = [content_words(s) for s in found]
+    freq = Counter(w for ws in words for w in set(ws))
     scored = []
-    for i, sentence in enumerate(found):
-        words = content_words(sentence)
-        if words:
-            scored.append((sum(freq[w] for w in words) / len(words) ** 0.7, i, sentence))
+    for i, (sentence, ws) in enumerate(zip(found, words, strict=True)):
+        if ws:
+            scored.append((sum(freq[w] for w in ws) / len(ws) ** 0.7, i, sentence))
     return sorted(scored, key=lambda x: (-x[0], x[1]))
 
 

@@ -102,8 +102,14 @@ def index_text(
     apply(graph, found, kind, ref, now, report)
 
 
-def index_memories(mem: Memory, limit: int = 100_000) -> IndexReport:
-    """Extract from the memories stored since the last call (the agent's progress mark)."""
+BATCH = 1000
+"""Memories read per conversation end or consolidation: a home upgraded with 100,000
+memories catches up over several runs (or at once with `tiermem graph build`)."""
+
+
+def index_memories(mem: Memory, limit: int | None = BATCH) -> IndexReport:
+    """Extract from the memories stored since the last call (the agent's progress mark), at
+    most `limit` of them (None: all)."""
     report = IndexReport()
     graph = store_for(mem)
     now = mem.now()
@@ -114,7 +120,7 @@ def index_memories(mem: Memory, limit: int = 100_000) -> IndexReport:
         rows = mem.db.query(
             "SELECT seq, id, text FROM memories WHERE agent_id = ? AND seq > ? AND category != 'conversations' "
             "ORDER BY seq LIMIT ?",
-            (mem.agent_id, int(last or 0), limit),
+            (mem.agent_id, int(last or 0), -1 if limit is None else limit),
         )
         for _, memory_id, text in rows:
             index_text(graph, str(text), "memory", str(memory_id), now, report)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.server.mcpserver.exceptions import ToolError
 
 from tests.conftest import Clock
 from tiermem.core import episodes
@@ -17,6 +18,8 @@ from tiermem.core.engine import Memory
 from tiermem.core.llm import LLMError
 from tiermem.core.transcript import parse
 from tiermem.tui.cli import run
+from tiermem.tui.mcp.home import Home
+from tiermem.tui.mcp.tools.graph import episode_get, episode_list, episode_search
 
 TRANSCRIPT = """user: Maya works on Ledgerly since March 2026. She prefers PostgreSQL for Ledgerly.
 assistant: Noted, Ledgerly stays on PostgreSQL.
@@ -131,3 +134,20 @@ def test_llm_summary_is_used_when_the_endpoint_answers(
 
 def mem_end(mem: Memory, transport: Any) -> Any:
     return conversation_end(mem, parse(TRANSCRIPT), TRANSCRIPT, transport=transport)
+
+
+def test_episode_tools_over_mcp_find_read_and_refuse_unknown_ids(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    report = end(capsys, tmp_path)
+    home = Home(tmp_path / "home", "default", None)
+    try:
+        found = episode_search(home, "Docker deploys")
+        listed = episode_list(home)
+        one = episode_get(home, report["episode"])
+        with pytest.raises(ToolError, match="NotFound: no episode"):
+            episode_get(home, "ep-000000")
+    finally:
+        home.close()
+    assert [e["id"] for e in found["episodes"]] == [report["episode"]]
+    assert listed["episodes"][0]["id"] == one["id"] == report["episode"]

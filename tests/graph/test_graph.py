@@ -152,3 +152,22 @@ def test_llm_extraction_falls_back_to_the_patterns_and_says_so(
         report = graph.index_episode(mem, "ep-x", "Maya works on Ledgerly.", failing)
         assert any("pattern extraction used" in n for n in report.notes)
         assert graph.store_for(mem).count() == (2, 1)
+
+
+def test_graph_build_reads_stored_memories_and_search_finds_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    code, _ = cli(
+        capsys, home, "store", "--text", "Tom leads Orbit since 2025-11", "--category", "people"
+    )
+    assert code == 0
+    code, built = cli(capsys, home, "graph", "build")
+    assert code == 0 and built["texts"] == 1 and built["relations"] == 1
+    code, again = cli(capsys, home, "graph", "build")
+    assert code == 0 and again["texts"] == 0  # read once
+    code, found = cli(capsys, home, "graph", "search", "orb")
+    assert code == 0 and [e["name"] for e in found["entities"]] == ["Orbit"]
+    assert found["relations"][0]["span"] == "since 2025-11-01"
+    assert run(["--home", str(home), "graph", "search", "  "]) == 3
+    assert "query is empty" in capsys.readouterr().err

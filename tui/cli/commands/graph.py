@@ -87,7 +87,7 @@ def merge(opts: Options, keep: str, other: str) -> None:
 def build(opts: Options) -> None:
     """Extract entities and relations from the memories not yet in the graph."""
     with opts.open() as mem:
-        report = graphmod.index_memories(mem)
+        report = graphmod.index_memories(mem, limit=None)
     emit(
         opts,
         report.as_dict(),
