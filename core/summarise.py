@@ -40,7 +40,7 @@ def ranked_sentences(texts: Sequence[str]) -> list[tuple[float, int, str]]:
     scored = []
     for i, (sentence, ws) in enumerate(zip(found, words, strict=True)):
         if ws:
-            scored.append((sum(freq[w] for w in ws) / len(ws) ** 0.7, i, sentence))
+            scored.append((sum(freq[w] for w in ws) / len(ws) ** 0.5, i, sentence))
     return sorted(scored, key=lambda x: (-x[0], x[1]))
 
 
