@@ -171,3 +171,18 @@ def test_graph_build_reads_stored_memories_and_search_finds_them(
     assert found["relations"][0]["span"] == "since 2025-11-01"
     assert run(["--home", str(home), "graph", "search", "  "]) == 3
     assert "query is empty" in capsys.readouterr().err
+
+
+def test_with_no_graph_and_no_episode_the_signal_changes_nothing(
+    tmp_path: Path, clock: Clock
+) -> None:
+    texts = ["Ledgerly invoices use PostgreSQL", "Maya reviews Ledgerly invoices", "Tea at five"]
+    results = []
+    for signal in (True, False):
+        config = config_from_mapping({"graph": {"retrieval_signal": signal}}, "test")
+        with Memory(tmp_path / f"home-{signal}", clock=clock, config=config) as mem:
+            for text in texts:
+                mem.store(text, "notes")
+            hits = mem.retrieve("Ledgerly invoices Maya", reinforce=False).hits
+            results.append([(h.memory.text, h.explanation.score, h.explanation.via) for h in hits])
+    assert results[0] == results[1]
