@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tiermem.core import episodes
+from tiermem.core.errors import InvalidInput
 from tiermem.core.ranking import Hit
 from tiermem.core.terms import matched_terms, stem
 from tiermem.core.tokens import count_tokens
@@ -24,6 +25,12 @@ EPISODES_HEADING = "## Related conversations"
 EPISODE_CANDIDATES = 5
 
 
+def check_threshold(floor: float) -> float:
+    if not 0.0 <= floor <= 1.0:
+        raise InvalidInput(f"threshold must be between 0 and 1 (got {floor})")
+    return floor
+
+
 def relevance(hit: Hit, terms: Sequence[str]) -> float:
     """0..1: how much of the message this memory is about (module doc)."""
     e = hit.explanation
@@ -32,6 +39,12 @@ def relevance(hit: Hit, terms: Sequence[str]) -> float:
     matched = len(e.matched_terms) + (1 if e.via and not e.via.startswith("episode") else 0)
     share = min(1.0, matched / len(terms))
     return max(share, e.similarity or 0.0)
+
+
+def above(hits: list[Hit], terms: Sequence[str], floor: float) -> tuple[list[Hit], float]:
+    """The hits whose relevance reaches `floor`, in order, and the best relevance of all."""
+    scored = [(relevance(h, terms), h) for h in hits]
+    return [h for s, h in scored if s >= floor], max((s for s, _ in scored), default=0.0)
 
 
 @dataclass
@@ -69,3 +82,21 @@ def episode_block(
 
 def section(block: EpisodeBlock) -> str:
     return f"\n{EPISODES_HEADING}\n\n" + "\n".join(block.lines) + "\n" if block.lines else ""
+
+
+def assemble(
+    head: str, memories: list[tuple[str, Hit]], episodes_text: str, heading: str, budget: int
+) -> tuple[str, list[Hit], str]:
+    """`head`, the memory lines under `heading`, then the episodes, dropping the last memory
+    (then the episodes) until the whole text fits `budget`: BPE merges across lines can cost
+    a token more than the sum of their counts."""
+    kept = list(memories)
+    while True:
+        lines = [line for line, _ in kept]
+        text = head + (heading + "\n".join(lines) + "\n" if lines else "") + episodes_text
+        if count_tokens(text) <= budget:
+            return text, [hit for _, hit in kept], episodes_text
+        if kept:
+            kept.pop()
+        else:
+            episodes_text = ""

@@ -17,6 +17,7 @@ import httpx
 from tiermem.core.errors import InvalidInput, PointInTimePruned
 from tiermem.core.paths import validate_agent_id
 from tiermem.sync import crypto, hlc, records
+from tiermem.sync.enroll import enroll_restored
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, ResultSet, SqlError, to_base_url
 from tiermem.sync.keyring import KeyRing
 from tiermem.sync.prune import prune_horizon, prune_record_id
@@ -179,6 +180,8 @@ def restore(
         pending = pending_restore(home, agent_id, driver)
         fetched = _fetch(job, vault, select, pending)
         requests = remote.client.requests_sent
+        # On the signed roster, with its epoch floor (never seals under a hidden rotation).
+        enroll_restored(home, agent_id, remote, recovery_key, retry, driver=driver)
     swapped = swap(home, agent_id, driver=driver, clock=clock)
     streamed, totals = fetched.streamed, fetched.totals
     report(
