@@ -642,6 +642,119 @@ MIGRATIONS: list[str] = [
         dreamed_at REAL NOT NULL DEFAULT 0
     );
     """,
+    # Episodes and the graph synced (sync/graphsync.py, core/graph/store.py): `graph_dirty`,
+    # the episodes and entities changed since their last push (an entity's record carries its
+    # names, the relations it is the subject of and its mentions, so those mark it too);
+    # `graph_gone`, entities merged into another (or deleted), so that no device brings them
+    # back; `sync_batches.graph_up_to`, the dirty mark a push batch covers.
+    """
+    CREATE TABLE graph_dirty (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent_id TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('episode', 'entity')),
+        id TEXT NOT NULL,
+        UNIQUE (agent_id, kind, id)
+    );
+    INSERT INTO graph_dirty (agent_id, kind, id) SELECT agent_id, 'episode', id FROM episodes;
+    INSERT INTO graph_dirty (agent_id, kind, id) SELECT agent_id, 'entity', id FROM entities;
+    CREATE TABLE graph_gone (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        merged_into TEXT,
+        PRIMARY KEY (agent_id, id)
+    );
+    ALTER TABLE sync_batches ADD COLUMN graph_up_to INTEGER NOT NULL DEFAULT 0;
+    CREATE TRIGGER graph_dirty_episodes_ai AFTER INSERT ON episodes BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'episode' AND id = new.id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'episode', new.id);
+    END;
+    CREATE TRIGGER graph_dirty_entities_ai AFTER INSERT ON entities BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.id);
+    END;
+    CREATE TRIGGER graph_dirty_names_ai AFTER INSERT ON entity_names BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_relations_ai AFTER INSERT ON relations BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.subject;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.subject);
+    END;
+    CREATE TRIGGER graph_dirty_mentions_ai AFTER INSERT ON mentions BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_episodes_au AFTER UPDATE ON episodes BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'episode' AND id = new.id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'episode', new.id);
+    END;
+    CREATE TRIGGER graph_dirty_entities_au AFTER UPDATE ON entities BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.id);
+    END;
+    CREATE TRIGGER graph_dirty_names_au AFTER UPDATE ON entity_names BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_relations_au AFTER UPDATE ON relations BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.subject;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.subject);
+    END;
+    CREATE TRIGGER graph_dirty_mentions_au AFTER UPDATE ON mentions BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_names_au_old AFTER UPDATE ON entity_names BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_relations_au_old AFTER UPDATE ON relations BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.subject;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.subject);
+    END;
+    CREATE TRIGGER graph_dirty_mentions_au_old AFTER UPDATE ON mentions BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_episodes_ad AFTER DELETE ON episodes BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'episode' AND id = old.id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'episode', old.id);
+    END;
+    CREATE TRIGGER graph_dirty_entities_ad AFTER DELETE ON entities BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.id);
+    END;
+    CREATE TRIGGER graph_dirty_names_ad AFTER DELETE ON entity_names BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_relations_ad AFTER DELETE ON relations BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.subject;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.subject);
+    END;
+    CREATE TRIGGER graph_dirty_mentions_ad AFTER DELETE ON mentions BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.entity_id);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from tiermem.core.errors import DAMAGE_EXIT_CODES, DamageFound
-from tiermem.sync import crypto, hlc, records, roster, wrapcheck
+from tiermem.sync import crypto, graphsync, hlc, records, roster, wrapcheck
 from tiermem.sync.hrana import Args, HranaClient, ResultSet
 from tiermem.sync.keyring import KeyRing
 from tiermem.sync.prune import PRUNE_TABLE, decode_prune, prune_horizon, prune_record_id
@@ -471,7 +471,13 @@ def _open_record(
     damage: Callable[[Damage, str, _Row], None],
 ) -> None:
     try:
-        plaintext = records.open_row(ring.key(row.epoch), agent, table, _remote(row))
+        try:
+            plaintext = records.open_row(ring.key(row.epoch), agent, table, _remote(row))
+        except crypto.TamperedData as exc:
+            if table != records.MEMORY_TABLE:
+                raise
+            graphsync.open_or(exc, ring.key(row.epoch), agent, ring.id_key, _remote(row))
+            return
         if table == records.CRITICAL_TABLE:
             records.decode_critical(plaintext, agent)
             return

@@ -6,7 +6,8 @@ applied in one short local transaction with the cursor, so an interrupted pull r
 it stopped. Memory rows converge by id (the highest content version wins; a row changed here
 and not yet sealed wins, since its push will carry a later version) and their read counters
 are merged, never overwritten (`core.reinforce`), critical states go to the
-per-item merge (`merge.merge_remote`), manifests record the other devices' counters. Applied
+per-item merge (`merge.merge_remote`), episodes and entities to theirs (`graphsync`), manifests
+record the other devices' counters. Applied
 rows are not marked dirty (no ping-pong). A row that fails authentication is never applied:
 it is counted, logged and skipped."""
 
@@ -21,7 +22,7 @@ from typing import Any
 from tiermem.core import reinforce, rows, snapshot
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
-from tiermem.sync import crypto, hlc, journal, keys, merge
+from tiermem.sync import crypto, graphsync, hlc, journal, keys, merge
 from tiermem.sync import records as records_fmt
 from tiermem.sync.hrana import HranaClient, ResultSet
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, PRUNE_TABLE, SELECT_PAGE
@@ -74,6 +75,7 @@ class _Page:
     memories: list[tuple[records_fmt.MemoryVersion, str]] = field(default_factory=list)
     manifests: list[tuple[str, int, str]] = field(default_factory=list)
     newest_critical: tuple[str, dict[str, Any]] | None = None
+    graph: list[graphsync.GraphItem] = field(default_factory=list)
     newest: str = ""
 
 
@@ -200,12 +202,15 @@ def _decode_page(
                 )
                 out.manifests.append((device_hex, m.n, row.version))
             else:
-                got = records_fmt.decode_memory_version(
-                    records_fmt.open_row(key, agent, MEMORY_TABLE, row)
-                )
-                if records_fmt.record_id(id_key, MEMORY_TABLE, got.item.id) != row.record_id:
-                    raise crypto.TamperedData("a memory record is filed under another id")
-                out.memories.append((got, got.content_version(row.version)))
+                try:
+                    got = records_fmt.decode_memory_version(
+                        records_fmt.open_row(key, agent, MEMORY_TABLE, row)
+                    )
+                    if records_fmt.record_id(id_key, MEMORY_TABLE, got.item.id) != row.record_id:
+                        raise crypto.TamperedData("a memory record is filed under another id")
+                    out.memories.append((got, got.content_version(row.version)))
+                except crypto.TamperedData as exc:
+                    out.graph.append(graphsync.open_or(exc, key, agent, id_key, row))
         except (crypto.CryptoError, ValueError):
             t.rejected += 1
             continue
@@ -237,6 +242,8 @@ def _apply_decoded(session: Session, s: Settings, page: _Page, t: _PullTotals) -
         "last_version = max(last_version, excluded.last_version)",
         [(agent, d, n, v) for d, n, v in page.manifests],
     )
+    if page.graph:
+        t.applied += graphsync.apply(session.db, agent, page.graph, session.mem.now())
     if page.newest_critical is not None:
         version, doc = page.newest_critical
         changed, conflicts = merge_critical(session, s, doc, version)

@@ -93,9 +93,10 @@ def has_work(session: Session) -> bool:
         "SELECT EXISTS (SELECT 1 FROM outbox WHERE agent_id = ?) OR EXISTS ("
         "SELECT 1 FROM sync_dirty WHERE agent_id = ?) OR EXISTS ("
         "SELECT 1 FROM reinforce_dirty WHERE agent_id = ?) OR EXISTS ("
+        "SELECT 1 FROM graph_dirty WHERE agent_id = ?) OR EXISTS ("
         "SELECT 1 FROM sync_batches WHERE agent_id = ?) OR EXISTS ("
         "SELECT 1 FROM sync_state WHERE agent_id = ? AND inflight_version IS NOT NULL)",
-        (session.agent_id,) * 5,
+        (session.agent_id,) * 6,
     )
     return bool(row and row[0]) or session.mem.reads_pending()
 
@@ -228,6 +229,7 @@ def _acknowledge(session: Session, batches: list[Batch]) -> int:
     remember the versions pushed. Returns the outbox rows acknowledged."""
     dirty_up_to = max(b.dirty_up_to for b in batches)
     counts_up_to = max(b.counts_up_to for b in batches)
+    graph_up_to = max(b.graph_up_to for b in batches)
     outbox_up_to = max(b.outbox_up_to for b in batches)
     last = batches[-1]
     critical = [b for b in batches if b.digest is not None]
@@ -246,6 +248,10 @@ def _acknowledge(session: Session, batches: list[Batch]) -> int:
         session.db.execute(
             "DELETE FROM reinforce_dirty WHERE agent_id = ? AND seq <= ?",
             (session.agent_id, counts_up_to),
+        )
+        session.db.execute(
+            "DELETE FROM graph_dirty WHERE agent_id = ? AND seq <= ?",
+            (session.agent_id, graph_up_to),
         )
         for b in batches:
             session.db.executemany(

@@ -115,7 +115,9 @@ MEMORY_TABLE: Final = "memory"
 MANIFEST_TABLE: Final = "manifest"
 PRUNE_TABLE: Final = "prune"
 PRUNE_KEY: Final = "horizon"
-TABLES: Final = (CRITICAL_TABLE, MEMORY_TABLE, MANIFEST_TABLE, PRUNE_TABLE)
+GRAPH_TABLE: Final = "graph"
+"""Episodes and entities (sync/graphsync.py), keyed "episode:ID" and "entity:ID"."""
+TABLES: Final = (CRITICAL_TABLE, MEMORY_TABLE, MANIFEST_TABLE, PRUNE_TABLE, GRAPH_TABLE)
 MEMORY_BUCKET: Final = crypto.MIN_BUCKET
 
 SELECT_PAGE: Final = (

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from tiermem.core import reinforce, rows
-from tiermem.sync import hlc, keys, merge
+from tiermem.sync import graphsync, hlc, keys, merge
 from tiermem.sync import records as records_fmt
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE
 from tiermem.sync.session import Session
@@ -39,8 +39,8 @@ _MEMORY_COLUMNS: Final = rows.column_list(alias="m")
 
 
 Row = tuple[str, str, bytes, str, int, int, bytes]  # table, key, rid, version, epoch, pos, env
-_Marks = tuple[int, int, int, str, int, int]
-"""dirty, outbox and counts marks, last HLC, manifest n, epoch"""
+_Marks = tuple[int, int, int, str, int, int, int]
+"""dirty, outbox and counts marks, last HLC, manifest n, epoch, graph mark"""
 
 
 @dataclass(frozen=True)
@@ -56,17 +56,20 @@ class Batch:
     counts_up_to: int = 0
     changed: dict[str, str] = field(default_factory=dict)
     """memory id → the content version of a record that only carries read counters"""
+    graph_up_to: int = 0
+    """The `graph_dirty` mark (episodes and entities) the batch covers."""
 
 
 def inflight_batches(session: Session) -> list[Batch]:
     """The batches sealed and saved but not confirmed yet, in order."""
     metas = session.db.query(
-        "SELECT n, version, dirty_up_to, outbox_up_to, digest, counts_up_to FROM sync_batches "
+        "SELECT n, version, dirty_up_to, outbox_up_to, digest, counts_up_to, graph_up_to "
+        "FROM sync_batches "
         "WHERE agent_id = ? ORDER BY n",
         (session.agent_id,),
     )
     out = []
-    for n, version, dirty_up_to, outbox_up_to, digest, counts_up_to in metas:
+    for n, version, dirty_up_to, outbox_up_to, digest, counts_up_to, graph_up_to in metas:
         saved = session.db.query(
             "SELECT tbl, key, record_id, version, epoch, pos, envelope, changed "
             "FROM sync_outgoing WHERE agent_id = ? AND n = ? ORDER BY pos",
@@ -93,6 +96,7 @@ def inflight_batches(session: Session) -> list[Batch]:
                 ],
                 int(counts_up_to),
                 {str(r[1]): str(r[7]) for r in saved if r[7] is not None},
+                int(graph_up_to),
             )
         )
     return out
@@ -121,8 +125,9 @@ def _seal_marks(session: Session) -> _Marks:
         "(SELECT COALESCE(MAX(counts_up_to), 0) FROM sync_batches WHERE agent_id = ?), "
         "(SELECT hlc FROM sync_state WHERE agent_id = ?), "
         "(SELECT manifest_n FROM sync_progress WHERE agent_id = ?), "
-        "(SELECT epoch FROM sync_state WHERE agent_id = ?)",
-        (session.agent_id,) * 6,
+        "(SELECT epoch FROM sync_state WHERE agent_id = ?), "
+        "(SELECT COALESCE(MAX(graph_up_to), 0) FROM sync_batches WHERE agent_id = ?)",
+        (session.agent_id,) * 7,
     )
     assert row is not None
     return (
@@ -132,6 +137,7 @@ def _seal_marks(session: Session) -> _Marks:
         str(row[3] or ""),
         int(row[4] or 0),
         int(row[5]),
+        int(row[6]),
     )
 
 
@@ -159,7 +165,7 @@ def seal_batch(session: Session, s: Settings, budget: int) -> Batch | None:
 def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Batch | None:
     """Seal the critical state (if it changed), the next changed memory rows up to `budget`
     bytes and the manifest numbering them; None when there is nothing to seal."""
-    dirty_after, outbox_after, counts_after, last_hlc, manifest_n, epoch = marks
+    dirty_after, outbox_after, counts_after, last_hlc, manifest_n, epoch, graph_after = marks
     current = session.settings_or_fail()
     last = hlc.parse(last_hlc) if last_hlc else None
     version = str(hlc.tick(last, int(session.mem.now() * 1000), s.device_id.hex()))
@@ -167,9 +173,10 @@ def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Bat
     sealer = _Sealer(session, s, key, keys.id_key(session), epoch, version)
     outbox_up_to, digest = _seal_critical(session, current, outbox_after, sealer)
     dirty_up_to, done = _seal_memories(session, dirty_after, budget, sealer)
-    counts_up_to = counts_after
+    counts_up_to, graph_up_to = counts_after, graph_after
     if done:
         counts_up_to = _seal_counts(session, dirty_after, counts_after, budget, sealer)
+        graph_up_to = graphsync.seal(session.db, session.agent_id, graph_after, budget, sealer)
     if not sealer.rows:
         return None
     n = manifest_n + 1
@@ -184,7 +191,15 @@ def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Bat
     )
     sealer.add(MANIFEST_TABLE, device_hex, records_fmt.encode_manifest(manifest))
     return Batch(
-        n, version, dirty_up_to, outbox_up_to, digest, sealer.rows, counts_up_to, sealer.changed
+        n,
+        version,
+        dirty_up_to,
+        outbox_up_to,
+        digest,
+        sealer.rows,
+        counts_up_to,
+        sealer.changed,
+        graph_up_to,
     )
 
 
@@ -322,7 +337,7 @@ def _save_batch(session: Session, b: Batch) -> None:
     )
     session.db.execute(
         "INSERT INTO sync_batches (agent_id, n, version, dirty_up_to, outbox_up_to, "
-        "digest, counts_up_to) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "digest, counts_up_to, graph_up_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (
             session.agent_id,
             b.n,
@@ -331,6 +346,7 @@ def _save_batch(session: Session, b: Batch) -> None:
             b.outbox_up_to,
             b.digest,
             b.counts_up_to,
+            b.graph_up_to,
         ),
     )
     session.db.execute(

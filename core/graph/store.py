@@ -298,6 +298,10 @@ class GraphStore:
         )
         db.execute("DELETE FROM mentions WHERE agent_id = ? AND entity_id = ?", (agent, b.id))
         db.execute("DELETE FROM entities WHERE agent_id = ? AND id = ?", (agent, b.id))
+        db.execute(  # so that no device's older copy brings it back (sync/graphsync.py)
+            "INSERT OR REPLACE INTO graph_gone (agent_id, id, merged_into) VALUES (?, ?, ?)",
+            (agent, b.id, a.id),
+        )
         if a.kind == "other" and b.kind != "other":
             db.execute(
                 "UPDATE entities SET kind = ? WHERE agent_id = ? AND id = ?", (b.kind, agent, a.id)

@@ -13,7 +13,7 @@ from typing import Final
 from tiermem.core import reinforce, rows
 from tiermem.core.engine import Memory
 from tiermem.core.errors import StorageError
-from tiermem.sync import crypto, hlc, records
+from tiermem.sync import crypto, graphsync, hlc, records
 from tiermem.sync.hrana import ResultSet
 from tiermem.sync.keyring import KeyRing
 from tiermem.sync.restore.results import Progress, RestoreProgress
@@ -118,6 +118,7 @@ def stream_memories(
             batch: list[tuple[object, ...]] = []
             counts: list[tuple[str, records.Counters]] = []
             peers: list[tuple[object, ...]] = []
+            graph: list[graphsync.GraphItem] = []
             for r in page:
                 size += len(r.envelope)
                 if r.record_id in skip:
@@ -131,10 +132,7 @@ def stream_memories(
                     continue
                 if at is not None and r.version > at:
                     continue
-                params, counters = _memory_params(ring, agent_id, r)
-                batch.append(params)
-                if counters:
-                    counts.append((str(params[1]), counters))
+                _stage(ring, agent_id, r, batch, counts, graph)
             rows += len(page)
             pages += 1
             with db.transaction():
@@ -144,6 +142,9 @@ def stream_memories(
                     reinforce.merge(mem.memories, memory_id, counters)
                 if peers:
                     db.executemany(_PEER, peers)
+                if graph:
+                    graphsync.apply(db, agent_id, graph, mem.now())
+                    graphsync.forget_marks(db, agent_id)
                 db.execute(
                     "UPDATE restore_progress SET cursor = ?, rows = rows + ?, bytes = bytes + ?, "
                     "pages = pages + 1 WHERE agent_id = ?",
@@ -162,6 +163,26 @@ def stream_memories(
                 )
             )
     return Streamed(rows, pages, size, rows_before + rows, bytes_before + size)
+
+
+def _stage(
+    ring: KeyRing,
+    agent_id: str,
+    r: records.RemoteRow,
+    batch: list[tuple[object, ...]],
+    counts: list[tuple[str, records.Counters]],
+    graph: list[graphsync.GraphItem],
+) -> None:
+    """A memory row into the staging parameters (and its read counters into `counts`), or an
+    episode or entity record into `graph`."""
+    try:
+        params, counters = _memory_params(ring, agent_id, r)
+    except crypto.TamperedData as exc:
+        graph.append(graphsync.open_or(exc, ring.key(r.epoch), agent_id, ring.id_key, r))
+        return
+    batch.append(params)
+    if counters:
+        counts.append((str(params[1]), counters))
 
 
 _PEER: Final = (

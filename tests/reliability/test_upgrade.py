@@ -111,6 +111,15 @@ def test_upgrade_keeps_every_row(version: int, tmp_path: Path) -> None:
         if "ingest_sources" in expected:
             sources = [r[0] for r in db.query("SELECT source FROM ingest_sources")]
             assert sources == expected["ingest_sources"]
+        if "graph" in expected:  # kept, and marked for the next push
+            graph = expected["graph"]
+            assert [r[0] for r in db.query("SELECT id FROM episodes")] == graph["episodes"]
+            assert [r[0] for r in db.query("SELECT id FROM entities")] == graph["entities"]
+            marked = db.query("SELECT kind, id FROM graph_dirty ORDER BY seq")
+            assert [tuple(r) for r in marked] == [
+                *(("episode", e) for e in graph["episodes"]),
+                *(("entity", e) for e in graph["entities"]),
+            ]
         pinned = [m["id"] for m in expected["memories"] if m["pinned"]]
         assert [r[0] for r in db.query("SELECT id FROM memories WHERE pinned = 1")] == pinned
     finally:
