@@ -28,7 +28,15 @@ from tiermem.core.engine import Memory
 from tiermem.core.transcript import parse
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench" / "longmemeval_s_compact.json.xz"
-TABLES = ("episodes", "entities", "entity_names", "relations", "mentions", "graph_progress")
+TABLES = (
+    "episodes",
+    "entities",
+    "entity_names",
+    "relations",
+    "mentions",
+    "graph_progress",
+    "graph_dirty",
+)
 
 
 def sessions(n: int) -> list[list[dict[str, Any]]]:
