@@ -159,9 +159,27 @@ def decode(plaintext: bytes) -> GraphItem:
         raise crypto.TamperedData("a graph record does not decode") from None
     if kind not in _KINDS or not isinstance(item_id, str) or not item_id:
         raise crypto.TamperedData("a graph record names no episode or entity")
-    if not (data is None or isinstance(data, dict)) or not (into is None or isinstance(into, str)):
+    if not (data is None or _well_formed(kind, data)) or not (
+        into is None or isinstance(into, str)
+    ):
         raise crypto.TamperedData("a graph record is malformed")
     return GraphItem(kind, item_id, data, into)
+
+
+_ENTITY_LISTS: Final = {"names": 2, "relations": 7, "mentions": 2}
+
+
+def _well_formed(kind: str, data: object) -> bool:
+    """Every field a record's rows need, so that applying it cannot fail halfway."""
+    if not isinstance(data, dict):
+        return False
+    if kind == "episode":
+        return all(name in data for name in _EPISODE_NAMES)
+    return all(name in data for name in ("name", "kind", "created_at", "updated_at")) and all(
+        isinstance(data.get(name), list)
+        and all(isinstance(r, list) and len(r) == width for r in data[name])
+        for name, width in _ENTITY_LISTS.items()
+    )
 
 
 # -- applying -------------------------------------------------------------------------------
