@@ -210,3 +210,24 @@ def test_graph_records_check_clean_and_a_moved_one_is_refused(
     assert check(a.engine, read_data=True, policy=policy()).exit_code in DAMAGE_EXIT_CODES.values()
     with pytest.raises(TamperedData):
         restored(tmp_path, sqld, a.mem.agent_id, key)
+
+
+def test_an_expired_episode_pruned_on_one_device_goes_on_the_other(
+    devices: tuple[Device, Device, bytes], tmp_path: Path, sqld: SqldServer
+) -> None:
+    a, b, key = devices
+    report = a.mem.conversation_end(parse(TRANSCRIPT), TRANSCRIPT)
+    assert report.episode is not None
+    a.sync()
+    b.sync()
+    assert episodes.get(b.mem.db, b.mem.agent_id, report.episode.id)
+    with a.mem.db.transaction():
+        later = report.episode.expires_at + 1
+        assert episodes.prune(a.mem.db, a.mem.agent_id, later) == [report.episode.id]
+    a.sync()
+    b.engine.pull(policy())
+    with pytest.raises(NotFound):
+        episodes.get(b.mem.db, b.mem.agent_id, report.episode.id)
+    assert b.graph().find("Quillmark")  # the graph stays
+    with restored(tmp_path, sqld, a.mem.agent_id, key) as tablet:
+        assert episodes.count(tablet.db, tablet.agent_id) == 0
