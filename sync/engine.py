@@ -71,6 +71,8 @@ class SyncStatus:
     secret_store: str | None
     token_source: str | None
     pending_memories: int = 0
+    pending_graph: int = 0
+    """Episodes and entities changed since their last push."""
     inflight_batches: int = 0
     last_pull_at: float | None = None
     pulls: int = 0
@@ -215,6 +217,11 @@ class SyncEngine(Session):
             secret_store=None if s is None else s.secret_store,
             token_source=self._token_source(s),
             pending_memories=pending_memories,
+            pending_graph=int(
+                self.db.scalar(
+                    "SELECT count(*) FROM graph_dirty WHERE agent_id = ?", (self.agent_id,)
+                )
+            ),
             inflight_batches=inflight_batches,
             last_pull_at=progress.last_pull_at,
             pulls=progress.pulls,

@@ -99,8 +99,9 @@ def test_an_ended_conversation_reaches_the_other_device_and_a_restore_sealed(
     assert report.episode is not None
     episode = report.episode
     quill = a.graph().find("Quillmark")
+    assert a.engine.status().pending_graph == a.marks() >= 3  # the episode and its entities
     a.engine.push(policy())
-    assert a.marks() == 0  # confirmed on the server
+    assert a.marks() == a.engine.status().pending_graph == 0  # confirmed on the server
 
     b.engine.pull(policy())
     got = episodes.get(b.mem.db, b.mem.agent_id, episode.id)

@@ -368,6 +368,8 @@ def _status_text(s: SyncStatus) -> str:
         f"memories: {s.pending_memories} changed record(s) waiting"
         + (f", {s.inflight_batches} request(s) in flight" if s.inflight_batches else "")
     )
+    if s.pending_graph:
+        lines.append(f"episodes and entities: {s.pending_graph} changed record(s) waiting")
     if s.inflight_version:
         lines.append(f"in flight: {s.inflight_version} (sent again until confirmed)")
     if s.status is not None:
