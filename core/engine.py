@@ -239,7 +239,8 @@ class Memory:
         with self.db.transaction():
             index = self.trees.load()
             known = len(index.nodes)
-            nodes = {self.trees.ensure(category, now, index) for _, category in batch}
+            categories = dict.fromkeys(category for _, category in batch)
+            nodes = {self.trees.ensure(category, now, index) for category in categories}
             outcomes = self.memories.put(batch, now, self.cfg.dedup)
             self.trees.touch(nodes, now)
             self.metrics.bump(now, stores=sum(o.created for o in outcomes))
