@@ -111,6 +111,11 @@ class Database:
         self._conn.execute("PRAGMA synchronous = FULL").fetchall()
         self._conn.execute("PRAGMA foreign_keys = ON").fetchall()
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a `transaction()` of this connection is open."""
+        return self._depth > 0
+
     # -- reads and writes -------------------------------------------------------------------
 
     def query(self, sql: str, params: Params = ()) -> list[Row]:

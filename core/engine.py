@@ -28,6 +28,7 @@ from tiermem.core.lazy import lazy_import
 from tiermem.core.metrics import DayMetrics, MetricsStore
 from tiermem.core.migrations import SCHEMA_VERSION, migrate, schema_version
 from tiermem.core.paths import DEFAULT_AGENT, Home, default_home, validate_agent_id
+from tiermem.core.readcache import ReadCache
 from tiermem.core.retrieve import MODES, RetrievalResult, search
 from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import TreeIndex, TreeNode, TreeStore, normalize_path
@@ -111,6 +112,7 @@ class Memory:
         self.memories = MemoryStore(self.db, self.agent_id)
         self.hot_store = HotStore(self.db, self.agent_id, self.cfg.hot, self._move_to_warm)
         self.trees = TreeStore(self.db, self.agent_id, self.cfg.tree)
+        self.reads = ReadCache(self.db, self.trees)
         self.metrics = MetricsStore(self.db, self.agent_id)
         self.last_memory_md: MemoryMdReport | None = None
         self._pending = reinforce.Pending()
@@ -293,7 +295,9 @@ class Memory:
                 if chosen != "keyword":
                     raise
                 notes.append(f"vector fallback unavailable: {exc}")
-        tree = self.trees.load(with_counts=llm)
+        tree, tagged = self.reads.view()
+        if llm:
+            tree = self.trees.load(with_counts=True)
         paths = None
         if llm:
             try:
@@ -317,6 +321,7 @@ class Memory:
             vectors=vectors,
             llm_paths=paths,
             tags=tags,
+            tagged=tagged,
         )
         result.notes[:0] = notes
         if reinforce and not self.read_only:

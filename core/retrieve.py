@@ -103,6 +103,7 @@ def search(
     tz: tzinfo | None = None,
     prefix: bool = False,
     tags: Sequence[str] = (),
+    tagged: bool = True,
 ) -> RetrievalResult:
     """Rank this agent's memories for `query`. Pure read: reinforcement is the caller's.
 
@@ -113,7 +114,7 @@ def search(
     so the tuned ranking is unchanged): the last word, unless a space follows it, also matches
     as the start of a word ("kube" finds "kubernetes"). `tags` (and `tag:T` in the query):
     only memories carrying every one of them; a query word that names a tag finds its
-    memories too."""
+    memories too. `tagged=False` (no memory of the agent has a tag) skips the tag lookups."""
     query, cued = tagmod.split_query(query)
     wanted_tags = [*tags, *cued]
     _check_arguments(query or ("tag" if wanted_tags else ""), limit, budget, mode, vectors)
@@ -143,7 +144,8 @@ def search(
     if terms and mode != "vector":
         exact = [t for t in terms if t != last] if prefixes else terms
         keyword = _keyword_candidates(store, exact, filters, retrieval, prefixes)
-        keyword += _tag_candidates(filters, exact, keyword, retrieval.candidate_pool)
+        if tagged:
+            keyword += _tag_candidates(filters, exact, keyword, retrieval.candidate_pool)
     similar: list[Candidate] = []
     if mode != "keyword" and vectors is not None:  # (vector and hybrid modes require it)
         similar = _vector_candidates(vectors, query, filters, retrieval)
@@ -155,7 +157,8 @@ def search(
     result.candidates = len({c.seq for c in (*keyword, *similar)})
     context = RankContext(result.categories, windows, now, retrieval, scoring)
     ranked = _rank(result, keyword, similar, context)
-    _label(store, ranked, wanted_tags)
+    if tagged:
+        _label(store, ranked, wanted_tags)
     _finish(result, tree, ranked, wanted, prefixes)
     return result
 
