@@ -554,6 +554,56 @@ MIGRATIONS: list[str] = [
     );
     ALTER TABLE session_access ADD COLUMN hits INTEGER NOT NULL DEFAULT 1;
     """,
+    # Sync change tracking only for agents set up to sync: the triggers that mark memories and
+    # read counters for upload fire only while the agent has a `sync_state` row, and the marks
+    # of agents without one go (`sync.state.insert_settings` marks an agent's memories when
+    # sync is set up, joined or restored, so the first push still sends them all).
+    """
+    DROP TRIGGER sync_dirty_ai;
+    CREATE TRIGGER sync_dirty_ai AFTER INSERT ON memories
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    DROP TRIGGER sync_dirty_au;
+    CREATE TRIGGER sync_dirty_au AFTER UPDATE ON memories
+    WHEN (old.id IS NOT new.id OR old.text IS NOT new.text OR old.category IS NOT new.category
+        OR old.importance IS NOT new.importance OR old.created_at IS NOT new.created_at
+        OR old.tier IS NOT new.tier OR old.tier_changed_at IS NOT new.tier_changed_at
+        OR old.urls IS NOT new.urls OR old.commands IS NOT new.commands
+        OR old.paths IS NOT new.paths OR old.source IS NOT new.source
+        OR old.size_bytes IS NOT new.size_bytes OR old.tokens IS NOT new.tokens
+        OR old.pinned IS NOT new.pinned)
+        AND EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    DROP TRIGGER sync_dirty_au_id;
+    CREATE TRIGGER sync_dirty_au_id AFTER UPDATE OF id ON memories
+    WHEN old.id != new.id
+        AND EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (old.agent_id, old.id);
+    END;
+    DROP TRIGGER sync_dirty_ad;
+    CREATE TRIGGER sync_dirty_ad AFTER DELETE ON memories
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (old.agent_id, old.id);
+    END;
+    DROP TRIGGER reinforcement_local_ai;
+    CREATE TRIGGER reinforcement_local_ai AFTER INSERT ON reinforcement
+    WHEN new.device = ''
+        AND EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM reinforce_dirty WHERE agent_id = new.agent_id AND id = new.id;
+        INSERT INTO reinforce_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    DROP TRIGGER reinforcement_local_au;
+    CREATE TRIGGER reinforcement_local_au AFTER UPDATE ON reinforcement
+    WHEN new.device = ''
+        AND EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM reinforce_dirty WHERE agent_id = new.agent_id AND id = new.id;
+        INSERT INTO reinforce_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    DELETE FROM sync_dirty WHERE agent_id NOT IN (SELECT agent_id FROM sync_state);
+    DELETE FROM reinforce_dirty WHERE agent_id NOT IN (SELECT agent_id FROM sync_state);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -137,3 +137,34 @@ def test_failing_migration_keeps_the_previous_version(version: int, tmp_path: Pa
         assert migrate(db) == len(MIGRATIONS)  # and the real upgrade still works afterwards
     finally:
         db.close()
+
+
+SYNCED = "INSERT INTO sync_state (agent_id, status, url, device_id, epoch, secret_ref, \
+secret_store, device_wrap, recovery_wrap, created_at) VALUES (?, 'ready', 'http://127.0.0.1:9', \
+'00', 1, 'ref', 'file', x'00', x'00', 0)"
+
+
+@pytest.mark.parametrize("version", [v for v in OLDER if v >= 13])
+def test_upgrade_drops_upload_marks_only_of_agents_that_never_synced(
+    version: int, tmp_path: Path
+) -> None:
+    """A home whose agent never set up sync loses its upload marks (they only cost space and
+    time) but keeps its outbox; an agent that syncs keeps its marks and goes on being tracked."""
+    home, _ = copy_home(version, tmp_path)
+    db = Database(home / "tiermem.db")
+    try:
+        db.execute(SYNCED, ("phone",))
+        marked = {str(r[0]) for r in db.query("SELECT agent_id FROM sync_dirty")}
+        assert marked >= {"default", "phone"}
+        outbox = db.query("SELECT * FROM outbox ORDER BY seq")
+        migrate(db)
+        assert {str(r[0]) for r in db.query("SELECT agent_id FROM sync_dirty")} == {"phone"}
+        assert db.query("SELECT * FROM outbox ORDER BY seq") == outbox and outbox
+    finally:
+        db.close()
+    with Memory(home, "default") as mem:
+        mem.store("stored by an agent that does not sync", "upgrade")
+        assert mem.db.scalar("SELECT count(*) FROM sync_dirty WHERE agent_id = 'default'") == 0
+    with Memory(home, "phone") as mem:
+        fid = mem.store("stored by an agent that syncs", "upgrade").id
+        assert mem.db.scalar("SELECT id FROM sync_dirty ORDER BY seq DESC LIMIT 1") == fid
