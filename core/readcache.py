@@ -9,6 +9,8 @@ rollback would leave the cache ahead of the database).
 
 from __future__ import annotations
 
+import threading
+
 from tiermem.core.db import Database
 from tiermem.core.tree import TreeIndex, TreeStore
 
@@ -24,6 +26,7 @@ class ReadCache:
         self._mark: tuple[object, ...] | None = None
         self._tree: TreeIndex | None = None
         self._tagged: bool | None = None
+        self._lock = threading.Lock()  # a front end reads from several threads
 
     def _valid(self) -> bool:
         if self.db.in_transaction:
@@ -37,6 +40,10 @@ class ReadCache:
     def view(self) -> tuple[TreeIndex, bool]:
         """The agent's tree index without counts (shared between reads: never change it) and
         whether any memory of the agent carries a tag."""
+        with self._lock:
+            return self._view()
+
+    def _view(self) -> tuple[TreeIndex, bool]:
         if not self._valid():
             return self.trees.load(), self._any_tags()
         if self._tree is None:
