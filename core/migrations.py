@@ -432,6 +432,25 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE hot_state ADD COLUMN previous_render TEXT NOT NULL DEFAULT '';
     """,
+    # Sync against a hostile server: `sync_rejected` lists remote rows that failed
+    # authentication (fetched again by every pull until they authenticate or a newer version
+    # replaces them); `sync_transport` remembers an explicit `--insecure-http`.
+    """
+    CREATE TABLE sync_rejected (
+        agent_id TEXT NOT NULL,
+        record_id BLOB NOT NULL,
+        version TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        first_at REAL NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (agent_id, record_id, version)
+    );
+    CREATE TABLE sync_transport (
+        agent_id TEXT PRIMARY KEY,
+        insecure_http INTEGER NOT NULL DEFAULT 0
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -15,7 +15,7 @@ tombstone).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -75,6 +75,8 @@ class SyncStatus:
     pulls: int = 0
     pull_cursor: int = 0
     manifest_n: int = 0
+    rejected: list[dict[str, str]] = field(default_factory=list)
+    clock_ahead: str | None = None
 
 
 class SyncEngine(Session):
@@ -214,6 +216,11 @@ class SyncEngine(Session):
             pulls=progress.pulls,
             pull_cursor=progress.pull_cursor,
             manifest_n=progress.manifest_n,
+            rejected=[
+                {"record_id": rid, "version": v, "reason": why}
+                for rid, v, why in pull.rejected_rows(self)
+            ],
+            clock_ahead=journal.clock_ahead(self.mem),
         )
 
     def _token_source(self, s: Settings | None) -> str | None:

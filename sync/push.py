@@ -109,6 +109,7 @@ def push(session: Session, batch_bytes: int, policy: RetryPolicy | None = None) 
     policy = policy or RetryPolicy()
     s = session.require_ready()
     journal.ensure_progress(session.mem)
+    journal.repair_clock(session.mem, s.device_id.hex())
     t = _Totals()
     while True:
         batches = inflight_batches(session)

@@ -159,9 +159,22 @@ def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Bat
             records_fmt.ManifestEntry(t, rid.hex(), v, records_fmt.envelope_digest(env))
             for t, _, rid, v, _, _, env in sealer.rows
         ),
+        _seen(session, device_hex),
     )
     sealer.add(MANIFEST_TABLE, device_hex, records_fmt.encode_manifest(manifest))
     return Batch(n, version, dirty_up_to, outbox_up_to, digest, sealer.rows)
+
+
+def _seen(session: Session, device_hex: str) -> tuple[tuple[str, int], ...]:
+    """Per other device, the highest push of it applied here (the manifest's witness)."""
+    return tuple(
+        (str(d), int(n))
+        for d, n in session.db.query(
+            "SELECT device_id, last_n FROM sync_peers WHERE agent_id = ? AND device_id != ? "
+            "AND last_n > 0 ORDER BY device_id",
+            (session.agent_id, device_hex),
+        )
+    )
 
 
 class _Sealer:

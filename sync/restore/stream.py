@@ -28,6 +28,7 @@ class Streamed:
     bytes: int
     rows_seen: int  # including earlier, interrupted runs
     bytes_seen: int
+    damaged: tuple[tuple[str, str, str], ...] = ()  # salvage: (record id, version, why)
 
 
 _STAGED_NAMES: Final = rows.NAMES[1:]
@@ -96,9 +97,12 @@ def stream_memories(
     report: Progress,
     *,
     driver: str | None,
+    unlisted: frozenset[tuple[bytes, str]] = frozenset(),
+    salvage: bool = False,
 ) -> Streamed:
     """Stream every remote row after the saved cursor into the staging table, one local
-    transaction per page (rows + cursor together)."""
+    transaction per page (rows + cursor together). Rows no manifest lists are left out; with
+    `salvage` a row that fails authentication is listed in the result instead of stopping."""
     with Memory(home, agent_id, driver=driver) as mem:
         db = mem.db
         row = db.query_one(
@@ -108,6 +112,7 @@ def stream_memories(
             raise StorageError(f"the restore of agent {agent_id!r} lost its progress row")
         cursor, rows_before, bytes_before = int(row[0]), int(row[1]), int(row[2])
         rows = pages = size = 0
+        damaged: list[tuple[str, str, str]] = []
         manifest_rids: dict[bytes, bytes] = {}
         staged = int(
             db.scalar("SELECT count(*) FROM restore_staging WHERE agent_id = ?", (agent_id,))
@@ -125,12 +130,24 @@ def stream_memories(
                     manifest_rids[r.device_id] = records.record_id(
                         ring.id_key, records.MANIFEST_TABLE, r.device_id.hex()
                     )
-                if r.record_id == manifest_rids[r.device_id]:
-                    peers.append(_peer_params(ring, agent_id, r))
+                is_manifest = r.record_id == manifest_rids[r.device_id]
+                left_out = (r.record_id, r.version) in unlisted or (
+                    at is not None and r.version > at
+                )
+                if left_out and not is_manifest:
                     continue
-                if at is not None and r.version > at:
-                    continue
-                batch.append(_memory_params(ring, agent_id, r))
+                try:
+                    if is_manifest:
+                        peers.append(_peer_params(ring, agent_id, r))
+                    else:
+                        batch.append(_memory_params(ring, agent_id, r))
+                except crypto.CryptoError as exc:
+                    if not salvage:
+                        raise crypto.TamperedData(
+                            f"{exc}; `tiermem restore --salvage` restores everything that "
+                            "authenticates and lists the rest"
+                        ) from None
+                    damaged.append((r.record_id.hex(), r.version, str(exc)))
             rows += len(page)
             pages += 1
             with db.transaction():
@@ -155,7 +172,7 @@ def stream_memories(
                     True,
                 )
             )
-    return Streamed(rows, pages, size, rows_before + rows, bytes_before + size)
+    return Streamed(rows, pages, size, rows_before + rows, bytes_before + size, tuple(damaged))
 
 
 _PEER: Final = (
