@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -80,10 +81,13 @@ class Database:
     """
 
     def __init__(self, path: Path, driver: str | None = None) -> None:
+        """Open `path`; a new file is created 0600 (it holds every memory in plaintext, and
+        SQLite gives its -wal and -shm files the same mode)."""
         self.path = path
         self.driver = driver or available_driver()
         self._lock = threading.RLock()
         self._depth = 0
+        _create_private(path)
         try:
             self._conn = _connect(path, self.driver)
             self._setup()
@@ -183,3 +187,15 @@ class Database:
                 yield
             except _driver_errors() as exc:
                 raise StorageError(f"database error: {exc}") from None
+
+
+def _create_private(path: Path) -> None:
+    """Create a missing database file readable by its owner only."""
+    if str(path) == ":memory:" or path.exists():
+        return
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StorageError(f"cannot create database {path}: {exc.strerror}") from None

@@ -191,18 +191,7 @@ def restore(
             return remote.execute(sql, args, retry)
 
         vault = _open_vault(select, base, agent_id, recovery_key, passphrase, at)
-        verified = verify(
-            select,
-            vault.ring,
-            agent_tag(agent_id),
-            {prune_record_id(vault.ring)},
-            at,
-            vault.horizon,
-            page_rows,
-        )
-        error = refusal(verified)
-        if error is not None and not salvage:
-            raise error
+        verified = _verify(job, vault, select)
         pending = pending_restore(home, agent_id, driver)
         fetched = _fetch(job, vault, select, pending, verified)
         requests = remote.client.requests_sent
@@ -210,20 +199,35 @@ def restore(
     if insecure_http:
         with Memory(home, agent_id, driver=driver) as mem:
             allow_insecure_http(mem, True)
-    streamed, totals = fetched.streamed, fetched.totals
-    report(
-        RestoreProgress(
-            "done",
-            streamed.rows_seen,
-            max(totals[0], streamed.rows_seen),
-            streamed.bytes_seen,
-            max(totals[1], streamed.bytes_seen),
-            swapped.memories,
-            True,
-        )
-    )
+    report(_done(fetched, swapped))
     result = _result(job, vault, fetched, swapped, requests, resumed=pending is not None)
     return dataclasses.replace(result, salvage=salvage, problems=_problems(verified, fetched))
+
+
+def _done(fetched: _Fetched, swapped: Swapped) -> RestoreProgress:
+    streamed, totals = fetched.streamed, fetched.totals
+    return RestoreProgress(
+        "done",
+        streamed.rows_seen,
+        max(totals[0], streamed.rows_seen),
+        streamed.bytes_seen,
+        max(totals[1], streamed.bytes_seen),
+        swapped.memories,
+        True,
+    )
+
+
+def _verify(job: _Job, vault: _Vault, select: Callable[[str, Args], ResultSet]) -> Verified:
+    """The server's copy against the vault's manifests; without salvage, damage stops here."""
+    ring = vault.ring
+    skip = {prune_record_id(ring)}
+    found = verify(
+        select, ring, agent_tag(job.agent_id), skip, job.at, vault.horizon, job.page_rows
+    )
+    error = refusal(found)
+    if error is not None and not job.salvage:
+        raise error
+    return found
 
 
 def _problems(verified: Verified, fetched: _Fetched) -> tuple[dict[str, str], ...]:

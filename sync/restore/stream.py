@@ -112,42 +112,15 @@ def stream_memories(
             raise StorageError(f"the restore of agent {agent_id!r} lost its progress row")
         cursor, rows_before, bytes_before = int(row[0]), int(row[1]), int(row[2])
         rows = pages = size = 0
-        damaged: list[tuple[str, str, str]] = []
-        manifest_rids: dict[bytes, bytes] = {}
         staged = int(
             db.scalar("SELECT count(*) FROM restore_staging WHERE agent_id = ?", (agent_id,))
         )
         if cursor != prefetch.after:
             raise StorageError(f"the restore of agent {agent_id!r} changed its cursor meanwhile")
+        sorter = _Sorter(ring, agent_id, at, skip, unlisted, salvage)
         for page in prefetch.pages():
-            batch: list[tuple[object, ...]] = []
-            peers: list[tuple[object, ...]] = []
-            for r in page:
-                size += len(r.envelope)
-                if r.record_id in skip:
-                    continue
-                if r.device_id not in manifest_rids:
-                    manifest_rids[r.device_id] = records.record_id(
-                        ring.id_key, records.MANIFEST_TABLE, r.device_id.hex()
-                    )
-                is_manifest = r.record_id == manifest_rids[r.device_id]
-                left_out = (r.record_id, r.version) in unlisted or (
-                    at is not None and r.version > at
-                )
-                if left_out and not is_manifest:
-                    continue
-                try:
-                    if is_manifest:
-                        peers.append(_peer_params(ring, agent_id, r))
-                    else:
-                        batch.append(_memory_params(ring, agent_id, r))
-                except crypto.CryptoError as exc:
-                    if not salvage:
-                        raise crypto.TamperedData(
-                            f"{exc}; `tiermem restore --salvage` restores everything that "
-                            "authenticates and lists the rest"
-                        ) from None
-                    damaged.append((r.record_id.hex(), r.version, str(exc)))
+            size += sum(len(r.envelope) for r in page)
+            batch, peers = sorter.page(page)
             rows += len(page)
             pages += 1
             with db.transaction():
@@ -172,7 +145,60 @@ def stream_memories(
                     True,
                 )
             )
-    return Streamed(rows, pages, size, rows_before + rows, bytes_before + size, tuple(damaged))
+    return Streamed(
+        rows, pages, size, rows_before + rows, bytes_before + size, tuple(sorter.damaged)
+    )
+
+
+class _Sorter:
+    """Turns a page of rows into staging and peer parameters: rows no manifest lists (or
+    newer than `at`) left out; with `salvage` a row that fails is listed, not fatal."""
+
+    def __init__(
+        self,
+        ring: KeyRing,
+        agent_id: str,
+        at: str | None,
+        skip: set[bytes],
+        unlisted: frozenset[tuple[bytes, str]],
+        salvage: bool,
+    ) -> None:
+        self.ring, self.agent_id, self.at = ring, agent_id, at
+        self.skip, self.unlisted, self.salvage = skip, unlisted, salvage
+        self.manifest_rids: dict[bytes, bytes] = {}
+        self.damaged: list[tuple[str, str, str]] = []
+
+    def page(
+        self, page: list[records.RemoteRow]
+    ) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+        batch: list[tuple[object, ...]] = []
+        peers: list[tuple[object, ...]] = []
+        for r in page:
+            if r.record_id in self.skip:
+                continue
+            if r.device_id not in self.manifest_rids:
+                self.manifest_rids[r.device_id] = records.record_id(
+                    self.ring.id_key, records.MANIFEST_TABLE, r.device_id.hex()
+                )
+            is_manifest = r.record_id == self.manifest_rids[r.device_id]
+            left_out = (r.record_id, r.version) in self.unlisted or (
+                self.at is not None and r.version > self.at
+            )
+            if left_out and not is_manifest:
+                continue
+            try:
+                if is_manifest:
+                    peers.append(_peer_params(self.ring, self.agent_id, r))
+                else:
+                    batch.append(_memory_params(self.ring, self.agent_id, r))
+            except crypto.CryptoError as exc:
+                if not self.salvage:
+                    raise crypto.TamperedData(
+                        f"{exc}; `tiermem restore --salvage` restores everything that "
+                        "authenticates and lists the rest"
+                    ) from None
+                self.damaged.append((r.record_id.hex(), r.version, str(exc)))
+        return batch, peers
 
 
 _PEER: Final = (

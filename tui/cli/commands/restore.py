@@ -236,7 +236,11 @@ def restore_cmd(
 
 
 def _check_text(r: CheckReport) -> str:
-    mode = "structure and data" if r.read_data else "structure (add --read-data for contents)"
+    mode = (
+        "structure, integrity and contents"
+        if r.read_data
+        else "structure and integrity (add --read-data to decrypt the contents too)"
+    )
     lines = [
         f"checked agent {r.agent_id!r} at {r.url}: {mode}",
         f"{r.rows} row(s), {r.records} record(s), {r.manifests} manifest(s) from "
