@@ -183,8 +183,8 @@ class SyncEngine(Session):
         progress = journal.read_progress(self.mem)
         pending_memories = int(
             self.db.scalar(
-                "SELECT (SELECT count(*) FROM sync_dirty WHERE agent_id = ?) + (SELECT count(*) "
-                "FROM sync_outgoing WHERE agent_id = ? AND tbl = ?)",
+                "SELECT count(*) FROM (SELECT id FROM sync_dirty WHERE agent_id = ? UNION "
+                "SELECT key FROM sync_outgoing WHERE agent_id = ? AND tbl = ?)",
                 (self.agent_id, self.agent_id, MEMORY_TABLE),
             )
         )

@@ -111,6 +111,7 @@ def pull(
     tag = agent_tag(session.agent_id)
     totals = _PullTotals()
     limit = page_size
+    outstanding = _rejected_keys(session)
     while True:
         cursor = journal.read_progress(session.mem).pull_cursor
 
@@ -131,7 +132,9 @@ def pull(
         if len(page) < limit:
             break
     _retry_rejected(session, s, policy, totals)
-    totals.rejected = len(rejected_rows(session))
+    left = _rejected_keys(session)
+    totals.rejected = len(left)
+    totals.repaired = max(0, len(outstanding - left) - totals.gone)
     return _finish(session, totals, time.perf_counter() - started)
 
 
@@ -147,16 +150,20 @@ def rejected_rows(session: Session) -> list[tuple[str, str, str]]:
     ]
 
 
-def _retry_rejected(session: Session, s: Settings, policy: RetryPolicy, t: _PullTotals) -> None:
-    """Fetch every rejected row again (by record id, wherever the cursor is) with the newer
-    versions of its record, and apply what authenticates now; forget the rows the server no
-    longer holds."""
-    pending = {
+def _rejected_keys(session: Session) -> set[tuple[bytes, str]]:
+    return {
         (bytes(r[0]), str(r[1]))
         for r in session.db.query(
             "SELECT record_id, version FROM sync_rejected WHERE agent_id = ?", (session.agent_id,)
         )
     }
+
+
+def _retry_rejected(session: Session, s: Settings, policy: RetryPolicy, t: _PullTotals) -> None:
+    """Fetch every rejected row again (by record id, wherever the cursor is) with the newer
+    versions of its record, and apply what authenticates now; forget the rows the server no
+    longer holds."""
+    pending = _rejected_keys(session)
     if not pending:
         return
     lowest: dict[bytes, str] = {}
@@ -172,7 +179,6 @@ def _retry_rejected(session: Session, s: Settings, policy: RetryPolicy, t: _Pull
         t.requests += 1
         found += [records_fmt.remote_row(r) for r in result.rows]
     rows = [r for r in found if r.version >= lowest.get(r.record_id, "~")]
-    before = len(pending)
     if rows:
         _apply_page(session, s, rows, t, move_cursor=False)
     held = {(r.record_id, r.version) for r in found}
@@ -181,13 +187,7 @@ def _retry_rejected(session: Session, s: Settings, policy: RetryPolicy, t: _Pull
         session.db.executemany(
             "DELETE FROM sync_rejected WHERE agent_id = ? AND record_id = ? AND version = ?", gone
         )
-    after = int(
-        session.db.scalar(
-            "SELECT count(*) FROM sync_rejected WHERE agent_id = ?", (session.agent_id,)
-        )
-    )
     t.gone += len(gone)
-    t.repaired += max(0, before - len(gone) - after)
 
 
 SELECT_BY_ID: Final = (
