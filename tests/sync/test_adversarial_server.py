@@ -165,7 +165,7 @@ def test_a_row_filed_under_this_device_with_a_maximal_version_does_not_stop_push
     assert restore(tm, b, sqld, key)[0] == 0
     device = bytes.fromhex(status(tm, a)["device_id"])
     critical = record_id(a, tm.agent_id, records.CRITICAL_TABLE, tm.agent_id)
-    (version, envelope), *_ = attacker.rows(critical)
+    (_, envelope), *_ = attacker.rows(critical)
     attacker.c.execute(
         "INSERT INTO records (agent_tag, record_id, version, epoch, device_id, envelope) "
         "VALUES (?, ?, ?, 1, ?, ?)",
@@ -344,7 +344,7 @@ def test_plain_http_to_another_host_is_refused_unless_insecure_http_which_is_rem
         ("restore", "--url", remote, "--stdin"),
         ("sync", "add-device", "--recovery", "--url", remote, "--stdin"),
     ):
-        code, out, err = tm(fresh, *args, stdin="x\n")
+        code, _, err = tm(fresh, *args, stdin="x\n")
         assert code == 49 and "--insecure-http" in err and err.count("\n") == 1, args
     assert not (fresh / "tiermem.db").exists() or memories(fresh, tm.agent_id) == {}
     # Remembered: a home set up with --insecure-http keeps accepting its http:// URL.
