@@ -25,7 +25,8 @@ from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto, hlc, journal, keys, merge
 from tiermem.sync import records as records_fmt
-from tiermem.sync.hrana import HranaClient, ResultSet
+from tiermem.sync.hrana import HranaClient, HranaError, ResultSet
+from tiermem.sync.push import TOUCH_DEVICE
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, PRUNE_TABLE, SELECT_PAGE
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.seal import critical_document
@@ -132,6 +133,7 @@ def pull(
         if len(page) < limit:
             break
     _retry_rejected(session, s, policy, totals)
+    _touch(session, s, policy, totals)
     left = _rejected_keys(session)
     totals.rejected = len(left)
     totals.repaired = max(0, len(outstanding - left) - totals.gone)
@@ -148,6 +150,17 @@ def rejected_rows(session: Session) -> list[tuple[str, str, str]]:
             (session.agent_id,),
         )
     ]
+
+
+def _touch(session: Session, s: Settings, policy: RetryPolicy, t: _PullTotals) -> None:
+    """Refresh this device's LAST SEEN (one small request; a failure here fails nothing)."""
+    try:
+        session.remote(s).execute(
+            TOUCH_DEVICE, (session.mem.now(), s.device_id, agent_tag(session.agent_id)), policy
+        )
+        t.requests += 1
+    except HranaError:
+        pass
 
 
 def _rejected_keys(session: Session) -> set[tuple[bytes, str]]:

@@ -140,7 +140,12 @@ def _push_statements(session: Session, s: Settings, batches: list[Batch]) -> lis
     for b in batches:
         for _, _, rid, v, epoch, _, envelope in b.rows:
             statements.append((INSERT_RECORD, (tag, rid, v, epoch, s.device_id, envelope)))
+    statements.append((TOUCH_DEVICE, (session.mem.now(), s.device_id, tag)))
     return statements
+
+
+TOUCH_DEVICE: Final = "UPDATE devices SET last_seen = ? WHERE device_id = ? AND agent_tag = ?"
+"""`sync devices` LAST SEEN: every push and pull refreshes it (display only, not trusted)."""
 
 
 def _send_batches(

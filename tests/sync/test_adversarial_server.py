@@ -432,3 +432,26 @@ def test_the_daemon_unit_is_not_restarted_after_a_removal_or_a_refused_url(
     assert set(line.split("=")[1].split()) == {"22", "26", "27", "49", "54"}
     recipe = (Path(__file__).parents[2] / "packaging" / "termux" / "README.md").read_text()
     assert "case $code in 22|26|27|49|54) sv down . ;; esac" in recipe
+
+
+def test_push_and_pull_refresh_last_seen_in_the_device_list(
+    tm: Tm, sqld: SqldServer, homes: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b, _ = homes
+    key = init(tm, a, sqld)
+    assert restore(tm, b, sqld, key)[0] == 0
+    tm.store(b, "the pump in hall 3 is red")
+    assert tm(b, "sync", "push")[0] == 0
+    b_id = status(tm, b)["device_id"]
+
+    def seen_from_a() -> float:
+        (entry,) = [d for d in tm.json(a, "sync", "devices")["devices"] if d["device_id"] == b_id]
+        return float(entry["last_seen"])
+
+    pushed = seen_from_a()
+    assert pushed > 0
+    later = Memory.now  # b's clock moves on by an hour before it pulls
+    monkeypatch.setattr(Memory, "now", lambda self: later(self) + 3600)
+    assert tm(b, "sync", "pull")[0] == 0
+    monkeypatch.setattr(Memory, "now", later)
+    assert seen_from_a() >= pushed + 3600
