@@ -293,7 +293,7 @@ class PointInTimePruned(TiermemError):
 
 class ServerRollback(TiermemError):
     """The server is behind its own record of the vault: a device's pushes are numbered with a
-    gap, or a push that another push (or this home) saw is gone. Nothing was restored."""
+    gap, or a push that another device's push saw is gone. Nothing was restored."""
 
     exit_code = 45
 
@@ -321,8 +321,8 @@ class RejectedRecords(TiermemError):
 
 
 class InsecureTransport(TiermemError):
-    """A plain ``http://`` URL to a host other than this machine: the token would travel in
-    clear. Use https:// (or libsql://), or accept the risk with ``--insecure-http``."""
+    """A plain `http://` URL to a host other than this machine: the token would travel in
+    clear. Use https:// (or libsql://), or accept the risk with `--insecure-http`."""
 
     exit_code = 49
 
