@@ -46,6 +46,7 @@ from tiermem.core.errors import DAMAGE_EXIT_CODES, DamageFound
 from tiermem.sync import crypto, hlc, records, wrapcheck
 from tiermem.sync.hrana import Args, HranaClient, ResultSet
 from tiermem.sync.keyring import KeyRing
+from tiermem.sync.metrics_sync import decode_metrics
 from tiermem.sync.prune import PRUNE_TABLE, decode_prune, prune_horizon, prune_record_id
 from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS
 from tiermem.sync.retry import RetryPolicy
@@ -315,6 +316,9 @@ class _Checker:
                 table = (
                     records.CRITICAL_TABLE
                     if row.record_id == self.critical_rid
+                    else records.METRICS_TABLE
+                    if row.record_id
+                    == records.record_id(self.id_key, records.METRICS_TABLE, device_hex)
                     else records.MEMORY_TABLE
                 )
                 _open_record(self.ring, self.agent, table, row, self.damage)
@@ -464,6 +468,9 @@ def _open_record(
         plaintext = records.open_row(ring.key(row.epoch), agent, table, _remote(row))
         if table == records.CRITICAL_TABLE:
             records.decode_critical(plaintext, agent)
+            return
+        if table == records.METRICS_TABLE:
+            decode_metrics(plaintext, row.device_id.hex())
             return
         item = records.decode_memory(plaintext)
         if ring.memory_rid(item.id) != row.record_id:

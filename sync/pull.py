@@ -23,11 +23,17 @@ from typing import Any, Final
 from tiermem.core import rows, snapshot
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
-from tiermem.sync import crypto, hlc, journal, keys, merge
+from tiermem.sync import crypto, hlc, journal, keys, merge, metrics_sync
 from tiermem.sync import records as records_fmt
 from tiermem.sync.hrana import HranaClient, HranaError, ResultSet
 from tiermem.sync.push import TOUCH_DEVICE
-from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, PRUNE_TABLE, SELECT_PAGE
+from tiermem.sync.records import (
+    MANIFEST_TABLE,
+    MEMORY_TABLE,
+    METRICS_TABLE,
+    PRUNE_TABLE,
+    SELECT_PAGE,
+)
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.seal import critical_document
 from tiermem.sync.session import Session
@@ -98,6 +104,7 @@ class _Page:
     manifests: list[tuple[str, int, str]] = field(default_factory=list)
     newest_critical: tuple[str, dict[str, Any]] | None = None
     newest: str = ""
+    metrics: list[tuple[str, str, metrics_sync.Days]] = field(default_factory=list)
     accepted: list[tuple[bytes, str]] = field(default_factory=list)
     rejected: list[tuple[int, bytes, str, str]] = field(default_factory=list)
 
@@ -267,6 +274,8 @@ def _apply_page(
     decoded = _decode_page(session, s, page, t)
     with session.db.transaction():
         _apply_decoded(session, s, decoded, t)
+        for device_hex, version, days in decoded.metrics:
+            metrics_sync.apply_metrics(session.db, session.agent_id, device_hex, version, days)
         _advance_clock(session, s, decoded.newest)
         _note_rejected(session, decoded)
         if move_cursor:
@@ -330,6 +339,11 @@ def _decode_page(
                 )
                 if out.newest_critical is None or row.version > out.newest_critical[0]:
                     out.newest_critical = (row.version, doc)
+            elif row.record_id == records_fmt.record_id(id_key, METRICS_TABLE, device_hex):
+                days = metrics_sync.decode_metrics(
+                    records_fmt.open_row(key, agent, METRICS_TABLE, row), device_hex
+                )
+                out.metrics.append((device_hex, row.version, days))
             elif row.record_id == records_fmt.record_id(id_key, MANIFEST_TABLE, device_hex):
                 m = records_fmt.decode_manifest(
                     records_fmt.open_row(key, agent, MANIFEST_TABLE, row), device_hex

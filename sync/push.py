@@ -335,6 +335,9 @@ def _settle_stale(
                 "UPDATE sync_progress SET manifest_n = ? WHERE agent_id = ?",
                 (first - 1, session.agent_id),
             )
+            session.db.execute(  # the metrics sealed in them are sealed again
+                "DELETE FROM sync_metrics_pushed WHERE agent_id = ?", (session.agent_id,)
+            )
             session.db.execute(
                 "UPDATE sync_state SET inflight_version = NULL, inflight_envelope = NULL, "
                 "inflight_seq = NULL, inflight_digest = NULL WHERE agent_id = ?",

@@ -47,6 +47,9 @@ sorted keys, no whitespace; every payload has ``"format": 1``):
   push of it the writer had applied: a restore then knows those pushes must be on the server.
   `encode_manifest` / `decode_manifest` → `Manifest`.
 
+``metrics`` — key: the writing device's id. That device's own daily counters and gauges
+  (`tiermem.sync.metrics_sync`, which says how devices' shares are merged).
+
 ``prune`` — key ``"horizon"`` (`PRUNE_KEY`): the prune horizon written by `sync prune`
   (`tiermem.sync.prune`); pulls skip it.
 
@@ -75,6 +78,7 @@ __all__ = [
     "MANIFEST_TABLE",
     "MEMORY_BUCKET",
     "MEMORY_TABLE",
+    "METRICS_TABLE",
     "PRUNE_KEY",
     "PRUNE_TABLE",
     "SELECT_PAGE",
@@ -105,7 +109,8 @@ MEMORY_TABLE: Final = "memory"
 MANIFEST_TABLE: Final = "manifest"
 PRUNE_TABLE: Final = "prune"
 PRUNE_KEY: Final = "horizon"
-TABLES: Final = (CRITICAL_TABLE, MEMORY_TABLE, MANIFEST_TABLE, PRUNE_TABLE)
+METRICS_TABLE: Final = "metrics"
+TABLES: Final = (CRITICAL_TABLE, MEMORY_TABLE, MANIFEST_TABLE, PRUNE_TABLE, METRICS_TABLE)
 MEMORY_BUCKET: Final = crypto.MIN_BUCKET
 
 SELECT_PAGE: Final = (
@@ -113,7 +118,7 @@ SELECT_PAGE: Final = (
     "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
 
-Table = Literal["critical", "memory", "manifest", "prune"]
+Table = Literal["critical", "memory", "manifest", "prune", "metrics"]
 
 
 def canonical(data: dict[str, Any]) -> bytes:

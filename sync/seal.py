@@ -11,7 +11,8 @@ from typing import Any, Final
 from tiermem.core import rows
 from tiermem.sync import hlc, keys, merge
 from tiermem.sync import records as records_fmt
-from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE
+from tiermem.sync.metrics_sync import own_metrics
+from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, METRICS_TABLE
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
     CRITICAL_TABLE,
@@ -126,19 +127,29 @@ def seal_batch(session: Session, s: Settings, budget: int) -> Batch | None:
     again."""
     while True:
         marks = _seal_marks(session)
-        batch = _seal_rows(session, s, budget, marks)
-        if batch is None:
+        sealed = _seal_rows(session, s, budget, marks)
+        if sealed is None:
             return None
+        batch, metrics_digest = sealed
         with session.db.transaction():
             if _seal_marks(session) != marks:
                 continue
             _save_batch(session, batch)
+            if metrics_digest is not None:
+                session.db.execute(
+                    "INSERT INTO sync_metrics_pushed (agent_id, digest) VALUES (?, ?) "
+                    "ON CONFLICT (agent_id) DO UPDATE SET digest = excluded.digest",
+                    (session.agent_id, metrics_digest),
+                )
         return batch
 
 
-def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Batch | None:
+def _seal_rows(
+    session: Session, s: Settings, budget: int, marks: _Marks
+) -> tuple[Batch, str | None] | None:
     """Seal the critical state (if it changed), the next changed memory rows up to `budget`
-    bytes and the manifest numbering them; None when there is nothing to seal."""
+    bytes, this device's daily metrics (if they changed) and the manifest numbering them;
+    None when there is nothing to seal. Returns the batch and the metrics' digest."""
     dirty_after, outbox_after, last_hlc, manifest_n, epoch = marks
     current = session.settings_or_fail()
     last = hlc.parse(last_hlc) if last_hlc else None
@@ -148,6 +159,7 @@ def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Bat
     )
     outbox_up_to, digest = _seal_critical(session, current, outbox_after, sealer)
     dirty_up_to = _seal_memories(session, dirty_after, budget, sealer)
+    metrics_digest = _seal_metrics(session, s, sealer)
     if not sealer.rows:
         return None
     n = manifest_n + 1
@@ -162,7 +174,22 @@ def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Bat
         _seen(session, device_hex),
     )
     sealer.add(MANIFEST_TABLE, device_hex, records_fmt.encode_manifest(manifest))
-    return Batch(n, version, dirty_up_to, outbox_up_to, digest, sealer.rows)
+    return Batch(n, version, dirty_up_to, outbox_up_to, digest, sealer.rows), metrics_digest
+
+
+def _seal_metrics(session: Session, s: Settings, sealer: _Sealer) -> str | None:
+    """Seal this device's daily metrics when they changed since last sealed; their digest."""
+    own = own_metrics(session.db, session.agent_id, s.device_id.hex())
+    if own is None:
+        return None
+    body, digest = own
+    last = session.db.scalar(
+        "SELECT digest FROM sync_metrics_pushed WHERE agent_id = ?", (session.agent_id,)
+    )
+    if last == digest:
+        return None
+    sealer.add(METRICS_TABLE, s.device_id.hex(), body)
+    return digest
 
 
 def _seen(session: Session, device_hex: str) -> tuple[tuple[str, int], ...]:

@@ -16,6 +16,7 @@ from tiermem.core.errors import StorageError
 from tiermem.sync import crypto, hlc, records
 from tiermem.sync.hrana import ResultSet
 from tiermem.sync.keyring import KeyRing
+from tiermem.sync.metrics_sync import Days, apply_metrics, decode_metrics
 from tiermem.sync.restore.results import Progress, RestoreProgress
 
 # ------------------------------------------------------------------ step 2: the memories
@@ -128,6 +129,9 @@ def stream_memories(
                     db.executemany(_STAGE, batch)
                 if peers:
                     db.executemany(_PEER, peers)
+                for device_hex, version, days in sorter.metrics:
+                    apply_metrics(db, agent_id, device_hex, version, days)
+                sorter.metrics.clear()
                 db.execute(
                     "UPDATE restore_progress SET cursor = ?, rows = rows + ?, bytes = bytes + ?, "
                     "pages = pages + 1 WHERE agent_id = ?",
@@ -166,7 +170,9 @@ class _Sorter:
         self.ring, self.agent_id, self.at = ring, agent_id, at
         self.skip, self.unlisted, self.salvage = skip, unlisted, salvage
         self.manifest_rids: dict[bytes, bytes] = {}
+        self.metrics_rids: dict[bytes, bytes] = {}
         self.damaged: list[tuple[str, str, str]] = []
+        self.metrics: list[tuple[str, str, Days]] = []
 
     def page(
         self, page: list[records.RemoteRow]
@@ -189,6 +195,12 @@ class _Sorter:
             try:
                 if is_manifest:
                     peers.append(_peer_params(self.ring, self.agent_id, r))
+                elif r.record_id == self._metrics_rid(r.device_id):
+                    plaintext = records.open_row(
+                        self.ring.key(r.epoch), self.agent_id, records.METRICS_TABLE, r
+                    )
+                    days = decode_metrics(plaintext, r.device_id.hex())
+                    self.metrics.append((r.device_id.hex(), r.version, days))
                 else:
                     batch.append(_memory_params(self.ring, self.agent_id, r))
             except crypto.CryptoError as exc:
@@ -199,6 +211,13 @@ class _Sorter:
                     ) from None
                 self.damaged.append((r.record_id.hex(), r.version, str(exc)))
         return batch, peers
+
+    def _metrics_rid(self, device: bytes) -> bytes:
+        if device not in self.metrics_rids:
+            self.metrics_rids[device] = records.record_id(
+                self.ring.id_key, records.METRICS_TABLE, device.hex()
+            )
+        return self.metrics_rids[device]
 
 
 _PEER: Final = (

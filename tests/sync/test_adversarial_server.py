@@ -455,3 +455,29 @@ def test_push_and_pull_refresh_last_seen_in_the_device_list(
     assert tm(b, "sync", "pull")[0] == 0
     monkeypatch.setattr(Memory, "now", later)
     assert seen_from_a() >= pushed + 3600
+
+
+def test_daily_metrics_are_synced_summed_per_device_and_survive_a_restore(
+    tm: Tm, sqld: SqldServer, homes: tuple[Path, Path, Path]
+) -> None:
+    a, b, fresh = homes
+    tm.store(a, "the pump in hall 3 is red")
+    key = init(tm, a, sqld)
+    assert restore(tm, b, sqld, key)[0] == 0
+    for home, n in ((a, 2), (b, 3)):
+        for _ in range(n):
+            assert tm(home, "retrieve", "pump")[0] == 0
+        tm.store(home, f"a fact stored on {home.name}")
+        assert tm(home, "sync", "push")[0] == 0
+    for _ in range(2):  # pulled twice: each device's share counts once
+        assert tm(a, "sync", "pull")[0] == 0
+        assert tm(b, "sync", "pull")[0] == 0
+
+    def today(home: Path) -> dict[str, int]:
+        return dict(tm.json(home, "metrics", "--days", "1")["today"])
+
+    assert today(a)["retrievals"] == today(b)["retrievals"] == 5
+    assert today(a)["stores"] == today(b)["stores"] == 3
+    assert restore(tm, fresh, sqld, key)[0] == 0
+    restored = today(fresh)
+    assert restored["retrievals"] == 5 and restored["stores"] == 3
