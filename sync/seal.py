@@ -159,9 +159,9 @@ def _seal_rows(
     )
     outbox_up_to, digest = _seal_critical(session, current, outbox_after, sealer)
     dirty_up_to = _seal_memories(session, dirty_after, budget, sealer)
-    metrics_digest = _seal_metrics(session, s, sealer)
     if not sealer.rows:
         return None
+    metrics_digest = _seal_metrics(session, s, sealer, budget)
     n = manifest_n + 1
     device_hex = s.device_id.hex()
     manifest = records_fmt.Manifest(
@@ -177,8 +177,10 @@ def _seal_rows(
     return Batch(n, version, dirty_up_to, outbox_up_to, digest, sealer.rows), metrics_digest
 
 
-def _seal_metrics(session: Session, s: Settings, sealer: _Sealer) -> str | None:
-    """Seal this device's daily metrics when they changed since last sealed; their digest."""
+def _seal_metrics(session: Session, s: Settings, sealer: _Sealer, budget: int) -> str | None:
+    """Seal this device's daily metrics into a batch that carries changes anyway, when they
+    changed since last sealed and fit the budget; their digest. (Metrics alone never make a
+    push: a retrieval would then cost a request.)"""
     own = own_metrics(session.db, session.agent_id, s.device_id.hex())
     if own is None:
         return None
@@ -188,7 +190,10 @@ def _seal_metrics(session: Session, s: Settings, sealer: _Sealer) -> str | None:
     )
     if last == digest:
         return None
-    sealer.add(METRICS_TABLE, s.device_id.hex(), body)
+    row = sealer.seal(METRICS_TABLE, s.device_id.hex(), body)
+    if sealer.used + len(row[6]) > budget:
+        return None
+    sealer.keep(row)
     return digest
 
 
