@@ -481,3 +481,18 @@ def test_daily_metrics_are_synced_summed_per_device_and_survive_a_restore(
     assert restore(tm, fresh, sqld, key)[0] == 0
     restored = today(fresh)
     assert restored["retrievals"] == 5 and restored["stores"] == 3
+
+
+def test_two_devices_named_after_the_same_host_are_told_apart(
+    tm: Tm, sqld: SqldServer, homes: tuple[Path, Path, Path]
+) -> None:
+    a, b, _ = homes
+    key = init(tm, a, sqld)
+    assert restore(tm, b, sqld, key)[0] == 0
+    tm.store(b, "the pump in hall 3 is red")
+    assert tm(b, "sync", "push")[0] == 0
+    found = tm.json(a, "sync", "devices")["devices"]
+    names = [d["name"] for d in found]
+    assert len(names) == 2 and len(set(names)) == 2
+    for d in found:
+        assert d["name"].endswith("#" + d["device_id"][:4])
