@@ -7,14 +7,21 @@ A bad file is a one-line `ConfigError` naming the file and the key.
 from __future__ import annotations
 
 import json
+import sys
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
 from tiermem.core.errors import ConfigError
+from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import read_text
+
+if TYPE_CHECKING:
+    import tomllib
+else:  # only a home with a config.toml parses TOML
+    tomllib = lazy_import("tomllib")
 
 Positive = Annotated[int, msgspec.Meta(gt=0)]
 Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
@@ -96,7 +103,15 @@ class RetrievalConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Distinct query terms used; the rest of a very long query is ignored."""
     length_penalty: Annotated[float, msgspec.Meta(ge=0.0, le=2.0)] = 0.3
     """Exponent of the length prior: BM25 × tokens^-length_penalty (0 = plain BM25). A long
-    memory that mentions a word once is less about it than a short one."""
+    memory that mentions a word once is less about it than a short one; the prior applies in
+    full only where the candidates' lengths spread (`length_spread_min`, `length_spread_full`)."""
+    length_spread_min: Annotated[float, msgspec.Meta(ge=0.0)] = 0.8
+    """The length prior adapts to the candidates: at or below this spread of their lengths
+    (standard deviation of ln tokens) it is off, since memories alike in length are not more or
+    less about a word for their length."""
+    length_spread_full: Annotated[float, msgspec.Meta(ge=0.0)] = 1.1
+    """The spread from which the full `length_penalty` applies (linear in between); 0 = a fixed
+    prior whatever the lengths."""
     temporal_boost: Annotated[float, msgspec.Meta(ge=0.0)] = 0.25
     """Relative bonus for a memory dated inside a window the query names ("last week",
     "in May", "three days ago"); 0 turns time cues off (their words are then searched)."""
@@ -171,13 +186,44 @@ class IngestConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class SyncConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Encrypted sync: full restore, pruning of old remote versions."""
+    """Encrypted sync: full restore, pruning of old remote versions, the background push."""
 
     keep_versions: Positive = 10
     """`sync prune` keeps this many newest versions of each remote record (point-in-time
     restores reach back as far as the oldest kept version)."""
     restore_page_rows: Positive = 1000
     """Remote rows per request when a full restore or `sync check` streams the vault."""
+    push_budget_seconds: Annotated[float, msgspec.Meta(gt=0.0, le=86400.0)] = 300.0
+    """How long the background push after a conversation keeps retrying (with the backoff
+    schedule) before it gives up; what it could not send stays queued for the next one."""
+
+
+class HygieneConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Session hygiene: what agents keep using rises into hot memory."""
+
+    reaccess_counts: Positive = 2
+    """Accesses of one memory within one session that count toward its promotion (a memory
+    is promoted at 3 counted uses): 1 counts each session once however often it re-reads the
+    memory; 2 lets a memory re-read within a session count twice."""
+
+
+class WorkingConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Working memory: the agent's scratch state for the task of one session."""
+
+    max_tokens: Positive = 2000
+    """Largest working memory of one session (its JSON, in tokens); a bigger one is refused."""
+
+
+class SkillsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Procedural memory: repeated action sequences proposed as skills."""
+
+    min_conversations: Positive = 3
+    """Conversations that must repeat the same sequence of commands or tool calls before it is
+    proposed as a skill."""
+    min_steps: Annotated[int, msgspec.Meta(ge=2)] = 2
+    """Shortest sequence (in actions) that counts."""
+    max_steps: Annotated[int, msgspec.Meta(ge=2, le=20)] = 8
+    """Longest sequence looked for."""
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -194,6 +240,9 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
     ingest: IngestConfig = msgspec.field(default_factory=IngestConfig)
     sync: SyncConfig = msgspec.field(default_factory=SyncConfig)
+    hygiene: HygieneConfig = msgspec.field(default_factory=HygieneConfig)
+    working: WorkingConfig = msgspec.field(default_factory=WorkingConfig)
+    skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
 
     def __post_init__(self) -> None:
         s = self.scoring
@@ -219,13 +268,52 @@ def read_config_mapping(path: Path) -> dict[str, Any]:
         return tomllib.loads(read_text(path, ConfigError))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML ({exc})") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError(f"{path}: invalid TOML (nested too deeply)") from None
 
 
 def load_config(path: Path) -> Config:
-    """Read `config.toml`; a missing file means all defaults."""
-    if not path.exists():
+    """Read `config.toml`, over the original `config.json` when the home holds one (read in
+    place: each key it has is honoured, or named in a one-line warning on stderr); missing
+    files mean all defaults."""
+    legacy = path.parent / SEED_CONFIG
+    mapping: dict[str, Any] = {}
+    source = str(path)
+    if legacy.exists():
+        mapping, ignored = seed_config_to_mapping(_read_json(legacy), with_ignored=True)
+        for message in ignored:
+            _warn(f"{legacy}: {message}")
+        source = f"{legacy} + {path}" if path.exists() else str(legacy)
+    if not mapping and not path.exists():
         return Config()
-    return config_from_mapping(read_config_mapping(path), str(path))
+    for section, block in read_config_mapping(path).items():
+        if isinstance(block, dict) and isinstance(mapping.get(section), dict):
+            mapping[section] = mapping[section] | block
+        else:
+            mapping[section] = block
+    return config_from_mapping(mapping, source)
+
+
+SEED_CONFIG = "config.json"
+"""The original layout's config file, read in place from the home."""
+_warned: set[str] = set()
+
+
+def _warn(message: str) -> None:
+    """A warning on stderr, once per process (no front end is there to show it)."""
+    if message not in _warned:
+        _warned.add(message)
+        sys.stderr.write(f"warning: {message}\n")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(read_text(path, ConfigError))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: invalid JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object")
+    return data
 
 
 def _key_message(message: str) -> str:
@@ -237,39 +325,86 @@ def _key_message(message: str) -> str:
     return text
 
 
-def seed_config_to_mapping(seed: dict[str, Any]) -> dict[str, Any]:
+_SCHEDULE = {"warm_eviction": "hourly", "tree_prune": "daily", "tree_rebuild": "monthly"}
+"""The original schedule, which `tiermem service install` runs (quick hourly, daily, monthly)."""
+
+
+def seed_config_to_mapping(seed: dict[str, Any], with_ignored: bool = False) -> Any:
     """Translate the original config.json layout (v2.x) into this config's shape.
 
-    Unknown sections of that layout (cold.backend, distillation, consolidation schedule) are accepted
-    and ignored: they configure things this implementation does elsewhere.
-    """
+    With `with_ignored`, also the one-line reasons for the keys it does not apply: every key
+    is either translated, matches what this implementation does anyway (the consolidation
+    schedule, `cold.backend`, the agent), or is named."""
     out: dict[str, Any] = {}
+    ignored: list[str] = []
 
     def put(section: str, key: str, value: Any) -> None:
         out.setdefault(section, {})[key] = value
 
-    renames = {
-        ("hot", "max_bytes"): ("hot", "max_bytes"),
-        ("hot", "max_lessons"): ("hot", "max_lessons"),
-        ("hot", "max_events"): ("hot", "max_events"),
-        ("hot", "max_tasks"): ("hot", "max_pending_tasks"),
-        ("warm", "retention_days"): ("warm", "retention_days"),
-        ("warm", "eviction_threshold"): ("scoring", "warm_threshold"),
-        ("cold", "retention_years"): ("cold", "retention_years"),
-        ("scoring", "half_life_days"): ("scoring", "tau_days"),
-        ("scoring", "reinforcement_boost"): ("scoring", "reinforcement"),
-        ("tree", "max_nodes"): ("tree", "max_nodes"),
-        ("tree", "max_depth"): ("tree", "max_depth"),
-        ("tree", "max_size_bytes"): ("tree", "max_bytes"),
-    }
-    for (section, key), (dest_section, dest_key) in renames.items():
+    for (section, key), (dest_section, dest_key) in _RENAMES.items():
         block = seed.get(section)
         if isinstance(block, dict) and key in block:
             put(dest_section, dest_key, block[key])
     warm = seed.get("warm")
     if isinstance(warm, dict) and "max_kb" in warm:
         put("warm", "max_bytes", _kb_to_bytes(warm["max_kb"]))
-    return out
+    distillation = seed.get("distillation")
+    if isinstance(distillation, dict) and "mode" in distillation:
+        put("distill", "mode", distillation["mode"])
+    for section, block in seed.items():
+        keys: list[str | None] = list(block) if isinstance(block, dict) else [None]
+        ignored += [r for r in (_ignored(section, key, block) for key in keys) if r]
+    return (out, ignored) if with_ignored else out
+
+
+_RENAMES = {
+    ("hot", "max_bytes"): ("hot", "max_bytes"),
+    ("hot", "max_lessons"): ("hot", "max_lessons"),
+    ("hot", "max_events"): ("hot", "max_events"),
+    ("hot", "max_tasks"): ("hot", "max_pending_tasks"),
+    ("warm", "retention_days"): ("warm", "retention_days"),
+    ("warm", "eviction_threshold"): ("scoring", "warm_threshold"),
+    ("cold", "retention_years"): ("cold", "retention_years"),
+    ("scoring", "half_life_days"): ("scoring", "tau_days"),
+    ("scoring", "reinforcement_boost"): ("scoring", "reinforcement"),
+    ("tree", "max_nodes"): ("tree", "max_nodes"),
+    ("tree", "max_depth"): ("tree", "max_depth"),
+    ("tree", "max_size_bytes"): ("tree", "max_bytes"),
+}
+
+
+def _ignored(section: str, key: str | None, block: Any) -> str | None:
+    """Why a key of the original config is not applied (None: it is, or it changes nothing)."""
+    name = section if key is None else f"{section}.{key}"
+    if (section, key) in _RENAMES or section.startswith("_") or name == "warm.max_kb":
+        return None
+    if name == "distillation.mode":
+        return None
+    if name == "agent_id":
+        return (
+            None
+            if block == "default"
+            else (f"agent_id {block!r} ignored: choose the agent with --agent-id")
+        )
+    if name == "cold.backend":
+        return (
+            None
+            if block.get(key) in ("turso", "sqlite", "libsql")
+            else (
+                f"cold.backend {block.get(key)!r} ignored: cold memory lives in the home's libSQL file"
+            )
+        )
+    if section == "consolidation" and key in _SCHEDULE:
+        value = block.get(key)
+        return (
+            None
+            if value == _SCHEDULE[key]
+            else (
+                f"{name} {value!r} ignored: the schedule is {_SCHEDULE[key]} "
+                "(tiermem service install)"
+            )
+        )
+    return f"{name} ignored: no such setting here (see config.toml)"
 
 
 def _kb_to_bytes(value: Any) -> Any:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from tiermem.core import outbox
+from tiermem.core import outbox, provenance
 from tiermem.core.curate import pinned_ids
 from tiermem.core.errors import InvalidInput
 from tiermem.core.scoring import DAY, classify
@@ -177,6 +177,8 @@ def _quick(mem: Memory, now: float, report: ConsolidationReport) -> None:
     scoring = mem.cfg.scoring
     warm = [(m, m.score(now, scoring)) for m in mem.memories.in_tier("warm")]
     _promote(mem, [(m, s) for m, s in warm if s >= scoring.hot_threshold], now, report)
+    # a promotion can move hot items to warm memory: the size limit counts them too
+    warm = [(m, m.score(now, scoring)) for m in mem.memories.in_tier("warm")]
     retention = mem.cfg.warm.retention_days * DAY
     kept = []
     pinned = pinned_ids(mem.db, mem.agent_id)  # a person pinned these: never evicted
@@ -230,6 +232,7 @@ def _promote(
             state, memory.text, memory.importance, memory.category, now, source_id=memory.id
         )
         report.moves.append(Move(memory.id, memory.text, "warm", "hot", score, "score ≥ hot"))
+        provenance.note(mem, memory.id, f"score {score:.2f} ≥ hot threshold")
     report.hot_pruned += mem.hot_store.save(state, now)
     mem.db.executemany(
         "INSERT INTO promoted (agent_id, id, promoted_at) VALUES (?, ?, ?) "

@@ -9,15 +9,16 @@
   message, the whole block within the budget. A trivial message (fewer than 3 meaningful words
   once stopwords and greetings are dropped) gets only the always-loaded part.
 - **Recall** (`memory_recall`): the best entries that fit the budget, where an entry costs the
-  tokens of what is returned (its JSON), so the budget is what the agent's context receives.
+  tokens of its text (`core.budget`: the one unit of every budget); the best one always comes
+  back, shortened if it alone is over the budget.
 
 Every token count is `core.tokens.count_tokens` (cl100k, offline).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-import json
 import re
 import time
 from collections.abc import Sequence
@@ -27,7 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from tiermem.core import hot as hotmod
-from tiermem.core import hygiene
+from tiermem.core import hygiene, links, working
+from tiermem.core.budget import fit, shorten
 from tiermem.core.errors import InvalidInput
 from tiermem.core.hot import HotState
 from tiermem.core.ranking import Hit
@@ -37,6 +39,7 @@ from tiermem.core.tree import TreeIndex, default_description, normalize_path
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
+    from tiermem.core.warm import MemoryRecord
 
 ALWAYS_LOADED_MAX_TOKENS = 1500
 DEFAULT_RECALL_BUDGET = 3000
@@ -57,6 +60,13 @@ TRIVIAL_WORDS = frozenset(
     yep yup no nope nah sure cool great nice good fine awesome perfect lol haha bye goodbye cheers
     please pls hmm hm ah oh wow right alright got gotcha understood agreed done np welcome""".split()  # noqa: SIM905
 )
+
+
+def importance_for(priority: str | None, importance: float | None) -> float | None:
+    """The importance a priority name or a number gives (None when neither is given)."""
+    if priority is not None and importance is not None:
+        raise InvalidInput("give priority or importance, not both")
+    return PRIORITY_IMPORTANCE[check_priority(priority)] if priority else importance
 
 
 def priority_of(importance: float) -> Priority:
@@ -231,6 +241,8 @@ def why(hit: Hit) -> str:
     parts = [f"in {e.path or 'root'}"]
     if e.matched_terms:
         parts.append("matched " + ", ".join(e.matched_terms))
+    if e.matched_tags:
+        parts.append("tags " + ", ".join(e.matched_tags))
     if e.tree_match:
         parts.append("tree: " + e.tree_match)
     if e.time_match:
@@ -274,8 +286,26 @@ def entry(hit: Hit, tags: tuple[str, ...], fmt: str) -> dict[str, Any]:
     return out
 
 
-def entry_tokens(item: dict[str, Any]) -> int:
-    return count_tokens(json.dumps(item, ensure_ascii=False))
+def _shorten_hit(hit: Hit, budget: int) -> Hit | None:
+    text = shorten(hit.memory.text, budget)
+    if text is None:
+        return None
+    memory = dataclasses.replace(hit.memory, text=text, tokens=count_tokens(text))
+    return dataclasses.replace(hit, memory=memory)
+
+
+def _linked_entry(mem: Memory, record: MemoryRecord, source: str) -> dict[str, Any]:
+    """A memory recalled because an entry links to it."""
+    return {
+        "id": record.id,
+        "category": record.category,
+        "content": record.text,
+        "priority": priority_of(record.importance),
+        "stored_at": iso(record.created_at),
+        "tags": list(hygiene.extras_for(mem, [record.id]).get(record.id, ((), None))[0]),
+        "why": f"linked to {source}",
+        "linked_from": source,
+    }
 
 
 def recall(
@@ -289,9 +319,13 @@ def recall(
     session: str | None = None,
     tier: str | None = None,
     reinforce: bool = True,
+    tags: Sequence[str] = (),
+    include_context: bool = False,
 ) -> Recall:
-    """The best entries for `query` whose JSON fits `budget` tokens, best first. What is
-    returned is reinforced and, with a session, counted for session hygiene."""
+    """The best entries for `query` whose text fits `budget` tokens, best first (the best one
+    always, shortened if need be); `include_context` adds the memories linked to them within
+    the same budget. What is returned is reinforced and, with a session, counted for session
+    hygiene."""
     if budget < 1:
         raise InvalidInput(f"token budget must be at least 1 (got {budget})")
     if fmt not in FORMATS:
@@ -307,7 +341,9 @@ def recall(
     paths: list[str | None] = list(dict.fromkeys(normalize_path(c) for c in categories))
     paths = paths or [None]
     for path in paths:
-        result = mem.retrieve(query, limit=pool, category=path, tier=tier, reinforce=False)
+        result = mem.retrieve(
+            query, limit=pool, category=path, tier=tier, reinforce=False, tags=tags
+        )
         terms = result.terms
         notes += [n for n in result.notes if n not in notes]
         for hit in result.hits:
@@ -316,19 +352,20 @@ def recall(
         (h for h in hits.values() if h.memory.importance >= floor),
         key=lambda h: (-h.explanation.score, h.memory.id),
     )
-    extras = hygiene.extras_for(mem, [h.memory.id for h in ranked])
-    chosen: list[Hit] = []
-    entries: list[dict[str, Any]] = []
-    used = 0
-    for hit in ranked:
-        item = entry(hit, extras.get(hit.memory.id, ((), None))[0], fmt)
-        cost = entry_tokens(item)
-        if used + cost <= budget:
-            chosen.append(hit)
-            entries.append(item)
-            used += cost
-    if len(chosen) < len(ranked) and not chosen:
+    chosen = fit(ranked, lambda h: h.memory.tokens, budget, len(ranked), _shorten_hit)
+    if chosen and chosen[0] is not ranked[0]:
+        notes.append(f"the best entry was shortened to fit {budget} tokens")
+    elif ranked and not chosen:
         notes.append("no entry fits the token budget")
+    extras = hygiene.extras_for(mem, [h.memory.id for h in chosen])
+    entries = [entry(h, extras.get(h.memory.id, ((), None))[0], fmt) for h in chosen]
+    if chosen and chosen[0] is not ranked[0]:
+        entries[0]["shortened"] = True
+    used = sum(h.memory.tokens for h in chosen)
+    if include_context:
+        related = links.context_for(mem, [h.memory.id for h in chosen], budget - used)
+        entries += [_linked_entry(mem, record, source) for record, source in related]
+        used += sum(record.tokens for record, _ in related)
     out = Recall(query, entries, used, budget, len(ranked), notes, terms, session)
     _after(mem, chosen, used, reinforce, session, terms)
     return out
@@ -342,13 +379,14 @@ def _after(
     session: str | None,
     terms: list[str],
 ) -> None:
-    """Reinforce what was returned (as retrieval does) and count it for the session."""
+    """Reinforce what was returned (as retrieval does) and count it for the session; a
+    read-only home is only read."""
+    if mem.read_only:
+        return
     if reinforce:
-        now = mem.now()
-        with mem.db.relaxed_transaction():
-            mem.memories.reinforce([h.memory.id for h in chosen], now)
-            mem.trees.touch({h.explanation.path for h in chosen}, now)
-            mem.metrics.bump(now, retrievals=1, context_tokens=tokens)
+        mem.reinforce_later(
+            [h.memory.id for h in chosen], {h.explanation.path for h in chosen}, tokens
+        )
     if session:
         ids = [h.memory.id for h in chosen]
         hygiene.track(mem, session, ids, hygiene.lessons_used(mem.hot(), terms, ids))
@@ -413,28 +451,23 @@ def build_context(
     terms: list[str] = []
     if query is not None and trivial:
         notes.append("trivial message: only the always-loaded part")
+    head = base.text + working.task_sections(mem, query, session, budget - base.tokens, notes)
     if not trivial and query is not None:
         hygiene.archive_expired(mem)
         result = mem.retrieve(query, limit=mem.cfg.retrieval.candidate_pool, reinforce=False)
         terms = result.terms
         notes += result.notes
-        room = budget - base.tokens - count_tokens(f"\n{MEMORIES_HEADING}\n\n")
-        used = 0
-        for hit in result.hits:
-            line = _memory_line(hit)
-            cost = count_tokens(line + "\n")
-            if used + cost <= room:
-                lines.append(line)
-                chosen.append(hit)
-                used += cost
-    text = base.text
+        room = budget - count_tokens(head) - count_tokens(f"\n{MEMORIES_HEADING}\n\n")
+        chosen = fit(result.hits, _line_cost, room, len(result.hits), _shorten_line)
+        lines = [_memory_line(hit) for hit in chosen]
+    text = head
     while lines:
-        text = base.text + f"\n{MEMORIES_HEADING}\n\n" + "\n".join(lines) + "\n"
+        text = head + f"\n{MEMORIES_HEADING}\n\n" + "\n".join(lines) + "\n"
         if count_tokens(text) <= budget:
             break
         lines.pop()  # BPE merges across lines can cost a token more than the sum
         chosen.pop()
-        text = base.text
+        text = head
     total = count_tokens(text)
     if chosen or session:
         _after(mem, chosen, total - base.tokens, bool(chosen), session, terms)
@@ -450,6 +483,16 @@ def build_context(
         left_out=base.left_out,
         notes=notes,
     )
+
+
+def _line_cost(hit: Hit) -> int:
+    return count_tokens(_memory_line(hit) + "\n")
+
+
+def _shorten_line(hit: Hit, room: int) -> Hit | None:
+    """The hit with its text cut so that its whole line fits `room` tokens."""
+    frame = _line_cost(dataclasses.replace(hit, memory=dataclasses.replace(hit.memory, text="")))
+    return _shorten_hit(hit, room - frame) if room - frame > 0 else None
 
 
 def _memory_line(hit: Hit) -> str:
@@ -495,12 +538,11 @@ def store_entry(
     commands: Sequence[str] = (),
     paths: Sequence[str] = (),
     context: str | None = None,
+    related_to: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The structured write: priority (or importance), tags and an expiry date on top of
-    `Memory.store` (deduplicated: a known fact is reinforced and gains the tags)."""
-    if priority is not None and importance is not None:
-        raise InvalidInput("give priority or importance, not both")
-    value = PRIORITY_IMPORTANCE[check_priority(priority)] if priority else importance
+    """The structured write: priority (or importance), tags, links and an expiry date on top
+    of `Memory.store` (deduplicated: a known fact is reinforced and gains the tags)."""
+    value = importance_for(priority, importance)
     value = 0.5 if value is None else value
     expires_at = parse_expiry(expires, mem.now()) if expires else None
     source = "mcp" if not context else "mcp: " + " ".join(context.split())[:200]
@@ -509,6 +551,8 @@ def store_entry(
             content, category, value, urls=urls, commands=commands, paths=paths, source=source
         )
         kept = hygiene.set_extras(mem, outcome.id, tags, expires_at)
+        for other in related_to:  # an unknown id stores nothing
+            links.link(mem, outcome.id, other)
     node = mem.trees.load().node_for(outcome.category)
     return {
         "id": outcome.id,
@@ -521,5 +565,6 @@ def store_entry(
         "priority": priority_of(mem.get(outcome.id).importance),
         "token_cost": outcome.tokens,
         "tags": list(kept),
+        "related_to": links.linked(mem, [outcome.id]).get(outcome.id, []),
         "expires": iso(expires_at) if expires_at else None,
     }

@@ -10,7 +10,9 @@
 5. session hygiene (core/hygiene/): act on the directive tags of the user's messages
    (`[[pin:…]]`, `[[promote:…]]`, `[[forget:…]]`, `[[forget keyword:…]]`, `[[restore:…]]`,
    `[[memory_health]]`; they are taken out of the text before distillation), then the
-   session-end rules (promote what ≥ 3 sessions recalled, demote hot lessons unused for 3).
+   session-end rules (promote what ≥ 3 sessions recalled, demote hot lessons unused for 3);
+6. the session's working memory is folded into the report and cleared; the conversation's
+   actions are recorded and repeated sequences proposed as skills (core/skills.py).
 
 A conversation is identified by its OpenClaw session id when it has one (a growing session adds
 only its new facts), otherwise by the digest of its text. Calling twice with the same transcript
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tiermem.core import distill as distillmod
-from tiermem.core import hygiene, outbox
+from tiermem.core import hygiene, outbox, skills, working
 from tiermem.core import llm as llmmod
 from tiermem.core import metadata as meta
 from tiermem.core.consolidate import ConsolidationReport
@@ -62,6 +64,10 @@ class ConversationReport:
     tags: list[str] = field(default_factory=list)
     """The directive tags found in the user's messages and acted on this time."""
     hygiene: hygiene.HygieneReport | None = None
+    working_memory: dict[str, Any] | None = None
+    """The session's working memory as the conversation left it (then cleared)."""
+    skills_proposed: list[str] = field(default_factory=list)
+    """Skills proposed because this conversation repeated an action sequence."""
 
     def as_dict(self) -> dict[str, Any]:
         d = self.distilled
@@ -87,6 +93,8 @@ class ConversationReport:
             "warnings": d.warnings if d else [],
             "tags": self.tags,
             "hygiene": self.hygiene.as_dict() if self.hygiene else None,
+            "working_memory": self.working_memory,
+            "skills_proposed": self.skills_proposed,
         }
 
 
@@ -168,7 +176,18 @@ def conversation_end(
     mem.write_memory_md()
     report.consolidation = mem.consolidate("quick")
     _hygiene(mem, report, tags, known, session or transcript.session_id or source)
+    _task_state(mem, report, transcript, session or transcript.session_id)
     return report
+
+
+def _task_state(
+    mem: Memory, report: ConversationReport, transcript: Transcript, session: str | None
+) -> None:
+    """Fold the session's working memory into the report (and clear it); record the
+    conversation's actions and the skills they complete."""
+    if session:
+        report.working_memory = working.clear(mem, session[: hygiene.MAX_SESSION_CHARS]) or None
+    report.skills_proposed = [s.name for s in skills.observe(mem, report.source, transcript)]
 
 
 def _take_tags(transcript: Transcript) -> tuple[list[hygiene.Tag], Transcript]:

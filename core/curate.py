@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import outbox
+from tiermem.core import outbox, provenance, reinforce
 from tiermem.core.config import ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
@@ -25,7 +25,15 @@ from tiermem.core.hot import HotStore
 from tiermem.core.scoring import DAY, ScoreTier, classify, decay, half_life_days, reinforcement
 from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import normalize_path
-from tiermem.core.warm import COLUMNS, TIERS, MemoryRecord, NewFact, Tier, memory_id
+from tiermem.core.warm import (
+    COLUMNS,
+    TIERS,
+    MemoryRecord,
+    NewFact,
+    Tier,
+    memory_id,
+    normalize_text,
+)
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
@@ -241,6 +249,8 @@ def raise_tier(mem: Memory, memory_id_: str) -> str:
     )
     if any(p == f"lesson: {lesson.text}" for p in pruned):
         raise InvalidInput("hot memory is full of more important lessons: nothing changed")
+    with mem.db.transaction():
+        provenance.note(mem, record.id, "raised by the owner")
     return "hot"
 
 
@@ -277,8 +287,10 @@ def edit(
     paths: Sequence[str] | None = None,
 ) -> MemoryRecord:
     """Change a memory's text, category, importance or metadata (URLs, commands, paths: a
-    given list replaces the old one; None keeps it). Its id follows its text (ids are
-    content-addressed), so an edit to text another memory already has is refused."""
+    given list replaces the old one; None keeps it). Its id never changes: it was the content
+    id of the memory's first text, and the new text's content id becomes an alias of it
+    (`MemoryStore.resolve`), so storing the old or the new text again reinforces this memory
+    instead of adding a duplicate. An edit to the text another memory has is refused."""
     now = mem.now()
     with mem.db.transaction():
         old = mem.get(memory_id_)
@@ -291,9 +303,7 @@ def edit(
             paths=old.paths if paths is None else tuple(paths),
         )
         new_category = normalize_path(fact.category)
-        new_id = memory_id(mem.agent_id, fact.text)
-        if new_id != old.id and mem.memories.get_many([new_id]):
-            raise InvalidInput(f"that text is already stored as memory {new_id}")
+        _refuse_duplicate(mem, old.id, fact.text)
         if new_category != old.category:
             index = mem.trees.load()
             known = len(index.nodes)
@@ -305,10 +315,9 @@ def edit(
             len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
         )
         mem.db.execute(
-            "UPDATE memories SET id = ?, text = ?, category = ?, importance = ?, size_bytes = ?, "
+            "UPDATE memories SET text = ?, category = ?, importance = ?, size_bytes = ?, "
             "tokens = ?, urls = ?, commands = ?, paths = ? WHERE agent_id = ? AND id = ?",
             (
-                new_id,
                 fact.text,
                 new_category,
                 float(fact.importance),
@@ -321,12 +330,19 @@ def edit(
                 old.id,
             ),
         )
-        if new_id != old.id:
-            mem.db.execute(
-                "UPDATE access_log SET id = ? WHERE agent_id = ? AND id = ?",
-                (new_id, mem.agent_id, old.id),
-            )
-        return mem.get(new_id)
+        if fact.text != old.text:
+            mem.memories.add_alias(fact.text, old.id)
+        return mem.get(old.id)
+
+
+def _refuse_duplicate(mem: Memory, own_id: str, text: str) -> None:
+    """Refuse an edit to the text another memory has now (its id, or an edit, gave it)."""
+    wanted = normalize_text(text)
+    content_id = memory_id(mem.agent_id, text)
+    for candidate in {content_id, *mem.memories.resolve([content_id])} - {own_id}:
+        for other in mem.memories.get_many([candidate]):
+            if normalize_text(other.text) == wanted:
+                raise InvalidInput(f"that text is already stored as memory {other.id}")
 
 
 _FIELDS = (
@@ -363,6 +379,7 @@ def move_to_forgotten(mem: Memory, memory_id_: str) -> MemoryRecord:
             "seq": str(row[0]),
             "pinned": int(row[1]),
             "access_log": access_history(mem, memory_id_),
+            "counted": reinforce.counted(mem.db, mem.agent_id, memory_id_),
         }
         # delete + insert (not upsert): the newest rowid is the most recent forget
         mem.db.execute(
@@ -429,6 +446,13 @@ def undo_forget(mem: Memory, memory_id_: str | None = None) -> MemoryRecord:
                 (str(mem.memories.seq_low), str(mem.memories.seq_high)),
             )
             seq = int(last) + 1
+        # The access count: its base as forgotten plus every read counted since (here or
+        # on another device, while it was forgotten there or here).
+        counted, last = reinforce.totals(mem.db, mem.agent_id, data["id"])
+        data["access_count"] = max(int(data["access_count"]) - int(data.get("counted", 0)), 0)
+        data["access_count"] += counted
+        if last is not None:
+            data["last_access"] = max(float(data["last_access"] or 0), last)
         mem.db.execute(
             f"INSERT INTO memories (seq, agent_id, {COLUMNS}, pinned) "
             f"VALUES (CAST(? AS INTEGER), ?, {', '.join('?' * len(_FIELDS))}, ?)",

@@ -18,10 +18,11 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol, cast
+from urllib.parse import quote
 
 from tiermem.core.environment import environment
 from tiermem.core.errors import StorageError
@@ -65,12 +66,15 @@ def available_driver() -> str:
     return "libsql"
 
 
-def _connect(path: Path, driver: str) -> _Connection:
+def _connect(path: Path, driver: str, read_only: bool) -> _Connection:
+    # A read-only connection is a `file:…?mode=ro` URI; both drivers accept it.
+    target = f"file:{quote(str(path.absolute()))}?mode=ro" if read_only else str(path)
     if driver == "libsql":
         libsql = importlib.import_module("libsql_experimental")
-        return cast(_Connection, libsql.connect(str(path), isolation_level=None))
+        return cast(_Connection, libsql.connect(target, isolation_level=None))
     return cast(
-        _Connection, sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        _Connection,
+        sqlite3.connect(target, isolation_level=None, check_same_thread=False, uri=read_only),
     )
 
 
@@ -78,24 +82,34 @@ class Database:
     """A connection with explicit transactions (`BEGIN IMMEDIATE`), WAL and FULL sync.
 
     One `Database` may be shared by threads; a lock serialises use of the connection.
+    `read_only` opens it for reading only (a home the user cannot write): writes then fail.
     """
 
-    def __init__(self, path: Path, driver: str | None = None) -> None:
+    def __init__(self, path: Path, driver: str | None = None, *, read_only: bool = False) -> None:
         """Open `path`; a new file is created 0600 (it holds every memory in plaintext, and
         SQLite gives its -wal and -shm files the same mode)."""
         self.path = path
+        self.read_only = read_only
         self.driver = driver or available_driver()
         self._lock = threading.RLock()
         self._depth = 0
-        _create_private(path)
+        self.on_begin: Callable[[], None] | None = None
+        """Runs first in every outermost write transaction (writes deferred by reads)."""
+        self.on_rollback: Callable[[], None] | None = None
+        """Runs after such a transaction rolled back."""
+        if not read_only:
+            _create_private(path)
         try:
-            self._conn = _connect(path, self.driver)
+            self._conn = _connect(path, self.driver, read_only)
             self._setup()
         except _driver_errors() as exc:
             raise StorageError(f"cannot open database {path}: {exc}") from None
 
     def _setup(self) -> None:
         self._conn.execute("PRAGMA busy_timeout = 10000").fetchall()
+        if self.read_only:  # a reader changes nothing, not even the journal mode
+            self._conn.execute("PRAGMA query_only = ON").fetchall()
+            return
         mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchall()
         if not mode or str(mode[0][0]).lower() != "wal":
             raise StorageError(f"cannot switch {self.path} to WAL mode")
@@ -139,10 +153,14 @@ class Database:
             self.execute("BEGIN IMMEDIATE")
             self._depth = 1
             try:
+                if self.on_begin is not None:
+                    self.on_begin()
                 yield
             except BaseException:
                 self._depth = 0
                 self._rollback()
+                if self.on_rollback is not None:
+                    self.on_rollback()
                 raise
             self._depth = 0
             self.execute("COMMIT")

@@ -6,30 +6,27 @@ single transaction, and leaves every invariant (hot ≤ 5 KB, tree limits, agent
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tiermem.core import conversation as conversationmod
+from tiermem.core import agents, metadata, outbox, reinforce
 from tiermem.core import hot as hotmod
-from tiermem.core import ingest as ingestmod
-from tiermem.core import metadata, outbox, treesearch
 from tiermem.core.config import Config, load_config
-from tiermem.core.consolidate import ConsolidationReport, check_mode, consolidate
-from tiermem.core.conversation import ConversationReport
 from tiermem.core.db import Database
-from tiermem.core.errors import InvalidInput
+from tiermem.core.errors import InvalidInput, StorageError
 from tiermem.core.hot import HotState, HotStore
-from tiermem.core.ingest import IngestReport
-from tiermem.core.llm import settings_from
-from tiermem.core.memory_md import MemoryMdReport, read_back
+from tiermem.core.lazy import lazy_import
 from tiermem.core.metrics import DayMetrics, MetricsStore
-from tiermem.core.migrations import migrate
+from tiermem.core.migrations import SCHEMA_VERSION, migrate, schema_version
 from tiermem.core.paths import DEFAULT_AGENT, Home, default_home, validate_agent_id
 from tiermem.core.retrieve import MODES, RetrievalResult, search
 from tiermem.core.tokens import count_tokens
@@ -46,9 +43,27 @@ from tiermem.core.warm import (
 )
 
 if TYPE_CHECKING:
+    from tiermem.core import consolidate as consolidatemod
+    from tiermem.core import conversation as conversationmod
+    from tiermem.core import ingest as ingestmod
+    from tiermem.core import llm as llmmod
+    from tiermem.core import memory_md as memorymdmod
+    from tiermem.core import treesearch
+    from tiermem.core.consolidate import ConsolidationReport
+    from tiermem.core.conversation import ConversationReport
+    from tiermem.core.ingest import IngestReport
+    from tiermem.core.memory_md import MemoryMdReport
     from tiermem.core.transcript import Transcript
+else:  # the write path and the LLM client load on first use: store/retrieve/hot start fast
+    consolidatemod = lazy_import("tiermem.core.consolidate")
+    conversationmod = lazy_import("tiermem.core.conversation")
+    ingestmod = lazy_import("tiermem.core.ingest")
+    llmmod = lazy_import("tiermem.core.llm")
+    memorymdmod = lazy_import("tiermem.core.memory_md")
+    treesearch = lazy_import("tiermem.core.treesearch")
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 TIER_CHOICES = ("warm", "cold", "frozen", "all")
 
 
@@ -75,28 +90,106 @@ class Memory:
         config: Config | None = None,
         clock: Callable[[], float] = time.time,
         driver: str | None = None,
+        create: bool = True,
     ) -> None:
+        """`create=False` is a read: the home, its database and the agent must exist (nothing is
+        created), and a home the user cannot write is opened read-only."""
         self.agent_id = validate_agent_id(agent_id)
-        self.home = Home(Path(home) if home is not None else default_home()).ensure()
+        self.home = Home(Path(home) if home is not None else default_home())
+        self.created_home = create and not self.home.db_path.exists()
+        self.read_only = False if create else self.home.require()
+        if create:
+            self.home.ensure()
         self.cfg = config if config is not None else load_config(self.home.config_path)
         self._clock = clock
-        self.db = Database(self.home.db_path, driver)
+        self.db = Database(self.home.db_path, driver, read_only=self.read_only)
         try:
-            migrate(self.db)
+            self._prepare(create)
         except BaseException:
             self.db.close()
             raise
         self.memories = MemoryStore(self.db, self.agent_id)
-        self.hot_store = HotStore(self.db, self.agent_id, self.cfg.hot)
+        self.hot_store = HotStore(self.db, self.agent_id, self.cfg.hot, self._move_to_warm)
         self.trees = TreeStore(self.db, self.agent_id, self.cfg.tree)
         self.metrics = MetricsStore(self.db, self.agent_id)
         self.last_memory_md: MemoryMdReport | None = None
+        self._pending = reinforce.Pending()
+        self._pending_lock = threading.Lock()  # reads may come from several threads
+        self._writing: reinforce.Pending | None = None
+        self.db.on_begin = self._write_pending
+        self.db.on_rollback = self._keep_pending
+
+    def _prepare(self, create: bool) -> None:
+        """Bring the schema up to date (a read-only home must already be), then check the agent:
+        a read needs it to exist; a write creates it (`created_agent` says so)."""
+        if not self.read_only:
+            migrate(self.db)
+        elif schema_version(self.db) != SCHEMA_VERSION:
+            raise StorageError(
+                f"{self.home.db_path} is read-only and at schema version "
+                f"{schema_version(self.db)} (this tiermem uses {SCHEMA_VERSION}): make it "
+                "writable once so it can be upgraded"
+            )
+        self.created_agent = not agents.agent_exists(self.db, self.agent_id)
+        if self.created_agent and not create:
+            agents.require_agent(self.db, self.agent_id, self.home.root)
+
+    def undo_creation(self) -> None:
+        """After a failed first write: an agent (and home) this `Memory` created and nothing
+        was stored in goes again, so a mistyped name leaves no trace. Closes the memory."""
+        if self.created_agent and agents.only_registered(self.db, self.agent_id):
+            with self.db.transaction():
+                self.db.execute("DELETE FROM agents WHERE agent_id = ?", (self.agent_id,))
+        gone = self.created_home and not agents.known_agents(self.db)
+        self.close()
+        if gone:
+            for suffix in ("", "-wal", "-shm"):
+                self.home.root.joinpath(f"tiermem.db{suffix}").unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.home.root.rmdir()
 
     def now(self) -> float:
         return float(self._clock())
 
     def close(self) -> None:
+        """Write the reads not written yet (see `flush_reinforcement`), then close."""
+        try:
+            self.flush_reinforcement()
+        except StorageError as exc:  # the home is locked or read-only: only counts are lost
+            log.warning("reinforcement of recent reads not saved: %s", exc)
         self.db.close()
+
+    def reinforce_later(self, ids: Sequence[str], paths: Iterable[str], tokens: int) -> None:
+        """Reinforce what a read returned, without a write now (`core.reinforce`): written by
+        the next write transaction of this `Memory`, `flush_reinforcement` or `close`."""
+        now = self.now()
+        with self._pending_lock:
+            self._pending.add(ids, paths, tokens, now)
+
+    def reads_pending(self) -> bool:
+        """Whether reads of this `Memory` wait to be written (`reinforce_later`)."""
+        return bool(self._pending)
+
+    def flush_reinforcement(self) -> None:
+        """Write the pending reinforcement of reads in one short transaction (no fsync wait:
+        counts are bookkeeping)."""
+        if self._pending:
+            with self.db.relaxed_transaction():
+                pass  # the transaction's start writes them (`_write_pending`)
+
+    def _write_pending(self) -> None:
+        with self._pending_lock:
+            self._writing = self._pending.take() if self._pending else None
+        if self._writing is not None:
+            reinforce.write(self.memories, self.trees, self.metrics, self._writing)
+
+    def _keep_pending(self) -> None:
+        """A write that carried pending reads rolled back: they wait for the next one."""
+        if self._writing is None:
+            return
+        with self._pending_lock:
+            self._pending.absorb(self._writing)
+            self._writing = None
 
     def __enter__(self) -> Memory:
         return self
@@ -155,7 +248,15 @@ class Memory:
         return outcomes
 
     def get(self, memory_id: str) -> MemoryRecord:
-        return self.memories.get(memory_id)
+        """The memory, with the reads of this `Memory` not written yet counted in."""
+        record = self.memories.get(memory_id)
+        count, times = self._pending.hits.get(memory_id, (0, []))
+        if not count:
+            return record
+        last = max(times) if record.last_access is None else max(record.last_access, *times)
+        return dataclasses.replace(
+            record, access_count=record.access_count + count, last_access=last
+        )
 
     def retrieve(
         self,
@@ -168,8 +269,10 @@ class Memory:
         reinforce: bool = True,
         mode: str | None = None,
         llm: bool = False,
+        tags: Sequence[str] = (),
     ) -> RetrievalResult:
-        """Explained retrieval; what it returns is reinforced (access count, recency).
+        """Explained retrieval; what it returns is reinforced (access count, recency) later,
+        without taking the write lock now (see `reinforce_later`).
 
         `mode`: keyword (default, `[retrieval] mode`), vector or hybrid (the `vector` extra and
         the libSQL driver). `llm`: LLM tree search (the `[llm]` endpoint chooses categories);
@@ -193,7 +296,7 @@ class Memory:
         paths = None
         if llm:
             try:
-                complete = treesearch.endpoint(settings_from(self.cfg.llm))
+                complete = treesearch.endpoint(llmmod.settings_from(self.cfg.llm))
                 paths = treesearch.choose_paths(tree, query, complete)
             except treesearch.TreeSearchError as exc:
                 notes.append(f"LLM tree search failed ({exc}): keyword mode")
@@ -212,13 +315,15 @@ class Memory:
             mode=chosen,
             vectors=vectors,
             llm_paths=paths,
+            tags=tags,
         )
         result.notes[:0] = notes
-        if reinforce:
-            with self.db.relaxed_transaction():
-                self.memories.reinforce([h.memory.id for h in result.hits], now)
-                self.trees.touch({h.explanation.path for h in result.hits}, now)
-                self.metrics.bump(now, retrievals=1, context_tokens=result.tokens)
+        if reinforce and not self.read_only:
+            self.reinforce_later(
+                [h.memory.id for h in result.hits],
+                {h.explanation.path for h in result.hits},
+                result.tokens,
+            )
         return result
 
     # -- hot -------------------------------------------------------------------------------
@@ -226,52 +331,68 @@ class Memory:
     def hot(self) -> HotState:
         return self.hot_store.load()
 
-    def edit_hot(self, change: Callable[[HotState], T]) -> tuple[T, list[str]]:
+    def edit_hot(
+        self, change: Callable[[HotState], T], *, must_fit: bool = False
+    ) -> tuple[T, list[str]]:
         """Apply `change` to the hot state, enforce the limits, save, regenerate MEMORY.md.
 
-        Returns what `change` returned and what was pruned. If the limits cannot hold, nothing
-        is saved.
-        """
+        Returns what `change` returned and what the limits moved to warm memory. If the limits
+        cannot hold (with `must_fit`: without moving out an item the change adds), nothing is
+        saved."""
         self.read_back_memory_md()  # hand edits of MEMORY.md first: never overwritten unread
         now = self.now()
         with self.db.transaction():
             state = self.hot_store.load()
             value = change(state)
-            pruned = self.hot_store.save(state, now)
+            pruned = self.hot_store.save(state, now, must_fit=must_fit)
             outbox.enqueue(self.db, self.agent_id, "hot", now)
         self.write_memory_md()
         return value, pruned
 
+    def _move_to_warm(self, moved: list[hotmod.Pruned]) -> None:
+        """What the hot limits push out becomes warm facts; a lesson promoted from a memory
+        that still exists just goes back to it."""
+        sources = [p.item.source_id for p in moved if isinstance(p.item, hotmod.Lesson)]
+        existing = {m.id for m in self.memories.get_many([s for s in sources if s])}
+        self.store_many(
+            p.as_fact()
+            for p in moved
+            if not (isinstance(p.item, hotmod.Lesson) and p.item.source_id in existing)
+        )
+
     def read_back_memory_md(self) -> MemoryMdReport:
         """Read hand edits of MEMORY.md into the hot state (unparsed lines become warm facts)
         and regenerate it; the report is also kept as `last_memory_md`."""
-        self.last_memory_md = read_back(self)
+        self.last_memory_md = memorymdmod.read_back(self)
         return self.last_memory_md
 
     def update_hot(self, key: str, values: dict[str, Any]) -> list[str]:
-        return self.edit_hot(lambda s: HotStore.update_mapping(s, key, values))[1]
+        return self.edit_hot(lambda s: HotStore.update_mapping(s, key, values), must_fit=True)[1]
 
     def add_lesson(
         self, text: str, importance: float = 0.7, category: str = "general"
     ) -> tuple[hotmod.Lesson, list[str]]:
         return self.edit_hot(
-            lambda s: HotStore.add_lesson(s, text, importance, category, self.now())
+            lambda s: HotStore.add_lesson(s, text, importance, category, self.now()), must_fit=True
         )
 
     def add_event(self, text: str) -> tuple[hotmod.Event, list[str]]:
-        return self.edit_hot(lambda s: HotStore.add_event(s, text, self.now()))
+        return self.edit_hot(lambda s: HotStore.add_event(s, text, self.now()), must_fit=True)
 
     def add_task(self, text: str, status: str = "pending") -> tuple[hotmod.Task, list[str]]:
-        return self.edit_hot(lambda s: HotStore.add_task(s, text, self.now(), status))
+        return self.edit_hot(
+            lambda s: HotStore.add_task(s, text, self.now(), status), must_fit=True
+        )
 
     def complete_task(self, task: str) -> tuple[hotmod.Task, list[str]]:
-        return self.edit_hot(lambda s: HotStore.complete_task(s, task, self.now()))
+        return self.edit_hot(lambda s: HotStore.complete_task(s, task, self.now()), must_fit=True)
 
     def add_project(
         self, name: str, description: str = "", status: str = ""
     ) -> tuple[hotmod.Project, list[str]]:
         return self.edit_hot(
-            lambda s: HotStore.upsert_project(s, name, description, status, self.now())
+            lambda s: HotStore.upsert_project(s, name, description, status, self.now()),
+            must_fit=True,
         )
 
     def remove_hot_item(self, item: str) -> str:
@@ -321,12 +442,12 @@ class Memory:
         """Maintenance (see `core.consolidate`). Hand edits of MEMORY.md are read back first;
         daily, monthly and full also ingest the daily notes (seed v2.2). `progress(step, done,
         total)` hears of each consolidation step (a progress bar's feed)."""
-        chosen = check_mode(mode)
+        chosen = consolidatemod.check_mode(mode)
         memory_md = self.read_back_memory_md()
         ingested = None
         if chosen != "quick":
             ingested = ingestmod.ingest_daily(self, memory_md=False)
-        report = consolidate(self, chosen, progress)
+        report = consolidatemod.consolidate(self, chosen, progress)
         report.memory_md, report.ingested = memory_md, ingested
         return report
 
@@ -397,7 +518,8 @@ class Memory:
     def metrics_history(self, days: int = 30) -> list[DayMetrics]:
         if days < 1:
             raise InvalidInput(f"days must be at least 1 (got {days})")
-        self.snapshot_metrics()
+        if not self.read_only:
+            self.snapshot_metrics()
         return self.metrics.history(days)
 
     def context_block(self, results: RetrievalResult | None = None) -> str:

@@ -30,6 +30,7 @@ DAMAGE_EXIT_CODES: Final[dict[str, int]] = {
     "missing": 41,
     "rollback": 42,
     "wraps": 43,
+    "roster": 63,
 }
 """`sync check`: the worst class of damage found names the exit code."""
 
@@ -37,7 +38,11 @@ PROCESS_EXIT_CODES: Final[dict[int, str]] = {
     0: "success",
     EXIT_WARNINGS: "a check found problems: `validate` warnings, `doctor` failures",
     EXIT_USAGE: "usage error (unknown command or option, bad option value)",
-    **{code: f"`sync check` found {kind} data" for kind, code in DAMAGE_EXIT_CODES.items()},
+    40: "`sync check` found tampered records (they fail authentication)",
+    41: "`sync check` found records missing that a manifest lists",
+    42: "`sync check` found a record rolled back to an older version",
+    43: "`sync check` found missing or unreadable key wraps",
+    63: "`sync check` found a device roster that does not verify (forged, reordered, cut)",
     EXIT_INTERNAL: "internal error (rerun with `TIERMEM_DEBUG=1` for the traceback)",
     EXIT_INTERRUPTED: "interrupted (ctrl+c)",
 }
@@ -342,6 +347,28 @@ class RotationConflict(TiermemError):
     exit_code = 55
 
 
+class RosterTampered(TiermemError):
+    """The vault's device roster does not verify: an entry is unsigned, signed by a device that
+    was removed or by nobody entitled to, out of order, or the server shows less of it than this
+    device already verified. Nothing was changed."""
+
+    exit_code = 60
+
+
+class EpochRollback(TiermemError):
+    """The server withholds a key epoch this device has authenticated (its epoch floor): sealing
+    under the older key would let a removed device read new data, so nothing is sealed or sent."""
+
+    exit_code = 61
+
+
+class SupersededEpoch(TamperedData):
+    """A record is sealed under a key epoch that was already superseded when it was written
+    (its version is later than the rotation): only a removed device or the server makes those."""
+
+    exit_code = 62
+
+
 # ----------------------------------------------------------------------------------- pairing
 
 
@@ -365,6 +392,32 @@ class ServiceError(TiermemError):
     """The service manager (systemctl --user or launchctl) is missing or refused a change."""
 
     exit_code = 50
+
+
+# ------------------------------------------------------------------------------------ agents
+
+
+class AgentSynced(TiermemError):
+    """The agent has sync set up: its vault on the server is named by the agent id, so it
+    cannot be renamed or deleted here (its other devices would lose it)."""
+
+    exit_code = 82
+
+
+class AgentExists(TiermemError):
+    """`agents rename` to a name another agent of the home already has."""
+
+    exit_code = 83
+
+
+# ----------------------------------------------------------------------- installation
+
+
+class MissingExtra(TiermemError):
+    """A command needs an optional part of tiermem that is not installed (the message names the
+    extra to install, e.g. `pip install "tiermem[serve]"`)."""
+
+    exit_code = 105
 
 
 def error_classes() -> dict[int, list[type[TiermemError]]]:

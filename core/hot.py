@@ -1,15 +1,27 @@
 """Hot memory: the structured core state that is always in the agent's context.
 
 The state is one JSON document per agent (table `hot_state`); MEMORY.md is rendered from it.
-Limits (config `[hot]`) hold after every change: lessons ≤ 20 (lowest importance goes), the last
-10 events, ≤ 10 pending tasks, and ≤ 5 KB for both the serialized state and MEMORY.md, pruned
-progressively: oldest events, then oldest tasks, lowest lessons, least recently updated projects.
+Limits (config `[hot]`) hold after every change: ≤ 20 lessons, the last 10 events, ≤ 10 pending
+tasks, and ≤ 5 KB for both the serialized state and MEMORY.md. Making room moves items out in
+this order: lessons over the count (least important first), events over the count (oldest
+first), tasks over the count (oldest first), then, while over 5 KB, oldest events, oldest
+tasks, least important lessons, least recently updated projects.
+
+Limits refuse, they never destroy:
+- a pinned lesson (its `hot_tracking` row, or its source memory, is pinned) or a critical one
+  (importance ≥ 0.9) already in hot memory is never moved out;
+- everything moved out goes to warm memory in the same transaction (a lesson promoted from a
+  warm memory just goes back to it), and the save returns what moved;
+- a change that cannot fit without moving a pinned or critical lesson, or (for an edit by hand,
+  `must_fit`) without moving the very item it adds, raises LimitExceeded and changes nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
+from collections.abc import Callable, Collection
 from typing import Any
 
 import msgspec
@@ -17,6 +29,7 @@ import msgspec
 from tiermem.core.config import HotConfig
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput, LimitExceeded, NotFound
+from tiermem.core.warm import NewFact
 
 
 class Lesson(msgspec.Struct, kw_only=True):
@@ -103,7 +116,8 @@ def render_markdown(state: HotState) -> str:
         lines += ["## Critical Lessons", ""]
         lines += [f"- [{x.category}] {x.text}" for x in state.critical_lessons]
         lines.append("")
-    lines.append(f"*Updated {_date(state.updated_at, with_time=True)}*")
+    updated = _date(state.updated_at, with_time=True) if state.updated_at else "never"
+    lines.append(f"*Updated {updated}*")
     return "\n".join(lines) + "\n"
 
 
@@ -132,51 +146,155 @@ def size_bytes(state: HotState) -> int:
     return max(len(encode(state)), len(render_markdown(state).encode()))
 
 
-def enforce_limits(state: HotState, cfg: HotConfig) -> list[str]:
-    """Prune `state` in place until every limit holds; returns what was pruned.
+CRITICAL_IMPORTANCE = 0.9
+"""A lesson at least this important is critical: limits never move it out of hot memory."""
+Item = Lesson | Event | Task | Project
 
-    Raises LimitExceeded when identity and owner profile alone exceed the size limit.
-    """
-    pruned: list[str] = []
+
+@dataclasses.dataclass(frozen=True)
+class Pruned:
+    """One item moved out of hot memory to make room."""
+
+    kind: str
+    item: Item
+
+    @property
+    def label(self) -> str:
+        """`kind: text`, the form the save's pruned list gives."""
+        return (
+            f"{self.kind}: {self.item.name if isinstance(self.item, Project) else self.item.text}"
+        )
+
+    def as_fact(self) -> NewFact:
+        """The warm fact this item becomes (a lesson keeps its category and importance)."""
+        item = self.item
+        if isinstance(item, Lesson):
+            return NewFact(item.text, item.category, item.importance, source=PRUNED_SOURCE)
+        if isinstance(item, Project):
+            status = f" ({item.status})" if item.status else ""
+            desc = f": {item.description}" if item.description else ""
+            text = f"Project {item.name}{status}{desc}"
+            return NewFact(text, f"projects/{_slug(item.name)}", 0.6, source=PRUNED_SOURCE)
+        category, importance = ("tasks", 0.6) if isinstance(item, Task) else ("events", 0.55)
+        return NewFact(item.text, category, importance, source=PRUNED_SOURCE)
+
+
+PRUNED_SOURCE = "hot:moved-to-warm"
+
+
+def _slug(name: str) -> str:
+    return "-".join("".join(c if c.isalnum() else " " for c in name.casefold()).split()) or "misc"
+
+
+def enforce_limits(
+    state: HotState,
+    cfg: HotConfig,
+    protected: Collection[str] = (),
+    must_fit: Collection[str] = (),
+) -> list[str]:
+    """Prune `state` in place until every limit holds; returns what was pruned (`kind: text`)."""
+    return [p.label for p in prune(state, cfg, protected, must_fit)]
+
+
+def prune(
+    state: HotState,
+    cfg: HotConfig,
+    protected: Collection[str] = (),
+    must_fit: Collection[str] = (),
+) -> list[Pruned]:
+    """Move items out of `state` until every limit holds, in the module's order; returns them.
+
+    Never moves a `protected` lesson; raises LimitExceeded when it would have to move one, or an
+    item of `must_fit` (the new items of an edit by hand), or when nothing movable is left."""
+    pruner = _Pruner(state, cfg, set(protected), set(must_fit))
     ctx = state.active_context
-    state.critical_lessons.sort(key=lambda x: (-x.importance, -x.timestamp, x.id))
-    for lesson in state.critical_lessons[cfg.max_lessons :]:
-        pruned.append(f"lesson: {lesson.text}")
-    del state.critical_lessons[cfg.max_lessons :]
-    ctx.events.sort(key=lambda e: (e.timestamp, e.id))
-    for event in ctx.events[: max(0, len(ctx.events) - cfg.max_events)]:
-        pruned.append(f"event: {event.text}")
-    del ctx.events[: max(0, len(ctx.events) - cfg.max_events)]
-    ctx.tasks.sort(key=lambda t: (t.timestamp, t.id))
-    excess = len(ctx.tasks) - cfg.max_pending_tasks
-    for task in ctx.tasks[: max(0, excess)]:
-        pruned.append(f"task: {task.text}")
-    del ctx.tasks[: max(0, excess)]
+    fresh = set(must_fit)  # among equals, the item being added counts as the newest
+    state.critical_lessons.sort(
+        key=lambda x: (-x.importance, -x.timestamp, x.id not in fresh, x.id)
+    )
+    while len(state.critical_lessons) > cfg.max_lessons:
+        pruner.take_lesson()
+    ctx.events.sort(key=lambda e: (e.timestamp, e.id in fresh, e.id))
+    while len(ctx.events) > cfg.max_events:
+        pruner.take("event", ctx.events, 0, f"hot memory keeps the last {cfg.max_events} events")
+    ctx.tasks.sort(key=lambda t: (t.timestamp, t.id in fresh, t.id))
+    while len(ctx.tasks) > cfg.max_pending_tasks:
+        reason = f"hot memory keeps the last {cfg.max_pending_tasks} pending tasks"
+        pruner.take("task", ctx.tasks, 0, reason)
     while size_bytes(state) > cfg.max_bytes:
-        dropped = _drop_one(state)
-        if dropped is None:
+        pruner.drop_one()
+    return pruner.moved
+
+
+class _Pruner:
+    """Moves single items out of a hot state, refusing what the policy protects."""
+
+    def __init__(
+        self, state: HotState, cfg: HotConfig, protected: set[str], must_fit: set[str]
+    ) -> None:
+        self.state, self.cfg = state, cfg
+        self.protected, self.must_fit = protected, must_fit
+        self.moved: list[Pruned] = []
+
+    def take(self, kind: str, items: list[Any], index: int, reason: str) -> None:
+        """Move `items[index]` out, unless it is the item being added: then refuse."""
+        if items[index].id in self.must_fit:
+            raise LimitExceeded(f"{kind} not added: {reason}; nothing changed")
+        self.moved.append(Pruned(kind, items.pop(index)))
+
+    def take_lesson(self) -> None:
+        """Over the lesson count: the least important lesson neither pinned nor critical goes."""
+        lessons = self.state.critical_lessons
+        index = self._movable_lesson()
+        others = [x for x in lessons if x.id not in self.must_fit]
+        if (index is None or lessons[index].id in self.must_fit) and all(
+            x.id in self.protected for x in others
+        ):
             raise LimitExceeded(
-                f"hot memory would be {size_bytes(state)} bytes, over its {cfg.max_bytes}-byte "
-                "limit, with only identity and owner profile left: shorten them"
+                f"lesson not added: all {self.cfg.max_lessons} lesson slots of hot memory hold "
+                f"pinned or critical (importance ≥ {CRITICAL_IMPORTANCE:g}) lessons: unpin or "
+                "remove one first; nothing changed"
             )
-        pruned.append(dropped)
-    return pruned
+        assert index is not None  # a lesson not protected is there, or the check above raised
+        reason = f"hot memory already holds {self.cfg.max_lessons} more important lessons"
+        self.take("lesson", lessons, index, reason)
+
+    def _movable_lesson(self) -> int | None:
+        lessons = self.state.critical_lessons  # sorted most important first
+        for index in range(len(lessons) - 1, -1, -1):
+            if lessons[index].id not in self.protected:
+                return index
+        return None
+
+    def drop_one(self) -> None:
+        """Size pruning: the least valuable single item goes first."""
+        ctx = self.state.active_context
+        over = (
+            f"hot memory would be {size_bytes(self.state)} bytes, over its "
+            f"{self.cfg.max_bytes}-byte limit"
+        )
+        reason = f"{over} even with everything before it in the pruning order moved to warm"
+        lesson = self._movable_lesson()
+        if ctx.events:
+            self.take("event", ctx.events, 0, reason)
+        elif ctx.tasks:
+            self.take("task", ctx.tasks, 0, reason)
+        elif lesson is not None:
+            self.take("lesson", self.state.critical_lessons, lesson, reason)
+        elif ctx.projects:
+            oldest = min(ctx.projects, key=lambda p: (p.updated_at, p.id))
+            self.take("project", ctx.projects, ctx.projects.index(oldest), reason)
+        else:
+            kept = " and pinned or critical lessons" if self.state.critical_lessons else ""
+            raise LimitExceeded(
+                f"{over}, with only identity and owner profile{kept} left: shorten them"
+            )
 
 
-def _drop_one(state: HotState) -> str | None:
-    """Progressive pruning: the least valuable single item goes first."""
+def _item_ids(state: HotState) -> set[str]:
     ctx = state.active_context
-    if ctx.events:
-        return f"event: {ctx.events.pop(0).text}"
-    if ctx.tasks:
-        return f"task: {ctx.tasks.pop(0).text}"
-    if state.critical_lessons:
-        return f"lesson: {state.critical_lessons.pop().text}"
-    if ctx.projects:
-        oldest = min(ctx.projects, key=lambda p: (p.updated_at, p.id))
-        ctx.projects.remove(oldest)
-        return f"project: {oldest.name}"
-    return None
+    items: list[Item] = [*state.critical_lessons, *ctx.events, *ctx.tasks, *ctx.projects]
+    return {x.id for x in items}
 
 
 def _text(value: str, what: str) -> str:
@@ -192,33 +310,102 @@ def _importance(value: float) -> float:
     return value
 
 
+def _same(item: Any, new_id: str, kind: str, text: str) -> bool:
+    """An item matches a new one by id, or by text: an edited item keeps its first id."""
+    return bool(item.id == new_id or item_id(kind, text) == new_id)
+
+
+def replace_item(items: list[Any], old_id: str, make: Callable[[], Any]) -> Any:
+    """Swap the item `old_id` of a hot list for what `make` adds, in its place and keeping its
+    id, so pins and session tracking follow an edit; a text equal to another item's merges into
+    that one."""
+    index = next((i for i, x in enumerate(items) if x.id == old_id), None)
+    if index is None:
+        raise NotFound("that item is gone from hot memory (changed meanwhile?)")
+    old = items.pop(index)
+    new = make()
+    if items and items[-1] is new and new is not old:
+        items.insert(index, items.pop())
+        new.id = old.id
+    return new
+
+
 class HotStore:
     """Reads and writes one agent's hot state; every write enforces the limits atomically."""
 
-    def __init__(self, db: Database, agent_id: str, cfg: HotConfig) -> None:
+    def __init__(
+        self,
+        db: Database,
+        agent_id: str,
+        cfg: HotConfig,
+        to_warm: Callable[[list[Pruned]], object] | None = None,
+    ) -> None:
         self.db = db
         self.agent_id = agent_id
         self.cfg = cfg
+        self.to_warm = to_warm
+        """Stores what a save moves out of hot memory as warm facts (in the save's transaction)."""
 
     def load(self) -> HotState:
         raw = self.db.scalar("SELECT data FROM hot_state WHERE agent_id = ?", (self.agent_id,))
         return HotState() if raw is None else decode(raw)
 
-    def save(self, state: HotState, now: float) -> list[str]:
-        """Enforce limits, then store. Raises (and stores nothing) if the limits cannot hold.
+    def save(self, state: HotState, now: float, *, must_fit: bool = False) -> list[str]:
+        """Enforce limits, move what they push out to warm, store; returns what moved.
 
-        The digest of the previous state's MEMORY.md rendering is kept with it: that is the
-        file a crash before MEMORY.md is rewritten leaves behind (`previous_render`)."""
-        state.updated_at = now
-        pruned = enforce_limits(state, self.cfg)
-        previous = render_digest(render_markdown(self.load()))
-        self.db.execute(
-            "INSERT INTO hot_state (agent_id, data, updated_at, previous_render) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT (agent_id) DO UPDATE SET data = excluded.data, "
-            "updated_at = excluded.updated_at, previous_render = excluded.previous_render",
-            (self.agent_id, encode(state).decode(), now, previous),
-        )
-        return pruned
+        Raises (and stores nothing) if the limits cannot hold; with `must_fit` (an edit by hand)
+        also if an item the change adds would itself have to move out. The digest of the
+        previous state's MEMORY.md rendering is kept with it: that is the file a crash before
+        MEMORY.md is rewritten leaves behind (`previous_render`)."""
+        with self.db.transaction():
+            before = self.load()
+            state.updated_at = now
+            new = _item_ids(state) - _item_ids(before) if must_fit else set()
+            moved = prune(state, self.cfg, self.protected(before, state), new)
+            if moved and self.to_warm is not None:
+                self.to_warm(moved)
+            self.db.execute(
+                "INSERT INTO hot_state (agent_id, data, updated_at, previous_render) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (agent_id) DO UPDATE SET data = excluded.data, "
+                "updated_at = excluded.updated_at, previous_render = excluded.previous_render",
+                (
+                    self.agent_id,
+                    encode(state).decode(),
+                    now,
+                    render_digest(render_markdown(before)),
+                ),
+            )
+        return [p.label for p in moved]
+
+    def protected(self, before: HotState, state: HotState) -> set[str]:
+        """Ids of the lessons already in hot memory that limits never move out: the critical
+        ones, the pinned ones and those whose source memory is pinned."""
+        known = {x.id for x in before.critical_lessons}
+        lessons = [x for x in state.critical_lessons if x.id in known]
+        pinned = {
+            str(r[0])
+            for r in self.db.query(
+                "SELECT lesson_id FROM hot_tracking WHERE agent_id = ? AND pinned = 1",
+                (self.agent_id,),
+            )
+        }
+        sources = sorted({x.source_id for x in lessons if x.source_id})
+        if sources:
+            marks = ",".join("?" * len(sources))
+            rows = self.db.query(
+                f"SELECT id FROM memories WHERE agent_id = ? AND pinned = 1 AND id IN ({marks})",
+                (self.agent_id, *sources),
+            )
+            pinned_sources = {str(r[0]) for r in rows}
+        else:
+            pinned_sources = set()
+        return {
+            x.id
+            for x in lessons
+            if x.importance >= CRITICAL_IMPORTANCE
+            or x.id in pinned
+            or x.source_id in pinned_sources
+        }
 
     def previous_render(self) -> str:
         """The digest of the MEMORY.md rendering the last save replaced ('' if none)."""
@@ -259,9 +446,10 @@ class HotStore:
             source_id=source_id,
         )
         for i, existing in enumerate(state.critical_lessons):
-            if existing.id == lesson.id:
+            if _same(existing, lesson.id, "lesson", existing.text):
                 lesson.importance = max(existing.importance, lesson.importance)
                 lesson.source_id = existing.source_id or source_id
+                lesson.id = existing.id
                 state.critical_lessons[i] = lesson
                 return lesson
         state.critical_lessons.append(lesson)
@@ -272,7 +460,7 @@ class HotStore:
         text = _text(text, "event")
         event = Event(id=item_id("event", text), text=text, timestamp=now)
         events = state.active_context.events
-        if not any(e.id == event.id for e in events):
+        if not any(_same(e, event.id, "event", e.text) for e in events):
             events.append(event)
         return event
 
@@ -284,8 +472,8 @@ class HotStore:
         )
         tasks = state.active_context.tasks
         for i, existing in enumerate(tasks):
-            if existing.id == task.id:
-                task.timestamp = existing.timestamp
+            if _same(existing, task.id, "task", existing.text):
+                task.timestamp, task.id = existing.timestamp, existing.id
                 tasks[i] = task
                 return task
         tasks.append(task)
@@ -316,9 +504,10 @@ class HotStore:
         )
         projects = state.active_context.projects
         for i, existing in enumerate(projects):
-            if existing.id == project.id:
+            if _same(existing, project.id, "project", existing.name):
                 project.description = project.description or existing.description
                 project.status = project.status or existing.status
+                project.id = existing.id
                 projects[i] = project
                 return project
         projects.append(project)

@@ -47,6 +47,8 @@ def read_json(path: Path) -> Any:
         return json.loads(read_text(path, InvalidInput))
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:  # the json module decodes nested arrays recursively
+        raise InvalidInput(f"{path}: invalid JSON (nested too deeply)") from None
 
 
 def import_seed(
@@ -65,10 +67,14 @@ def import_seed(
     state = _parse_hot(read_json(hot), hot) if hot else None
     cfg_text = None
     if config:
-        mapping = seed_config_to_mapping(_object(read_json(config), config))
+        mapping, ignored = seed_config_to_mapping(
+            _object(read_json(config), config), with_ignored=True
+        )
+        report.warnings += [f"{config.name}: {reason}" for reason in ignored]
         cfg_text = render_toml(config_from_mapping(mapping, str(config)))
     if state is not None:
-        hotmod.enforce_limits(state, mem.cfg.hot)  # raises before any write if it cannot fit
+        # raises before any write if it cannot fit; what it would prune, the save moves to warm
+        hotmod.enforce_limits(hotmod.decode(hotmod.encode(state)), mem.cfg.hot)
     for path, desc in nodes:
         try:
             before = set(mem.trees.load().nodes)

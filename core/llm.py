@@ -104,7 +104,7 @@ def chat_json(
     try:
         reply = json.loads(raw)
         content = reply["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         log.warning("LLM endpoint %s: the answer is not a chat completion", _origin(url))
         raise LLMError("the LLM endpoint's answer is not an OpenAI chat completion") from None
     if not isinstance(content, str):

@@ -26,13 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from tiermem.core import hot as hotmod
 from tiermem.core import outbox
-from tiermem.core.distill import classify, is_trivial
 from tiermem.core.errors import InvalidInput, LimitExceeded
 from tiermem.core.hot import Event, HotState, HotStore, Lesson, Project, Task, item_id
+from tiermem.core.lazy import lazy_import
 from tiermem.core.warm import NewFact
 
 if TYPE_CHECKING:
+    from tiermem.core import distill
     from tiermem.core.engine import Memory
+else:  # only a hand edit needs the distiller; every `tiermem hot` reads MEMORY.md back
+    distill = lazy_import("tiermem.core.distill")
 
 SECTIONS = {
     "identity": "identity",
@@ -356,7 +359,7 @@ def _apply_text(
         report.error = f"{path.name} edits not applied ({exc}): copied aside"
         report.backup = _backup(path, data, now)
         return
-    report.applied = changes + [f"pruned to fit: {p}" for p in pruned]
+    report.applied = changes + [f"moved to warm: {p}" for p in pruned]
     lines = [line for _, line in parsed.unparsed] + bad
     report.unparsed = [f"line {n}: {line}" for n, line in parsed.unparsed]
     report.unparsed += [f"not understood in its section: {line}" for line in bad]
@@ -371,9 +374,9 @@ def _store_lines(mem: Memory, lines: list[str], report: MemoryMdReport) -> None:
     facts = []
     for line in lines[:MAX_KEPT_LINES]:
         text = " ".join(line.lstrip("-*+#> ").split())
-        if not text or is_trivial(text, 1):
+        if not text or distill.is_trivial(text, 1):
             continue
-        _, category, _ = classify(text, projects)
+        _, category, _ = distill.classify(text, projects)
         try:
             facts.append(NewFact(text, category, 0.7, source="memory-md"))
         except InvalidInput:

@@ -432,6 +432,128 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE hot_state ADD COLUMN previous_render TEXT NOT NULL DEFAULT '';
     """,
+    # Device roster and epoch floor (sync/roster.py, sync/keys.py): the highest key epoch this
+    # device has authenticated (it never seals under an older one) and the roster it verified
+    # (hash of its first entry, the newest entry's number and hash), so a server can neither
+    # swap the roster nor show less of it later.
+    """
+    ALTER TABLE sync_state ADD COLUMN epoch_floor INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sync_state ADD COLUMN roster_genesis BLOB;
+    ALTER TABLE sync_state ADD COLUMN roster_seq INTEGER;
+    ALTER TABLE sync_state ADD COLUMN roster_head BLOB;
+    """,
+    # Reads never create versions; ids stable across edits (core/reinforce.py, core/curate.py,
+    # sync/seal.py). `reinforcement`: per memory and device ('' = this one) a grow-only read
+    # count and the newest read, merged between devices, the row keeping the total;
+    # `reinforce_dirty`: memories whose local counters changed since their last push. The
+    # upload mark of `memories` follows real changes only (not access count or last access).
+    # `sync_batches.counts_up_to` and `sync_outgoing.changed` (the content version a record
+    # that only carries counters stands for). `memory_aliases`: every other text a memory
+    # had or got by an edit (its content id → the memory), so storing it again reinforces
+    # the memory. `vector_stale`: rows whose text changed since their embedding.
+    """
+    CREATE TABLE reinforcement (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        device TEXT NOT NULL,
+        count INTEGER NOT NULL CHECK (count >= 0),
+        last_access REAL,
+        PRIMARY KEY (agent_id, id, device)
+    );
+    CREATE TABLE reinforce_dirty (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        UNIQUE (agent_id, id)
+    );
+    CREATE TRIGGER reinforcement_local_ai AFTER INSERT ON reinforcement
+    WHEN new.device = '' BEGIN
+        DELETE FROM reinforce_dirty WHERE agent_id = new.agent_id AND id = new.id;
+        INSERT INTO reinforce_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    CREATE TRIGGER reinforcement_local_au AFTER UPDATE ON reinforcement
+    WHEN new.device = '' BEGIN
+        DELETE FROM reinforce_dirty WHERE agent_id = new.agent_id AND id = new.id;
+        INSERT INTO reinforce_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    DROP TRIGGER sync_dirty_au;
+    CREATE TRIGGER sync_dirty_au AFTER UPDATE ON memories
+    WHEN old.id IS NOT new.id OR old.text IS NOT new.text OR old.category IS NOT new.category
+        OR old.importance IS NOT new.importance OR old.created_at IS NOT new.created_at
+        OR old.tier IS NOT new.tier OR old.tier_changed_at IS NOT new.tier_changed_at
+        OR old.urls IS NOT new.urls OR old.commands IS NOT new.commands
+        OR old.paths IS NOT new.paths OR old.source IS NOT new.source
+        OR old.size_bytes IS NOT new.size_bytes OR old.tokens IS NOT new.tokens
+        OR old.pinned IS NOT new.pinned BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    ALTER TABLE sync_batches ADD COLUMN counts_up_to INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sync_outgoing ADD COLUMN changed TEXT;
+    CREATE TABLE memory_aliases (
+        agent_id TEXT NOT NULL,
+        alias TEXT NOT NULL,
+        id TEXT NOT NULL,
+        PRIMARY KEY (agent_id, alias)
+    );
+    CREATE TABLE vector_stale (seq INTEGER PRIMARY KEY);
+    CREATE TRIGGER memories_text_changed AFTER UPDATE OF text ON memories
+    WHEN old.text IS NOT new.text BEGIN
+        INSERT OR IGNORE INTO vector_stale (seq) VALUES (new.seq);
+    END;
+    """,
+    # Links, working memory, procedural skills, session re-access (core/links.py,
+    # core/working.py, core/skills.py, core/hygiene/). `memory_links`: `related_to` links
+    # between two memories of an agent (stored once, a < b). `working_memory`: per session the
+    # agent's scratch state for the task at hand (a JSON object, cleared at conversation end).
+    # `action_sequences`: per conversation the commands and tool calls it made, in order.
+    # `skills`: skills proposed from sequences repeated across conversations, and the owner's
+    # verdict. `hot_provenance`: why and when a memory was promoted into a hot lesson.
+    # `session_access.hits`: how often a session re-accessed a memory.
+    """
+    CREATE TABLE memory_links (
+        agent_id TEXT NOT NULL,
+        a TEXT NOT NULL,
+        b TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, a, b),
+        CHECK (a < b)
+    );
+    CREATE INDEX memory_links_b ON memory_links (agent_id, b);
+    CREATE TABLE working_memory (
+        agent_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        data TEXT NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, session_id)
+    );
+    CREATE TABLE action_sequences (
+        agent_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        actions TEXT NOT NULL,
+        at REAL NOT NULL,
+        PRIMARY KEY (agent_id, source)
+    );
+    CREATE TABLE skills (
+        agent_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('proposed', 'accepted', 'rejected')),
+        spec TEXT NOT NULL,
+        pattern TEXT NOT NULL,
+        conversations INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, name)
+    );
+    CREATE UNIQUE INDEX skills_pattern ON skills (agent_id, pattern);
+    CREATE TABLE hot_provenance (
+        agent_id TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        promoted_at REAL NOT NULL,
+        why TEXT NOT NULL,
+        PRIMARY KEY (agent_id, source_id)
+    );
+    ALTER TABLE session_access ADD COLUMN hits INTEGER NOT NULL DEFAULT 1;
+    """,
     # Sync against a hostile server: `sync_rejected` lists remote rows that failed
     # authentication (fetched again by every pull until they authenticate or a newer version
     # replaces them); `sync_transport` remembers an explicit `--insecure-http`; daily metrics

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from tiermem.core.budget import fit, shorten
 from tiermem.core.config import RetrievalConfig, ScoringConfig
 from tiermem.core.db import Row
 from tiermem.core.scoring import DAY
 from tiermem.core.temporal import TimeWindow
 from tiermem.core.terms import TERM, matched_terms, stem
+from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import TreeIndex
 from tiermem.core.warm import COLUMNS, MemoryRecord
 
@@ -42,7 +44,8 @@ class Explanation:
     """relevance × (1 + category_boost) × (1 + time_boost) + tier_tiebreak × tier_score."""
     tier: str
     length_factor: float = 1.0
-    """tokens^-length_penalty, relative to the shortest candidate (1 for it)."""
+    """The length prior, tokens^-α relative to the shortest candidate (1 for it); α is
+    `length_penalty` scaled by the spread of the candidates' lengths (1 when they are alike)."""
     time_match: str | None = None
     """The query's time cue whose window contains this memory's date, with the window."""
     time_boost: float = 0.0
@@ -54,6 +57,10 @@ class Explanation:
     """Cosine similarity of the query's and the memory's embeddings (vector and hybrid)."""
     llm_reason: str | None = None
     """Why the model chose this memory's category (LLM tree search)."""
+    tags: tuple[str, ...] = ()
+    """The memory's tags."""
+    matched_tags: tuple[str, ...] = ()
+    """Its tags that a query word or a `tag:` filter named."""
 
 
 @dataclass(frozen=True)
@@ -83,12 +90,16 @@ class Candidate:
     tier_score: float = 0.0
     score: float = 0.0
     llm_reason: str | None = None
+    tags: tuple[str, ...] = ()
+    matched_tags: tuple[str, ...] = ()
+    tag_terms: tuple[str, ...] = ()
 
 
 _NAMES = [c.strip() for c in COLUMNS.split(",")]
 
-ROW_CATEGORY, _IMPORTANCE, _CREATED, _ACCESS, ROW_TOKENS = (
-    _NAMES.index(n) for n in ("category", "importance", "created_at", "access_count", "tokens")
+ROW_TEXT, ROW_CATEGORY, _IMPORTANCE, _CREATED, _ACCESS, ROW_TOKENS = (
+    _NAMES.index(n)
+    for n in ("text", "category", "importance", "created_at", "access_count", "tokens")
 )
 
 _SEARCHABLE = [_NAMES.index(n) for n in ("text", "category", "urls", "commands", "paths")]
@@ -120,6 +131,29 @@ def coverage(candidate: Candidate, terms: Sequence[str]) -> float:
         return 0.0
     text = " ".join(str(candidate.row[i]) for i in _SEARCHABLE)
     return len(matched_terms(text, {stem(t): t for t in terms})) / len(terms)
+
+
+def length_factors(tokens: Sequence[int], cfg: RetrievalConfig) -> list[float]:
+    """The length prior of each candidate: tokens^-α relative to the shortest (1 for it). α is
+    `length_penalty` scaled by how spread the candidates' lengths are (the standard deviation
+    of ln tokens): 0 up to `length_spread_min`, the full penalty from `length_spread_full`,
+    linear between. Where memories are alike in length (turns of a chat between people, facts)
+    a longer one is not less about a word, and the prior only adds noise."""
+    sizes = [max(1, t) for t in tokens]
+    if not sizes or cfg.length_penalty == 0:
+        return [1.0] * len(sizes)
+    alpha = cfg.length_penalty
+    if cfg.length_spread_full > 0:
+        logs = [math.log(t) for t in sizes]
+        mean = sum(logs) / len(logs)
+        spread = math.sqrt(sum((x - mean) ** 2 for x in logs) / len(logs))
+        low, full = cfg.length_spread_min, max(cfg.length_spread_full, cfg.length_spread_min)
+        share = 1.0 if spread >= full else (0.0 if spread <= low else (spread - low) / (full - low))
+        alpha *= share
+    if alpha == 0:
+        return [1.0] * len(sizes)
+    shortest = min(sizes)
+    return [(shortest / t) ** alpha for t in sizes]
 
 
 def fuse(keyword: list[Candidate], similar: list[Candidate], weight: float) -> list[Candidate]:
@@ -213,7 +247,11 @@ def explain(
             tree_match=f"{c.matched_category}: {reasons[c.matched_category]}"
             if c.matched_category
             else None,
-            matched_terms=matched_terms(searchable, stems, frozenset(prefixes)),
+            matched_terms=tuple(
+                dict.fromkeys(
+                    (*matched_terms(searchable, stems, frozenset(prefixes)), *c.tag_terms)
+                )
+            ),
             bm25=c.bm25,
             relevance=c.relevance,
             category_boost=c.boost,
@@ -228,6 +266,8 @@ def explain(
             vector_rank=c.vector_rank,
             similarity=c.similarity,
             llm_reason=c.llm_reason,
+            tags=c.tags,
+            matched_tags=c.matched_tags,
         )
         hits.append(Hit(memory, explanation))
     return hits
@@ -253,16 +293,16 @@ def deepest_match(category: str, matched: set[str]) -> str | None:
 
 
 def fit_budget(ranked: list[Candidate], limit: int, budget: int | None) -> list[Candidate]:
-    """The best `limit` candidates, skipping any that would overflow the token budget."""
-    if budget is None:
-        return ranked[:limit]
-    chosen: list[Candidate] = []
-    used = 0
-    for candidate in ranked:
-        if len(chosen) == limit:
-            break
-        tokens = int(candidate.row[ROW_TOKENS])
-        if used + tokens <= budget:
-            chosen.append(candidate)
-            used += tokens
-    return chosen
+    """The best `limit` candidates within the token budget (`core.budget.fit`): the best one
+    always, shortened if it alone is over the budget."""
+    return fit(ranked, lambda c: int(c.row[ROW_TOKENS]), budget, limit, _shorten)
+
+
+def _shorten(candidate: Candidate, budget: int) -> Candidate | None:
+    """A copy of the candidate whose text is cut to `budget` tokens."""
+    text = shorten(str(candidate.row[ROW_TEXT]), budget)
+    if text is None:
+        return None
+    row = list(candidate.row)
+    row[ROW_TEXT], row[ROW_TOKENS] = text, count_tokens(text)
+    return replace(candidate, row=tuple(row))

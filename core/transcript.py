@@ -59,6 +59,8 @@ class Transcript:
     """text, jsonl or openclaw."""
     session_id: str | None = None
     tool_commands: list[str] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    """Every tool call in order: `run <command>` for a shell command, else `call <tool>`."""
     warnings: list[str] = field(default_factory=list)
     raw_bytes: int = 0
     _dropped_warnings: int = 0
@@ -160,7 +162,7 @@ def _parse_jsonl(text: str) -> Transcript:
             continue
         try:
             obj = _decoder.decode(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             transcript.warn(f"line {number}: not valid JSON, skipped")
             continue
         if not isinstance(obj, dict):
@@ -220,12 +222,16 @@ def _add_message(transcript: Transcript, body: dict[str, Any], number: int) -> N
 
 
 def _tool_command(transcript: Transcript, call: dict[str, Any]) -> None:
-    """A tool call that runs a shell command (`{"command": "…"}`) leaves that command."""
+    """A tool call that runs a shell command (`{"command": "…"}`) leaves that command; every
+    call is an action."""
+    name = call.get("name")
+    if isinstance(name, str) and name.strip() and len(name) <= 200:
+        transcript.actions.append(f"call {name.strip()}")
     args = call.get("arguments", call.get("input"))
     if isinstance(args, str):
         try:
             args = _decoder.decode(args)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return
     if isinstance(args, dict):
         command = args.get("command", args.get("cmd"))
@@ -233,3 +239,6 @@ def _tool_command(transcript: Transcript, call: dict[str, Any]) -> None:
             command = " ".join(command)
         if isinstance(command, str) and command.strip() and len(command) <= 2000:
             transcript.tool_commands.append(" ".join(command.split()))
+            if transcript.actions and transcript.actions[-1].startswith("call "):
+                transcript.actions.pop()  # a shell tool: the command says more than its name
+            transcript.actions.append("run " + " ".join(command.split()))

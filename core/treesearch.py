@@ -90,7 +90,7 @@ def parse_choices(text: str, tree: TreeIndex, max_paths: int) -> list[PathChoice
         items = data["paths"]
         if not isinstance(items, list):
             raise TypeError
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise TreeSearchError("the model's answer is not the JSON asked for") from None
     choices: dict[str, PathChoice] = {}
     for item in items:

@@ -10,8 +10,8 @@ DiskANN index (`libsql_vector_idx`, cosine), which serves agents of 10,000 memor
 that an exact scan of the agent's rows is faster). The index is created on first use and only on
 the libSQL driver: the stdlib sqlite3 driver cannot maintain it, so there vector retrieval is
 unavailable with a clear message. Vectors are computed lazily: before a vector search, the
-agent's memories without a current vector (new, or edited since: the stored content id differs)
-are embedded, and vectors of deleted memories are dropped. So every write path (store, import,
+agent's memories without a current vector (new, or whose text changed since: `vector_stale`,
+kept by a trigger) are embedded, and vectors of deleted memories are dropped. So every write path (store, import,
 consolidation, curation, sync) stays unaware of embeddings.
 """
 
@@ -193,8 +193,9 @@ class VectorIndex:
         missing = self.db.query(
             "SELECT m.seq, m.id, m.text FROM memories m LEFT JOIN memory_vectors v "
             "ON v.seq = m.seq AND v.id = m.id WHERE m.seq BETWEEN CAST(? AS INTEGER) AND "
-            "CAST(? AS INTEGER) AND v.seq IS NULL ORDER BY m.seq",
-            (str(low), str(high)),
+            "CAST(? AS INTEGER) AND (v.seq IS NULL OR m.seq IN (SELECT seq FROM vector_stale "
+            "WHERE seq BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER))) ORDER BY m.seq",
+            (str(low), str(high), str(low), str(high)),
         )
         for start in range(0, len(missing), SYNC_CHUNK):
             chunk = missing[start : start + SYNC_CHUNK]
@@ -204,6 +205,10 @@ class VectorIndex:
                     "INSERT OR REPLACE INTO memory_vectors (seq, id, embedding) "
                     "VALUES (CAST(? AS INTEGER), ?, ?)",
                     [(str(r[0]), r[1], blob) for r, blob in zip(chunk, blobs, strict=True)],
+                )
+                self.db.executemany(
+                    "DELETE FROM vector_stale WHERE seq = CAST(? AS INTEGER)",
+                    [(str(r[0]),) for r in chunk],
                 )
         return len(missing)
 

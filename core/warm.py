@@ -1,16 +1,18 @@
 """Warm and cold memories: one table, one row per fact, its tier a column.
 
-A fact's id is content-addressed (hash of agent and normalized text), so storing the same fact
-again — a replayed conversation, a re-import — reinforces the existing row instead of adding one.
+A new fact's id is content-addressed (hash of agent and normalized text), so storing the same
+fact again — a replayed conversation, a re-import — reinforces the existing row instead of adding
+one. The id is given once: an edit keeps it (tags, expiry, session counts and links stay with
+the memory) and records the new text's content id as an alias of it (`memory_aliases`), so
+storing the pre-edit text (the id itself) or the edited text again still finds the memory.
 """
 
 from __future__ import annotations
 
-import hashlib
-import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from tiermem.core import reinforce
 from tiermem.core.config import DedupConfig, ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.dedup import NearIndex, near_key
@@ -18,6 +20,8 @@ from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.rows import RECORD_NAMES, check_importance, column_list, insert_sql
 from tiermem.core.rows import TIERS as TIERS
 from tiermem.core.rows import Tier as Tier
+from tiermem.core.rows import memory_id as memory_id
+from tiermem.core.rows import normalize_text as normalize_text
 from tiermem.core.scoring import score
 from tiermem.core.tokens import count_tokens_many
 
@@ -25,14 +29,6 @@ MAX_TEXT_BYTES = 64 * 1024
 MAX_METADATA_ITEMS = 50
 
 COLUMNS = column_list(RECORD_NAMES)
-
-
-def normalize_text(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
-def memory_id(agent_id: str, text: str) -> str:
-    return hashlib.sha256(f"{agent_id}\0{normalize_text(text)}".encode()).hexdigest()[:16]
 
 
 SLOT_BITS = 32
@@ -188,8 +184,9 @@ class MemoryStore:
         access, the higher of the two importances and the union of the metadata; its text, tier
         and age do not change.
         """
-        ids = [memory_id(self.agent_id, f.text) for f, _ in facts]
+        ids = self.resolve([memory_id(self.agent_id, f.text) for f, _ in facts])
         existing = {r.id: r.category for r in self.get_many(ids)}
+        counted = reinforce.totals_many(self.db, self.agent_id, ids)
         tokens = count_tokens_many([f.text for f, _ in facts])
         near = self._near_index(dedup) if dedup is not None and dedup.near else None
         outcomes: list[StoreOutcome] = []
@@ -231,8 +228,8 @@ class MemoryStore:
                     category,
                     float(fact.importance),
                     now if fact.created_at is None else fact.created_at,
-                    fact.access_count,
-                    None,
+                    fact.access_count + counted.get(fid, (0, None))[0],
+                    counted.get(fid, (0, None))[1],
                     "warm",
                     now,
                     _join(fact.urls),
@@ -301,11 +298,9 @@ class MemoryStore:
         commands = clean_metadata((*record.commands, *fact.commands), "commands", cap=True)
         paths = clean_metadata((*record.paths, *fact.paths), "paths", cap=True)
         self.db.execute(
-            "UPDATE memories SET access_count = access_count + 1, last_access = ?, "
-            "importance = MAX(importance, ?), urls = ?, commands = ?, paths = ? "
-            "WHERE agent_id = ? AND id = ?",
+            "UPDATE memories SET importance = MAX(importance, ?), urls = ?, commands = ?, "
+            "paths = ? WHERE agent_id = ? AND id = ?",
             (
-                now,
                 float(fact.importance),
                 _join(urls),
                 _join(commands),
@@ -314,6 +309,7 @@ class MemoryStore:
                 fid,
             ),
         )
+        reinforce.add_local(self, [(fid, 1, [now])])
 
     def get(self, memory_id_: str) -> MemoryRecord:
         found = self.get_many([memory_id_])
@@ -331,10 +327,6 @@ class MemoryStore:
             )
             out += [MemoryRecord.from_row(r) for r in rows]
         return out
-
-    def by_seqs(self, seqs: Sequence[int]) -> dict[int, MemoryRecord]:
-        rows = self._rows_by_seq(f"seq, {COLUMNS}", seqs)
-        return {int(r[0]): MemoryRecord.from_row(r[1:]) for r in rows}
 
     def _rows_by_seq(self, columns: str, seqs: Sequence[int]) -> list[Row]:
         if not seqs:
@@ -392,14 +384,42 @@ class MemoryStore:
             )
 
     def reinforce(self, ids: Sequence[str], now: float) -> None:
-        """A retrieval strengthens what it returns."""
-        if not ids:
+        """Count one read of each memory now (inside the caller's transaction): this device's
+        counters and the rows' totals, never a mark for upload (`core.reinforce`)."""
+        reinforce.add_local(self, [(memory_id_, 1, [now]) for memory_id_ in dict.fromkeys(ids)])
+
+    def resolve(self, ids: Sequence[str]) -> list[str]:
+        """Each content id (`memory_id` of a text) → the memory that holds or held that text:
+        an edited memory keeps its id and takes its new text's content id as an alias, so
+        storing any text it had again reinforces it instead of adding a duplicate. An alias
+        whose memory is gone is ignored."""
+        aliases: dict[str, str] = {}
+        for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+            marks = ",".join("?" * len(chunk))
+            aliases.update(
+                (str(a), str(t))
+                for a, t in self.db.query(
+                    "SELECT a.alias, a.id FROM memory_aliases a JOIN memories m "
+                    "ON m.agent_id = a.agent_id AND m.id = a.id "
+                    f"WHERE a.agent_id = ? AND a.alias IN ({marks})",
+                    (self.agent_id, *chunk),
+                )
+            )
+        return [aliases.get(i, i) for i in ids]
+
+    def add_alias(self, text: str, memory_id_: str) -> None:
+        """`text` now belongs to `memory_id_` (inside the caller's transaction)."""
+        alias = memory_id(self.agent_id, text)
+        if alias == memory_id_:
+            self.db.execute(
+                "DELETE FROM memory_aliases WHERE agent_id = ? AND alias = ?",
+                (self.agent_id, alias),
+            )
             return
-        marks = ",".join("?" * len(ids))
         self.db.execute(
-            f"UPDATE memories SET access_count = access_count + 1, last_access = ? "
-            f"WHERE agent_id = ? AND id IN ({marks})",
-            (now, self.agent_id, *ids),
+            "INSERT INTO memory_aliases (agent_id, alias, id) VALUES (?, ?, ?) "
+            "ON CONFLICT (agent_id, alias) DO UPDATE SET id = excluded.id",
+            (self.agent_id, alias, memory_id_),
         )
 
     def delete(self, ids: Sequence[str]) -> None:

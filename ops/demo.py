@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tiermem.core import clocks, curate
+from tiermem.core import agents, clocks, curate
 from tiermem.core.conflicts import record_conflict
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
@@ -126,52 +126,79 @@ def build_demo(
                 "give the demo another --agent-id"
             )
         report = DemoReport(mem.home.root, agent_id, data.days)
-        _setup(mem, data)
-        by_day: dict[int, list[NewFact]] = {}
-        for f in data.facts:
-            by_day.setdefault(f.day, []).append(f.fact)
-        events = {int(d): str(t) for d, t in data.hot["events"]}
-        tasks = [
-            (int(d), str(t), None if done is None else int(done))
-            for d, t, done in data.hot["tasks"]
-        ]
-        conflicts = {int(c["day"]): c for c in data.conflicts}
-        query_at = 0
-        for day in range(data.days, -1, -1):
-            base = end - day * DAY
-            clock.now = base - 10 * HOUR  # the morning: what was learned
-            for fact in by_day.get(day, []):
-                report.stored += mem.store_many([fact])[0].created
-            for d, text, _ in tasks:
-                if d == day:
-                    mem.add_task(text)
-            for d, text, done in tasks:
-                if done == day and d > day:
-                    task = [t for t in mem.hot().active_context.tasks if t.text == text]
-                    if task:
-                        mem.complete_task(task[0].id)
-            if day in events:
-                mem.add_event(events[day])
-            clock.now = base - 7 * HOUR  # the afternoon: questions
-            for _ in range(1 + (day * 7) % 3):
-                mem.retrieve(data.queries[query_at % len(data.queries)])
-                query_at += 1
-                report.retrievals += 1
-            if day in conflicts:
-                report.conflicts += _conflict(mem, conflicts[day], base - 6 * HOUR)
-            clock.now = base - 1 * HOUR  # the night: maintenance, then the day's metrics
-            mem.consolidate("monthly" if day % 30 == 0 else "daily")
-            mem.snapshot_metrics()
-            if progress is not None:
-                progress(data.days - day + 1, data.days + 1)
-        clock.now = end
-        for text in data.pinned:
-            curate.set_pinned(mem, memory_id(agent_id, text), True)
-        mem.snapshot_metrics()
-        report.tiers = mem.gauges()
-        report.tree_nodes = len(mem.tree().nodes)
+        try:
+            with mem.db.transaction():  # all or nothing: ctrl-C leaves no half-built agent
+                _replay(mem, data, clock, end, report, progress)
+        except BaseException:
+            _discard(mem)
+            raise
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _replay(
+    mem: Memory,
+    data: Dataset,
+    clock: _Clock,
+    end: float,
+    report: DemoReport,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """The dataset, day by day, into `mem` (inside the caller's transaction)."""
+    agent_id = mem.agent_id
+    _setup(mem, data)
+    by_day: dict[int, list[NewFact]] = {}
+    for f in data.facts:
+        by_day.setdefault(f.day, []).append(f.fact)
+    events = {int(d): str(t) for d, t in data.hot["events"]}
+    tasks = [
+        (int(d), str(t), None if done is None else int(done)) for d, t, done in data.hot["tasks"]
+    ]
+    conflicts = {int(c["day"]): c for c in data.conflicts}
+    query_at = 0
+    for day in range(data.days, -1, -1):
+        base = end - day * DAY
+        clock.now = base - 10 * HOUR  # the morning: what was learned
+        for fact in by_day.get(day, []):
+            report.stored += mem.store_many([fact])[0].created
+        for d, text, _ in tasks:
+            if d == day:
+                mem.add_task(text)
+        for d, text, done in tasks:
+            if done == day and d > day:
+                task = [t for t in mem.hot().active_context.tasks if t.text == text]
+                if task:
+                    mem.complete_task(task[0].id)
+        if day in events:
+            mem.add_event(events[day])
+        clock.now = base - 7 * HOUR  # the afternoon: questions
+        for _ in range(1 + (day * 7) % 3):
+            mem.retrieve(data.queries[query_at % len(data.queries)])
+            query_at += 1
+            report.retrievals += 1
+        if day in conflicts:
+            report.conflicts += _conflict(mem, conflicts[day], base - 6 * HOUR)
+        clock.now = base - 1 * HOUR  # the night: maintenance, then the day's metrics
+        mem.consolidate("monthly" if day % 30 == 0 else "daily")
+        mem.snapshot_metrics()
+        if progress is not None:
+            progress(data.days - day + 1, data.days + 1)
+    clock.now = end
+    for text in data.pinned:
+        curate.set_pinned(mem, memory_id(agent_id, text), True)
+    mem.snapshot_metrics()
+    report.tiers = mem.gauges()
+    report.tree_nodes = len(mem.tree().nodes)
+
+
+def _discard(mem: Memory) -> None:
+    """After an interrupted build: the agent the build created goes, with its MEMORY.md."""
+    if mem.created_agent:
+        with mem.db.transaction():
+            agents.delete_agent(mem.db, mem.agent_id)
+        agents.move_memory_md(mem.home, mem.agent_id, None)
+    elif not _count(mem):
+        mem.write_memory_md()  # the agent existed, empty: its MEMORY.md as it was
 
 
 def _count(mem: Memory) -> int:

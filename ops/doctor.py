@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -20,13 +19,13 @@ from tiermem.core.config import load_config
 from tiermem.core.db import Database, available_driver
 from tiermem.core.errors import TiermemError
 from tiermem.core.migrations import MIGRATIONS
-from tiermem.core.paths import Home
+from tiermem.core.paths import Home, writable
 
 OK: Final = "ok"
 WARN: Final = "warn"
 FAIL: Final = "FAIL"
-VERDICTS: Final = (OK, WARN, FAIL)
 RESTORE_ADVICE: Final = "restore it with `tiermem restore` into a new home, or from a backup"
+READ_ONLY_NOTE: Final = "reads work, writes are refused (chmod u+w to allow them)"
 LOW_DISK_BYTES: Final = 200 * 1024 * 1024
 
 
@@ -38,10 +37,6 @@ class Check:
 
     def as_dict(self) -> dict[str, str]:
         return {"name": self.name, "verdict": self.verdict, "detail": self.detail}
-
-
-def failed(checks: Iterable[Check]) -> bool:
-    return any(c.verdict == FAIL for c in checks)
 
 
 def _mode(path: Path) -> int:
@@ -68,6 +63,8 @@ def check_home(home: Home) -> Check:
     if not root.is_dir():
         return Check("home", FAIL, f"{root} is not a folder")
     problem = _owned_writable(root)
+    if problem and problem.startswith("read-only") and os.access(root, os.R_OK | os.X_OK):
+        return Check("home", WARN, f"{root}: {problem}: {READ_ONLY_NOTE}")
     if problem is None and not os.access(root, os.R_OK | os.W_OK | os.X_OK):
         problem = "not readable and writable by you"
     if problem:
@@ -90,7 +87,9 @@ def check_files(home: Home) -> Check:
             problem = _owned_writable(path)
             if problem:
                 problems.append(f"{path.name} {problem}")
-                fatal = True
+                fatal = fatal or not (problem.startswith("read-only") and os.access(path, os.R_OK))
+    if problems and not fatal:
+        problems[-1] += f": {READ_ONLY_NOTE}"
     secrets = home.root / "secrets"
     if secrets.is_dir():
         for path in sorted(secrets.iterdir()):
@@ -133,9 +132,12 @@ def check_database(home: Home, driver: str | None = None) -> list[Check]:
     if not path.exists():
         return [Check("database", OK, "no database yet")]
     driver = driver or available_driver()
+    read_only = not (writable(home.root) and writable(path))
     try:
-        db = Database(path, driver)
+        db = Database(path, driver, read_only=read_only)
     except TiermemError as exc:
+        if read_only:  # not damaged: it cannot be opened as it is
+            return [Check("database", FAIL, f"{exc} (the home is read-only)")]
         return [Check("database", FAIL, f"{exc}; {RESTORE_ADVICE}")]
     try:
         try:
@@ -163,7 +165,8 @@ def check_database(home: Home, driver: str | None = None) -> list[Check]:
             "integrity",
             OK,
             f"integrity_check ok ({size / 1024**2:.1f} MiB, {driver} driver, "
-            f"{len(agents)} agent(s){': ' + names if names else ''})",
+            + ("read-only, " if read_only else "")
+            + f"{len(agents)} agent(s){': ' + names if names else ''})",
         )
     latest = len(MIGRATIONS)
     if version > latest:

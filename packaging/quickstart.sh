@@ -19,5 +19,12 @@ tm tree
 tm metrics
 tm demo                         # a second agent with five months of memories, for the TUI
 tm doctor --offline
-echo "Demo home: $demo    Installed: .venv/bin/tiermem (try: .venv/bin/tiermem --help)"
+echo "Demo home: $demo    Installed: .venv/bin/tiermem"
 echo "Look around: .venv/bin/tiermem --home $demo --agent-id demo"
+bin="$PWD/.venv/bin"
+if [ "$(command -v tiermem 2>/dev/null)" = "$bin/tiermem" ]; then
+  echo "tiermem is on your PATH: run tiermem --help"
+else
+  echo "To run tiermem by name, paste this line (or install it as a tool: pipx install .):"
+  echo "  export PATH=\"$bin:\$PATH\""
+fi

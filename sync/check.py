@@ -16,7 +16,7 @@ are downloaded, but only the manifests and prune records are decrypted:
 - every record line of every manifest is on the server, unless pruning explains its absence
   (below); every record row on the server is listed by a manifest (no row moved in from another
   agent or injected);
-- the key wraps (`wrapcheck.check_wraps`).
+- the key wraps (`wrapcheck.check_wraps`) and the signed device roster (`roster.check_roster`).
 
 With ``read_data`` every envelope is also authenticated and decrypted under its epoch's key,
 decoded, and matched against its record id (a memory record must carry the memory id its
@@ -31,7 +31,9 @@ is damage.
 **Exit codes** (`DAMAGE_EXIT_CODES`): 0 clean; 40 tampered (fails authentication, differs from
 its manifest, malformed, or not listed by any manifest); 41 missing (a listed record is gone);
 42 gap or rollback (a manifest number is missing, or the server is behind this home); 43 key-wrap
-damage. With several classes found the exit code is the first in that order: 40, 42, 41, 43.
+damage; 63 device-roster damage (`roster.check_roster`: an entry that does not verify, or a
+device the server lists that the signed roster does not). With several classes found the exit
+code is the first in that order: 40, 42, 41, 63, 43.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from tiermem.core.errors import DAMAGE_EXIT_CODES, DamageFound
-from tiermem.sync import crypto, hlc, records, wrapcheck
+from tiermem.sync import crypto, hlc, records, roster, wrapcheck
 from tiermem.sync.hrana import Args, HranaClient, ResultSet
 from tiermem.sync.keyring import KeyRing
 from tiermem.sync.metrics_sync import decode_metrics
@@ -61,8 +63,8 @@ __all__ = [
     "check",
 ]
 
-Damage = Literal["tampered", "missing", "rollback", "wraps"]
-SEVERITY: Final[tuple[Damage, ...]] = ("tampered", "rollback", "missing", "wraps")
+Damage = Literal["tampered", "missing", "rollback", "wraps", "roster"]
+SEVERITY: Final[tuple[Damage, ...]] = ("tampered", "rollback", "missing", "roster", "wraps")
 _OVERHEAD: Final = crypto.ENVELOPE_HEADER_LEN + crypto.TAG_LEN
 
 
@@ -143,6 +145,8 @@ def check(
     # Wraps first: they decide which keys the rest can use.
     for w in wrapcheck.check_wraps(engine):
         c.damage("wraps", f"key wraps: {w.message} ({w.kind}, epoch {w.epoch}, {w.subject})")
+    for message in roster.check_roster(engine):
+        c.damage("roster", f"device roster: {message}")
     c.open_keys()
     rows, size = c.read_rows(page_rows, progress)
     seen = c.classify(rows)

@@ -1,16 +1,18 @@
 """`tiermem daemon`: sync in the background, both ways.
 
-The loop checks for local changes (the critical-state outbox and changed memory rows) every
-`poll` seconds (0.25 s by default, so a `conversation-end` is pushed well within a second) and
-pushes with the backoff schedule, retrying transient failures for as long as it runs. It also
-pulls what other devices pushed: once at start (right after pushing what was already waiting)
-and then every `pull_interval` seconds (30 s by default), so a fact learned on the phone is
-recalled on the desktop within one interval. A failure that needs a person (bad token, SQL
-error) is reported and tried again after the longest backoff wait, so fixing the token is
-enough. A device removed from the vault (`keys.DeviceRevoked`) can never sync again: the daemon
-reports it and stops with that error instead of retrying.
+The loop sleeps until the home's database, its WAL or the wake file (`pusher.wake_path`, touched
+by every conversation-end) changes, seen through a `watchdog` observer, and then pushes what
+changed with the backoff schedule, retrying transient failures for as long as it runs. Only when
+the observer cannot start (no inotify watches left, say) does it poll every `poll` seconds
+instead. It also pulls what other devices pushed: once at start (right after pushing what was
+already waiting) and then every `pull_interval` seconds (30 s by default), so a fact learned on
+the phone is recalled on the desktop within one interval. A failure that needs a person (bad
+token, SQL error) is reported and tried again after the longest backoff wait, so fixing the
+token is enough. A device removed from the vault (`keys.DeviceRevoked`) can never sync again:
+the daemon reports it and stops with that error instead of retrying. Each push's outcome is
+recorded for `sync status` (`pusher.record_attempt`).
 
-Stopping (SIGTERM/SIGINT call `stop()`) interrupts a backoff wait at once; a request on the wire
+Stopping (SIGTERM/SIGINT call `stop()`) interrupts a wait at once; a request on the wire
 is allowed to finish (its timeouts bound it) so its outcome is recorded. Nothing queued can be
 lost either way: an outbox row is only removed in the transaction that records a confirmed push.
 One daemon per home and agent: a second one is refused (an OS file lock, released on any exit).
@@ -18,6 +20,7 @@ One daemon per home and agent: a second one is refused (an OS file lock, release
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -35,7 +38,9 @@ from tiermem.core.errors import DaemonRunning, StorageError, TiermemError
 from tiermem.sync import keys
 from tiermem.sync.engine import DEFAULT_BATCH_BYTES, SyncEngine
 from tiermem.sync.hrana import DEFAULT_TIMEOUT
+from tiermem.sync.pusher import daemon_lock_path, record_attempt, wake_path
 from tiermem.sync.retry import MAX_CAP, RetryPolicy
+from tiermem.sync.watcher import Watcher
 
 __all__ = ["DEFAULT_POLL", "DEFAULT_PULL_INTERVAL", "Daemon", "DaemonRunning"]
 
@@ -63,6 +68,7 @@ class Daemon:
         error_pause: float = MAX_CAP,
         pull_interval: float = DEFAULT_PULL_INTERVAL,
         batch_bytes: int = DEFAULT_BATCH_BYTES,
+        watch: bool = True,
     ) -> None:
         if poll <= 0:
             raise ValueError("poll must be positive")
@@ -73,7 +79,9 @@ class Daemon:
         self.pull_interval = pull_interval
         self.error_pause = error_pause
         self._report = report or (lambda event: None)
+        self.watch = watch
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set on a change, and by stop()
         self._engine = SyncEngine(
             mem, timeout=timeout, transport=transport, batch_bytes=batch_bytes
         )
@@ -95,10 +103,7 @@ class Daemon:
     def stop(self) -> None:
         """Ask the loop to end (safe from a signal handler or another thread)."""
         self._stop.set()
-
-    @property
-    def stopping(self) -> bool:
-        return self._stop.is_set()
+        self._wake.set()
 
     def _wait(self, seconds: float) -> None:
         if self._stop.wait(seconds):
@@ -112,52 +117,69 @@ class Daemon:
     def run(self) -> None:
         """Pull and push until stopped. Raises `NotInitialised` at once if sync is not set up."""
         engine = self._engine
+        root, agent_id = self.mem.home.root, self.mem.agent_id
         try:
             engine.require_ready()
-            with _single_instance(self.mem.home.root, self.mem.agent_id):
-                self._emit({"event": "started", "agent_id": self.mem.agent_id})
-                policy = RetryPolicy(max_attempts=None, sleep=self._backoff_wait)
-                next_pull = time.monotonic()  # pull at once on start …
-                push_first = True  # … after pushing what waits here (a kill may have left it)
-                while not self._stop.is_set():
-                    try:
-                        if push_first:
-                            push_first = False
-                            if engine.has_work():
-                                self._push(policy)
-                                continue
-                        if time.monotonic() >= next_pull:
-                            # Set first: a failing pull must not hold pushes back.
-                            next_pull = time.monotonic() + self.pull_interval
-                            self._pull(policy)
-                            continue
-                        if not engine.has_work():
-                            self._stop.wait(min(self.poll, max(next_pull - time.monotonic(), 0)))
-                            continue
-                        self._push(policy)
-                    except _Stopped:
-                        break
-                    except keys.DeviceRevoked:
-                        self._emit(
-                            {
-                                "event": "stopped",
-                                "pushes": self.pushes,
-                                "pulls": self.pulls,
-                                "reason": "revoked",
-                            }
-                        )
-                        raise
-                    except TiermemError as exc:
-                        self._emit(
-                            {"event": "error", "error": str(exc), "retry_in": self.error_pause}
-                        )
-                        try:
-                            self._wait(self.error_pause)
-                        except _Stopped:
-                            break
+            watcher = Watcher(root, self._watched(), self._wake.set)
+            # watch=False polls every `poll` seconds, as when the observer cannot start
+            watching = watcher if self.watch else contextlib.nullcontext(watcher)
+            with _single_instance(root, agent_id), watching:
+                mode = "watchdog" if watcher.running else "polling"
+                self._emit({"event": "started", "agent_id": agent_id, "watch": mode})
+                self._loop(watcher.running)
                 self._emit({"event": "stopped", "pushes": self.pushes, "pulls": self.pulls})
         finally:
             engine.close()
+
+    def _watched(self) -> list[str]:
+        db = self.mem.home.db_path
+        return [db.name, f"{db.name}-wal", wake_path(db.parent, self.mem.agent_id).name]
+
+    def _idle(self, until: float, watching: bool) -> None:
+        """Sleep until a change (or, without a watcher, one poll) or `until`, whichever first."""
+        timeout = max(until - time.monotonic(), 0)
+        self._wake.wait(timeout if watching else min(self.poll, timeout))
+        self._wake.clear()  # cleared before has_work() looks again, so no change is missed
+
+    def _loop(self, watching: bool) -> None:
+        engine = self._engine
+        policy = RetryPolicy(max_attempts=None, sleep=self._backoff_wait)
+        next_pull = time.monotonic()  # pull at once on start …
+        push_first = True  # … after pushing what waits here (a kill may have left it)
+        while not self._stop.is_set():
+            try:
+                if push_first:
+                    push_first = False
+                    if engine.has_work():
+                        self._push(policy)
+                        continue
+                if time.monotonic() >= next_pull:
+                    # Set first: a failing pull must not hold pushes back.
+                    next_pull = time.monotonic() + self.pull_interval
+                    self._pull(policy)
+                    continue
+                if not engine.has_work():
+                    self._idle(next_pull, watching)
+                    continue
+                self._push(policy)
+            except _Stopped:
+                break
+            except keys.DeviceRevoked:
+                self._emit(
+                    {
+                        "event": "stopped",
+                        "pushes": self.pushes,
+                        "pulls": self.pulls,
+                        "reason": "revoked",
+                    }
+                )
+                raise
+            except TiermemError as exc:
+                self._emit({"event": "error", "error": str(exc), "retry_in": self.error_pause})
+                try:
+                    self._wait(self.error_pause)
+                except _Stopped:
+                    break
 
     def _pull(self, policy: RetryPolicy) -> None:
         result = self._engine.pull(policy)
@@ -175,8 +197,18 @@ class Daemon:
             )
 
     def _push(self, policy: RetryPolicy) -> None:
-        result = self._engine.push(policy)
+        try:
+            result = self._engine.push(policy)
+        except TiermemError as exc:
+            self._record(False, f"failed: {exc}")
+            raise
         self.pushes += int(result.pushed)
+        if result.pushed:
+            self._record(
+                True,
+                f"pushed {result.version} ({result.changes} critical change(s), "
+                f"{result.memories} memory record(s))",
+            )
         self._emit(
             {
                 "event": "pushed" if result.pushed else "up-to-date",
@@ -187,10 +219,13 @@ class Daemon:
             }
         )
 
+    def _record(self, ok: bool, message: str) -> None:
+        record_attempt(self.mem.home.root, self.mem.agent_id, ok, message, "daemon", self.mem.now())
+
 
 @contextmanager
 def _single_instance(root: Path, agent_id: str) -> Iterator[None]:
-    path = root / f".daemon-{agent_id}.lock"
+    path = daemon_lock_path(root, agent_id)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:

@@ -3,13 +3,14 @@
 Each device has its own X25519 key, kept in the secret store (`tiermem.sync.secrets`), and a
 row in the server's ``devices`` table: its public key, a name sealed under the vault's id key
 (the server never reads it; the default is the host name), when it was added and last seen,
-and a MAC under the current epoch's key that vouches for the entry (`crypto.device_entry_mac`).
-A rotation wraps the new key only to entries vouched for under the old key, so a public key the
-server slipped into the table never receives it.
+and a MAC under the current epoch's key (`crypto.device_entry_mac`). What decides who belongs is
+the signed device roster (`tiermem.sync.roster`): a joining device is signed onto it by the
+recovery key or by the device that approved its pairing, and a rotation wraps the new key only
+to devices on it, so a public key the server slipped into the table never receives it.
 
 Joining (`add_device_with_recovery`, or pairing in `tiermem.sync.pairing`) gives the new home
 its own device key and device wrap; its data then arrives by pulling. Removing
-(`remove_device`) revokes the entry and rotates the vault key (`keys.rotate`): new data is out
+(`remove_device`) revokes the entry and rotates the vault key (`rotation.rotate`): new data is out
 of the removed device's reach; what it already downloaded is not.
 """
 
@@ -22,12 +23,19 @@ from dataclasses import dataclass
 from typing import Final
 
 import httpx
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from tiermem.core import rows
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.sync import crypto, hlc, keys, records
+from tiermem.sync import crypto, hlc, keys, records, roster, rotation
+from tiermem.sync.crypto.roster import (
+    RosterDevice,
+    generate_signing_key,
+    signing_public_bytes,
+)
+from tiermem.sync.enroll import Enrollment, pin, recovery_enrollment
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, SqlError, to_base_url
 from tiermem.sync.remote import Remote
 from tiermem.sync.retry import RetryPolicy
@@ -70,7 +78,8 @@ MAX_NAME: Final = 64
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    """``verified``: the entry is vouched for under the current key (a rotation keeps it)."""
+    """``verified``: the entry is vouched for under the current key. ``added_by``: who signed
+    it onto the roster ('' when the roster does not list it: a rotation leaves it out)."""
 
     device_id: str
     name: str
@@ -80,6 +89,7 @@ class DeviceInfo:
     revoked_at: float | None
     current: bool
     verified: bool
+    added_by: str = ""  # on the signed roster: 'recovery' or the adding device's id
 
 
 @dataclass(frozen=True)
@@ -199,6 +209,8 @@ def list_devices(engine: Session, *, touch: bool = True) -> list[DeviceInfo]:
     s = engine.require_ready()
     if touch and not revoked_here:
         _touch(engine, s)
+    view = roster.verified(engine, fresh=True)
+    on_roster = {} if view is None else view.devices
     epoch, key = keys.current_key(engine, s)
     id_key = keys.id_key(engine)
     out = []
@@ -214,9 +226,16 @@ def list_devices(engine: Session, *, touch: bool = True) -> list[DeviceInfo]:
                 revoked_at=e.revoked_at,
                 current=current,
                 verified=not e.revoked and e.verified_at(engine.agent_id, epoch, key),
+                added_by=_added_by(on_roster.get(e.device_id)),
             )
         )
     return out
+
+
+def _added_by(listed: RosterDevice | None) -> str:
+    if listed is None or listed.removed:
+        return ""
+    return listed.added_by
 
 
 def resolve_device(engine: Session, given: str, *, active: bool = False) -> bytes:
@@ -244,15 +263,19 @@ def remove_device(
     recovery_key: bytes,
     *,
     passphrase: str | None = None,
+    keep: tuple[bytes, ...] = (),
     policy: RetryPolicy | None = None,
-) -> keys.RotationResult:
-    """Revoke a (lost) device and rotate the vault key to a new epoch for future data.
+) -> rotation.RotationResult:
+    """Revoke a (lost) device, and the devices it added (but those in `keep`), and rotate the
+    vault key to a new epoch for future data.
 
-    Needs the recovery key (see `keys.rotate`); with the passphrase the new epoch keeps a
+    Needs the recovery key (see `rotation.rotate`); with the passphrase the new epoch keeps a
     passphrase wrap, without it the passphrase stops unlocking new data (the result says so).
-    Data the removed device already had is NOT protected by this (`keys.ROTATION_NOTE`)."""
+    Data the removed device already had is NOT protected by this (`rotation.ROTATION_NOTE`)."""
     target = device_id if isinstance(device_id, bytes) else resolve_device(engine, device_id)
-    return keys.rotate(engine, recovery_key, passphrase=passphrase, remove=target, policy=policy)
+    return rotation.rotate(
+        engine, recovery_key, passphrase=passphrase, remove=target, keep=keep, policy=policy
+    )
 
 
 # -------------------------------------------------------------------------------------- join
@@ -316,14 +339,15 @@ def add_device_with_recovery(
     policy: RetryPolicy | None = None,
 ) -> JoinResult:
     """Join this (empty) home to the existing vault of its agent as a new device, unlocking the
-    current vault key with the recovery key. Generates this device's X25519 key (secret store),
-    wraps the vault key to it and registers it, in one remote batch."""
+    current vault key with the recovery key. Generates this device's keys (secret store), wraps
+    the vault key to it, registers it and signs it onto the roster, in one remote batch."""
     policy = policy or RetryPolicy()
     check_empty_home(mem)
     with Remote(to_base_url(url), token, timeout=timeout, transport=transport) as remote:
         epoch, wraps = epoch_wraps(remote, mem.agent_id, policy)
         context = crypto.WrapContext(mem.agent_id, epoch, wrap_id(mem.agent_id, epoch, "recovery"))
         vault_key = crypto.unwrap_with_recovery_key(wraps["recovery"], recovery_key, context)
+        enroll = recovery_enrollment(remote, mem.agent_id, recovery_key, epoch, vault_key, policy)
         return join(
             mem,
             remote,
@@ -336,7 +360,15 @@ def add_device_with_recovery(
             via="recovery-key",
             store_token=store_token,
             policy=policy,
+            enroll=enroll,
         )
+
+
+@dataclass(frozen=True)
+class _NewDevice:
+    device_id: bytes
+    device_key: X25519PrivateKey
+    signing_key: Ed25519PrivateKey
 
 
 def join(
@@ -352,26 +384,29 @@ def join(
     via: str,
     store_token: bool,
     policy: RetryPolicy,
+    enroll: Enrollment,
+    device_id: bytes | None = None,
+    signing_key: Ed25519PrivateKey | None = None,
 ) -> JoinResult:
     """Set this home up as a new device of a vault whose key of `epoch` it already holds."""
     check_empty_home(mem)
     agent = mem.agent_id
-    device_id = os.urandom(16)
-    name = clean_name(name) if name is not None else default_name(device_id)
+    new = _NewDevice(device_id or os.urandom(16), device_key, signing_key or generate_signing_key())
+    name = clean_name(name) if name is not None else default_name(new.device_id)
     device_wrap = crypto.wrap_for_device(
         vault_key,
         device_key.public_key(),
-        crypto.WrapContext(agent, epoch, wrap_id(agent, epoch, "device", device_id)),
+        crypto.WrapContext(agent, epoch, wrap_id(agent, epoch, "device", new.device_id)),
     )
     ref = uuid.uuid4().hex
     store, token_stored = save_secrets(
-        mem.home.root, ref, device_key, token if store_token else None
+        mem.home.root, ref, device_key, token if store_token else None, new.signing_key
     )
     settings = Settings(
         agent_id=agent,
         status="pending",
         url=remote.url,
-        device_id=device_id,
+        device_id=new.device_id,
         epoch=epoch,
         secret_ref=ref,
         secret_store=store.kind,
@@ -383,10 +418,9 @@ def join(
     try:
         with mem.db.transaction():
             insert_settings(mem.db, settings)
-        public = crypto.device_public_bytes(device_key)
-        remote.batch(
-            _join_statements(mem, remote, settings, vault_key, public, name, policy), policy
-        )
+        statements = _join_statements(mem, remote, settings, vault_key, new, name, policy)
+        draft = _roster_add(agent, enroll, new)
+        remote.batch(statements + ([] if draft is None else draft.statements), policy)
         with mem.db.transaction():
             mem.db.execute(
                 "UPDATE sync_state SET status = 'ready', registered = 1 WHERE agent_id = ?",
@@ -397,10 +431,11 @@ def join(
         with mem.db.transaction():
             mem.db.execute("DELETE FROM sync_state WHERE agent_id = ?", (agent,))
         raise
+    pin(mem, enroll, draft)
     return JoinResult(
         agent_id=agent,
         url=remote.url,
-        device_id=device_id.hex(),
+        device_id=new.device_id.hex(),
         name=name,
         epoch=epoch,
         via=via,
@@ -409,17 +444,33 @@ def join(
     )
 
 
+def _roster_add(agent_id: str, enroll: Enrollment, new: _NewDevice) -> roster.Draft | None:
+    """The new device's signed ``add`` entry, when this side signs it."""
+    if enroll.view is None or enroll.signer is None:
+        return None
+    draft = roster.Draft(agent_id, enroll.view)
+    draft.add(
+        new.device_id,
+        crypto.device_public_bytes(new.device_key),
+        signing_public_bytes(new.signing_key),
+        enroll.signer,
+        enroll.by,
+    )
+    return draft
+
+
 def _join_statements(
     mem: Memory,
     remote: Remote,
     s: Settings,
     vault_key: bytes,
-    public: bytes,
+    new: _NewDevice,
     name: str,
     policy: RetryPolicy,
 ) -> list[tuple[str, Args]]:
     """The new device's wrap and its entry in the device list (sealed name, MAC)."""
     agent, epoch, device_id = mem.agent_id, s.epoch, s.device_id
+    public = crypto.device_public_bytes(new.device_key)
     tag = agent_tag(agent)
     id_key = vault_key
     if epoch != keys.ID_EPOCH:

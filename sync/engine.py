@@ -27,6 +27,7 @@ from tiermem.sync.hrana import DEFAULT_TIMEOUT
 from tiermem.sync.journal import HISTORY_KEEP, SyncEvent
 from tiermem.sync.pull import PullResult, apply_memory, mark_applied
 from tiermem.sync.push import DEFAULT_BATCH_BYTES, PushResult
+from tiermem.sync.pusher import last_attempt
 from tiermem.sync.records import MEMORY_TABLE
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.secrets import ENV_TOKEN, TOKEN, env_secret
@@ -77,6 +78,10 @@ class SyncStatus:
     manifest_n: int = 0
     rejected: list[dict[str, str]] = field(default_factory=list)
     clock_ahead: str | None = None
+    last_attempt_at: float | None = None
+    last_attempt_ok: bool | None = None
+    last_attempt_message: str | None = None
+    last_attempt_by: str | None = None
 
 
 class SyncEngine(Session):
@@ -181,6 +186,7 @@ class SyncEngine(Session):
         s = self.settings()
         pending = snapshot.pending(self.db, self.agent_id)
         progress = journal.read_progress(self.mem)
+        attempt = last_attempt(self.mem.home.root, self.agent_id)
         pending_memories = int(
             self.db.scalar(
                 "SELECT count(*) FROM (SELECT id FROM sync_dirty WHERE agent_id = ? UNION "
@@ -221,6 +227,10 @@ class SyncEngine(Session):
                 for rid, v, why in pull.rejected_rows(self)
             ],
             clock_ahead=journal.clock_ahead(self.mem),
+            last_attempt_at=None if attempt is None else attempt.at,
+            last_attempt_ok=None if attempt is None else attempt.ok,
+            last_attempt_message=None if attempt is None else attempt.message,
+            last_attempt_by=None if attempt is None else attempt.by,
         )
 
     def _token_source(self, s: Settings | None) -> str | None:

@@ -320,6 +320,8 @@ class HranaClient:
             response = self._http.post(self._pipeline_url, content=payload)
         except httpx.RequestError as exc:
             failure = self._transport_failure(exc)
+        except httpx.InvalidURL:  # httpx parses a redirect's Location even when not following it
+            failure = ProtocolError("the server answered with a redirect to an invalid address")
         # Raised here, outside `except`, so no httpx object (holding the token) is chained.
         if failure is not None:
             raise failure

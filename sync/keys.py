@@ -1,5 +1,6 @@
-"""Vault keys by epoch: the current key, older keys through the chain, the epoch guard, the device
-list and rotation (the wrap checks are in `tiermem.sync.wrapcheck`).
+"""Vault keys by epoch: the current key, older keys through the chain, the epoch floor, the
+epoch guard and the device list (rotation is `tiermem.sync.rotation`, the wrap checks
+`tiermem.sync.wrapcheck`, the signed device roster `tiermem.sync.roster`).
 
 Every agent's vault has a key per *epoch*. The current epoch's key (``VK_E``) is wrapped to each
 device, to the recovery key and optionally to the passphrase (`crypto`). When a device is
@@ -18,6 +19,11 @@ when a record names a newer epoch). It adopts it only when its own device wrap o
 *and* the chain leads from the new key back to the key it already holds: a server that invents
 an epoch of its own (wrapping a key it knows to this device's public key) cannot make that
 chain, because it never had the old key.
+
+Every device keeps the highest epoch it has authenticated (its *floor*: from its own wraps, the
+signed rotation entries of the roster, or the device that paired it) and never seals new data
+under an older epoch (`sealing_key`), whatever the server shows. A record sealed under an epoch
+after the signed rotation that ended it is refused on reading (`record_key`).
 """
 
 from __future__ import annotations
@@ -30,26 +36,25 @@ from typing import Final
 
 from tiermem.core.errors import (
     DeviceRevoked,
-    InvalidInput,
-    NotFound,
+    EpochRollback,
     RotationConflict,
+    SupersededEpoch,
 )
-from tiermem.sync import crypto, records
+from tiermem.sync import crypto, hlc, records, roster
+from tiermem.sync.crypto.roster import epoch_check
 from tiermem.sync.hrana import Args, ResultSet, SqlError, Value
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
-from tiermem.sync.state import INSERT_WRAP, Settings, agent_tag, wrap_id
+from tiermem.sync.state import Settings, agent_tag, wrap_id
 
 __all__ = [
     "CHAIN",
     "EPOCH_GUARD_SQL",
     "ID_EPOCH",
-    "ROTATION_NOTE",
     "SELECT_DEVICES",
     "DeviceEntry",
     "DeviceRevoked",
     "RotationConflict",
-    "RotationResult",
     "chain_wrap_id",
     "current_key",
     "device_entries",
@@ -60,9 +65,10 @@ __all__ = [
     "id_key",
     "is_epoch_guard_failure",
     "query",
+    "record_key",
     "refresh_epoch",
     "remember",
-    "rotate",
+    "sealing_key",
     "unlock_chain",
 ]
 
@@ -74,6 +80,10 @@ ID_EPOCH: Final = 1
 _CACHE: weakref.WeakKeyDictionary[Session, dict[int, bytes]] = weakref.WeakKeyDictionary()
 
 
+# The newest epoch each engine has loaded a key of (its current one).
+_CURRENT: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
+
+
 def _cache(engine: Session) -> dict[int, bytes]:
     return _CACHE.setdefault(engine, {})
 
@@ -81,6 +91,8 @@ def _cache(engine: Session) -> dict[int, bytes]:
 def remember(engine: Session, keys: Mapping[int, bytes]) -> None:
     """Keep unwrapped epoch keys for this engine (after a rotation or a join)."""
     _cache(engine).update(keys)
+    if keys:
+        _CURRENT[engine] = max(_CURRENT.get(engine, 0), *keys)
 
 
 def chain_wrap_id(agent_id: str, epoch: int) -> bytes:
@@ -111,6 +123,7 @@ def current_key(engine: Session, s: Settings | None = None) -> tuple[int, bytes]
             engine.agent_id, s.epoch, wrap_id(engine.agent_id, s.epoch, "device", s.device_id)
         )
         cache[s.epoch] = crypto.unwrap_for_device(s.device_wrap, engine.device_key(s), context)
+    _CURRENT[engine] = max(_CURRENT.get(engine, 0), s.epoch)
     return s.epoch, cache[s.epoch]
 
 
@@ -240,15 +253,76 @@ def refresh_epoch(engine: Session) -> int:
             f"the server offers a key epoch {newest} that does not lead back to this device's "
             "key: refusing it (the server may be trying to slip in a key of its own)"
         )
+    _check_against_roster(engine, newest, new_key)
     with engine.db.transaction():
         engine.db.execute(
             "UPDATE sync_state SET epoch = ?, device_wrap = ?, recovery_wrap = ?, "
-            "passphrase_wrap = ? WHERE agent_id = ? AND epoch = ?",
-            (newest, top.own_device, top.recovery, top.passphrase, engine.agent_id, s.epoch),
+            "passphrase_wrap = ?, epoch_floor = max(epoch_floor, ?) WHERE agent_id = ? "
+            "AND epoch = ?",
+            (
+                newest,
+                top.own_device,
+                top.recovery,
+                top.passphrase,
+                newest,
+                engine.agent_id,
+                s.epoch,
+            ),
         )
     engine.hold_vault_key(None)
     remember(engine, keys)
     return newest
+
+
+def _check_against_roster(engine: Session, epoch: int, key: bytes) -> None:
+    """A newer epoch's key must be the one its signed rotation entry names (when the vault has
+    a roster that records it)."""
+    view = roster.verified(engine, fresh=True)
+    expected = None if view is None else view.checks.get(epoch)
+    if expected is not None and expected != epoch_check(key):
+        raise crypto.TamperedData(
+            f"the key of epoch {epoch} is not the one its signed rotation names: refusing it"
+        )
+
+
+# ------------------------------------------------------------------------------ epoch floor
+
+ROTATION_SKEW_MS: Final = 60_000
+"""How far a record's version may be past its epoch's end (clocks of devices differ)."""
+
+
+def sealing_key(engine: Session, epoch: int) -> tuple[int, bytes]:
+    """(epoch, key) to seal new records under: `epoch` (this device's current one), unless this
+    device has authenticated a newer epoch (its floor); then that epoch is adopted first, and if
+    the server withholds it, `EpochRollback`: the old key is never used for new data."""
+    floor = roster.read_anchor(engine.db, engine.agent_id).floor
+    if epoch < floor:
+        refresh_epoch(engine)
+        epoch = engine.require_ready().epoch
+        if epoch < floor:
+            raise EpochRollback(
+                f"this device knows key epoch {floor} of agent {engine.agent_id!r}, but the "
+                f"server offers only epoch {epoch}: it withholds the newer key (a removed device "
+                "holds the older one), so nothing is sealed or sent; run `tiermem sync check`"
+            )
+    return epoch, epoch_key(engine, epoch)
+
+
+def record_key(engine: Session, epoch: int, version: str, *, current: int = 0) -> bytes:
+    """The key to open a record of `epoch` written at `version`; `SupersededEpoch` when that
+    epoch had already been rotated away (by the signed roster) when the record was written.
+    `current`: this device's epoch as the caller last read it (read here when 0)."""
+    key = epoch_key(engine, epoch)
+    current = max(current, _CURRENT.get(engine, 0)) or engine.require_ready().epoch
+    if epoch < current:
+        view = roster.verified(engine)
+        started = None if view is None else view.rotations.get(epoch + 1)
+        if started is not None and hlc.parse(version).wall_ms > started + ROTATION_SKEW_MS:
+            raise SupersededEpoch(
+                f"a record written at {version[:18]} is sealed under key epoch {epoch}, which was "
+                f"rotated away before that: only a removed device or the server makes those"
+            )
+    return key
 
 
 # ------------------------------------------------------------------------------ epoch guard
@@ -350,214 +424,3 @@ def entry_mac_statement(
         "AND public_key = ? AND revoked_at IS NULL",
         (mac, epoch, device_id, agent_tag(engine.agent_id), public_key),
     )
-
-
-# --------------------------------------------------------------------------------- rotation
-
-
-@dataclass(frozen=True)
-class RotationResult:
-    """``kept``: devices that got the new key. ``skipped``: device entries left out because
-    they are not authenticated under the old key (the server may have added them). ``passphrase``:
-    'kept', 'dropped' (it was set but not given) or 'none'."""
-
-    old_epoch: int
-    new_epoch: int
-    removed: str | None
-    kept: list[str]
-    skipped: list[str]
-    passphrase: str
-    note: str
-
-
-ROTATION_NOTE: Final = (
-    "Data written from now on is sealed under the new key, which the removed device never "
-    "gets. Data it already downloaded, and the older keys it held, are NOT protected by this: "
-    "treat anything it could read before as known to whoever has it."
-)
-
-
-def rotate(
-    engine: Session,
-    recovery_key: bytes,
-    *,
-    passphrase: str | None = None,
-    remove: bytes | None = None,
-    now: float | None = None,
-    policy: RetryPolicy | None = None,
-) -> RotationResult:
-    """Start epoch E+1 with a fresh vault key (one atomic remote batch), optionally revoking
-    the device `remove`.
-
-    The recovery key is required: its wrap is symmetric (only its holder can wrap a new key to
-    it), and asking for it means a stolen device alone cannot lock the owner's other devices
-    out. It is checked against the current recovery wrap before anything is written. With the
-    passphrase the new key gets a passphrase wrap too; without it, the passphrase stops working
-    from this epoch on (say so). Older epochs stay readable through the chain wrap."""
-    policy = policy or RetryPolicy()
-    refresh_epoch(engine)
-    s = engine.require_ready()
-    agent = engine.agent_id
-    old_epoch, old_key = current_key(engine, s)
-    params = _check_secrets(agent, s, old_epoch, old_key, recovery_key, passphrase)
-    keep_passphrase = params is not None
-    kept, skipped = _devices_to_keep(engine, s, remove, old_epoch, old_key)
-    new = _NewEpoch(engine, old_epoch, old_key, recovery_key)
-    new.add_passphrase(passphrase if keep_passphrase else None, params)
-    new.add_devices(s.device_id, kept)
-    if remove is not None:
-        new.statements.append(
-            (
-                "UPDATE devices SET revoked_at = ?, revoked_epoch = ?, mac = NULL, "
-                "mac_epoch = NULL WHERE device_id = ? AND agent_tag = ?",
-                (engine.mem.now() if now is None else now, new.epoch, remove, agent_tag(agent)),
-            )
-        )
-    _send_rotation(engine, s, new, policy)
-    with engine.db.transaction():
-        engine.db.execute(
-            "UPDATE sync_state SET epoch = ?, device_wrap = ?, recovery_wrap = ?, "
-            "passphrase_wrap = ? WHERE agent_id = ?",
-            (new.epoch, new.own_wrap, new.recovery, new.passphrase, agent),
-        )
-    engine.hold_vault_key(None)
-    remember(engine, {new.epoch: new.key, old_epoch: old_key})
-    pw_state = "kept" if keep_passphrase else "dropped"
-    if s.passphrase_wrap is None:
-        pw_state = "none"
-    return RotationResult(
-        old_epoch=old_epoch,
-        new_epoch=new.epoch,
-        removed=None if remove is None else remove.hex(),
-        kept=[d.hex() for d, _ in kept],
-        skipped=skipped,
-        passphrase=pw_state,
-        note=ROTATION_NOTE if remove is not None else "",
-    )
-
-
-def _check_secrets(
-    agent: str,
-    s: Settings,
-    old_epoch: int,
-    old_key: bytes,
-    recovery_key: bytes,
-    passphrase: str | None,
-) -> crypto.KdfParameters | None:
-    """Check the recovery key (and the passphrase, when one is set and given) against the
-    current wraps; returns the passphrase's KDF parameters when it is kept, else None."""
-    recovery_context = crypto.WrapContext(agent, old_epoch, wrap_id(agent, old_epoch, "recovery"))
-    if crypto.unwrap_with_recovery_key(s.recovery_wrap, recovery_key, recovery_context) != old_key:
-        raise crypto.WrongKey("the recovery key does not unlock this vault")
-    if s.passphrase_wrap is None or passphrase is None:
-        return None
-    pw_context = crypto.WrapContext(agent, old_epoch, wrap_id(agent, old_epoch, "passphrase"))
-    crypto.unwrap_with_passphrase(s.passphrase_wrap, passphrase, pw_context)
-    parsed = crypto.parse_wrap(s.passphrase_wrap)
-    assert isinstance(parsed, crypto.PassphraseWrap)
-    return parsed.params
-
-
-def _devices_to_keep(
-    engine: Session, s: Settings, remove: bytes | None, old_epoch: int, old_key: bytes
-) -> tuple[list[tuple[bytes, bytes]], list[str]]:
-    """(device id, public key) of the devices that get the new key, this one first, and the
-    hex ids of entries left out because the old key does not vouch for them."""
-    entries = device_entries(engine)
-    own_public = crypto.device_public_bytes(engine.device_key(s))
-    if remove is not None:
-        if remove == s.device_id:
-            raise InvalidInput(
-                "this is the device you are using; remove it from another device (or just "
-                "delete this home)"
-            )
-        if not any(e.device_id == remove and not e.revoked for e in entries):
-            raise NotFound(f"no device {remove.hex()} in this vault (or it is already removed)")
-    kept: list[tuple[bytes, bytes]] = [(s.device_id, own_public)]
-    skipped: list[str] = []
-    for entry in entries:
-        if entry.revoked or entry.device_id in (remove, s.device_id):
-            continue
-        if entry.verified_at(engine.agent_id, old_epoch, old_key):
-            kept.append((entry.device_id, entry.public_key))
-        else:
-            skipped.append(entry.device_id.hex())
-    return kept, skipped
-
-
-class _NewEpoch:
-    """The next epoch's key and the wraps of it one rotation writes (statement 0: the recovery
-    wrap, whose conflict tells a concurrent rotation)."""
-
-    def __init__(
-        self, engine: Session, old_epoch: int, old_key: bytes, recovery_key: bytes
-    ) -> None:
-        self.engine = engine
-        self.agent = agent = engine.agent_id
-        self.tag = tag = agent_tag(agent)
-        self.epoch = epoch = old_epoch + 1
-        self.key = key = crypto.generate_vault_key()
-        self.recovery = crypto.wrap_with_recovery_key(
-            key, recovery_key, crypto.WrapContext(agent, epoch, wrap_id(agent, epoch, "recovery"))
-        )
-        chain_id = chain_wrap_id(agent, old_epoch)
-        chain = crypto.wrap_chain(
-            old_key, key, epoch, crypto.WrapContext(agent, old_epoch, chain_id)
-        )
-        self.statements: list[tuple[str, Args]] = [
-            (
-                INSERT_WRAP,
-                (wrap_id(agent, epoch, "recovery"), tag, epoch, "recovery", self.recovery),
-            ),
-            (INSERT_WRAP, (chain_id, tag, old_epoch, CHAIN, chain)),
-        ]
-        self.passphrase: bytes | None = None
-        self.own_wrap = b""
-
-    def add_passphrase(self, passphrase: str | None, params: crypto.KdfParameters | None) -> None:
-        if passphrase is None or params is None:
-            return
-        pw_id = wrap_id(self.agent, self.epoch, "passphrase")
-        self.passphrase = crypto.wrap_with_passphrase(
-            self.key, passphrase, crypto.WrapContext(self.agent, self.epoch, pw_id), params=params
-        )
-        self.statements.append(
-            (INSERT_WRAP, (pw_id, self.tag, self.epoch, "passphrase", self.passphrase))
-        )
-
-    def add_devices(self, own_id: bytes, kept: list[tuple[bytes, bytes]]) -> None:
-        """A wrap of the new key and a fresh entry MAC for each device kept."""
-        for device_id, public in kept:
-            dev_id = wrap_id(self.agent, self.epoch, "device", device_id)
-            blob = crypto.wrap_for_device(
-                self.key,
-                crypto.load_device_public_key(public),
-                crypto.WrapContext(self.agent, self.epoch, dev_id),
-            )
-            if device_id == own_id:
-                self.own_wrap = blob
-            self.statements.append((INSERT_WRAP, (dev_id, self.tag, self.epoch, "device", blob)))
-            self.statements.append(
-                entry_mac_statement(self.engine, device_id, public, self.epoch, self.key)
-            )
-
-
-def _send_rotation(engine: Session, s: Settings, new: _NewEpoch, policy: RetryPolicy) -> None:
-    """One atomic batch. A conflict on the new recovery wrap is ours (an earlier attempt whose
-    answer was lost) when the server holds our exact bytes, else another device's rotation."""
-    try:
-        engine.remote(s).batch(new.statements, policy)
-    except SqlError as exc:
-        if exc.statement != 0:
-            raise
-        rows = query(
-            engine,
-            "SELECT blob FROM key_wraps WHERE wrap_id = ?",
-            (wrap_id(new.agent, new.epoch, "recovery"),),
-            policy,
-        )
-        if rows != ((new.recovery,),):
-            raise RotationConflict(
-                f"another device rotated the key of agent {new.agent!r} to epoch {new.epoch} at "
-                "the same moment; nothing was changed here; run the command again"
-            ) from None

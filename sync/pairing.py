@@ -20,6 +20,7 @@ nothing is sent.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -29,8 +30,16 @@ from typing import Final
 import httpx
 
 from tiermem.core.engine import Memory
-from tiermem.core.errors import InvalidInput, NotFound, PairingRefused, PairingTimeout
-from tiermem.sync import crypto, keys
+from tiermem.core.errors import (
+    EpochRollback,
+    InvalidInput,
+    NotFound,
+    PairingRefused,
+    PairingTimeout,
+    RosterTampered,
+)
+from tiermem.sync import crypto, keys, roster
+from tiermem.sync.crypto.roster import generate_signing_key, signing_public_bytes, verify_roster
 from tiermem.sync.devices import (
     JoinResult,
     check_empty_home,
@@ -38,6 +47,7 @@ from tiermem.sync.devices import (
     join,
     own_entry_statements,
 )
+from tiermem.sync.enroll import Enrollment
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, Value, to_base_url
 from tiermem.sync.remote import Remote
 from tiermem.sync.retry import RetryPolicy
@@ -175,7 +185,10 @@ class NewDevicePairing:
         self.clock = clock
         self.remote = Remote(to_base_url(url), token, timeout=timeout, transport=transport)
         self.key = crypto.generate_device_key()
+        self.sign_key = generate_signing_key()
         self.public = crypto.device_public_bytes(self.key)
+        # What the approver signs onto the roster: the X25519 key, then the signing key.
+        self.posted = self.public + signing_public_bytes(self.sign_key)
         self.nonce = os.urandom(crypto.PAIRING_NONCE_LEN)
         self.pairing_id = os.urandom(16)
         self.code: str | None = None
@@ -202,8 +215,8 @@ class NewDevicePairing:
                     self.pairing_id,
                     agent_tag(self.mem.agent_id),
                     time.time(),
-                    self.public,
-                    crypto.pairing_commitment(self.public, self.nonce),
+                    self.posted,
+                    crypto.pairing_commitment(self.posted, self.nonce),
                 ),
             ),
         ]
@@ -236,7 +249,7 @@ class NewDevicePairing:
         self._transcript = crypto.PairingTranscript(
             agent_id=self.mem.agent_id,
             pairing_id=self.pairing_id,
-            new_public=self.public,
+            new_public=self.posted,
             new_nonce=self.nonce,
             approver_public=row.approver_public,
             approver_nonce=row.approver_nonce,
@@ -258,7 +271,9 @@ class NewDevicePairing:
         )
         assert row.bundle is not None
         try:
-            epoch, vault_key = crypto.open_pairing_bundle(self.key, self._transcript, row.bundle)
+            epoch, vault_key, anchor = crypto.open_pairing_answer(
+                self.key, self._transcript, row.bundle
+            )
         except crypto.WrongKey as exc:
             raise PairingRefused(f"{exc}; nothing was set up") from None
         _, wraps = epoch_wraps(self.remote, self.mem.agent_id, self.policy, epoch)
@@ -274,9 +289,33 @@ class NewDevicePairing:
             via="pairing",
             store_token=self.store_token,
             policy=self.policy,
+            enroll=self._enrollment(epoch, anchor),
+            device_id=self.pairing_id,
+            signing_key=self.sign_key,
         )
         self.cancel()
         return result
+
+    def _enrollment(self, epoch: int, anchor: tuple[int, int, bytes] | None) -> Enrollment:
+        """The roster as the approver vouched for it (its newest entry, which adds this
+        device) and its floor; `EpochRollback` when that floor is above the epoch given."""
+        if anchor is None:
+            return Enrollment([], None, epoch)
+        floor, seq, head = anchor
+        if floor > epoch:
+            raise EpochRollback(
+                f"the approving device knows key epoch {floor} but sent epoch {epoch}; nothing "
+                "was set up"
+            )
+        if not head:
+            return Enrollment([], None, floor)
+        select = functools.partial(self.remote.execute, policy=self.policy)
+        bodies = roster.read_bodies(select, agent_tag(self.mem.agent_id))
+        view = verify_roster(self.mem.agent_id, bodies, pinned=(seq, head))
+        listed = view.devices.get(self.pairing_id)
+        if listed is None or listed.removed or listed.box_public != self.public:
+            raise RosterTampered("the signed roster does not list this device as approved")
+        return Enrollment(bodies, view, floor)
 
     def cancel(self) -> None:
         """Withdraw the request (also done after a successful join)."""
@@ -453,15 +492,51 @@ class Approval:
                 "refused, nothing was sent"
             )
         epoch, key = keys.current_key(self.engine)
-        bundle = crypto.seal_pairing_bundle(self.device_key, self._transcript, epoch, key)
-        result = keys.execute(
-            self.engine,
-            "UPDATE pairings SET bundle = ? WHERE pairing_id = ? AND bundle IS NULL "
-            "AND refused = 0",
-            (bundle, self.pairing_id),
+        draft = self._roster_entry()
+        floor = max(epoch, roster.read_anchor(self.engine.db, self.engine.agent_id).floor)
+        head = b"" if draft is None else draft.prev
+        bundle = crypto.seal_pairing_bundle(
+            self.device_key,
+            self._transcript,
+            epoch,
+            key,
+            anchor=(floor, 0 if draft is None else draft.seq - 1, head),
         )
-        if result.affected_row_count != 1:
+        statements = [] if draft is None else draft.statements
+        statements.append(
+            (
+                "UPDATE pairings SET bundle = ? WHERE pairing_id = ? AND bundle IS NULL "
+                "AND refused = 0",
+                (bundle, self.pairing_id),
+            )
+        )
+        s = self.engine.require_ready()
+        results, _, _ = self.engine.remote(s).send(lambda c: c.batch(statements), RetryPolicy())
+        if results[-1].affected_row_count != 1:
             raise PairingRefused("the pairing request is gone or was refused; nothing was sent")
+        roster.forget(self.engine)
+
+    def _roster_entry(self) -> roster.Draft | None:
+        """The new device's ``add`` entry on the roster, signed by this device (None for a
+        vault without a roster)."""
+        assert self._transcript is not None
+        view = roster.verified(self.engine, fresh=True)
+        if view is None:
+            return None
+        s = self.engine.require_ready()
+        own_key = roster.signing_key(self.engine, s)
+        me = view.devices.get(s.device_id)
+        if me is None or me.removed or me.sign_public != signing_public_bytes(own_key):
+            raise InvalidInput(
+                "this device cannot vouch for new devices (it is not on the signed device "
+                "roster with its signing key); approve from another device, or join the new "
+                "one with the recovery key (`tiermem sync add-device --recovery`)"
+            )
+        posted = self._transcript.new_public
+        sign = posted[crypto.X25519_LEN :] or None
+        draft = roster.Draft(self.engine.agent_id, view)
+        draft.add(self.pairing_id, posted[: crypto.X25519_LEN], sign, own_key, s.device_id.hex())
+        return draft
 
     def refuse(self) -> None:
         keys.query(

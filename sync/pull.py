@@ -3,8 +3,9 @@
 The server's rows after a local cursor come in pages (`records.SELECT_PAGE`); this device's
 own rows are skipped. Each page is authenticated and decoded with no transaction held, then
 applied in one short local transaction with the cursor, so an interrupted pull resumes where
-it stopped. Memory rows converge by id (the highest version wins; a row changed here and not
-yet sealed wins, since its push will carry a later version), critical states go to the
+it stopped. Memory rows converge by id (the highest content version wins; a row changed here
+and not yet sealed wins, since its push will carry a later version) and their read counters
+are merged, never overwritten (`core.reinforce`), critical states go to the
 per-item merge (`merge.merge_remote`), manifests record the other devices' counters. Applied
 rows are not marked dirty (no ping-pong). Nothing a row says is trusted before it
 authenticates: this device's own rows are skipped unread, and only authenticated versions move
@@ -20,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tiermem.core import rows, snapshot
+from tiermem.core import reinforce, rows, snapshot
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto, hlc, journal, keys, merge, metrics_sync
@@ -98,9 +99,7 @@ class _PullTotals:
 class _Page:
     """A page authenticated and decoded, ready to apply."""
 
-    memories: list[tuple[records_fmt.MemoryRow | records_fmt.Tombstone, str]] = field(
-        default_factory=list
-    )
+    memories: list[tuple[records_fmt.MemoryVersion, str]] = field(default_factory=list)
     manifests: list[tuple[str, int, str]] = field(default_factory=list)
     newest_critical: tuple[str, dict[str, Any]] | None = None
     newest: str = ""
@@ -331,7 +330,8 @@ def _decode_page(
         t.bytes += len(row.envelope)
         try:
             hlc.parse(row.version)
-            key = keys.epoch_key(session, crypto.parse_envelope(row.envelope).epoch)
+            epoch = crypto.parse_envelope(row.envelope).epoch
+            key = keys.record_key(session, epoch, row.version, current=s.epoch)
             device_hex = row.device_id.hex()
             if row.record_id == critical_rid:
                 doc = records_fmt.decode_critical(
@@ -350,12 +350,12 @@ def _decode_page(
                 )
                 out.manifests.append((device_hex, m.n, row.version))
             else:
-                item = records_fmt.decode_memory(
+                got = records_fmt.decode_memory_version(
                     records_fmt.open_row(key, agent, MEMORY_TABLE, row)
                 )
-                if records_fmt.record_id(id_key, MEMORY_TABLE, item.id) != row.record_id:
+                if records_fmt.record_id(id_key, MEMORY_TABLE, got.item.id) != row.record_id:
                     raise crypto.TamperedData("a memory record is filed under another id")
-                out.memories.append((item, row.version))
+                out.memories.append((got, got.content_version(row.version)))
         except (crypto.CryptoError, ValueError) as exc:
             out.rejected.append((row.seq, row.record_id, row.version, str(exc)[:200]))
             continue
@@ -372,8 +372,11 @@ def _apply_decoded(session: Session, s: Settings, page: _Page, t: _PullTotals) -
             "SELECT COALESCE(MAX(dirty_up_to), 0) FROM sync_batches WHERE agent_id = ?", (agent,)
         )
     )
-    for item, version in page.memories:
-        if _apply_memory(session, item, version, inflight_up_to):
+    own = s.device_id.hex()
+    for got, version in page.memories:
+        counters = {d: c for d, c in got.reinforced.items() if d != own}
+        grown = reinforce.merge(session.mem.memories, got.item.id, counters)
+        if _apply_memory(session, got.item, version, inflight_up_to) or grown:
             t.applied += 1
             t.memories += 1
         else:
@@ -400,8 +403,8 @@ def _apply_memory(
     version: str,
     inflight: int,
 ) -> bool:
-    """Apply one remote memory version if it is newer than what this device holds (the
-    caller's transaction). Returns whether it was applied."""
+    """Apply one remote memory version if its content version is newer than what this device
+    holds (the caller's transaction). Returns whether it was applied."""
     dirty = session.db.scalar(
         "SELECT seq FROM sync_dirty WHERE agent_id = ? AND id = ?", (session.agent_id, item.id)
     )
@@ -409,8 +412,8 @@ def _apply_memory(
         return False  # changed here, not sealed yet: its push will be the newer version
     known = session.db.scalar(
         "SELECT max(COALESCE((SELECT version FROM sync_versions WHERE agent_id = ? AND id = ?"
-        "), ''), COALESCE((SELECT max(version) FROM sync_outgoing WHERE agent_id = ? "
-        "AND tbl = ? AND key = ?), ''))",
+        "), ''), COALESCE((SELECT max(COALESCE(changed, version)) FROM sync_outgoing "
+        "WHERE agent_id = ? AND tbl = ? AND key = ?), ''))",
         (session.agent_id, item.id, session.agent_id, MEMORY_TABLE, item.id),
     )
     if known and version <= str(known):

@@ -87,15 +87,17 @@ class _StaleEpoch(Exception):
 
 
 def has_work(session: Session) -> bool:
-    """Something to push: outbox rows, changed memories, or a push in flight."""
+    """Something to push: outbox rows, changed memories, reads counted here, or a push in
+    flight."""
     row = session.db.query_one(
         "SELECT EXISTS (SELECT 1 FROM outbox WHERE agent_id = ?) OR EXISTS ("
         "SELECT 1 FROM sync_dirty WHERE agent_id = ?) OR EXISTS ("
+        "SELECT 1 FROM reinforce_dirty WHERE agent_id = ?) OR EXISTS ("
         "SELECT 1 FROM sync_batches WHERE agent_id = ?) OR EXISTS ("
         "SELECT 1 FROM sync_state WHERE agent_id = ? AND inflight_version IS NOT NULL)",
-        (session.agent_id,) * 4,
+        (session.agent_id,) * 5,
     )
-    return bool(row and row[0])
+    return bool(row and row[0]) or session.mem.reads_pending()
 
 
 def push(session: Session, batch_bytes: int, policy: RetryPolicy | None = None) -> PushResult:
@@ -108,6 +110,7 @@ def push(session: Session, batch_bytes: int, policy: RetryPolicy | None = None) 
     started = time.perf_counter()
     policy = policy or RetryPolicy()
     s = session.require_ready()
+    session.mem.flush_reinforcement()  # reads of this process count in this push
     journal.ensure_progress(session.mem)
     journal.repair_clock(session.mem, s.device_id.hex())
     t = _Totals()
@@ -230,6 +233,7 @@ def _acknowledge(session: Session, batches: list[Batch]) -> int:
     """The server confirmed `batches`: drop them, their dirty marks and outbox rows, and
     remember the versions pushed. Returns the outbox rows acknowledged."""
     dirty_up_to = max(b.dirty_up_to for b in batches)
+    counts_up_to = max(b.counts_up_to for b in batches)
     outbox_up_to = max(b.outbox_up_to for b in batches)
     last = batches[-1]
     critical = [b for b in batches if b.digest is not None]
@@ -245,12 +249,20 @@ def _acknowledge(session: Session, batches: list[Batch]) -> int:
             "DELETE FROM sync_dirty WHERE agent_id = ? AND seq <= ?",
             (session.agent_id, dirty_up_to),
         )
+        session.db.execute(
+            "DELETE FROM reinforce_dirty WHERE agent_id = ? AND seq <= ?",
+            (session.agent_id, counts_up_to),
+        )
         for b in batches:
             session.db.executemany(
                 "INSERT INTO sync_versions (agent_id, id, version) VALUES (?, ?, ?) "
                 "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version "
                 "WHERE excluded.version > sync_versions.version",
-                [(session.agent_id, r[1], r[3]) for r in b.rows if r[0] == MEMORY_TABLE],
+                [
+                    (session.agent_id, r[1], b.changed.get(r[1], r[3]))
+                    for r in b.rows
+                    if r[0] == MEMORY_TABLE
+                ],
             )
             session.db.execute(
                 "DELETE FROM sync_outgoing WHERE agent_id = ? AND n = ?", (session.agent_id, b.n)

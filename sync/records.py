@@ -30,10 +30,19 @@ sorted keys, no whitespace; every payload has ``"format": 1``):
        "source": "", "size_bytes": 3, "tokens": 1, "pinned": false}
 
   or a tombstone (the row was deleted or forgotten) ``{"format": 1, "id": "…", "deleted":
-  true}``. Rows converge by id: the record with the highest version wins (versions never tie:
-  the device id is part of them); a tombstone wins like any other version, and a later store
-  of the same fact is a newer version again. `encode_memory` / `decode_memory` → `MemoryRow` |
-  `Tombstone`.
+  true}``. Rows converge by id: the record with the highest *content version* wins (versions
+  never tie: the device id is part of them); a tombstone wins like any other version, and a
+  later store of the same fact is a newer version again. `encode_memory` / `decode_memory` →
+  `MemoryRow` | `Tombstone`.
+
+  Reads are not changes (`core.reinforce`): a record may also carry ``"reinforced": {"<device
+  hex>": [count, last_access or null], …}``, the per-device read counters its writer knows
+  (merged by every reader: per device the larger count and newer access), and ``"changed":
+  "<version>"``, the content version it stands for when that is older than the record's own
+  version (a record sent only because counters grew: it never overrides a newer edit or
+  forget). Without ``changed`` the content version is the record's version. The
+  ``access_count`` of such a record is the memory's base, without the counted reads.
+  `decode_memory_version` → `MemoryVersion`.
 
 ``manifest`` — key: the writing device's id (32 hex digits). One per push request, written in
   the same atomic batch as the records it lists::
@@ -69,7 +78,7 @@ from typing import Any, Final, Literal, TypeVar
 
 from tiermem.core.errors import InvalidInput
 from tiermem.core.rows import TIERS, MemoryRow
-from tiermem.sync import crypto
+from tiermem.sync import crypto, hlc
 from tiermem.sync.hrana import SqlError
 
 __all__ = [
@@ -83,9 +92,11 @@ __all__ = [
     "PRUNE_TABLE",
     "SELECT_PAGE",
     "TABLES",
+    "Counters",
     "Manifest",
     "ManifestEntry",
     "MemoryRow",
+    "MemoryVersion",
     "RemoteRow",
     "Tombstone",
     "canonical",
@@ -93,6 +104,7 @@ __all__ = [
     "decode_critical",
     "decode_manifest",
     "decode_memory",
+    "decode_memory_version",
     "encode_critical",
     "encode_manifest",
     "encode_memory",
@@ -261,11 +273,41 @@ class Tombstone:
     id: str
 
 
-def encode_memory(item: MemoryRow | Tombstone) -> bytes:
+Counters = dict[str, tuple[int, float | None]]
+"""Device hex → (reads counted, newest read) of one memory."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryVersion:
+    """A decoded memory record: the row or tombstone, the content version it stands for when
+    not the record's own (`changed`), and the read counters it carries."""
+
+    item: MemoryRow | Tombstone
+    changed: str | None = None
+    reinforced: Counters = field(default_factory=dict)
+
+    def content_version(self, version: str) -> str:
+        """The version the content is ordered by (`version`: the record's)."""
+        if self.changed is None:
+            return version
+        if self.changed > version:
+            raise crypto.TamperedData("a memory record claims a change after its own version")
+        return self.changed
+
+
+def encode_memory(
+    item: MemoryRow | Tombstone, changed: str | None = None, reinforced: Counters | None = None
+) -> bytes:
+    extra: dict[str, Any] = {}
+    if changed is not None:
+        extra["changed"] = changed
+    if reinforced:
+        extra["reinforced"] = {d: [c, t] for d, (c, t) in sorted(reinforced.items())}
     if isinstance(item, Tombstone):
-        return canonical({"format": FORMAT, "id": item.id, "deleted": True})
+        return canonical({"format": FORMAT, "id": item.id, "deleted": True, **extra})
     return canonical(
         {
+            **extra,
             "format": FORMAT,
             "id": item.id,
             "deleted": False,
@@ -333,39 +375,66 @@ def _str(value: object) -> str:
 
 def decode_memory(plaintext: bytes, memory_id: str | None = None) -> MemoryRow | Tombstone:
     """Decode a memory payload; `memory_id`, when known, must be the payload's id."""
+    return decode_memory_version(plaintext, memory_id).item
+
+
+def decode_memory_version(plaintext: bytes, memory_id: str | None = None) -> MemoryVersion:
+    """Decode a memory payload with its content version and read counters."""
     data = _load(plaintext, "memory")
     try:
-        mid = _str(data["id"])
-        if memory_id is not None and mid != memory_id:
-            raise crypto.TamperedData("a memory record holds another memory's id")
-        if data["deleted"] is True:
-            return Tombstone(mid)
-        tier = _str(data["tier"])
-        if tier not in TIERS:
-            raise ValueError(f"unknown tier {tier!r}")
-        last = data["last_access"]
-        return MemoryRow(
-            id=mid,
-            text=_str(data["text"]),
-            category=_str(data["category"]),
-            importance=_num(data["importance"]),
-            created_at=_num(data["created_at"]),
-            access_count=_int(data["access_count"]),
-            last_access=None if last is None else _num(last),
-            tier=tier,
-            tier_changed_at=_num(data["tier_changed_at"]),
-            urls=_strs(data["urls"]),
-            commands=_strs(data["commands"]),
-            paths=_strs(data["paths"]),
-            source=_str(data["source"]),
-            size_bytes=_int(data["size_bytes"]),
-            tokens=_int(data["tokens"]),
-            pinned=bool(data["pinned"]),
-        )
+        changed = data.get("changed")
+        if changed is not None:
+            changed = str(hlc.parse(_str(changed)))
+        reinforced = _counters(data.get("reinforced", {}))
+        return MemoryVersion(_memory_item(data, memory_id), changed, reinforced)
     except (KeyError, TypeError, ValueError, InvalidInput) as exc:
         if isinstance(exc, crypto.TamperedData):
             raise
         raise crypto.TamperedData(f"a memory record is malformed ({exc})") from None
+
+
+def _counters(value: object) -> Counters:
+    if not isinstance(value, dict):
+        raise TypeError("read counters are not an object")
+    out: Counters = {}
+    for device, entry in value.items():
+        if not isinstance(device, str) or len(device) != 32 or not isinstance(entry, list):
+            raise TypeError("malformed read counters")
+        count, last = _int(entry[0]), entry[1]
+        if count < 0 or len(entry) != 2:
+            raise ValueError("malformed read counters")
+        out[device] = (count, None if last is None else _num(last))
+    return out
+
+
+def _memory_item(data: dict[str, Any], memory_id: str | None) -> MemoryRow | Tombstone:
+    mid = _str(data["id"])
+    if memory_id is not None and mid != memory_id:
+        raise crypto.TamperedData("a memory record holds another memory's id")
+    if data["deleted"] is True:
+        return Tombstone(mid)
+    tier = _str(data["tier"])
+    if tier not in TIERS:
+        raise ValueError(f"unknown tier {tier!r}")
+    last = data["last_access"]
+    return MemoryRow(
+        id=mid,
+        text=_str(data["text"]),
+        category=_str(data["category"]),
+        importance=_num(data["importance"]),
+        created_at=_num(data["created_at"]),
+        access_count=_int(data["access_count"]),
+        last_access=None if last is None else _num(last),
+        tier=tier,
+        tier_changed_at=_num(data["tier_changed_at"]),
+        urls=_strs(data["urls"]),
+        commands=_strs(data["commands"]),
+        paths=_strs(data["paths"]),
+        source=_str(data["source"]),
+        size_bytes=_int(data["size_bytes"]),
+        tokens=_int(data["tokens"]),
+        pinned=bool(data["pinned"]),
+    )
 
 
 # ------------------------------------------------------------------------------ manifest

@@ -1,14 +1,20 @@
 """Sealing push batches: the critical state (when it changed), the next changed memory rows
 up to a byte budget and the manifest numbering them, all under one HLC version; saved as in
-flight before they are sent, and read back until the server confirms them."""
+flight before they are sent, and read back until the server confirms them.
+
+A memory whose content changed (`sync_dirty`) is sealed as a new version; one whose only
+change is reads counted here (`reinforce_dirty`) is sealed with the content version it already
+had (`changed`), so a read never overrides an edit or a forget made elsewhere. Both carry the
+memory's read counters (`core.reinforce`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tiermem.core import rows
+from tiermem.core import reinforce, rows
 from tiermem.sync import hlc, keys, merge
 from tiermem.sync import records as records_fmt
 from tiermem.sync.metrics_sync import own_metrics
@@ -34,7 +40,8 @@ _MEMORY_COLUMNS: Final = rows.column_list(alias="m")
 
 
 Row = tuple[str, str, bytes, str, int, int, bytes]  # table, key, rid, version, epoch, pos, env
-_Marks = tuple[int, int, str, int, int]  # dirty and outbox marks, last HLC, manifest n, epoch
+_Marks = tuple[int, int, int, str, int, int]
+"""dirty, outbox and counts marks, last HLC, manifest n, epoch"""
 
 
 @dataclass(frozen=True)
@@ -47,20 +54,23 @@ class Batch:
     outbox_up_to: int
     digest: str | None  # of the critical state it carries, if any
     rows: list[Row]
+    counts_up_to: int = 0
+    changed: dict[str, str] = field(default_factory=dict)
+    """memory id → the content version of a record that only carries read counters"""
 
 
 def inflight_batches(session: Session) -> list[Batch]:
     """The batches sealed and saved but not confirmed yet, in order."""
     metas = session.db.query(
-        "SELECT n, version, dirty_up_to, outbox_up_to, digest FROM sync_batches "
+        "SELECT n, version, dirty_up_to, outbox_up_to, digest, counts_up_to FROM sync_batches "
         "WHERE agent_id = ? ORDER BY n",
         (session.agent_id,),
     )
     out = []
-    for n, version, dirty_up_to, outbox_up_to, digest in metas:
+    for n, version, dirty_up_to, outbox_up_to, digest, counts_up_to in metas:
         saved = session.db.query(
-            "SELECT tbl, key, record_id, version, epoch, pos, envelope FROM sync_outgoing "
-            "WHERE agent_id = ? AND n = ? ORDER BY pos",
+            "SELECT tbl, key, record_id, version, epoch, pos, envelope, changed "
+            "FROM sync_outgoing WHERE agent_id = ? AND n = ? ORDER BY pos",
             (session.agent_id, n),
         )
         out.append(
@@ -82,6 +92,8 @@ def inflight_batches(session: Session) -> list[Batch]:
                     )
                     for r in saved
                 ],
+                int(counts_up_to),
+                {str(r[1]): str(r[7]) for r in saved if r[7] is not None},
             )
         )
     return out
@@ -107,13 +119,21 @@ def _seal_marks(session: Session) -> _Marks:
     row = session.db.query_one(
         "SELECT (SELECT COALESCE(MAX(dirty_up_to), 0) FROM sync_batches WHERE agent_id = ?), "
         "(SELECT COALESCE(MAX(outbox_up_to), 0) FROM sync_batches WHERE agent_id = ?), "
+        "(SELECT COALESCE(MAX(counts_up_to), 0) FROM sync_batches WHERE agent_id = ?), "
         "(SELECT hlc FROM sync_state WHERE agent_id = ?), "
         "(SELECT manifest_n FROM sync_progress WHERE agent_id = ?), "
         "(SELECT epoch FROM sync_state WHERE agent_id = ?)",
-        (session.agent_id,) * 5,
+        (session.agent_id,) * 6,
     )
     assert row is not None
-    return int(row[0]), int(row[1]), str(row[2] or ""), int(row[3] or 0), int(row[4])
+    return (
+        int(row[0]),
+        int(row[1]),
+        int(row[2]),
+        str(row[3] or ""),
+        int(row[4] or 0),
+        int(row[5]),
+    )
 
 
 def seal_batch(session: Session, s: Settings, budget: int) -> Batch | None:
@@ -148,17 +168,20 @@ def _seal_rows(
     session: Session, s: Settings, budget: int, marks: _Marks
 ) -> tuple[Batch, str | None] | None:
     """Seal the critical state (if it changed), the next changed memory rows up to `budget`
-    bytes, this device's daily metrics (if they changed) and the manifest numbering them;
-    None when there is nothing to seal. Returns the batch and the metrics' digest."""
-    dirty_after, outbox_after, last_hlc, manifest_n, epoch = marks
+    bytes (then the read counters of memories only read), this device's daily metrics (if
+    they changed) and the manifest numbering them; None when there is nothing to seal.
+    Returns the batch and the metrics' digest."""
+    dirty_after, outbox_after, counts_after, last_hlc, manifest_n, epoch = marks
     current = session.settings_or_fail()
     last = hlc.parse(last_hlc) if last_hlc else None
     version = str(hlc.tick(last, int(session.mem.now() * 1000), s.device_id.hex()))
-    sealer = _Sealer(
-        session, s, keys.epoch_key(session, epoch), keys.id_key(session), epoch, version
-    )
+    epoch, key = keys.sealing_key(session, epoch)  # never under an epoch older than the floor
+    sealer = _Sealer(session, s, key, keys.id_key(session), epoch, version)
     outbox_up_to, digest = _seal_critical(session, current, outbox_after, sealer)
-    dirty_up_to = _seal_memories(session, dirty_after, budget, sealer)
+    dirty_up_to, done = _seal_memories(session, dirty_after, budget, sealer)
+    counts_up_to = counts_after
+    if done:
+        counts_up_to = _seal_counts(session, dirty_after, counts_after, budget, sealer)
     if not sealer.rows:
         return None
     metrics_digest = _seal_metrics(session, s, sealer, budget)
@@ -174,7 +197,10 @@ def _seal_rows(
         _seen(session, device_hex),
     )
     sealer.add(MANIFEST_TABLE, device_hex, records_fmt.encode_manifest(manifest))
-    return Batch(n, version, dirty_up_to, outbox_up_to, digest, sealer.rows), metrics_digest
+    batch = Batch(
+        n, version, dirty_up_to, outbox_up_to, digest, sealer.rows, counts_up_to, sealer.changed
+    )
+    return batch, metrics_digest
 
 
 def _seal_metrics(session: Session, s: Settings, sealer: _Sealer, budget: int) -> str | None:
@@ -218,7 +244,9 @@ class _Sealer:
         self.agent_id = session.agent_id
         self.device_id = s.device_id
         self.key, self.id_key, self.epoch, self.version = key, id_key, epoch, version
+        self.device_hex = s.device_id.hex()
         self.rows: list[Row] = []
+        self.changed: dict[str, str] = {}
         self.used = 0
 
     def seal(self, table: str, key: str, body: bytes) -> Row:
@@ -254,9 +282,11 @@ def _seal_critical(
     return outbox_up_to, digest
 
 
-def _seal_memories(session: Session, dirty_after: int, budget: int, sealer: _Sealer) -> int:
+def _seal_memories(
+    session: Session, dirty_after: int, budget: int, sealer: _Sealer
+) -> tuple[int, bool]:
     """Seal changed memory rows in `sync_dirty` order until `budget` is used (at least one
-    record per batch); returns the dirty mark the batch covers."""
+    record per batch); returns the dirty mark the batch covers and whether that is all."""
     dirty_up_to = dirty_after
     while True:
         page = session.db.query(
@@ -266,30 +296,89 @@ def _seal_memories(session: Session, dirty_after: int, budget: int, sealer: _Sea
             (session.agent_id, dirty_up_to, _DIRTY_PAGE),
         )
         for r in page:
-            item = _memory_item(r)
-            row = sealer.seal(MEMORY_TABLE, item.id, records_fmt.encode_memory(item))
+            body = _memory_body(session, sealer, r[1:], None)
+            row = sealer.seal(MEMORY_TABLE, str(r[1]), body)
             if sealer.rows and sealer.used + len(row[6]) > budget:
-                return dirty_up_to
+                return dirty_up_to, False
             sealer.keep(row)
             dirty_up_to = int(r[0])
         if len(page) < _DIRTY_PAGE:
-            return dirty_up_to
+            return dirty_up_to, True
+
+
+def _seal_counts(
+    session: Session, dirty_after: int, counts_after: int, budget: int, sealer: _Sealer
+) -> int:
+    """Seal the memories whose only change is reads counted here (`reinforce_dirty`), each
+    with the content version it already had, until `budget` is used; returns the counts mark
+    the batch covers. Memories with a content change pending go with it instead."""
+    counts_up_to = counts_after
+    while True:
+        page = session.db.query(
+            f"SELECT r.seq, r.id, {_MEMORY_COLUMNS} FROM reinforce_dirty r "
+            "LEFT JOIN memories m ON m.agent_id = r.agent_id AND m.id = r.id "
+            "WHERE r.agent_id = ? AND r.seq > ? AND NOT EXISTS (SELECT 1 FROM sync_dirty d "
+            "WHERE d.agent_id = r.agent_id AND d.id = r.id AND d.seq > ?) ORDER BY r.seq LIMIT ?",
+            (session.agent_id, counts_up_to, dirty_after, _DIRTY_PAGE),
+        )
+        for r in page:
+            changed = _content_version(session, str(r[1]))
+            body = _memory_body(session, sealer, r[1:], changed)
+            row = sealer.seal(MEMORY_TABLE, str(r[1]), body)
+            if sealer.rows and sealer.used + len(row[6]) > budget:
+                return counts_up_to
+            sealer.keep(row)
+            if changed is not None:
+                sealer.changed[str(r[1])] = changed
+            counts_up_to = int(r[0])
+        if len(page) < _DIRTY_PAGE:
+            return counts_up_to
+
+
+def _content_version(session: Session, memory_id: str) -> str | None:
+    """The content version this device holds of a memory: pushed, pulled or in flight."""
+    known = session.db.scalar(
+        "SELECT max(COALESCE((SELECT version FROM sync_versions WHERE agent_id = ? AND id = ?"
+        "), ''), COALESCE((SELECT max(COALESCE(changed, version)) FROM sync_outgoing "
+        "WHERE agent_id = ? AND tbl = ? AND key = ?), ''))",
+        (session.agent_id, memory_id, session.agent_id, MEMORY_TABLE, memory_id),
+    )
+    return str(known) if known else None
 
 
 def _save_batch(session: Session, b: Batch) -> None:
     """Save a sealed batch as in flight (inside the caller's transaction)."""
     session.db.executemany(
         "INSERT INTO sync_outgoing (agent_id, n, pos, tbl, key, record_id, version, "
-        "epoch, envelope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "epoch, envelope, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            (session.agent_id, b.n, pos, t, k, rid, v, e, env)
+            (
+                session.agent_id,
+                b.n,
+                pos,
+                t,
+                k,
+                rid,
+                v,
+                e,
+                env,
+                b.changed.get(k) if t == MEMORY_TABLE else None,
+            )
             for t, k, rid, v, e, pos, env in b.rows
         ],
     )
     session.db.execute(
         "INSERT INTO sync_batches (agent_id, n, version, dirty_up_to, outbox_up_to, "
-        "digest) VALUES (?, ?, ?, ?, ?, ?)",
-        (session.agent_id, b.n, b.version, b.dirty_up_to, b.outbox_up_to, b.digest),
+        "digest, counts_up_to) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            session.agent_id,
+            b.n,
+            b.version,
+            b.dirty_up_to,
+            b.outbox_up_to,
+            b.digest,
+            b.counts_up_to,
+        ),
     )
     session.db.execute(
         "UPDATE sync_progress SET manifest_n = ? WHERE agent_id = ?", (b.n, session.agent_id)
@@ -310,8 +399,19 @@ def critical_document(session: Session, s: Settings) -> dict[str, Any]:
     return merge.critical_document(session.mem, s.device_id.hex())
 
 
-def _memory_item(r: Sequence[Any]) -> records_fmt.MemoryRow | records_fmt.Tombstone:
-    """A `sync_dirty` row joined with its memory (``d.seq, d.id, _MEMORY_COLUMNS``)."""
-    if r[2] is None:
-        return records_fmt.Tombstone(str(r[1]))
-    return rows.MemoryRow.from_db(r[2:])
+def _memory_body(session: Session, sealer: _Sealer, r: Sequence[Any], changed: str | None) -> bytes:
+    """The record of a dirty id joined with its memory (``id, _MEMORY_COLUMNS``): the row
+    with its base access count (without the counted reads), or a tombstone, and the
+    memory's read counters (this device's under its id)."""
+    counters = {
+        sealer.device_hex if device == reinforce.LOCAL else device: value
+        for device, value in reinforce.counters(session.db, session.agent_id, str(r[0])).items()
+    }
+    item: records_fmt.MemoryRow | records_fmt.Tombstone
+    if r[1] is None:
+        item = records_fmt.Tombstone(str(r[0]))
+    else:
+        row = rows.MemoryRow.from_db(r[1:])
+        counted = sum(count for count, _ in counters.values())
+        item = dataclasses.replace(row, access_count=max(row.access_count - counted, 0))
+    return records_fmt.encode_memory(item, changed, counters)

@@ -1,7 +1,7 @@
 """Where sync secrets live: the OS keyring when one is usable, else a 0600 file in the home.
 
-Two secrets are kept per agent and home: the Turso auth ``token`` and this device's X25519
-private key (``device-key``). They are filed under a random reference (``secret_ref``, kept in
+Three secrets are kept per agent and home: the Turso auth ``token``, this device's X25519
+private key (``device-key``) and its Ed25519 roster signing key (``signing-key``). They are filed under a random reference (``secret_ref``, kept in
 the local sync settings), so moving or renaming a home does not lose them. The recovery key and
 the passphrase are never stored anywhere.
 
@@ -44,6 +44,7 @@ __all__ = [
     "ENV_TOKEN",
     "ENV_URL",
     "SERVICE",
+    "SIGNING_KEY",
     "TOKEN",
     "FileStore",
     "KeyringStore",
@@ -62,7 +63,8 @@ ENV_STORE: Final = SECRET_STORE
 SERVICE: Final = "tiermem"
 TOKEN: Final = "token"
 DEVICE_KEY: Final = "device-key"
-_NAMES: Final = (TOKEN, DEVICE_KEY)
+SIGNING_KEY: Final = "signing-key"
+_NAMES: Final = (TOKEN, DEVICE_KEY, SIGNING_KEY)
 SECRETS_DIR: Final = "secrets"
 
 

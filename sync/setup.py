@@ -13,12 +13,20 @@ from dataclasses import dataclass
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from tiermem.core import snapshot
+from tiermem.core import logs, snapshot
 from tiermem.core.errors import InvalidInput
 from tiermem.sync import crypto
+from tiermem.sync.crypto.roster import (
+    RECOVERY,
+    generate_signing_key,
+    recovery_signing_key,
+    signing_public_bytes,
+    verify_roster,
+)
 from tiermem.sync.devices import own_entry_statements
 from tiermem.sync.hrana import Args, SqlError, to_base_url
 from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.roster import Draft, save_anchor
 from tiermem.sync.secrets import TOKEN
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
@@ -43,6 +51,7 @@ __all__ = [
     "init",
     "pending_init",
     "resume_init",
+    "set_token",
 ]
 
 MIN_PASSPHRASE_CHARS = 12
@@ -96,13 +105,14 @@ def init(
         check_passphrase(passphrase)
     vault_key = crypto.generate_vault_key()
     device_key = crypto.generate_device_key()
+    sign_key = generate_signing_key()
     device_id = os.urandom(16)
     ref = uuid.uuid4().hex
     device_wrap, recovery_wrap, passphrase_wrap = _wraps(
         session.agent_id, vault_key, recovery_key, passphrase, kdf, device_key, device_id
     )
     store, token_stored = save_secrets(
-        session.mem.home.root, ref, device_key, token if store_token else None
+        session.mem.home.root, ref, device_key, token if store_token else None, sign_key
     )
     now = session.mem.now()
     settings = Settings(
@@ -127,7 +137,17 @@ def init(
         raise
     session.hold_vault_key(vault_key)
     session.use_token(token)
-    result = _register(session, settings, policy or RetryPolicy())
+    roster = Draft(session.agent_id, None)
+    roster.genesis(recovery_key, EPOCH)
+    roster.add(
+        device_id,
+        crypto.device_public_bytes(device_key),
+        signing_public_bytes(sign_key),
+        recovery_signing_key(recovery_key),
+        RECOVERY,
+    )
+    result = _register(session, settings, policy or RetryPolicy(), roster=roster)
+    save_anchor(session.db, session.agent_id, verify_roster(session.agent_id, roster.bodies))
     return dataclasses.replace(result, token_stored=token_stored)
 
 
@@ -189,7 +209,9 @@ def resume_init(
     return dataclasses.replace(result, token_stored=store_token and bool(token))
 
 
-def _register_statements(session: Session, s: Settings) -> list[tuple[str, Args]]:
+def _register_statements(
+    session: Session, s: Settings, roster: Draft | None
+) -> list[tuple[str, Args]]:
     """The remote tables, the wraps and this device's entry; the recovery wrap comes right
     after the tables (`_register` tells "already there" by that statement's index)."""
     tag = agent_tag(session.agent_id)
@@ -206,16 +228,22 @@ def _register_statements(session: Session, s: Settings) -> list[tuple[str, Args]
         )
     statements += device_rows(s, tag, crypto.device_public_bytes(session.device_key(s)))
     statements += own_entry_statements(session, s)  # name, MAC vouching for the entry
+    if roster is not None:  # (a resumed init has no recovery key: its vault gets one later)
+        statements += roster.statements
     return statements
 
 
 def _register(
-    session: Session, s: Settings, policy: RetryPolicy, resumed: bool = False
+    session: Session,
+    s: Settings,
+    policy: RetryPolicy,
+    resumed: bool = False,
+    roster: Draft | None = None,
 ) -> InitResult:
     remote = session.remote(s)
     recovery_at = len(REMOTE_SCHEMA)
     try:
-        remote.batch(_register_statements(session, s), policy)
+        remote.batch(_register_statements(session, s, roster), policy)
     except SqlError as exc:
         if exc.code != "SQLITE_CONSTRAINT" or exc.statement != recovery_at:
             raise
@@ -265,3 +293,22 @@ def _forget_pending(session: Session, s: Settings) -> None:
     with session.db.transaction():
         session.db.execute("DELETE FROM sync_state WHERE agent_id = ?", (session.agent_id,))
     session.hold_vault_key(None)
+
+
+def set_token(
+    session: Session, token: str, *, check: bool = True, policy: RetryPolicy | None = None
+) -> str:
+    """Store a new server token for this device in its secret store (after a device was removed
+    and the old token revoked, or when one expires); with `check`, only once the server accepted
+    it (one request). Returns the store's kind. The token is never logged or echoed."""
+    s = session.require_ready()
+    token = token.strip()
+    if not token:
+        raise InvalidInput("the token is empty")
+    logs.add_secret(token)
+    if check:
+        session.use_token(token)
+        session.remote(s).execute("SELECT 1", (), policy or RetryPolicy(max_attempts=2))
+    store = session.secret_store(s)
+    store.set(TOKEN, token)
+    return store.kind

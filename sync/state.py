@@ -14,9 +14,11 @@
   one (choose an unguessable agent id if that matters).
 - ``devices(device_id, agent_tag, public_key, added)``: the devices that push (X25519 public
   keys, for pairing later).
+- ``roster(agent_tag, seq, body)``: the signed, chained device roster (`tiermem.sync.roster`).
 
-**Locally**, table ``sync_state`` (migration 4) keeps one row of non-secret settings per agent;
-the token and the device's private key live in a `secrets` store.
+**Locally**, table ``sync_state`` (migration 4) keeps one row of non-secret settings per agent
+(and, from a later migration, the epoch floor and the pinned roster); the token, the device's
+private key and its roster signing key live in a `secrets` store.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from tiermem.core.db import Database, Row
@@ -41,7 +44,7 @@ from tiermem.core.errors import (
 )
 from tiermem.sync.hrana import Args
 from tiermem.sync.records import CRITICAL_TABLE
-from tiermem.sync.secrets import DEVICE_KEY, TOKEN, SecretStore, open_store
+from tiermem.sync.secrets import DEVICE_KEY, SIGNING_KEY, TOKEN, SecretStore, open_store
 
 __all__ = [
     "CRITICAL_TABLE",
@@ -85,6 +88,9 @@ REMOTE_SCHEMA: Final = (
     # key of mac_epoch; revoked_* set by `sync remove-device`.
     "name BLOB, last_seen REAL, revoked_at REAL, revoked_epoch INTEGER, "
     "mac BLOB, mac_epoch INTEGER)",
+    # sync/roster.py: the signed, chained device roster.
+    "CREATE TABLE IF NOT EXISTS roster (agent_tag BLOB NOT NULL, seq INTEGER NOT NULL, "
+    "body BLOB NOT NULL, PRIMARY KEY (agent_tag, seq))",
     # sync/pairing.py: one row per pairing of a new device, deleted when it completes.
     "CREATE TABLE IF NOT EXISTS pairings ("
     "pairing_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, created REAL NOT NULL, "
@@ -247,22 +253,28 @@ def device_rows(s: Settings, tag: bytes, public: bytes) -> list[tuple[str, Args]
 
 
 def save_secrets(
-    home_root: Path, ref: str, device_key: X25519PrivateKey, token: str | None
+    home_root: Path,
+    ref: str,
+    device_key: X25519PrivateKey,
+    token: str | None,
+    signing_key: Ed25519PrivateKey | None = None,
 ) -> tuple[SecretStore, bool]:
-    """Store the device key (and token) in the keyring, falling back to the 0600 file when
-    the keyring refuses (unless the keyring was asked for explicitly)."""
-    raw = device_key.private_bytes_raw().hex()
+    """Store the device key (and the roster signing key and token) in the keyring, falling back
+    to the 0600 file when the keyring refuses (unless the keyring was asked for explicitly)."""
+    values = {DEVICE_KEY: device_key.private_bytes_raw().hex()}
+    if signing_key is not None:
+        values[SIGNING_KEY] = signing_key.private_bytes_raw().hex()
+    if token:
+        values[TOKEN] = token
     store = open_store(home_root, ref)
     try:
-        store.set(DEVICE_KEY, raw)
-        if token:
-            store.set(TOKEN, token)
+        for name, value in values.items():
+            store.set(name, value)
     except StorageError:
         store.delete_all()
         if store.kind != "keyring" or environment().secret_store == "keyring":
             raise
         store = open_store(home_root, ref, "file")
-        store.set(DEVICE_KEY, raw)
-        if token:
-            store.set(TOKEN, token)
+        for name, value in values.items():
+            store.set(name, value)
     return store, bool(token)

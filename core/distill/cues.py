@@ -271,3 +271,15 @@ FILLER = frozenset(
         "today",
     ]
 )
+
+# Lead-ins that carry no knowledge: "Also remember that X" is X; "TODO: X" is the task X.
+FILLER_LEAD = re.compile(
+    r"^(?:(?:also|and|so|oh|ok(?:ay)?|btw|by the way|one more thing)[,:]?\s+)*"
+    r"(?:please\s+)?(?:(?:remember|note|keep in mind|don'?t forget|make a note|fyi)"
+    r"(?:\s+that|\s*:)|for the record[,:]?)\s+",
+    re.I,
+)
+TASK_LEAD = re.compile(r"^(?:todo|to-do|fixme|action item)\s*[:\-–—]\s*", re.I)
+ECHO_OVERLAP = 0.6
+"""The share of an assistant decision's content words that a recent user decision must hold
+for the assistant's sentence to be an echo of it (merged, not kept twice)."""

@@ -16,10 +16,12 @@ from tiermem.core.distill.cues import (
     CUES,
     FENCE,
     FILLER,
+    FILLER_LEAD,
     IMPORTANCE,
     KINDS,
     MONTHS,
     SENTENCE_END,
+    TASK_LEAD,
     TRIGGERS,
     WORD,
 )
@@ -125,6 +127,24 @@ def is_trivial(text: str, min_words: int) -> bool:
     if len(meaningful_words(text)) >= min_words:
         return False
     return not ("/" in text or "`" in text)
+
+
+def strip_filler(text: str) -> tuple[str, bool]:
+    """The sentence without a knowledge-free lead-in ("Also remember that …", "TODO: …"), and
+    whether the lead-in marked it as a task."""
+    task = TASK_LEAD.match(text)
+    rest = text[task.end() :] if task else text
+    lead = FILLER_LEAD.match(rest)
+    if lead and len(rest) > lead.end():
+        rest = rest[lead.end() :]
+    if rest is text:
+        return text, False
+    return rest[:1].upper() + rest[1:], task is not None
+
+
+def content_words(text: str) -> set[str]:
+    """The words that say what a sentence is about (stopwords and cue filler dropped)."""
+    return {w for w in meaningful_words(text) if w not in FILLER}
 
 
 def slug(name: str) -> str:

@@ -145,7 +145,7 @@ def _parse_llm_output(content: str) -> _LLMOutput:
         return msgspec.json.decode(text, type=_LLMOutput)
     except msgspec.ValidationError as exc:
         raise llmmod.LLMError(f"the LLM's output does not fit the schema ({exc})") from None
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         raise llmmod.LLMError("the LLM's output is not JSON") from None
 
 

@@ -8,15 +8,17 @@ from collections.abc import Iterable, Sequence
 
 from tiermem.core import metadata as meta
 from tiermem.core.config import DistillConfig
-from tiermem.core.distill.cues import NAME, NOT_NAMES
+from tiermem.core.distill.cues import CATEGORY, ECHO_OVERLAP, IMPORTANCE, NAME, NOT_NAMES
 from tiermem.core.distill.facts import (
     Distilled,
     Fact,
     classify,
+    content_words,
     core_summary,
     is_trivial,
     meaningful_words,
     sentences,
+    strip_filler,
 )
 from tiermem.core.transcript import Message, Transcript
 
@@ -42,6 +44,7 @@ def distill_rule(
     commands: dict[str, None] = dict.fromkeys(transcript.tool_commands)
     paths: dict[str, None] = {}
     seen: set[str] = set()
+    decided: deque[tuple[set[str], Fact]] = deque(maxlen=5)  # the user's recent decisions
     position = 0
     for message in transcript.messages:
         found = meta.extract(message.text)
@@ -57,7 +60,7 @@ def distill_rule(
                 out.skipped_trivial += 1
                 continue
             key = " ".join(meaningful_words(fact.text))
-            if key in seen:
+            if key in seen or _echo(fact, decided):
                 continue
             seen.add(key)
             if fact.kind in lists:
@@ -78,6 +81,23 @@ def distill_rule(
     return out
 
 
+def _echo(fact: Fact, decided: deque[tuple[set[str], Fact]]) -> bool:
+    """Whether `fact` is the assistant echoing a decision the user just stated (its commands
+    join the user's fact); a user decision is remembered for the echoes that follow."""
+    if fact.kind != "decision":
+        return False
+    words = content_words(fact.text)
+    if fact.role == "user":
+        decided.append((words, fact))
+        return False
+    for theirs, original in decided:
+        shared = len(words & theirs)
+        if shared >= 2 and shared >= ECHO_OVERLAP * len(words):
+            original.commands = [*original.commands, *fact.commands]
+            return True
+    return False
+
+
 def _fact_from_sentence(
     text: str,
     message: Message,
@@ -87,9 +107,12 @@ def _fact_from_sentence(
 ) -> Fact | None:
     if len(text) > 2000:
         text = text[:2000].rsplit(" ", 1)[0] + " …"
+    text, todo = strip_filler(text)
     if text.endswith("?") or is_trivial(text, cfg.min_words):
         return None
     kind, category, importance = classify(text, projects)
+    if todo and kind != "task":
+        kind, category, importance = "task", CATEGORY["task"], IMPORTANCE["task"]
     if message.role == "assistant" and kind == "note":
         return None  # assistant chatter without a cue is not knowledge
     if kind == "note" and len(meaningful_words(text)) < cfg.min_words + 2:

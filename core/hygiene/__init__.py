@@ -3,9 +3,12 @@
 - **Sessions.** An agent names its session (OpenClaw's session id, `--session`, or
   `TIERMEM_SESSION`); sessions are numbered in the order first seen. Recalls and context
   injections made with a session record which memories they returned (one row per memory and
-  session: a session recalling a memory 50 times counts once) and which hot lessons they used.
-- **Promotion.** A memory recalled in ≥ 3 distinct sessions becomes a hot lesson (an archived
-  one comes back to warm first). Promotion is terminal for its access record: a later demotion
+  session, with how often the session re-accessed it) and which hot lessons they used.
+- **Promotion.** A memory with ≥ 3 counted uses becomes a hot lesson (an archived one comes
+  back to warm first): each session that recalled it counts once, and rapid re-access within
+  one session up to `[hygiene] reaccess_counts` times (2 by default; 1 counts sessions only).
+  The lesson keeps its provenance (`provenance`: source memory, when, why), and the hygiene
+  log is also written to `<home>/logs/hygiene.log`. Promotion is terminal for its access record: a later demotion
   starts the count again from zero.
 - **Demotion.** A hot lesson not used in the last 3 sessions leaves hot memory, unless it is
   pinned or critical (importance ≥ 0.9). Demotion is not deletion: the lesson's memory stays
@@ -21,11 +24,13 @@
 Everything here runs in the caller's `Memory`, on that agent's rows only. The modules: `sessions`
 (session numbers, access records, tracking rows, the log), `moves` (promotion, demotion, the
 session-end rules), `refs` (naming entries), `actions` (what the tags do), `extras` (tags and
-expiry of a memory), `health` (the report) and `tags` (the transcript's directive tags).
+expiry of a memory), `health` (the report), `tags` (the transcript's directive tags) and
+`provenance` (where a hot lesson came from, the log file).
 """
 
 from __future__ import annotations
 
+from tiermem.core.hot import CRITICAL_IMPORTANCE
 from tiermem.core.hygiene.actions import (
     archive,
     demote_from_hot,
@@ -38,7 +43,6 @@ from tiermem.core.hygiene.actions import (
 from tiermem.core.hygiene.extras import archive_expired, extras_for, set_extras
 from tiermem.core.hygiene.health import COLD_CANDIDATE_DAYS, LOG_RETENTION_DAYS, Health, health
 from tiermem.core.hygiene.moves import (
-    CRITICAL_IMPORTANCE,
     DEMOTE_SESSIONS,
     PROMOTE_SESSIONS,
     HygieneReport,

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import curate, outbox
+from tiermem.core import curate, outbox, provenance
 from tiermem.core.errors import InvalidInput, LimitExceeded, NotFound
-from tiermem.core.hot import HotStore, Lesson
+from tiermem.core.hot import CRITICAL_IMPORTANCE, HotStore, Lesson
 from tiermem.core.hygiene.extras import archive_expired
 from tiermem.core.hygiene.sessions import (
     check_session,
@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from tiermem.core.engine import Memory
 
 PROMOTE_SESSIONS = 3
-"""A memory recalled in this many distinct sessions is promoted to hot."""
+"""A memory with this many counted uses is promoted to hot: each session that recalled it
+counts once, re-access within a session up to `[hygiene] reaccess_counts` times."""
 DEMOTE_SESSIONS = 3
 """A hot lesson unused for this many sessions is demoted (unless pinned or critical)."""
-CRITICAL_IMPORTANCE = 0.9
 
 
 @dataclass
@@ -101,6 +101,7 @@ def promote_memory(mem: Memory, memory_id_: str, reason: str) -> dict[str, Any]:
             (last_session(mem), mem.agent_id, lesson.id),
         )
         log_action(mem, "promote", record.id, record.text, reason)
+        provenance.note(mem, record.id, reason)
         mem.metrics.bump(now, promotions=1)
     mem.write_memory_md()
     return {
@@ -161,14 +162,16 @@ def end_session(mem: Memory, session: str) -> HygieneReport:
         )
         sync_tracking(mem, mem.hot_store.load())
     report.expired = archive_expired(mem)
+    cap = mem.cfg.hygiene.reaccess_counts
     rows = mem.db.query(
-        "SELECT id, COUNT(*) FROM session_access WHERE agent_id = ? GROUP BY id "
-        "HAVING COUNT(*) >= ? ORDER BY COUNT(*) DESC, id",
-        (mem.agent_id, PROMOTE_SESSIONS),
+        "SELECT id, COUNT(*), SUM(MIN(hits, ?)) AS uses FROM session_access WHERE agent_id = ? "
+        "GROUP BY id HAVING uses >= ? ORDER BY uses DESC, id",
+        (cap, mem.agent_id, PROMOTE_SESSIONS),
     )
-    for memory_id_, count in rows:
+    for memory_id_, count, uses in rows:
+        reason = f"{count} sessions" if count == uses else f"{uses} uses in {count} sessions"
         try:
-            report.promoted.append(promote_memory(mem, str(memory_id_), f"{count} sessions"))
+            report.promoted.append(promote_memory(mem, str(memory_id_), reason))
         except NotFound:
             with mem.db.transaction():
                 clear_access(mem, str(memory_id_))
@@ -186,6 +189,10 @@ def end_session(mem: Memory, session: str) -> HygieneReport:
         if pinned or lesson.source_id in pinned_memories or is_critical(lesson):
             continue
         report.demoted.append(demote_lesson(mem, lesson_id, f"unused for {last - last_n} sessions"))
+    try:
+        provenance.write_log(mem)
+    except OSError as exc:
+        report.skipped.append(f"hygiene log file: {exc.strerror}")
     return report
 
 

@@ -76,7 +76,8 @@ def track(
         n = session_number(mem, session, now)
         mem.db.executemany(
             "INSERT INTO session_access (agent_id, id, session_id, at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (agent_id, id, session_id) DO UPDATE SET at = excluded.at",
+            "ON CONFLICT (agent_id, id, session_id) DO UPDATE SET at = excluded.at, "
+            "hits = hits + 1",
             [(mem.agent_id, i, session, now) for i in dict.fromkeys(memory_ids)],
         )
         mem.db.executemany(
@@ -106,7 +107,8 @@ def sessions_of(mem: Memory, memory_id_: str) -> list[str]:
 
 
 def log_action(mem: Memory, action: str, item: str, text: str, reason: str) -> None:
-    """One line of the hygiene log (the Health report counts and prunes them)."""
+    """One line of the hygiene log (the Health report counts and prunes them; `hygiene.log`
+    in the home's logs shows it)."""
     mem.db.execute(
         "INSERT INTO hygiene_log (agent_id, at, action, item, text, reason) "
         "VALUES (?, ?, ?, ?, ?, ?)",

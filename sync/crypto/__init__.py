@@ -25,9 +25,10 @@ envelope to where it belongs::
 
 where ``lp(x) = u32 len(x) || x`` and text is UTF-8, so the encoding is canonical.
 
-Key wrap, format 1::
+Key wrap, format 2 (format 1 is the same without the commitment, and is still read)::
 
-    magic "TMWK" | fmt u8 = 1 | kind u8 | <kind fields> | nonce[12] | AES-GCM(vault_key)[32 + 16]
+    magic "TMWK" | fmt u8 = 2 | kind u8 | <kind fields> | nonce[12] | AES-GCM(vault_key)[32 + 16]
+    | commitment[32] = HMAC-SHA256(HKDF(wrapping key, info="tiermem/v2/wrap-commit"), aad)
     kind 1 recovery:   (no fields)            key = HKDF(recovery_key, info="tiermem/v1/recovery")
     kind 2 passphrase: m_kib u32 | t u32 | p u32 | salt[16]
                                               key = Argon2id(NFKC(passphrase), salt, m, t, p)
@@ -41,8 +42,12 @@ A *chain* wrap holds an older epoch's vault key sealed under the next epoch's ke
 wrap's context epoch is the older one): every device that holds the current key reaches every
 older one, and a device removed at a rotation never gets the new key.
 
-with associated data ``lp("tiermem/v1/wrap") | lp(agent_id) | epoch u32 | lp(kind name) |
-lp(wrap_id) | lp(everything in the blob before the ciphertext)``.
+with associated data ``aad = lp("tiermem/v1/wrap") | lp(agent_id) | epoch u32 | lp(kind name) |
+lp(wrap_id) | lp(everything in the blob before the ciphertext)``. The commitment is checked
+before decrypting: AES-GCM alone is not key-committing (a blob can be built to open under two
+keys, e.g. two passphrases), the commitment pins the one wrapping key.
+
+The device roster (`roster`): Ed25519-signed, hash-chained entries; see that module.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ from tiermem.sync.crypto.base import (
     SNAPSHOT_BUCKET,
     SUITE_AES_256_GCM,
     TAG_LEN,
+    WRAP_FORMAT,
     WRAP_MAGIC,
     X25519_LEN,
     generate_vault_key,
@@ -89,6 +95,7 @@ from tiermem.sync.crypto.envelope import (
 from tiermem.sync.crypto.pairing import (
     PAIRING_NONCE_LEN,
     PairingTranscript,
+    open_pairing_answer,
     open_pairing_bundle,
     pairing_code,
     pairing_commitment,
@@ -140,6 +147,7 @@ __all__ = [
     "SNAPSHOT_BUCKET",
     "SUITE_AES_256_GCM",
     "TAG_LEN",
+    "WRAP_FORMAT",
     "WRAP_MAGIC",
     "X25519_LEN",
     "ChainWrap",
@@ -168,6 +176,7 @@ __all__ = [
     "generate_vault_key",
     "load_device_private_key",
     "load_device_public_key",
+    "open_pairing_answer",
     "open_pairing_bundle",
     "open_record",
     "pad",

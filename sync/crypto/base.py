@@ -19,6 +19,8 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 MAGIC: Final = b"TMEM"
 WRAP_MAGIC: Final = b"TMWK"
 FORMAT_V1: Final = 1
+WRAP_FORMAT: Final = 2  # key wraps written now: format 1 plus a key commitment
+COMMIT_LEN: Final = 32
 SUITE_AES_256_GCM: Final = 1
 
 KEY_LEN: Final = 32
@@ -44,6 +46,7 @@ WRAP_AAD_LABEL: Final = b"tiermem/v1/wrap"
 RECOVERY_CHECK_LABEL: Final = b"tiermem/v1/recovery-check"
 SAS_LABEL: Final = b"tiermem/v1/sas"
 INFO_CHAIN: Final = b"tiermem/v1/chain"
+INFO_WRAP_COMMIT: Final = b"tiermem/v2/wrap-commit"
 INFO_DEVICE_LIST: Final = b"tiermem/v1/device-list"
 INFO_PAIRING: Final = b"tiermem/v1/pairing"
 PAIRING_CODE_LABEL: Final = b"tiermem/v1/pairing-code"

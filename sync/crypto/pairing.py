@@ -86,7 +86,7 @@ class PairingTranscript:
 
     agent_id: str
     pairing_id: bytes
-    new_public: bytes
+    new_public: bytes  # X25519 key, then (newer devices) their Ed25519 roster signing key
     new_nonce: bytes
     approver_public: bytes
     approver_nonce: bytes
@@ -106,7 +106,7 @@ def pairing_commitment(new_public: bytes, new_nonce: bytes) -> bytes:
     """What the new device posts first: ``SHA-256(label | lp(public) | lp(nonce))``. It reveals
     the nonce only after the existing device's nonce is on the server, so nobody in between can
     search for two keys whose codes collide (the Bluetooth numeric-comparison commitment)."""
-    if len(new_public) != X25519_LEN:
+    if len(new_public) not in (X25519_LEN, 2 * X25519_LEN):
         raise MalformedKey(f"a device public key is {X25519_LEN} bytes, got {len(new_public)}")
     return hashlib.sha256(PAIRING_COMMIT_LABEL + lp(new_public) + lp(new_nonce)).digest()
 
@@ -127,6 +127,8 @@ def _pairing_key(own: X25519PrivateKey, peer_public: bytes, transcript: PairingT
 
 
 _BUNDLE = struct.Struct(">I")
+_ANCHOR = struct.Struct(">II")
+_ANCHOR_LEN: Final = _ANCHOR.size + 32
 
 
 def seal_pairing_bundle(
@@ -135,18 +137,24 @@ def seal_pairing_bundle(
     epoch: int,
     vault_key: bytes,
     *,
+    anchor: tuple[int, int, bytes] | None = None,
     nonce: bytes | None = None,
 ) -> bytes:
-    """The approval: ``nonce | AES-GCM(epoch u32 | vault key)`` under a key only the two
-    devices of `transcript` can derive (static X25519 between the approver's device key and the
-    new device's key), associated data = the transcript."""
+    """The approval: ``nonce | AES-GCM(epoch u32 | vault key [| floor u32 | seq u32 | head])``
+    under a key only the two devices of `transcript` can derive (static X25519 between the
+    approver's device key and the new device's key), associated data = the transcript.
+    `anchor` is the approver's epoch floor and its roster's newest entry (number, hash)."""
     check_key(vault_key, "vault key")
     check_epoch(epoch)
     if device_public_bytes(approver_key) != transcript.approver_public:
         raise ValueError("the approver key does not match the transcript")
-    key = _pairing_key(approver_key, transcript.new_public, transcript)
+    key = _pairing_key(approver_key, transcript.new_public[:X25519_LEN], transcript)
     nonce = random_or(nonce, NONCE_LEN, "nonce")
     plain = _BUNDLE.pack(epoch) + vault_key
+    if anchor is not None:
+        floor, seq, head = anchor
+        check_epoch(floor)
+        plain += _ANCHOR.pack(floor, seq) + head
     return nonce + AESGCM(key).encrypt(nonce, plain, transcript.to_bytes())
 
 
@@ -155,9 +163,18 @@ def open_pairing_bundle(
 ) -> tuple[int, bytes]:
     """(epoch, vault key) of an approval, or `WrongKey` when it was not made by the device whose
     public key is in `transcript` for this very pairing."""
-    if device_public_bytes(new_key) != transcript.new_public:
+    epoch, vault_key, _ = open_pairing_answer(new_key, transcript, blob)
+    return epoch, vault_key
+
+
+def open_pairing_answer(
+    new_key: X25519PrivateKey, transcript: PairingTranscript, blob: bytes
+) -> tuple[int, bytes, tuple[int, int, bytes] | None]:
+    """(epoch, vault key, anchor or None) of an approval (`open_pairing_bundle`)."""
+    if device_public_bytes(new_key) != transcript.new_public[:X25519_LEN]:
         raise ValueError("the device key does not match the transcript")
-    if len(blob) != NONCE_LEN + _BUNDLE.size + KEY_LEN + TAG_LEN:
+    plain_len = len(blob) - NONCE_LEN - TAG_LEN
+    if plain_len not in (_BUNDLE.size + KEY_LEN, _BUNDLE.size + KEY_LEN + _ANCHOR_LEN):
         raise TamperedData("the pairing answer is truncated or has trailing bytes")
     key = _pairing_key(new_key, transcript.approver_public, transcript)
     try:
@@ -168,4 +185,9 @@ def open_pairing_bundle(
             "code was compared"
         ) from None
     (epoch,) = _BUNDLE.unpack_from(plain)
-    return epoch, plain[_BUNDLE.size :]
+    vault_key = plain[_BUNDLE.size : _BUNDLE.size + KEY_LEN]
+    rest = plain[_BUNDLE.size + KEY_LEN :]
+    if not rest:
+        return epoch, vault_key, None
+    floor, seq = _ANCHOR.unpack_from(rest)
+    return epoch, vault_key, (floor, seq, rest[_ANCHOR.size :])

@@ -3,6 +3,7 @@ MAC that vouches for a device entry. Pure functions over bytes, no I/O."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import os
@@ -26,11 +27,13 @@ from tiermem.core.errors import (
     WrongPassphrase,
 )
 from tiermem.sync.crypto.base import (
+    COMMIT_LEN,
     FORMAT_V1,
     INFO_CHAIN,
     INFO_DEVICE_LIST,
     INFO_DEVICE_WRAP,
     INFO_RECOVERY,
+    INFO_WRAP_COMMIT,
     KEY_LEN,
     LEN_PREFIX,
     NONCE_LEN,
@@ -38,6 +41,7 @@ from tiermem.sync.crypto.base import (
     RECOVERY_CHECK_LABEL,
     TAG_LEN,
     WRAP_AAD_LABEL,
+    WRAP_FORMAT,
     WRAP_MAGIC,
     X25519_LEN,
     check_epoch,
@@ -150,14 +154,16 @@ class RecoveryWrap:
 
     nonce: bytes
     ciphertext: bytes
+    fmt: int = WRAP_FORMAT
+    commit: bytes = b""
 
     kind: ClassVar[str] = "recovery"
 
     def header(self) -> bytes:
-        return WRAP_MAGIC + bytes((FORMAT_V1, _KIND_CODES[self.kind])) + self.nonce
+        return WRAP_MAGIC + bytes((self.fmt, _KIND_CODES[self.kind])) + self.nonce
 
     def to_bytes(self) -> bytes:
-        return self.header() + self.ciphertext
+        return self.header() + self.ciphertext + self.commit
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +174,8 @@ class PassphraseWrap:
     salt: bytes
     nonce: bytes
     ciphertext: bytes
+    fmt: int = WRAP_FORMAT
+    commit: bytes = b""
 
     kind: ClassVar[str] = "passphrase"
 
@@ -175,14 +183,14 @@ class PassphraseWrap:
         p = self.params
         return (
             WRAP_MAGIC
-            + bytes((FORMAT_V1, _KIND_CODES[self.kind]))
+            + bytes((self.fmt, _KIND_CODES[self.kind]))
             + _KDF_STRUCT.pack(p.memory_kib, p.iterations, p.lanes)
             + self.salt
             + self.nonce
         )
 
     def to_bytes(self) -> bytes:
-        return self.header() + self.ciphertext
+        return self.header() + self.ciphertext + self.commit
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,19 +200,21 @@ class DeviceWrap:
     ephemeral_public: bytes
     nonce: bytes
     ciphertext: bytes
+    fmt: int = WRAP_FORMAT
+    commit: bytes = b""
 
     kind: ClassVar[str] = "device"
 
     def header(self) -> bytes:
         return (
             WRAP_MAGIC
-            + bytes((FORMAT_V1, _KIND_CODES[self.kind]))
+            + bytes((self.fmt, _KIND_CODES[self.kind]))
             + self.ephemeral_public
             + self.nonce
         )
 
     def to_bytes(self) -> bytes:
-        return self.header() + self.ciphertext
+        return self.header() + self.ciphertext + self.commit
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,19 +224,21 @@ class ChainWrap:
     parent_epoch: int
     nonce: bytes
     ciphertext: bytes
+    fmt: int = WRAP_FORMAT
+    commit: bytes = b""
 
     kind: ClassVar[str] = "chain"
 
     def header(self) -> bytes:
         return (
             WRAP_MAGIC
-            + bytes((FORMAT_V1, _KIND_CODES[self.kind]))
+            + bytes((self.fmt, _KIND_CODES[self.kind]))
             + LEN_PREFIX.pack(self.parent_epoch)
             + self.nonce
         )
 
     def to_bytes(self) -> bytes:
-        return self.header() + self.ciphertext
+        return self.header() + self.ciphertext + self.commit
 
 
 Wrap = RecoveryWrap | PassphraseWrap | DeviceWrap | ChainWrap
@@ -245,28 +257,33 @@ _KIND_FIELDS_LEN: Final = {
 
 
 def parse_wrap(blob: bytes) -> Wrap:
-    """Split a key-wrap blob into its fields; lengths are exact (no trailing bytes)."""
+    """Split a key-wrap blob into its fields; lengths are exact (no trailing bytes). Format 1
+    (no key commitment) is still read; format 2 ends with the commitment."""
     if len(blob) < 6 or blob[:4] != WRAP_MAGIC:
         raise UnsupportedFormat("not a tiermem key wrap")
     fmt, code = blob[4], blob[5]
-    if fmt != FORMAT_V1:
+    if fmt not in (FORMAT_V1, WRAP_FORMAT):
         raise UnsupportedFormat(f"key wrap format {fmt} is not supported by this tiermem")
     if code not in _KIND_FIELDS_LEN:
         raise UnsupportedFormat(f"key wrap kind {code} is not supported by this tiermem")
     fields_end = 6 + _KIND_FIELDS_LEN[code]
     nonce_end = fields_end + NONCE_LEN
-    if len(blob) != nonce_end + _WRAPPED_LEN:
+    sealed_end = nonce_end + _WRAPPED_LEN
+    commit_len = COMMIT_LEN if fmt == WRAP_FORMAT else 0
+    if len(blob) != sealed_end + commit_len:
         raise TamperedData("key wrap is truncated or has trailing bytes")
-    fields, nonce, ciphertext = blob[6:fields_end], blob[fields_end:nonce_end], blob[nonce_end:]
+    fields, nonce = blob[6:fields_end], blob[fields_end:nonce_end]
+    ciphertext, commit = blob[nonce_end:sealed_end], blob[sealed_end:]
     if code == 1:
-        return RecoveryWrap(nonce, ciphertext)
+        return RecoveryWrap(nonce, ciphertext, fmt, commit)
     if code == 2:
         m, t, p = _KDF_STRUCT.unpack_from(fields)
-        return PassphraseWrap(KdfParameters(m, t, p), fields[_KDF_STRUCT.size :], nonce, ciphertext)
+        params = KdfParameters(m, t, p)
+        return PassphraseWrap(params, fields[_KDF_STRUCT.size :], nonce, ciphertext, fmt, commit)
     if code == 4:
         (parent,) = LEN_PREFIX.unpack(fields)
-        return ChainWrap(parent, nonce, ciphertext)
-    return DeviceWrap(fields, nonce, ciphertext)
+        return ChainWrap(parent, nonce, ciphertext, fmt, commit)
+    return DeviceWrap(fields, nonce, ciphertext, fmt, commit)
 
 
 def _wrap_aad(context: WrapContext, wrap: Wrap) -> bytes:
@@ -281,6 +298,12 @@ def _wrap_aad(context: WrapContext, wrap: Wrap) -> bytes:
     )
 
 
+def _format(fmt: int) -> int:
+    if fmt not in (FORMAT_V1, WRAP_FORMAT):
+        raise ValueError(f"key wrap format {fmt} cannot be written")
+    return fmt
+
+
 def _expect_kind(blob: bytes, kind: type[_W]) -> _W:
     wrap = parse_wrap(blob)
     if not isinstance(wrap, kind):
@@ -288,8 +311,25 @@ def _expect_kind(blob: bytes, kind: type[_W]) -> _W:
     return wrap
 
 
+def _commitment(key: bytes, context: WrapContext, wrap: Wrap) -> bytes:
+    """HMAC of the associated data under a subkey of the wrapping key: it pins the one key a
+    wrap opens with (AES-GCM alone does not: a blob can be made to open under two keys)."""
+    return hmac.new(hkdf(key, None, INFO_WRAP_COMMIT), _wrap_aad(context, wrap), "sha256").digest()
+
+
+def _seal(key: bytes, shell: _W, vault_key: bytes, context: WrapContext) -> _W:
+    """`shell` (its header fields set) with the vault key sealed and, from format 2, committed."""
+    sealed = AESGCM(key).encrypt(shell.nonce, vault_key, _wrap_aad(context, shell))
+    commit = _commitment(key, context, shell) if shell.fmt == WRAP_FORMAT else b""
+    return dataclasses.replace(shell, ciphertext=sealed, commit=commit)
+
+
 def _unwrap(key: bytes, wrap: Wrap, context: WrapContext) -> bytes | None:
-    """The vault key, or None when authentication fails."""
+    """The vault key, or None when authentication (or, from format 2, the commitment) fails."""
+    if wrap.fmt == WRAP_FORMAT and not hmac.compare_digest(
+        wrap.commit, _commitment(key, context, wrap)
+    ):
+        return None
     try:
         return AESGCM(key).decrypt(wrap.nonce, wrap.ciphertext, _wrap_aad(context, wrap))
     except InvalidTag:
@@ -300,16 +340,20 @@ def _unwrap(key: bytes, wrap: Wrap, context: WrapContext) -> bytes | None:
 
 
 def wrap_with_recovery_key(
-    vault_key: bytes, recovery_key: bytes, context: WrapContext, *, nonce: bytes | None = None
+    vault_key: bytes,
+    recovery_key: bytes,
+    context: WrapContext,
+    *,
+    nonce: bytes | None = None,
+    fmt: int = WRAP_FORMAT,
 ) -> bytes:
     """Wrap the vault key under ``HKDF(recovery_key, info="tiermem/v1/recovery")``. No
-    stretching: the recovery key has full entropy. `nonce` is for known-answer tests only."""
+    stretching: the recovery key has full entropy. `nonce` and `fmt` are for known-answer
+    tests only."""
     check_key(vault_key, "vault key")
     check_key(recovery_key, "recovery key")
-    shell = RecoveryWrap(random_or(nonce, NONCE_LEN, "nonce"), b"")
-    key = hkdf(recovery_key, None, INFO_RECOVERY)
-    sealed = AESGCM(key).encrypt(shell.nonce, vault_key, _wrap_aad(context, shell))
-    return RecoveryWrap(shell.nonce, sealed).to_bytes()
+    shell = RecoveryWrap(random_or(nonce, NONCE_LEN, "nonce"), b"", _format(fmt))
+    return _seal(hkdf(recovery_key, None, INFO_RECOVERY), shell, vault_key, context).to_bytes()
 
 
 def unwrap_with_recovery_key(blob: bytes, recovery_key: bytes, context: WrapContext) -> bytes:
@@ -351,6 +395,7 @@ def wrap_with_passphrase(
     params: KdfParameters = DEFAULT_KDF_PARAMS,
     salt: bytes | None = None,
     nonce: bytes | None = None,
+    fmt: int = WRAP_FORMAT,
 ) -> bytes:
     """Wrap the vault key under Argon2id(NFKC(passphrase)). The parameters are stored in the
     wrap, so raising them later is a re-wrap. `salt`/`nonce` are for known-answer tests only."""
@@ -363,10 +408,10 @@ def wrap_with_passphrase(
         random_or(salt, PASSPHRASE_SALT_LEN, "salt"),
         random_or(nonce, NONCE_LEN, "nonce"),
         b"",
+        _format(fmt),
     )
     key = _passphrase_key(passphrase, shell.salt, params)
-    sealed = AESGCM(key).encrypt(shell.nonce, vault_key, _wrap_aad(context, shell))
-    return PassphraseWrap(params, shell.salt, shell.nonce, sealed).to_bytes()
+    return _seal(key, shell, vault_key, context).to_bytes()
 
 
 def unwrap_with_passphrase(blob: bytes, passphrase: str, context: WrapContext) -> bytes:
@@ -417,6 +462,7 @@ def wrap_for_device(
     *,
     ephemeral_key: X25519PrivateKey | None = None,
     nonce: bytes | None = None,
+    fmt: int = WRAP_FORMAT,
 ) -> bytes:
     """age-style X25519 wrap of the vault key to a device's public key.
     `ephemeral_key`/`nonce` are for known-answer tests only."""
@@ -426,10 +472,11 @@ def wrap_for_device(
         shared = ephemeral.exchange(recipient)
     except ValueError:
         raise MalformedKey("the device public key is not a usable X25519 key") from None
-    shell = DeviceWrap(device_public_bytes(ephemeral), random_or(nonce, NONCE_LEN, "nonce"), b"")
+    shell = DeviceWrap(
+        device_public_bytes(ephemeral), random_or(nonce, NONCE_LEN, "nonce"), b"", _format(fmt)
+    )
     key = _device_wrap_key(shared, shell.ephemeral_public, recipient.public_bytes_raw())
-    sealed = AESGCM(key).encrypt(shell.nonce, vault_key, _wrap_aad(context, shell))
-    return DeviceWrap(shell.ephemeral_public, shell.nonce, sealed).to_bytes()
+    return _seal(key, shell, vault_key, context).to_bytes()
 
 
 def unwrap_for_device(blob: bytes, device_key: X25519PrivateKey, context: WrapContext) -> bytes:
@@ -460,17 +507,17 @@ def wrap_chain(
     context: WrapContext,
     *,
     nonce: bytes | None = None,
+    fmt: int = WRAP_FORMAT,
 ) -> bytes:
     """Wrap the vault key of epoch ``context.epoch`` under the key of the newer `parent_epoch`.
-    `nonce` is for known-answer tests only."""
+    `nonce` and `fmt` are for known-answer tests only."""
     check_key(old_key, "vault key")
     check_key(parent_key, "parent vault key")
     check_epoch(parent_epoch)
     if parent_epoch <= context.epoch:
         raise ValueError("a chain wrap's parent epoch must be newer than the wrapped epoch")
-    shell = ChainWrap(parent_epoch, random_or(nonce, NONCE_LEN, "nonce"), b"")
-    sealed = AESGCM(_chain_key(parent_key)).encrypt(shell.nonce, old_key, _wrap_aad(context, shell))
-    return ChainWrap(parent_epoch, shell.nonce, sealed).to_bytes()
+    shell = ChainWrap(parent_epoch, random_or(nonce, NONCE_LEN, "nonce"), b"", _format(fmt))
+    return _seal(_chain_key(parent_key), shell, old_key, context).to_bytes()
 
 
 def unwrap_chain(blob: bytes, parent_key: bytes, context: WrapContext) -> bytes:

@@ -18,6 +18,7 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, PointInTimePruned
 from tiermem.core.paths import validate_agent_id
 from tiermem.sync import crypto, hlc, records
+from tiermem.sync.enroll import enroll_restored
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, ResultSet, SqlError, to_base_url
 from tiermem.sync.keyring import KeyRing
 from tiermem.sync.prune import prune_horizon, prune_record_id
@@ -195,6 +196,8 @@ def restore(
         pending = pending_restore(home, agent_id, driver)
         fetched = _fetch(job, vault, select, pending, verified)
         requests = remote.client.requests_sent
+        # On the signed roster, with its epoch floor (never seals under a hidden rotation).
+        enroll_restored(home, agent_id, remote, recovery_key, retry, driver=driver)
     swapped = swap(home, agent_id, driver=driver, clock=clock)
     if insecure_http:
         with Memory(home, agent_id, driver=driver) as mem:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from tiermem.core import rows
+from tiermem.core import reinforce, rows
 from tiermem.core.engine import Memory
 from tiermem.core.errors import StorageError
 from tiermem.sync import crypto, hlc, records
@@ -121,12 +121,14 @@ def stream_memories(
         sorter = _Sorter(ring, agent_id, at, skip, unlisted, salvage)
         for page in prefetch.pages():
             size += sum(len(r.envelope) for r in page)
-            batch, peers = sorter.page(page)
+            batch, counts, peers = sorter.page(page)
             rows += len(page)
             pages += 1
             with db.transaction():
                 if batch:
                     db.executemany(_STAGE, batch)
+                for memory_id, counters in counts:
+                    reinforce.merge(mem.memories, memory_id, counters)
                 if peers:
                     db.executemany(_PEER, peers)
                 for device_hex, version, days in sorter.metrics:
@@ -176,8 +178,12 @@ class _Sorter:
 
     def page(
         self, page: list[records.RemoteRow]
-    ) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    ) -> tuple[
+        list[tuple[object, ...]], list[tuple[str, records.Counters]], list[tuple[object, ...]]
+    ]:
+        """(staging parameters, read counters per memory id, peer parameters) of a page."""
         batch: list[tuple[object, ...]] = []
+        counts: list[tuple[str, records.Counters]] = []
         peers: list[tuple[object, ...]] = []
         for r in page:
             if r.record_id in self.skip:
@@ -202,7 +208,10 @@ class _Sorter:
                     days = decode_metrics(plaintext, r.device_id.hex())
                     self.metrics.append((r.device_id.hex(), r.version, days))
                 else:
-                    batch.append(_memory_params(self.ring, self.agent_id, r))
+                    params, counters = _memory_params(self.ring, self.agent_id, r)
+                    batch.append(params)
+                    if counters:
+                        counts.append((str(params[1]), counters))
             except crypto.CryptoError as exc:
                 if not self.salvage:
                     raise crypto.TamperedData(
@@ -210,7 +219,7 @@ class _Sorter:
                         "authenticates and lists the rest"
                     ) from None
                 self.damaged.append((r.record_id.hex(), r.version, str(exc)))
-        return batch, peers
+        return batch, counts, peers
 
     def _metrics_rid(self, device: bytes) -> bytes:
         if device not in self.metrics_rids:
@@ -235,16 +244,21 @@ def _peer_params(ring: KeyRing, agent_id: str, r: records.RemoteRow) -> tuple[ob
     return (agent_id, manifest.device, manifest.n, r.version)
 
 
-def _memory_params(ring: KeyRing, agent_id: str, r: records.RemoteRow) -> tuple[object, ...]:
-    """Authenticate and decode one memory record into staging-table parameters."""
+def _memory_params(
+    ring: KeyRing, agent_id: str, r: records.RemoteRow
+) -> tuple[tuple[object, ...], records.Counters]:
+    """Authenticate and decode one memory record into staging-table parameters (staged by
+    its content version, so a record that only carries read counters never wins over a
+    newer edit or forget) and its read counters."""
     try:
         hlc.parse(r.version)
     except ValueError:
         raise crypto.TamperedData("a record has a malformed version") from None
     plaintext = records.open_row(ring.key(r.epoch), agent_id, records.MEMORY_TABLE, r)
-    item = records.decode_memory(plaintext)
+    got = records.decode_memory_version(plaintext)
+    item, version = got.item, got.content_version(r.version)
     if ring.memory_rid(item.id) != r.record_id:
         raise crypto.TamperedData("a memory record was moved to another record id")
     if isinstance(item, records.Tombstone):
-        return (agent_id, item.id, r.version, 1, *([None] * len(_STAGED_NAMES)))
-    return (agent_id, item.id, r.version, 0, *item.columns())
+        return (agent_id, item.id, version, 1, *([None] * len(_STAGED_NAMES))), got.reinforced
+    return (agent_id, item.id, version, 0, *item.columns()), got.reinforced

@@ -20,7 +20,19 @@ def lesson_texts(mem: Memory) -> list[str]:
     return [x.text for x in mem.hot().critical_lessons]
 
 
+def test_rapid_reaccess_within_one_session_counts_toward_promotion(mem: Memory) -> None:
+    fact = mem.store("The VPN endpoint is vpn.example.org on port 1194", "infra/vpn", 0.5).id
+    for _ in range(5):  # re-reading it in one session counts twice (reaccess_counts = 2)
+        context.recall(mem, "vpn endpoint port", session="s1")
+    assert hygiene.end_session(mem, "s1").promoted == []
+    context.recall(mem, "vpn endpoint", session="s2")
+    promoted = hygiene.end_session(mem, "s2").promoted
+    assert [p["id"] for p in promoted] == [fact]
+    assert promoted[0]["reason"] == "3 uses in 2 sessions"
+
+
 def test_recalled_in_three_distinct_sessions_is_promoted(mem: Memory) -> None:
+    mem.cfg.hygiene.reaccess_counts = 1  # each session counts once, however often it recalls
     fact = mem.store("The VPN endpoint is vpn.example.org on port 1194", "infra/vpn", 0.5).id
     for _ in range(5):  # one session recalling it many times counts once
         context.recall(mem, "vpn endpoint port", session="s1")

@@ -27,8 +27,9 @@ def documented_tools() -> list[str]:
 
 def with_server(home: Path, errlog: Path, body: Callable[[ClientSession], Awaitable[None]]) -> None:
     env = {"TIERMEM_HOME": str(home)}
-    if os.environ.get("TIERMEM_DRIVER"):
-        env["TIERMEM_DRIVER"] = os.environ["TIERMEM_DRIVER"]
+    for name in ("TIERMEM_DRIVER", "PYTHONPATH"):  # the package under test, as the tests see it
+        if os.environ.get(name):
+            env[name] = os.environ[name]
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "tiermem.tui", "mcp", "--session", "s-default"], env=env
     )
@@ -114,9 +115,9 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
         assert "matched" in top["why"] and top["priority"] == "high"
         assert recalled["budget_remaining"] == 3000 - recalled["token_count"]
         assert recalled["session"] == "s-default"
-        tight = await call(s, "memory_recall", query="deploy checklist canary", token_budget=250)
+        tight = await call(s, "memory_recall", query="deploy checklist canary", token_budget=40)
         assert 0 < len(tight["entries"]) < tight["total_entries_matched"]
-        assert tight["token_count"] <= 250
+        assert tight["token_count"] <= 40
         only = await call(
             s, "memory_recall", query="deploy", priority_min="high", format="detailed"
         )
@@ -133,6 +134,15 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
             got["source"] == "mcp: the owner said so" and got["expires"] == "2999-01-02T00:00:00Z"
         )
         assert got["sessions"] == ["s-default"] and got["tags"] == ["deploy", "prod"]
+        edited = await call(
+            s, "memory_update", id=stored["id"], content=text + " on Tuesdays", url=[]
+        )
+        assert edited["id"] == stored["id"] and edited["text"] == text + " on Tuesdays"
+        assert edited["tags"] == ["deploy", "prod"] and edited["sessions"] == ["s-default"]
+        assert edited["metadata"]["urls"] == [] and edited["priority"] == "high"
+        assert (await call(s, "memory_get", id=stored["id"]))["text"] == edited["text"]
+        replay = await call(s, "memory_store", content=text)  # the text before the edit
+        assert replay["deduplicated"] and replay["id"] == stored["id"]
 
         hot = await call(s, "memory_hot")
         assert hot["tokens"] == count_tokens(hot["memory_md"])

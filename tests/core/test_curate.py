@@ -51,14 +51,14 @@ def test_promote_and_demote_walk_the_tiers(mem: Memory) -> None:
     assert mem.get(fid).tier == "warm"
 
 
-def test_edit_changes_text_category_importance_and_follows_the_id(mem: Memory) -> None:
+def test_edit_changes_text_category_importance_and_keeps_the_id(mem: Memory) -> None:
     fid = mem.store("meeting with Sarah on friday", "work", 0.5).id
     other = mem.store("meeting with Luna on monday", "work", 0.5).id
     mem.retrieve("sarah")
     edited = curate.edit(
         mem, fid, text="meeting with Sarah on thursday", category="work/meetings", importance=0.9
     )
-    assert edited.id != fid and edited.category == "work/meetings" and edited.importance == 0.9
+    assert edited.id == fid and edited.category == "work/meetings" and edited.importance == 0.9
     assert "work/meetings" in mem.tree().nodes
     assert len(curate.access_history(mem, edited.id)) == 1
     assert [h.memory.id for h in mem.retrieve("thursday", reinforce=False).hits] == [edited.id]

@@ -25,7 +25,7 @@ from tiermem.core.config import (
     WarmConfig,
 )
 from tiermem.core.engine import Memory
-from tiermem.core.errors import TiermemError
+from tiermem.core.errors import LimitExceeded, TiermemError
 from tiermem.core.scoring import DAY, score
 from tiermem.core.warm import memory_id
 
@@ -66,12 +66,17 @@ class MemoryMachine(RuleBasedStateMachine):
 
     @rule(agent=st.sampled_from(AGENTS), text=texts, importance=st.floats(0, 1))
     def lesson(self, agent: str, text: str, importance: float) -> None:
-        self.mems[agent].add_lesson(text, importance)
+        with contextlib.suppress(LimitExceeded):  # refused when more important lessons fill hot
+            self.mems[agent].add_lesson(text, importance)
+        self.known[agent].add(memory_id(agent, text))  # hot limits may move it to warm
 
     @rule(agent=st.sampled_from(AGENTS), text=texts)
     def event_and_task(self, agent: str, text: str) -> None:
-        self.mems[agent].add_event(text)
-        self.mems[agent].add_task(text)
+        with contextlib.suppress(LimitExceeded):  # refused when it cannot fit
+            self.mems[agent].add_event(text)
+        with contextlib.suppress(LimitExceeded):
+            self.mems[agent].add_task(text)
+        self.known[agent].add(memory_id(agent, text))  # hot limits may move them to warm
 
     @rule(agent=st.sampled_from(AGENTS), text=texts)
     def identity(self, agent: str, text: str) -> None:

@@ -82,6 +82,7 @@ def test_budget_returns_best_set_that_fits(seeded: Memory) -> None:
     smallest = min(h.memory.tokens for h in everything.hits)
     result = seeded.retrieve("deadline hackathon owner binary", budget=smallest)
     assert result.tokens <= smallest and len(result.hits) == 1
+    assert result.hits[0].memory.id == everything.hits[0].memory.id  # the best, shortened
     roomy = seeded.retrieve("deadline hackathon owner binary", budget=10_000)
     assert len(roomy.hits) == len(everything.hits)
 

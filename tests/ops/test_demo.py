@@ -88,6 +88,9 @@ def test_other_agents_are_untouched_and_a_second_demo_is_refused(capsys, demo_ho
 
 def test_deterministic_across_builds_and_drivers(demo_home: Path, tmp_path: Path) -> None:
     other = tmp_path / "again"
+    # the same home as the fixture's: another agent's fact shares the full-text statistics
+    with Memory(other, "default", driver="sqlite3") as mem:
+        mem.store("The owner's own fact stays untouched", "owner", 0.5)
     build_demo(other, "demo", now=NOW, driver="sqlite3")
     assert state(other, "sqlite3") == state(demo_home, available_driver())
 

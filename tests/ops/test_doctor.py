@@ -67,9 +67,10 @@ def test_text_output_one_verdict_line_each(capsys, home: Path) -> None:
     assert lines[-1] == "healthy: 0 failure(s), 1 warning(s)"
 
 
-def test_missing_home_is_a_warning_and_is_not_created(capsys, tmp_path: Path) -> None:
-    code, doc = doctor(capsys, tmp_path / "nowhere")
-    assert code == 0 and verdicts(doc)["home"] == WARN
+def test_missing_home_is_not_found_and_is_not_created(capsys, tmp_path: Path) -> None:
+    code = run(["--home", str(tmp_path / "nowhere"), "--json", "doctor"])
+    out, err = capsys.readouterr()
+    assert code == 4 and json.loads(out)["exit_code"] == 4 and "no memory home at" in err
     assert not (tmp_path / "nowhere").exists()
 
 
@@ -138,8 +139,9 @@ def test_wrong_permissions(capsys, home: Path) -> None:
 
     secret.chmod(0o600)
     (home / "tiermem.db").chmod(0o444)
-    code, doc = doctor(capsys, home)
-    assert code == 1 and "tiermem.db read-only (mode 0444)" in json.dumps(doc)
+    code, doc = doctor(capsys, home)  # read-only is a warning: reads still work
+    assert code == 0 and "tiermem.db read-only (mode 0444)" in json.dumps(doc)
+    assert verdicts(doc)["permissions"] == WARN and "restore" not in json.dumps(doc)
     (home / "tiermem.db").chmod(stat.S_IRUSR | stat.S_IWUSR)
 
 

@@ -85,3 +85,8 @@ def test_first_screen_keeps_the_two_commands() -> None:
     assert "bash packaging/quickstart.sh" in first_screen
     assert "bash .ci/run" in first_screen
     assert (REPO / "packaging" / "quickstart.sh").is_file() and (REPO / ".ci" / "run").is_file()
+
+
+def test_every_damage_class_has_its_own_meaning() -> None:
+    for code in errors.DAMAGE_EXIT_CODES.values():
+        assert errors.PROCESS_EXIT_CODES[code].startswith("`sync check` found")

@@ -92,16 +92,22 @@ def run(mem: Memory, op: dict[str, Any]) -> Any:
     kind = op["kind"]
     if kind == "store":
         return mem.store(op["text"], op["category"], op["importance"]).id
-    if kind == "retrieve":
-        return [h.memory.id for h in mem.retrieve(op["query"], limit=3).hits]
+    if kind == "retrieve":  # acknowledged once its reinforcement is written
+        hits = [h.memory.id for h in mem.retrieve(op["query"], limit=3).hits]
+        mem.flush_reinforcement()
+        return hits
     if kind == "identity":
         mem.update_hot("identity", {"counter": op["counter"]})
-    elif kind == "event":
-        mem.add_event(op["text"])
-    elif kind == "lesson":
-        mem.add_lesson(op["text"], 0.6)
-    elif kind == "task":
-        mem.add_task(op["text"])
+    elif kind in ("event", "lesson", "task"):
+        try:
+            if kind == "event":
+                mem.add_event(op["text"])
+            elif kind == "lesson":
+                mem.add_lesson(op["text"], 0.6)
+            else:
+                mem.add_task(op["text"])
+        except LimitExceeded:  # hot memory is full of more important items: nothing changed
+            return "refused"
     elif kind == "complete":
         tasks = mem.hot().active_context.tasks
         if not tasks:

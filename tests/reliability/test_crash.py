@@ -66,13 +66,13 @@ class Model:
         elif kind == "identity":
             self.counter = op["counter"]
             self.critical += 1
-        elif kind == "event":
+        elif kind == "event" and result == "ok":
             self.events.append(op["text"])
             self.critical += 1
         elif kind == "complete" and result != "none":
             self.events.append(result)
             self.critical += 1
-        elif kind in ("lesson", "task"):
+        elif kind in ("lesson", "task") and result == "ok":
             self.critical += 1
         elif kind == "tree_add" and result == "ok":
             self.tree_present.add(op["path"])

@@ -61,6 +61,7 @@ def test_missing_extra_names_the_install_command(home: Memory, monkeypatch) -> N
 
 def test_cli_mode_vector_on_sqlite3_exits_3(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("TIERMEM_DRIVER", "sqlite3")
+    assert run(["--home", str(tmp_path / "h"), "store", "--text", "a cat", "--category", "p"]) == 0
     code = run(["--home", str(tmp_path / "h"), "retrieve", "pets", "--mode", "vector"])
     assert code == 3 and "needs the libSQL driver" in capsys.readouterr().err
 

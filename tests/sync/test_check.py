@@ -194,6 +194,7 @@ def test_a_replayed_old_state_is_a_rollback(vault: Vault, client: HranaClient) -
             "missing": 0,
             "rollback": 2,  # this device's push counter, the newest critical state
             "wraps": 0,
+            "roster": 0,
         }, report.problems
     reinsert(client, mem.agent_id, dropped)
     assert_clean(engine)

@@ -191,6 +191,9 @@ def test_restore_errors_are_one_line_with_distinct_codes(
 
 def test_commands_before_init(cli: Cli, sqld: SqldServer) -> None:
     code, _, err = cli("sync", "push")
+    assert code == 4 and "no memory home" in err  # not even a home yet
+    assert cli("store", "--text", "a fact", "--category", "c")[0] == 0
+    code, _, err = cli("sync", "push")
     assert code == 22 and "sync init" in err
     code, _, err = cli("daemon")
     assert code == 22
@@ -367,6 +370,7 @@ def test_init_that_cannot_finish(
     cli: Cli, sqld: SqldServer, fault_proxy: FaultProxy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TIERMEM_SYNC_TOKEN", sqld.token)
+    assert cli("store", "--text", "a fact", "--category", "c")[0] == 0
     # --json without a terminal: the key was never handed out, so nothing is kept for later.
     fault_proxy.script(faultproxy.status(401))
     code, out, err = cli("--json", "sync", "init", "--url", fault_proxy.url)

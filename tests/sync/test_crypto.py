@@ -129,7 +129,9 @@ def test_recovery_wrap_vector() -> None:
     (vec,) = VECTORS["recovery_wraps"]
     blob, rk = h(vec["blob"]), h(vec["recovery_key"])
     assert c.unwrap_with_recovery_key(blob, rk, _wctx(vec)) == h(vec["vault_key"])
-    again = c.wrap_with_recovery_key(h(vec["vault_key"]), rk, _wctx(vec), nonce=h(vec["nonce"]))
+    again = c.wrap_with_recovery_key(
+        h(vec["vault_key"]), rk, _wctx(vec), nonce=h(vec["nonce"]), fmt=c.FORMAT_V1
+    )
     assert again == blob
 
 
@@ -148,6 +150,7 @@ def test_passphrase_wrap_vector() -> None:
         params=params,
         salt=h(vec["salt"]),
         nonce=h(vec["nonce"]),
+        fmt=c.FORMAT_V1,
     )
     assert again == blob
 
@@ -163,6 +166,7 @@ def test_device_wrap_vector() -> None:
         _wctx(vec),
         ephemeral_key=c.load_device_private_key(h(vec["ephemeral_private"])),
         nonce=h(vec["nonce"]),
+        fmt=c.FORMAT_V1,
     )
     assert again == blob
 
@@ -608,7 +612,7 @@ def test_passphrase_wrap_bit_flips_outside_the_kdf_fields() -> None:
     [
         (b"", c.UnsupportedFormat),
         (b"TMEM\x01\x01" + bytes(60), c.UnsupportedFormat),
-        (b"TMWK\x02\x01" + bytes(60), c.UnsupportedFormat),
+        (b"TMWK\x03\x01" + bytes(60), c.UnsupportedFormat),
         (b"TMWK\x01\x09" + bytes(60), c.UnsupportedFormat),
         (b"TMWK\x01\x01" + bytes(59), c.TamperedData),
         (b"TMWK\x01\x01" + bytes(61), c.TamperedData),

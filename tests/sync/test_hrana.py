@@ -832,3 +832,14 @@ def test_token_straddling_the_excerpt_cut_does_not_leak(captured: list[httpx.Req
         client.execute("SELECT 1")
     assert SENTINEL[:6] not in str(info.value)
     assert_no_token(info.value)
+
+
+@pytest.mark.parametrize("location", ["A:0", "http://[::1", "https://example.invalid/x"])
+def test_redirects_are_never_followed_and_a_bad_location_is_a_declared_error(
+    captured: list[httpx.Request], location: str
+) -> None:
+    response = httpx.Response(302, headers={"Location": location}, content=b"{}")
+    with mock_client(replying(captured, response)) as client, pytest.raises(HranaError) as info:
+        client.execute("SELECT 1")
+    assert len(captured) == 1  # the redirect was not followed
+    assert_no_token(info.value)

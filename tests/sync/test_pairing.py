@@ -443,7 +443,8 @@ def test_pairing_and_removal_on_terminals(tmp_path: Path, agent_id: str, sqld: S
         tablet = sync_settings(engine_b).device_id.hex()
     remove = ["--home", str(tmp_path / "a"), *base, "remove-device", tablet[:10]]
     with Terminal(remove, env) as term:
-        term.expect("rotate the vault key?")
+        shown = term.expect("Go ahead?")
+        assert "Keeps access:" in shown and tablet[:12] in shown.split("Keeps access:")[0]
         term.send("y")
         term.expect("Recovery key")
         term.send(crypto.format_recovery_key(recovery))

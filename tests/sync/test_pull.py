@@ -15,6 +15,7 @@ from tests.sync import faultproxy
 from tests.sync.faultproxy import FaultProxy
 from tests.sync.helpers import init_engine, policy, seed_memory
 from tests.sync.sqld import SqldServer
+from tiermem.core import curate
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
 from tiermem.sync import crypto, records
@@ -89,7 +90,7 @@ def test_a_fact_learned_on_one_device_is_recalled_on_the_other(
     assert a.engine.pull(policy()).applied == 0
     assert search(b.mem, "zanzibar") == [stored.id]  # full-text search sees it
     assert [h.memory.id for h in b.mem.retrieve("zanzibar gateway").hits] == [stored.id]
-    assert b.engine.has_work()  # recalling it reinforced it: that access count syncs back
+    assert b.engine.has_work()  # recalling it counted a read: its counter syncs back
 
 
 def test_deletions_tiers_and_access_counts_follow(pair: tuple[Device, Device]) -> None:
@@ -119,13 +120,33 @@ def test_concurrent_changes_converge_and_the_unpushed_local_change_wins(
     with a.mem.db.transaction():
         a.mem.memories.move([fid], "cold", a.mem.now())
     a.engine.push(policy())
-    with b.mem.db.transaction():  # offline on the phone: not pushed yet
+    # offline on the phone: an edit (not pushed yet) and a read
+    curate.edit(b.mem, fid, text="the meeting room is called narwhal now")
+    with b.mem.db.transaction():
         b.mem.memories.reinforce([fid], b.mem.now())
     b.engine.pull(policy())
-    assert texts(b.mem)[fid] == ("the meeting room is called narwhal", "warm", 1)  # kept
+    assert texts(b.mem)[fid] == ("the meeting room is called narwhal now", "warm", 1)  # kept
     b.engine.push(policy())
     a.engine.pull(policy())
     assert texts(a.mem) == texts(b.mem)
+    assert not a.engine.has_work() and not b.engine.has_work()
+
+
+def test_a_read_elsewhere_does_not_undo_a_change_here(pair: tuple[Device, Device]) -> None:
+    a, b = pair
+    fid = a.mem.store("the meeting room is called narwhal", "office", 0.5).id
+    a.engine.sync(policy())
+    b.engine.sync(policy())
+    with a.mem.db.transaction():
+        a.mem.memories.move([fid], "cold", a.mem.now())
+    a.engine.push(policy())
+    with b.mem.db.transaction():  # offline on the phone: a read, not a change
+        b.mem.memories.reinforce([fid], b.mem.now())
+    b.engine.sync(policy())
+    a.engine.pull(policy())
+    assert (
+        texts(a.mem)[fid] == texts(b.mem)[fid] == ("the meeting room is called narwhal", "cold", 1)
+    )
     assert not a.engine.has_work() and not b.engine.has_work()
 
 

@@ -21,7 +21,7 @@ from tests.sync.helpers import settings as sync_settings
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.sync import crypto, keys, wrapcheck
+from tiermem.sync import crypto, keys, rotation, wrapcheck
 from tiermem.sync.devices import list_devices, remove_device
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient, SqlError
@@ -188,11 +188,11 @@ def test_two_rotations_at_once_one_wins_and_the_other_changes_nothing(
         join_with_recovery(tmp_path / "b", agent_id, sqld, recovery, "b")
         with Memory(tmp_path / "b", agent_id) as mem_b, SyncEngine(mem_b) as engine_b:
             list_devices(engine_b)
-            keys.rotate(engine_a, recovery)
+            rotation.rotate(engine_a, recovery)
             # engine_b rotates from the epoch it knows, as if both started at the same moment.
             monkeypatch.setattr(keys, "refresh_epoch", lambda engine: 1)
             with pytest.raises(keys.RotationConflict) as err:
-                keys.rotate(engine_b, recovery)
+                rotation.rotate(engine_b, recovery)
             assert err.value.exit_code == 55
             monkeypatch.undo()
             assert sync_settings(engine_b).epoch == 1
@@ -208,7 +208,7 @@ def test_a_rotation_whose_answer_was_lost_is_finished_by_its_retry(
         engine, recovery = init_engine(mem, fault_proxy.url, sqld.token)
         with engine:
             fault_proxy.script(faultproxy.PASS, faultproxy.PASS, faultproxy.DROP_AFTER_COMMIT)
-            result = keys.rotate(engine, recovery, policy=policy())
+            result = rotation.rotate(engine, recovery, policy=policy())
             assert result.new_epoch == 2 and sync_settings(engine).epoch == 2
             assert wrapcheck.check_wraps(engine) == []
 
@@ -267,7 +267,7 @@ def test_a_device_entry_the_server_added_gets_no_key_at_rotation(
                 crypto.device_public_bytes(crypto.generate_device_key()),
             ),
         )
-        result = keys.rotate(engine, recovery)
+        result = rotation.rotate(engine, recovery)
         assert result.skipped == [rogue_id.hex()]
         assert result.kept == [sync_settings(engine).device_id.hex()]
         assert client.execute(
@@ -286,7 +286,7 @@ def _lp(data: bytes) -> bytes:
 def test_chain_wrap_known_answer_recomputed_from_its_definition() -> None:
     old, parent = bytes(range(32)), bytes(range(1, 33))
     context = crypto.WrapContext("agent", 1, bytes(16))
-    blob = crypto.wrap_chain(old, parent, 2, context, nonce=bytes(12))
+    blob = crypto.wrap_chain(old, parent, 2, context, nonce=bytes(12), fmt=crypto.FORMAT_V1)
     header = b"TMWK" + bytes((1, 4)) + (2).to_bytes(4, "big") + bytes(12)
     key = HKDF(hashes.SHA256(), 32, None, b"tiermem/v1/chain").derive(parent)
     aad = (
@@ -362,7 +362,7 @@ def test_the_epoch_guard_fails_a_push_batch_of_a_device_that_missed_a_rotation(
         pid = b"guard-test-0001!"
         assert client.batch([keys.epoch_guard(agent_id, 1), (marker, (pid, b"t"))])
         client.execute("DELETE FROM pairings WHERE pairing_id = ?", (pid,))
-        keys.rotate(engine_a, recovery)
+        rotation.rotate(engine_a, recovery)
         with pytest.raises(SqlError) as err:
             client.batch([keys.epoch_guard(agent_id, 1), (marker, (pid, b"t"))])
         assert keys.is_epoch_guard_failure(err.value, 0)
@@ -381,7 +381,7 @@ def test_a_device_restored_after_a_rotation_registers_vouched_for_and_keeps_its_
     with first_device(tmp_path / "a", agent_id, sqld) as (mem_a, engine_a, recovery):
         mem_a.add_lesson("the pump house key hangs by the door", 0.9, "farm/pump")
         engine_a.push(policy())
-        keys.rotate(engine_a, recovery)
+        rotation.rotate(engine_a, recovery)
         restore(tmp_path / "r", agent_id, sqld.url, sqld.token, recovery_key=recovery)
         with Memory(tmp_path / "r", agent_id) as mem_r, SyncEngine(mem_r) as engine_r:
             assert sync_settings(engine_r).epoch == 2
@@ -390,7 +390,7 @@ def test_a_device_restored_after_a_rotation_registers_vouched_for_and_keeps_its_
             restored_id = sync_settings(engine_r).device_id.hex()
         listed = {d.device_id: d for d in list_devices(engine_a)}
         assert listed[restored_id].verified and listed[restored_id].name
-        result = keys.rotate(engine_a, recovery)
+        result = rotation.rotate(engine_a, recovery)
         assert restored_id in result.kept and result.skipped == []
         with Memory(tmp_path / "r", agent_id) as mem_r, SyncEngine(mem_r) as engine_r:
             assert keys.refresh_epoch(engine_r) == 3

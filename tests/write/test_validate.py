@@ -62,6 +62,9 @@ def test_cli_validate_exit_codes(capsys, home: Path, tmp_path: Path) -> None:
     binary.write_bytes(b"\x00\x01")
     out = cli_json(capsys, home, "validate", str(binary), code=1)
     assert "binary" in out["files"][0]["error"]
+    code, _, err = cli(capsys, home, "validate")  # a read: no home yet
+    assert code == 4 and "no memory home" in err
+    cli_json(capsys, home, "store", "--text", "a fact", "--category", "c")
     code, _, err = cli(capsys, home, "validate")  # today's note does not exist
     assert code == 4 and "no daily note for today" in err
     code, _, err = cli(capsys, home, "validate", str(good), "--all")

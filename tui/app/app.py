@@ -20,7 +20,9 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import get_current_worker
 
+from tiermem.core import hygiene
 from tiermem.core.engine import Memory
+from tiermem.core.errors import InvalidInput
 from tiermem.core.paths import DEFAULT_AGENT
 from tiermem.tui.app.messages import (
     ActionDone,
@@ -29,21 +31,26 @@ from tiermem.tui.app.messages import (
     MemoryOpened,
     describe_error,
 )
+from tiermem.tui.app.palette import MemoryProvider
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.dashboard import DashboardScreen
 from tiermem.tui.app.screens.hot import HotScreen
+from tiermem.tui.app.screens.importing import IMPORT_FIELDS, ImportModal, check_format
 from tiermem.tui.app.screens.memories import MemoriesScreen
 from tiermem.tui.app.screens.metrics import MetricsScreen
 from tiermem.tui.app.screens.modals import (
     AgentModal,
     ConsolidateModal,
+    Field,
     FormModal,
     memory_fields,
     parse_importance,
     split_lines,
 )
+from tiermem.tui.app.screens.skills import SkillsModal
 from tiermem.tui.app.screens.sync import SyncScreen, pull_now, push_now, sync_now
 from tiermem.tui.app.screens.tree import TreeScreen
+from tiermem.tui.app.state import load_state, save_state
 from tiermem.tui.app.widgets.nav import SCREENS
 
 DARK = "tiermem-dark"
@@ -80,6 +87,7 @@ class TiermemApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "tiermem"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {MemoryProvider}
     MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
         "dashboard": DashboardScreen,
         "tree": TreeScreen,
@@ -98,6 +106,8 @@ class TiermemApp(App[None]):
         Binding("s", "store", "Store"),
         Binding("C", "consolidate", "Consolidate"),
         Binding("A", "switch_agent", "Agent"),
+        Binding("K", "skills", "Skills", show=False),
+        Binding("I", "import_from", "Import", show=False),
         Binding("T", "toggle_theme", "Theme", show=False),
         Binding("question_mark", "toggle_keys", "Keys", show=False),
         Binding("q", "quit", "Quit"),
@@ -130,6 +140,7 @@ class TiermemApp(App[None]):
     # -- opening memories (always in a worker) ---------------------------------------------
 
     def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._remember_theme)
         self.open_agent(self.agent_id)
         if self.watch_changes:
             self.set_interval(WATCH_SECONDS, self._poll_changes)
@@ -147,6 +158,10 @@ class TiermemApp(App[None]):
 
     def on_memory_opened(self, message: MemoryOpened) -> None:
         memory = message.memory
+        if not self._opened:  # the first home opened: its remembered theme
+            saved = load_state(memory.home.root).get("theme")
+            if isinstance(saved, str) and saved in self.available_themes:
+                self.theme = saved
         self._opened[memory.agent_id] = memory
         self.memory = memory
         self.agent_id = memory.agent_id
@@ -155,6 +170,10 @@ class TiermemApp(App[None]):
         for screen in self._data_screens():
             screen.agent_changed(memory.agent_id)
         self.reload_current()
+
+    def _remember_theme(self, theme: Theme) -> None:
+        if self.memory is not None:
+            save_state(self.memory.home.root, theme=theme.name)
 
     def on_unmount(self) -> None:
         self.memory = None
@@ -232,28 +251,63 @@ class TiermemApp(App[None]):
                 return
 
             def store(mem: Memory) -> str:
-                outcome = mem.store(
-                    values["text"],
-                    values["category"],
-                    parse_importance(values["importance"]),
-                    urls=split_lines(values["urls"]),
-                    commands=split_lines(values["commands"]),
-                    paths=split_lines(values["paths"]),
-                    source="tui",
-                )
+                with mem.db.transaction():
+                    outcome = mem.store(
+                        values["text"],
+                        values["category"],
+                        parse_importance(values["importance"]),
+                        urls=split_lines(values["urls"]),
+                        commands=split_lines(values["commands"]),
+                        paths=split_lines(values["paths"]),
+                        source="tui",
+                    )
+                    hygiene.set_extras(mem, outcome.id, split_lines(values["tags"]), None)
                 return (
                     f"{'stored' if outcome.created else 'already known, reinforced'}: {outcome.id}"
                 )
 
             self.perform(store)
 
-        self.push_screen(FormModal("Store a memory", memory_fields()), stored)
+        tags = Field("tags", "Tags", "", "one a line (retrieve --tag finds them)", lines=2)
+        self.push_screen(FormModal("Store a memory", [*memory_fields(), tags]), stored)
 
     def action_consolidate(self) -> None:
         if self.memory is None:
             self.notify("the memory is not open yet", severity="warning")
             return
         self.push_screen(ConsolidateModal(self.memory), lambda _: self.reload_current())
+
+    def action_import_from(self) -> None:
+        """Another tool's memory or a chat history: the form, then the import with its bar."""
+        memory = self.memory
+        if memory is None:
+            self.notify("the memory is not open yet", severity="warning")
+            return
+
+        def chosen(values: dict[str, str] | None) -> None:
+            if values is None:
+                return
+            try:
+                fmt = check_format(values["format"])
+            except InvalidInput as exc:
+                self.notify(str(exc), severity="error", timeout=8)
+                return
+            path = Path(values["path"].strip()).expanduser()
+            self.push_screen(ImportModal(memory, fmt, path), imported)
+
+        def imported(text: str | None) -> None:
+            if text:
+                self.notify(text, title="done", timeout=6)
+            self.reload_current()
+
+        self.push_screen(FormModal("Import from another tool", IMPORT_FIELDS), chosen)
+
+    def action_skills(self) -> None:
+        """The skills dialog: proposed skills to accept, edit or reject."""
+        if self.memory is None:
+            self.notify("the memory is not open yet", severity="warning")
+            return
+        self.push_screen(SkillsModal(self.memory))
 
     def action_switch_agent(self) -> None:
         def chosen(agent_id: str | None) -> None:

@@ -18,6 +18,7 @@ import click
 from tiermem.core.environment import environment
 from tiermem.core.errors import EXIT_INTERNAL, EXIT_USAGE, TiermemError
 from tiermem.core.paths import DEFAULT_AGENT
+from tiermem.tui.cli.argv import check_utf8, hoist_globals
 from tiermem.tui.cli.lazy import LazyGroup
 from tiermem.tui.cli.options import Options
 from tiermem.tui.cli.registry import ROOT
@@ -35,10 +36,14 @@ def interactive_terminal() -> bool:
     "--home",
     type=click.Path(path_type=Path),
     default=None,
-    help="Memory home folder (default: $TIERMEM_HOME or the user data folder).",
+    help="Memory home folder (default: $TIERMEM_HOME or the user data folder); a read never "
+    "creates one.",
 )
 @click.option(
-    "--agent-id", default=DEFAULT_AGENT, show_default=True, help="Which agent's memory to use."
+    "--agent-id",
+    default=DEFAULT_AGENT,
+    show_default=True,
+    help="Which agent's memory to use (a read needs it to exist; `tiermem agents list`).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one machine-readable JSON document.")
 @click.version_option(package_name="tiermem")
@@ -46,7 +51,8 @@ def interactive_terminal() -> bool:
 def app(ctx: click.Context, home: Path | None, agent_id: str, as_json: bool) -> None:
     """Tiered long-term memory for AI agents: hot, warm and cold tiers with a tree index.
 
-    Without a command, opens the terminal UI (the same as `tiermem tui`).
+    Without a command, opens the terminal UI (the same as `tiermem tui`). The options below
+    may also be given after the command (`tiermem sync status --json`).
     """
     ctx.obj = Options(home=home, agent_id=agent_id, json=as_json)
     if ctx.invoked_subcommand is None:
@@ -67,7 +73,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 def run(args: list[str]) -> int:
     """Run the CLI in this process and return its exit code (the tests' entry point)."""
     try:
-        result = app.main(args=args, prog_name="tiermem", standalone_mode=False)
+        check_utf8(args)
+        result = app.main(args=hoist_globals(app, args), prog_name="tiermem", standalone_mode=False)
         return result if isinstance(result, int) else 0
     except TiermemError as exc:
         return _fail(args, str(exc), exc.exit_code, type(exc).__name__)

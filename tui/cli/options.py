@@ -6,19 +6,29 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import msgspec
 
-from tiermem.core.engine import Memory
 from tiermem.core.environment import SESSION
 from tiermem.core.errors import StorageError
-from tiermem.core.logs import setup_logging
+from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import default_home
+
+if TYPE_CHECKING:
+    import msgspec
+
+    from tiermem.core import engine, logs
+    from tiermem.core.engine import Memory
+else:  # loaded by the first command that opens the memory, logs or emits a struct, so `--help`
+    # starts fast
+    engine = lazy_import("tiermem.core.engine")
+    logs = lazy_import("tiermem.core.logs")
+    msgspec = lazy_import("msgspec")
 
 
 @dataclass
@@ -29,8 +39,22 @@ class Options:
     agent_id: str
     json: bool
 
-    def open(self) -> Memory:
-        return Memory(self.home, self.agent_id)
+    @contextlib.contextmanager
+    def open(self, *, create: bool = False) -> Iterator[Memory]:
+        """The agent's memory. Only a command that stores passes `create`: it may create the
+        home and the agent (and says so on stderr once it succeeded; a failure undoes them);
+        any other needs both to exist, and reads a home it cannot write read-only."""
+        mem = engine.Memory(self.home, self.agent_id, create=create)
+        try:
+            yield mem
+        except BaseException:
+            mem.undo_creation()
+            raise
+        mem.close()
+        if mem.created_agent:
+            where = "a new memory home" if mem.created_home else "memory home"
+            root = mem.home.root.absolute()
+            sys.stderr.write(f"tiermem: created agent {self.agent_id!r} in {where} {root}\n")
 
     def resolved_home(self) -> Path:
         """The memory home folder, without opening (or creating) it."""
@@ -41,7 +65,7 @@ class Options:
         home = self.resolved_home()
         if home.is_dir():
             with contextlib.suppress(StorageError):
-                setup_logging(home)
+                logs.setup_logging(home)
 
 
 pass_options = click.make_pass_decorator(Options)
@@ -51,6 +75,27 @@ session_option = click.option(
     envvar=SESSION,
     help=f"Session id for session hygiene (default: ${SESSION}).",
 )
+
+
+def when(ts: float | None, never: str = "never") -> str:
+    """A stored time as people read it: `2026-11-25 14:05 UTC`."""
+    if ts is None or ts <= 0:
+        return never
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
+
+
+def write_stream(pieces: Iterable[str], output: Path | None) -> None:
+    """Streamed text to standard output, or to `output` whole or not at all (a temporary file
+    renamed over it)."""
+    if output is None:
+        for piece in pieces:
+            sys.stdout.write(piece)
+        return
+    tmp = output.with_name(f".{output.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for piece in pieces:
+            handle.write(piece)
+    tmp.replace(output)
 
 
 def emit(opts: Options, payload: dict[str, Any], text: str | Callable[[], str]) -> None:

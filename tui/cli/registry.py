@@ -27,6 +27,9 @@ ROOT: dict[str, Lazy] = {
     ),
     "cold": _at("memory", "cold", "Search the cold archive (cold and frozen facts)."),
     "get": _at("memory", "get", "Show one memory with its metadata and score."),
+    "edit": _at(
+        "edit", "edit", "Edit a memory's text, category, importance or metadata (its id stays)."
+    ),
     "hot": _at("hot", "hot", "Show or edit hot memory (always in context; rendered as MEMORY.md)."),
     "tree": _at("tree", "tree", "Show or edit the category tree index."),
     "consolidate": _at(
@@ -42,9 +45,15 @@ ROOT: dict[str, Lazy] = {
     "import": _at(
         "interchange",
         "import_",
-        "Import the original JSON files (idempotent: importing twice adds nothing).",
+        "Import the original JSON files, an exported folder's edits, or another tool's memory "
+        "(`--from`); importing twice adds nothing.",
     ),
-    "export": _at("interchange", "export", "Export the agent's whole memory as markdown or JSON."),
+    "export": _at(
+        "interchange",
+        "export",
+        "Export the agent's whole memory as markdown, JSON, a folder of markdown files, or in "
+        "another tool's format.",
+    ),
     # the write path
     "distill": _at(
         "write",
@@ -121,6 +130,21 @@ ROOT: dict[str, Lazy] = {
         "agent", "unforget", "Restore a forgotten (archived) memory (the [[restore:REF]] tag)."
     ),
     "health": _at("agent", "health", "The session-hygiene report (the [[memory_health]] tag)."),
+    "link": _at(
+        "links",
+        "link",
+        "Link two memories (related_to): `recall --include-context` returns each with the other.",
+    ),
+    "working": _at(
+        "working",
+        "working",
+        "Show, set or clear the working memory of a session (a JSON object, size-limited).",
+    ),
+    "skills": _at(
+        "skills",
+        "skills",
+        "Skills noticed in repeated commands and tool calls: list, show, accept, reject, export.",
+    ),
     "audit": _at(
         "agent",
         "audit_cmd",
@@ -156,6 +180,9 @@ ROOT: dict[str, Lazy] = {
     "logs": _at(
         "logs", "logs", "Show the end of the log written by the daemon, sync and consolidation."
     ),
+    "agents": _at(
+        "agents", "agents_group", "List, rename or delete the agents of the memory home."
+    ),
     "doctor": _at(
         "doctor",
         "doctor",
@@ -165,6 +192,11 @@ ROOT: dict[str, Lazy] = {
         "demo",
         "demo",
         "Create a demo agent with five months of memories, so the TUI has something to show.",
+    ),
+    "completion": _at(
+        "completion",
+        "completion_group",
+        "Tab completion for bash, zsh and fish: show the script or install it.",
     ),
     # the terminal UI
     "tui": _at(
@@ -207,6 +239,11 @@ SYNC: dict[str, Lazy] = {
         "sync",
         "sync_status",
         "Show sync settings, the outbox and the last push or error (no network).",
+    ),
+    "set-token": _at(
+        "sync",
+        "sync_set_token",
+        "Replace this device's server token (after removing a device, or when it expires).",
     ),
     "devices": _at(
         "devices",

@@ -12,13 +12,18 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
+import signal
+import sys
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
+from tiermem.core.errors import EXIT_INTERRUPTED
 from tiermem.tui.mcp.home import Home
 from tiermem.tui.mcp.tools import TOOLS, ToolSpec
 
@@ -109,9 +114,19 @@ def _type_of(spec: dict[str, Any]) -> str:
 
 
 def serve(home: Path | None, agent_id: str, session: str | None) -> None:
-    """Run the stdio server until the client closes it."""
+    """Run the stdio server until the client closes standard input or the first ctrl-C."""
     server, state = build_server(home, agent_id, session)
+    previous = signal.signal(signal.SIGINT, _stop_now)
     try:
         server.run("stdio")
     finally:
+        signal.signal(signal.SIGINT, previous)
         state.close()
+
+
+def _stop_now(signum: int, frame: FrameType | None) -> None:
+    """End the process at once: the SDK reads stdin in a worker thread that would otherwise
+    keep it alive until the next line arrives. SQLite rolls back any unfinished write."""
+    sys.stderr.write("tiermem: mcp server stopped (ctrl+c)\n")
+    sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)

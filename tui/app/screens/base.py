@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 from textual import work
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from tiermem.core.engine import Memory
 from tiermem.tui.app.messages import ActionFailed, Loaded, describe_error
+from tiermem.tui.app.widgets.footer import QuitFirstFooter
 from tiermem.tui.app.widgets.nav import NavBar
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class DataScreen(Screen[None], Generic[T]):
     def compose(self) -> ComposeResult:
         yield NavBar(self.MODE, self.tiermem.agent_id)
         yield from self.compose_body()
-        yield Footer()
+        yield QuitFirstFooter()
 
     def compose_body(self) -> ComposeResult:
         raise NotImplementedError

@@ -18,9 +18,9 @@ from textual.widgets.tree import TreeNode as UINode
 
 from tiermem.core.config import HotConfig
 from tiermem.core.engine import Memory
-from tiermem.core.errors import NotFound
-from tiermem.core.hot import HotState, HotStore
+from tiermem.core.hot import HotState, HotStore, replace_item
 from tiermem.core.tokens import count_tokens
+from tiermem.tui.app.editor import run_editor
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.modals import ConfirmModal, Field, FormModal, parse_importance
 from tiermem.tui.app.widgets.format import count, day, one_line
@@ -45,20 +45,7 @@ class Item:
 
 
 def pruned_note(pruned: list[str]) -> str:
-    return "" if not pruned else " · pruned to fit: " + "; ".join(one_line(p, 40) for p in pruned)
-
-
-def replace_item(items: list[Any], old_id: str, make: Callable[[], Any]) -> Any:
-    """Swap the item `old_id` of a hot list for what `make` adds (it appends), keeping its
-    place; a text equal to another item's merges into that one."""
-    index = next((i for i, x in enumerate(items) if x.id == old_id), None)
-    if index is None:
-        raise NotFound("that item is gone from hot memory (changed meanwhile?)")
-    old = items.pop(index)
-    new = make()
-    if items and items[-1] is new and new is not old:
-        items.insert(index, items.pop())
-    return new
+    return "" if not pruned else " · moved to warm: " + "; ".join(one_line(p, 40) for p in pruned)
 
 
 def _value(raw: str) -> Any:
@@ -185,6 +172,7 @@ class HotScreen(DataScreen[HotData]):
         Binding("t", "add_task", "Task"),
         Binding("j", "add_project", "Project"),
         Binding("e", "edit", "Edit"),
+        Binding("E", "edit_memory_md", "MEMORY.md in $EDITOR", show=False),
         Binding("c", "complete_task", "Done"),
         Binding("x,delete", "remove", "Remove", key_display="x"),
     ]
@@ -382,6 +370,20 @@ class HotScreen(DataScreen[HotData]):
             apply,
         )
 
+    def action_edit_memory_md(self) -> None:
+        """MEMORY.md in $EDITOR; what changed is read back into hot memory (as a hand edit)."""
+        memory = self.tiermem.memory
+        if memory is None:
+            return
+        path = memory.home.memory_md(memory.agent_id)
+        if not path.exists():
+            memory.write_memory_md()
+        problem = run_editor(self.app, path)
+        if problem is not None:
+            self.notify(problem, severity="warning")
+            return
+        self.tiermem.perform(_read_back)
+
     def action_edit(self) -> None:
         """Edit the item under the cursor in place (its position in the list is kept); on a
         section heading, add an item to that section."""
@@ -410,7 +412,7 @@ class HotScreen(DataScreen[HotData]):
 
     def _edit_form(self, form: EditForm) -> None:
         def apply(mem: Memory, v: dict[str, str]) -> str:
-            _, pruned = mem.edit_hot(lambda state: form.change(state, v))
+            _, pruned = mem.edit_hot(lambda state: form.change(state, v), must_fit=True)
             return f"{form.title.removeprefix('Edit ')} saved{pruned_note(pruned)}"
 
         self._form(
@@ -454,3 +456,12 @@ class HotScreen(DataScreen[HotData]):
         self.app.push_screen(
             ConfirmModal(f"Remove this {current.kind.replace('_', ' ')} item?"), confirmed
         )
+
+
+def _read_back(mem: Memory) -> str:
+    report = mem.read_back_memory_md()
+    if report.error:
+        return f"MEMORY.md not read back: {report.error}"
+    if not report.edited:
+        return "MEMORY.md unchanged"
+    return f"MEMORY.md read back: {len(report.applied)} changes, {len(report.stored_ids)} new facts"

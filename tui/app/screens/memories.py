@@ -4,7 +4,9 @@ cursor."""
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 import msgspec
@@ -20,6 +22,7 @@ from tiermem.core.curate import Listed
 from tiermem.core.engine import Memory, tiers_for
 from tiermem.core.retrieve import Explanation, RetrievalResult, search
 from tiermem.core.warm import MemoryRecord
+from tiermem.tui.app.editor import run_editor
 from tiermem.tui.app.messages import ActionFailed, DetailLoaded, Loaded, describe_error
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.modals import (
@@ -140,6 +143,7 @@ class MemoriesScreen(DataScreen[Page]):
         Binding("slash", "search", "Search"),
         Binding("escape", "leave_search", "Table", show=False),
         Binding("e", "edit", "Edit"),
+        Binding("E", "edit_in_editor", "Edit in $EDITOR", show=False),
         Binding("p", "pin", "Pin"),
         Binding("plus,equals_sign", "promote", "Promote", key_display="+"),
         Binding("minus", "demote", "Demote", key_display="-"),
@@ -330,6 +334,10 @@ class MemoriesScreen(DataScreen[Page]):
             select.set_options([("all categories", ANY), *((c, c) for c in self._categories)])
         select.value = category or ANY
 
+    def search_for(self, text: str) -> None:
+        """Search for `text` (from the command palette)."""
+        self.query_one("#search", Input).value = text
+
     # -- actions --------------------------------------------------------------------------
 
     def action_search(self) -> None:
@@ -429,6 +437,22 @@ class MemoriesScreen(DataScreen[Page]):
         record = self._loaded()
         if record is not None:
             self._edit_form(record.id, record)
+
+    def action_edit_in_editor(self) -> None:
+        """The selected memory's text in $EDITOR (for a long one); saved when it changed."""
+        record = self._loaded()
+        if record is None:
+            return
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / f"memory-{record.id}.md"
+            path.write_text(record.text + "\n", encoding="utf-8")
+            problem = run_editor(self.app, path)
+            text = " ".join(path.read_text(encoding="utf-8").split())
+        if problem is not None or not text or text == record.text:
+            self.notify(problem or "unchanged", severity="warning" if problem else "information")
+            return
+        memory_id = record.id
+        self.tiermem.perform(lambda mem: f"saved {curate.edit(mem, memory_id, text=text).id}")
 
     def _edit_form(self, memory_id: str, record: MemoryRecord) -> None:
         def edited(values: dict[str, str] | None) -> None:

@@ -141,6 +141,11 @@ class FormModal(ModalScreen[dict[str, str] | None]):
                 yield Button("Save (ctrl+s)", variant="primary", id="save")
                 yield Button("Cancel (esc)", id="cancel")
 
+    def on_mount(self) -> None:
+        """The first field has the focus: what is typed goes straight into it."""
+        if self.fields:
+            self.query_one(f"#f-{self.fields[0].name}").focus()
+
     def values(self) -> dict[str, str]:
         out: dict[str, str] = {}
         for f in self.fields:

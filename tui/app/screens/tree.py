@@ -66,6 +66,13 @@ class TreeScreen(DataScreen[TreeIndex]):
     def __init__(self) -> None:
         super().__init__()
         self._selected = ""
+        self._fresh = False
+
+    def agent_changed(self, agent_id: str) -> None:
+        """Another agent's tree: start at its root, nothing of the last tree kept open."""
+        super().agent_changed(agent_id)
+        self._selected = ""
+        self._fresh = True
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(classes="split", id="tree-body"):
@@ -80,12 +87,20 @@ class TreeScreen(DataScreen[TreeIndex]):
         self.query_one("#cat-tree").border_title = "Categories"
         self.query_one("#cat-tree").focus()
 
+    def select_path(self, path: str) -> None:
+        """Show one node (from the command palette)."""
+        self._selected = path
+        self.reload()
+
     def fetch(self, memory: Memory) -> TreeIndex:
         return memory.tree()
 
     def show(self, data: TreeIndex) -> None:
         tree: Tree[str] = self.query_one("#cat-tree", Tree)
-        expanded = {n.data for n in _walk(tree.root) if n.is_expanded}
+        expanded = set() if self._fresh else {n.data for n in _walk(tree.root) if n.is_expanded}
+        if self._fresh:
+            self._fresh = False
+            self.call_after_refresh(tree.move_cursor, tree.root, animate=False)
         tree.clear()
         tree.root.set_label(label("all memories", data.root_warm, data.root_cold, None))
         tree.root.data = ""

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Sparkline, Static
 
-from tiermem.core import curate
+from tiermem.core import curate, hygiene, links
 from tiermem.core.curate import Listed, ScoreParts
 from tiermem.core.engine import Memory
 from tiermem.core.retrieve import Explanation
@@ -27,6 +27,8 @@ class DetailData:
     history: list[float]
     in_hot: bool
     explanation: Explanation | None
+    tags: tuple[str, ...] = ()
+    related_to: tuple[str, ...] = ()
 
 
 def load_detail(mem: Memory, memory_id: str, explanation: Explanation | None) -> DetailData:
@@ -40,6 +42,8 @@ def load_detail(mem: Memory, memory_id: str, explanation: Explanation | None) ->
         history=curate.access_history(mem, memory_id),
         in_hot=curate.hot_lesson_for(mem, memory_id) is not None,
         explanation=explanation,
+        tags=hygiene.extras_for(mem, [memory_id]).get(memory_id, ((), None))[0],
+        related_to=tuple(links.linked(mem, [memory_id]).get(memory_id, [])),
     )
 
 
@@ -59,6 +63,10 @@ def describe(data: DetailData) -> str:
         f"[b]created[/b] {stamp(m.created_at)}   [b]in tier since[/b] {stamp(m.tier_changed_at)}",
         f"[b]size[/b] {m.size_bytes} B, {m.tokens} tokens",
     ]
+    if data.tags:
+        lines.append(f"[b]tags[/b] {escape(', '.join(data.tags))}")
+    if data.related_to:
+        lines.append(f"[b]linked to[/b] {escape(', '.join(data.related_to))}")
     for label, values in (("urls", m.urls), ("commands", m.commands), ("paths", m.paths)):
         for value in values:
             lines.append(f"[b]{label[:-1]}[/b] {escape(value)}")

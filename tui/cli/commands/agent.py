@@ -14,18 +14,17 @@ REF is a memory id, a hot lesson id, or category:slug (see core/hygiene.py).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
 
-from tiermem.core import audit, hygiene
+from tiermem.core import audit, hygiene, provenance
 from tiermem.core import context as ctx
 from tiermem.core.errors import InvalidInput
 from tiermem.core.hygiene import HygieneReport
 from tiermem.tui.cli.options import Options, emit, pass_options, session_option
+from tiermem.tui.cli.reports import outline
 
 PRIORITY = click.Choice(list(ctx.PRIORITIES))
 
@@ -44,7 +43,7 @@ PRIORITY = click.Choice(list(ctx.PRIORITIES))
 def context_cmd(opts: Options, query: str | None, budget: int, session: str | None) -> None:
     """Print the block to put in the prompt: hot memory, the tree index (under 1,500 tokens
     together) and the memories relevant to the query, all within the budget."""
-    with opts.open() as mem:
+    with opts.open(create=session is not None) as mem:  # a session's first turn creates
         block = ctx.build_context(mem, query, budget=budget, session=session)
     emit(opts, block.as_dict() | {"session": session}, block.text)
 
@@ -58,10 +57,14 @@ def context_cmd(opts: Options, query: str | None, budget: int, session: str | No
     type=click.IntRange(min=1),
     default=ctx.DEFAULT_RECALL_BUDGET,
     show_default=True,
-    help="Most tokens the entries may take.",
+    help="Most tokens of the entries' text (the best one always, shortened if need be).",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(list(ctx.FORMATS)), default="brief", show_default=True
+)
+@click.option("--tag", "tags", multiple=True, help="Only entries with this tag (repeatable).")
+@click.option(
+    "--include-context", is_flag=True, help="Add the memories linked to the entries (same budget)."
 )
 @session_option
 @pass_options
@@ -72,10 +75,12 @@ def recall(
     priority_min: str | None,
     budget: int,
     fmt: str,
+    tags: tuple[str, ...],
+    include_context: bool,
     session: str | None,
 ) -> None:
     """Recall memories within a token budget (the CLI twin of MCP memory_recall)."""
-    with opts.open() as mem:
+    with opts.open(create=session is not None) as mem:
         found = ctx.recall(
             mem,
             query,
@@ -84,6 +89,8 @@ def recall(
             budget=budget,
             fmt=fmt,
             session=session,
+            tags=tags,
+            include_context=include_context,
         )
 
     def render() -> str:
@@ -173,10 +180,15 @@ def render_hygiene(report: HygieneReport) -> str:
 
 
 @click.command(name="health")
+@click.option("--log", "show_log", is_flag=True, help="The hygiene log instead (and its file).")
 @pass_options
-def health(opts: Options) -> None:
+def health(opts: Options, show_log: bool) -> None:
     """The session-hygiene report (the [[memory_health]] tag)."""
     with opts.open() as mem:
+        if show_log:
+            lines, path = provenance.log_lines(mem), provenance.write_log(mem)
+            emit(opts, {"log": lines, "file": str(path)}, "\n".join([*lines, f"({path})"]))
+            return
         report = hygiene.health(mem)
     emit(opts, report.as_dict(), report.text())
 
@@ -216,8 +228,4 @@ def index_status(opts: Options) -> None:
     """Memory statistics: files, structured store, always-loaded tokens, on-demand domains."""
     with opts.open() as mem:
         status = audit.index_status(mem)
-    emit(opts, status, json.dumps(status, indent=2, ensure_ascii=False, default=_default))
-
-
-def _default(value: Any) -> Any:
-    return str(value) if isinstance(value, Path) else value
+    emit(opts, status, lambda: "\n".join(outline(status)))

@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from tiermem.core.errors import InvalidInput
-from tiermem.sync import crypto, keys
+from tiermem.sync import crypto, keys, rotation
 from tiermem.sync.devices import (
     DeviceInfo,
     JoinResult,
@@ -56,9 +56,13 @@ def _when(ts: float | None) -> str:
 def _status(d: DeviceInfo) -> str:
     if d.revoked:
         return f"removed {_when(d.revoked_at)}"
+    by = ""
+    if d.added_by:
+        by = " (added by the recovery key)" if d.added_by == "recovery" else ""
+        by = by or f" (added by {d.added_by[:12]}…)"
     if d.current:
-        return "this device"
-    return "ok" if d.verified else "UNVERIFIED (not vouched for by the vault key)"
+        return "this device" + by
+    return ("ok" if d.verified else "UNVERIFIED (not vouched for by the vault key)") + by
 
 
 def _devices_text(found: list[DeviceInfo], epoch: int) -> str:
@@ -175,7 +179,7 @@ def add_device_cmd(
     """Join this (empty) home to the agent's existing vault as a new device."""
     url = sync_url(url, insecure_http)
     token, token_from_env = sync_token(url)
-    with opts.open() as mem:
+    with opts.open(create=True) as mem:
         if insecure_http:
             allow_insecure_http(mem, True)
         if mode == "recovery":
@@ -306,7 +310,7 @@ def _rotation_secrets(from_stdin: bool, has_passphrase: bool) -> tuple[bytes, st
     return key, None
 
 
-def _rotation_text(r: keys.RotationResult) -> str:
+def _rotation_text(r: rotation.RotationResult) -> str:
     lines = [
         f"removed device {r.removed}; the vault key moved from epoch {r.old_epoch} to "
         f"{r.new_epoch}",
@@ -314,16 +318,46 @@ def _rotation_text(r: keys.RotationResult) -> str:
     ]
     if r.skipped:
         lines.append(
-            "left out (not vouched for by the vault key, possibly added by the server): "
+            "left out (not on the signed device roster, possibly added by the server): "
             + ", ".join(d[:12] for d in r.skipped)
             + "; pair them again if they are yours"
+        )
+    if r.also_removed:
+        lines.append(
+            "also removed (added by the removed device): "
+            + ", ".join(d[:12] for d in r.also_removed)
         )
     if r.passphrase == "dropped":
         lines.append(
             "the passphrase was not given, so it no longer unlocks the vault (the recovery key "
             "does)"
         )
-    lines.append(r.note)
+    lines += [r.note, r.token_note]
+    return "\n".join(lines)
+
+
+def _plan_text(plan: rotation.RotationPlan, names: dict[str, DeviceInfo], target: bytes) -> str:
+    """Who keeps access after the removal: what the owner confirms."""
+
+    def label(hex_id: str) -> str:
+        info = names.get(hex_id)
+        name = f" {info.name!r}" if info is not None and info.name else ""
+        added = f", added {_when(info.added)}" if info is not None else ""
+        return f"{hex_id[:12]}…{name}{added}"
+
+    def by(k: rotation.KeptDevice) -> str:
+        if not k.added_by:
+            return "not on the signed roster yet: vouched for by the old key"
+        return "by the recovery key" if k.added_by == "recovery" else f"by {k.added_by[:12]}…"
+
+    lines = [f"Remove device {label(target.hex())} and rotate the vault key.", "Keeps access:"]
+    lines += [f"  {label(k.device_id)} (added {by(k)})" for k in plan.kept]
+    if plan.also_removed:
+        lines.append("Also removed (added by the device being removed; --keep ID to keep one):")
+        lines += [f"  {label(d)}" for d in plan.also_removed]
+    if plan.left_out:
+        lines.append("Left out (not on the signed roster; --keep ID if one is yours):")
+        lines += [f"  {label(d)}" for d in plan.left_out]
     return "\n".join(lines)
 
 
@@ -331,13 +365,22 @@ def _rotation_text(r: keys.RotationResult) -> str:
 @click.argument("device_id")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
+    "--keep",
+    "keep",
+    multiple=True,
+    metavar="ID",
+    help="Keep this device although the removed one added it, or the roster does not list it.",
+)
+@click.option(
     "--stdin",
     "from_stdin",
     is_flag=True,
     help="Read the recovery key (and on a second line the passphrase) from stdin.",
 )
 @pass_options
-def remove_device_cmd(opts: Options, device_id: str, yes: bool, from_stdin: bool) -> None:
+def remove_device_cmd(
+    opts: Options, device_id: str, yes: bool, keep: tuple[str, ...], from_stdin: bool
+) -> None:
     """Revoke a lost device and rotate the vault key for future data."""
     with opts.open() as mem, SyncEngine(mem) as engine:
         engine.require_ready()
@@ -349,18 +392,23 @@ def remove_device_cmd(opts: Options, device_id: str, yes: bool, from_stdin: bool
                 "this is the device you are using; remove it from another device (or just "
                 "delete this home)"
             )
+        kept = tuple(resolve_device(engine, k, active=True) for k in keep)
+        plan = rotation.plan_rotation(engine, target, kept)
         if not yes:
             if not interactive():
                 raise InvalidInput("add --yes to remove a device without a terminal to confirm on")
+            names = {d.device_id: d for d in list_devices(engine, touch=False)}
+            say(_plan_text(plan, names, target))
             click.confirm(
-                f"Remove device {target.hex()[:12]}… and rotate the vault key? It will not get "
-                "data written from now on; what it already downloaded stays readable to it.",
+                "Go ahead? The devices above that keep access get the new key; the removed "
+                "ones do not get data written from now on (what they downloaded stays readable "
+                "to them).",
                 abort=True,
                 err=True,
             )
         recovery_key, passphrase = _rotation_secrets(from_stdin, s.passphrase_wrap is not None)
         try:
-            result = remove_device(engine, target, recovery_key, passphrase=passphrase)
+            result = remove_device(engine, target, recovery_key, passphrase=passphrase, keep=kept)
         except HranaError as exc:
             raise SyncFailed(
                 f"remove-device could not finish: {exc}; run it again (a rotation that did reach "
@@ -370,7 +418,7 @@ def remove_device_cmd(opts: Options, device_id: str, yes: bool, from_stdin: bool
     emit(opts, asdict(result), lambda: _rotation_text(result))
 
 
-def _rotate_text(r: keys.RotationResult) -> str:
+def _rotate_text(r: rotation.RotationResult) -> str:
     lines = [
         f"the vault key moved from epoch {r.old_epoch} to {r.new_epoch}: data written from now "
         "on is sealed under a key no removed device ever had",
@@ -387,21 +435,29 @@ def _rotate_text(r: keys.RotationResult) -> str:
 
 @click.command(name="rotate-key")
 @click.option(
+    "--keep",
+    "keep",
+    multiple=True,
+    metavar="ID",
+    help="Also give the new key to this device the signed roster does not list yet.",
+)
+@click.option(
     "--stdin",
     "from_stdin",
     is_flag=True,
     help="Read the recovery key (and on a second line the passphrase) from stdin.",
 )
 @pass_options
-def rotate_key_cmd(opts: Options, from_stdin: bool) -> None:
+def rotate_key_cmd(opts: Options, keep: tuple[str, ...], from_stdin: bool) -> None:
     """Start a new key epoch without removing a device (e.g. on suspected compromise)."""
     with opts.open() as mem, SyncEngine(mem) as engine:
         engine.require_ready()
         keys.refresh_epoch(engine)
         s = engine.require_ready()
+        kept = tuple(resolve_device(engine, k, active=True) for k in keep)
         recovery_key, passphrase = _rotation_secrets(from_stdin, s.passphrase_wrap is not None)
         try:
-            result = keys.rotate(engine, recovery_key, passphrase=passphrase)
+            result = rotation.rotate(engine, recovery_key, passphrase=passphrase, keep=kept)
         except HranaError as exc:
             raise SyncFailed(
                 f"rotate-key could not finish: {exc}; run it again (a rotation that did reach "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from tiermem.core.errors import EXIT_WARNINGS
+from tiermem.core.paths import Home
 from tiermem.ops import doctor as local
 from tiermem.ops import doctor_sync as remote
 from tiermem.tui.cli.options import Options, emit, pass_options
@@ -16,6 +17,8 @@ from tiermem.tui.cli.options import Options, emit, pass_options
 def doctor(opts: Options, offline: bool) -> int:
     """Check the memory home, its database, config, secrets and sync (exit 1 on any FAIL)."""
     home = opts.resolved_home()
+    if not home.exists():
+        raise Home(home).missing()
     checks = local.local_checks(home)
     checks += remote.sync_checks(home, network=not offline)
     failures = sum(c.verdict == local.FAIL for c in checks)

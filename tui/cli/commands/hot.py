@@ -8,7 +8,9 @@ from typing import Any
 import click
 import msgspec
 
+from tiermem.core import provenance
 from tiermem.core.errors import InvalidInput
+from tiermem.core.memory_md import MemoryMdReport
 from tiermem.core.tokens import count_tokens
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.reports import render_memory_md
@@ -56,7 +58,8 @@ def hot(
     ]
     if len(actions) > 1:
         raise InvalidInput("give one hot edit at a time")
-    with opts.open() as mem:
+    with opts.open(create=bool(actions)) as mem:
+        path = mem.home.memory_md(mem.agent_id)
         pruned: list[str] = []
         if update is not None:
             pruned = mem.update_hot(update[0], _json_object(update[1]))
@@ -72,24 +75,34 @@ def hot(
             pruned = mem.add_project(add_project, description, status)[1]
         elif remove is not None:
             mem.remove_hot_item(remove)
-        read_back = mem.last_memory_md or mem.read_back_memory_md()  # hand edits of MEMORY.md
+        read_back = mem.last_memory_md or (  # hand edits of MEMORY.md (not in a read-only home)
+            MemoryMdReport(path) if mem.read_only else mem.read_back_memory_md()
+        )
         state = mem.hot()
         markdown = mem.memory_md()
         size = mem.hot_size_bytes()
-        path = mem.home.memory_md(mem.agent_id)
         limit = mem.cfg.hot.max_bytes
+        origins = provenance.of_lessons(mem, state)
     payload = {
         "hot": msgspec.to_builtins(state),
         "bytes": size,
         "limit_bytes": limit,
-        "tokens": count_tokens(markdown),
         "pruned": pruned,
         "memory_md": str(path),
         "hand_edits": read_back.as_dict() if read_back.edited else None,
+        "provenance": origins,
     }
+    if opts.json:  # the tokenizer takes longer to load than the rest of this command
+        payload["tokens"] = count_tokens(markdown)
     text = markdown + f"\n{size}/{limit} bytes · {path}"
+    texts = {x.id: x.text for x in state.critical_lessons}
+    for lesson_id, origin in origins.items():
+        text += (
+            f"\n↑ {texts[lesson_id][:60]} ← memory {origin['source_id']}, "
+            f"{origin['promoted_at']} ({origin['why']})"
+        )
     if pruned:
-        text += "\npruned to fit: " + "; ".join(pruned)
+        text += "\nmoved to warm: " + "; ".join(pruned)
     if read_back.edited:
         text += "\n" + "\n".join(render_memory_md(read_back))
     emit(opts, payload, text)
@@ -100,6 +113,8 @@ def _json_object(raw: str) -> dict[str, Any]:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"--update value is not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise InvalidInput("--update value is not valid JSON (nested too deeply)") from None
     if not isinstance(value, dict):
         raise InvalidInput("--update value must be a JSON object")
     return value

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from tiermem.core.consolidate import MODES, ConsolidationReport
+from tiermem.core.consolidate import MODES, ConsolidationReport, check_mode
 from tiermem.core.metrics import DayMetrics
 from tiermem.core.scoring import half_life_days
 from tiermem.tui.cli.options import Options, emit, pass_options
@@ -19,6 +19,7 @@ from tiermem.tui.cli.reports import ingest_payload
 @pass_options
 def consolidate(opts: Options, mode: str) -> None:
     """Run memory maintenance: quick (hourly), daily, monthly or full (with a report)."""
+    check_mode(mode)
     opts.start_log()
     with opts.open() as mem:
         report = mem.consolidate(mode)
@@ -55,7 +56,7 @@ def render_consolidation(report: ConsolidationReport) -> str:
                 f"  {move.from_tier} → {move.to_tier} ({move.reason}, score "
                 f"{move.score:.3f}): {move.text[:70]}"
             )
-        lines += [f"  pruned from hot: {p}" for p in report.hot_pruned]
+        lines += [f"  moved from hot to warm: {p}" for p in report.hot_pruned]
         lines += [f"  tree node added: {p}" for p in report.tree_added]
         lines += [f"  tree node pruned: {p}" for p in report.tree_pruned]
         lines += [f"  {note}" for note in report.analysis]

@@ -3,22 +3,34 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from tiermem.core import hygiene
 from tiermem.core.engine import TIER_CHOICES
+from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import record_dict
+from tiermem.core.lazy import lazy_import
 from tiermem.core.retrieve import RetrievalResult
-from tiermem.tui.cli.options import Options, emit, pass_options, session_option
+from tiermem.tui.cli.options import Options, emit, pass_options, session_option, when
+
+if TYPE_CHECKING:
+    from tiermem.core import distill, hygiene, links
+else:  # only a session, tags or links need them; `store` and `retrieve` start faster without
+    hygiene = lazy_import("tiermem.core.hygiene")
+    links = lazy_import("tiermem.core.links")
+    distill = lazy_import("tiermem.core.distill")
 
 TIER = click.Choice(TIER_CHOICES)
 
 
 @click.command()
 @click.option("--text", required=True, help="The fact to remember.")
-@click.option("--category", required=True, help="Category path, e.g. projects/evoclaw/bsc.")
+@click.option(
+    "--category",
+    help="Category path, e.g. projects/evoclaw/bsc (default: placed by its content, as "
+    "distillation places facts).",
+)
 @click.option(
     "--importance",
     type=float,
@@ -29,23 +41,36 @@ TIER = click.Choice(TIER_CHOICES)
 @click.option("--url", multiple=True, help="A URL (repeatable).")
 @click.option("--command", multiple=True, help="A shell command (repeatable).")
 @click.option("--path", multiple=True, help="A file path (repeatable).")
+@click.option("--tag", multiple=True, help="A tag (repeatable): `retrieve --tag T` finds it.")
+@click.option("--related-to", multiple=True, metavar="ID", help="Link to this memory (repeatable).")
 @pass_options
 def store(
     opts: Options,
     text: str,
-    category: str,
+    category: str | None,
     importance: float,
     url: tuple[str, ...],
     command: tuple[str, ...],
     path: tuple[str, ...],
+    tag: tuple[str, ...],
+    related_to: tuple[str, ...],
 ) -> None:
     """Store a fact in warm memory (storing a known fact reinforces it instead)."""
-    with opts.open() as mem:
-        outcome = mem.store(
-            text, category, importance, urls=url, commands=command, paths=path, source="cli"
-        )
+    with opts.open(create=True) as mem:
+        placed = category is None
+        if category is None:
+            projects = [p.name for p in mem.hot().active_context.projects]
+            _kind, category, _importance = distill.classify(" ".join(text.split()), projects)
+        with mem.db.transaction():  # an unknown related id stores nothing
+            outcome = mem.store(
+                text, category, importance, urls=url, commands=command, paths=path, source="cli"
+            )
+            tags = hygiene.set_extras(mem, outcome.id, tag, None) if tag else ()
+            for other in related_to:
+                links.link(mem, outcome.id, other)
         node = mem.trees.load().node_for(outcome.category)
         record = mem.get(outcome.id)
+        related = links.linked(mem, [outcome.id]).get(outcome.id, [])
     payload = {
         "id": outcome.id,
         "created": outcome.created,
@@ -53,14 +78,18 @@ def store(
         "merged_into": outcome.merged_into,
         "similarity": outcome.similarity,
         "category": outcome.category,
+        "placed_by_content": placed,
         "tree_node": node,
         "tokens": outcome.tokens,
         "metadata": {"urls": record.urls, "commands": record.commands, "paths": record.paths},
+        "tags": list(tags),
+        "related_to": related,
     }
     verb = "stored" if outcome.created else "already known, reinforced"
     if outcome.similarity is not None and outcome.similarity < 1.0:
         verb = f"near-duplicate ({outcome.similarity:.0%} similar) of a known fact, reinforced"
-    emit(opts, payload, f"{verb}: {outcome.id} in {node or 'root'}")
+    where = f"{node or 'root'}" + (" (placed by its content)" if placed else "")
+    emit(opts, payload, f"{verb}: {outcome.id} in {where}")
 
 
 @click.command()
@@ -70,7 +99,12 @@ def store(
     "--tier", type=TIER, help="Search only this tier (default: all; cold includes frozen)."
 )
 @click.option("--category", help="Only this category and below.")
-@click.option("--budget", type=click.IntRange(min=1), help="Token budget for the results.")
+@click.option("--tag", multiple=True, help="Only memories with this tag (repeatable; or tag:T).")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    help="Most tokens of the results' text (the best one always, shortened if need be).",
+)
 @click.option(
     "--mode",
     type=click.Choice(["keyword", "vector", "hybrid"]),
@@ -89,17 +123,28 @@ def retrieve(
     limit: int | None,
     tier: str | None,
     category: str | None,
+    tag: tuple[str, ...],
     budget: int | None,
     mode: str | None,
     llm: bool,
     session: str | None,
 ) -> None:
     """Find memories through the tree, with the reason each was found."""
-    with opts.open() as mem:
+    if not query.strip():
+        raise InvalidInput("query is empty")
+    with opts.open(create=session is not None) as mem:  # a session's first turn creates
         result = mem.retrieve(
-            query, limit=limit, tier=tier, category=category, budget=budget, mode=mode, llm=llm
+            query,
+            limit=limit,
+            tier=tier,
+            category=category,
+            budget=budget,
+            mode=mode,
+            llm=llm,
+            tags=tag,
         )
-        hygiene.track_result(mem, session, result)
+        if session and not mem.read_only:
+            hygiene.track_result(mem, session, result)
     emit(opts, retrieval_payload(result), lambda: render_retrieval(result))
 
 
@@ -122,8 +167,32 @@ def get(opts: Options, memory_id: str) -> None:
     with opts.open() as mem:
         memory = mem.get(memory_id)
         score = memory.score(mem.now(), mem.cfg.scoring)
-    payload = record_dict(memory) | {"score": score}
-    emit(opts, payload, lambda: "\n".join(f"{k}: {v}" for k, v in payload.items()))
+        tags = hygiene.extras_for(mem, [memory_id]).get(memory_id, ((), None))[0]
+        related = links.linked(mem, [memory_id]).get(memory_id, [])
+    payload = record_dict(memory) | {"score": score, "tags": list(tags), "related_to": related}
+    emit(opts, payload, lambda: render_record(payload))
+
+
+def render_record(record: dict[str, Any]) -> str:
+    """One memory as lines: dates as dates, each URL, command and path on its own line."""
+    lines = [
+        f"id:           {record['id']}",
+        f"text:         {record['text']}",
+        f"category:     {record['category']}",
+        f"tier:         {record['tier']}",
+        f"importance:   {record['importance']:.2f}",
+        f"score:        {record['score']:.2f}",
+        f"created:      {when(record['created_at'])}",
+        f"last access:  {when(record['last_access'])}",
+        f"accesses:     {record['access_count']}",
+        f"source:       {record['source'] or '-'}",
+    ]
+    for key, label in (("urls", "url"), ("commands", "command"), ("paths", "path")):
+        lines += [f"{label + ':':<13} {value}" for value in record["metadata"][key]]
+    if record.get("tags"):
+        lines.append(f"tags:         {', '.join(record['tags'])}")
+    lines += [f"related to:   {other}" for other in record.get("related_to", [])]
+    return "\n".join(lines)
 
 
 def retrieval_payload(result: RetrievalResult) -> dict[str, Any]:
@@ -168,6 +237,8 @@ def render_retrieval(result: RetrievalResult) -> str:
             why += f" +{e.category_boost:.0%} category"
         if e.time_boost:
             why += f" +{e.time_boost:.0%} time {e.time_match}"
+        if e.tags:
+            why += f"; tags {', '.join(e.tags)}"
         why += f"; tier score {e.tier_score:.2f}; id {hit.memory.id}"
         lines.append(why)
         if e.llm_reason:

@@ -13,24 +13,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
 from tiermem.core.config import SyncConfig, load_config
+from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import Home, default_home
 from tiermem.sync import crypto
-from tiermem.sync.check import CheckReport, DamageFound, check
-from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import AuthFailed, HranaError
 from tiermem.sync.restore import (
     PruneResult,
@@ -44,6 +34,20 @@ from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, ENV_TOKEN, en
 from tiermem.sync.state import MissingSecret, SyncFailed
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.prompts import INSECURE_HTTP, ask_hidden, interactive, sync_token, sync_url
+
+if TYPE_CHECKING:
+    import rich.console as rich_console
+    import rich.progress as rich_progress
+
+    from tiermem.sync import check as checkmod
+    from tiermem.sync import engine as enginemod
+    from tiermem.sync.check import CheckReport
+else:  # a progress bar (on a terminal only), `sync check` and `sync prune` load them: a restore
+    # needs none of them and starts faster without
+    rich_console = lazy_import("rich.console")
+    rich_progress = lazy_import("rich.progress")
+    checkmod = lazy_import("tiermem.sync.check")
+    enginemod = lazy_import("tiermem.sync.engine")
 
 # -- restore ---------------------------------------------------------------------------------
 
@@ -114,15 +118,15 @@ def _progress_bar(show: bool) -> Iterator[Callable[[RestoreProgress], None]]:
     if not show:
         yield lambda p: None
         return
-    console = Console(stderr=True)
+    console = rich_console.Console(stderr=True)
     columns = (
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
+        rich_progress.TextColumn("[progress.description]{task.description}"),
+        rich_progress.BarColumn(),
+        rich_progress.DownloadColumn(),
+        rich_progress.TransferSpeedColumn(),
+        rich_progress.TimeRemainingColumn(),
     )
-    with Progress(*columns, console=console, transient=False) as bar:
+    with rich_progress.Progress(*columns, console=console, transient=False) as bar:
         task = bar.add_task("memories", total=None)
         announced = False
 
@@ -272,11 +276,11 @@ def _check_text(r: CheckReport) -> str:
 def sync_check(opts: Options, read_data: bool) -> None:
     """Verify the server's copy: manifests, versions, key wraps (and with --read-data, every
     record). Exit codes: 0 clean, 40 tampered, 41 missing, 42 gap/rollback, 43 key wraps."""
-    with opts.open() as mem, SyncEngine(mem) as engine:
+    with opts.open() as mem, enginemod.SyncEngine(mem) as engine:
         show = not opts.json and sys.stderr.isatty()
         with _check_bar(show) as progress:
             try:
-                report = check(
+                report = checkmod.check(
                     engine,
                     read_data=read_data,
                     page_rows=mem.cfg.sync.restore_page_rows,
@@ -288,7 +292,7 @@ def sync_check(opts: Options, read_data: bool) -> None:
     emit(opts, payload, lambda: _check_text(report))
     if not report.ok:
         counts = ", ".join(f"{n} {kind}" for kind, n in report.counts.items() if n)
-        raise DamageFound(f"sync check found damage: {counts}", report.exit_code)
+        raise checkmod.DamageFound(f"sync check found damage: {counts}", report.exit_code)
 
 
 @contextmanager
@@ -296,7 +300,7 @@ def _check_bar(show: bool) -> Iterator[Callable[[int, int], None] | None]:
     if not show:
         yield None
         return
-    with Progress(console=Console(stderr=True), transient=True) as bar:
+    with rich_progress.Progress(console=rich_console.Console(stderr=True), transient=True) as bar:
         task = bar.add_task("reading rows", total=None)
         yield lambda done, total: bar.update(task, completed=done, total=total)
 
@@ -326,7 +330,7 @@ def _prune_text(r: PruneResult) -> str:
 @pass_options
 def sync_prune(opts: Options, keep: int | None) -> None:
     """Delete old remote versions, keeping the newest N of every record (and all manifests)."""
-    with opts.open() as mem, SyncEngine(mem) as engine:
+    with opts.open() as mem, enginemod.SyncEngine(mem) as engine:
         try:
             result = prune(engine, keep or mem.cfg.sync.keep_versions)
         except HranaError as exc:

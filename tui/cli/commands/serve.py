@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
 import socket
 import sys
+from typing import Any
 
 import click
-import textual_serve.server
 
-from tiermem.core.errors import InvalidInput
+from tiermem.core.errors import InvalidInput, MissingExtra
 from tiermem.core.llm import is_loopback
 from tiermem.tui.cli.options import Options, pass_options
 
@@ -33,6 +34,7 @@ LOOPBACK = "127.0.0.1"
 def serve(opts: Options, host: str | None, lan: bool, port: int) -> None:
     """Serve the terminal UI to a web browser (loopback only unless --lan)."""
     address = serve_address(host, lan)
+    server = textual_serve_server()
     command = [sys.executable, "-m", "tiermem.tui", "--agent-id", opts.agent_id]
     if opts.home is not None:
         command[3:3] = ["--home", str(opts.home.expanduser().resolve())]
@@ -42,9 +44,18 @@ def serve(opts: Options, host: str | None, lan: bool, port: int) -> None:
     sys.stderr.write("\n")
     if lan:
         sys.stderr.write("tiermem: anyone on your network can open it: stop with ctrl+c\n")
-    textual_serve.server.Server(
+    server.Server(
         shlex.join([*command, "tui"]), host=address, port=port, title="tiermem", public_url=url
     ).serve()
+
+
+def textual_serve_server() -> Any:
+    """`textual_serve.server`, from the `serve` extra (only this command needs it)."""
+    if importlib.util.find_spec("textual_serve") is None:
+        raise MissingExtra('tiermem serve needs the serve extra: pip install "tiermem[serve]"')
+    import textual_serve.server
+
+    return textual_serve.server
 
 
 def serve_address(host: str | None, lan: bool) -> str:

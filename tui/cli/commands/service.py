@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from tiermem.core.engine import Memory
+from tiermem.core.errors import NotFound
 from tiermem.ops import service as svc
 from tiermem.sync.state import read_settings
 from tiermem.tui.cli.options import Options, emit, pass_options
@@ -20,10 +21,11 @@ RUNNER: svc.Runner = svc.run_command
 
 def _sync_ready(home: Path, agent_id: str) -> bool:
     """Whether sync is set up for the agent (read without creating a home)."""
-    if not (home / "tiermem.db").is_file():
+    try:
+        with Memory(home, agent_id, create=False) as mem:
+            settings = read_settings(mem.db, agent_id)
+    except NotFound:
         return False
-    with Memory(home, agent_id) as mem:
-        settings = read_settings(mem.db, agent_id)
     return settings is not None and settings.status == "ready"
 
 

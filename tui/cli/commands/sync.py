@@ -15,9 +15,10 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from types import FrameType
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
@@ -35,7 +36,8 @@ from tiermem.sync.engine import (
 )
 from tiermem.sync.hrana import HranaError
 from tiermem.sync.remote import allow_insecure_http
-from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, ENV_URL, env_secret
+from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, ENV_TOKEN, ENV_URL, env_secret
+from tiermem.sync.setup import set_token
 from tiermem.sync.state import AlreadyInitialised, MissingSecret, SyncFailed
 from tiermem.tui.cli.lazy import LazyGroup
 from tiermem.tui.cli.options import Options, emit, pass_options
@@ -49,6 +51,11 @@ from tiermem.tui.cli.prompts import (
     sync_url,
 )
 from tiermem.tui.cli.registry import SYNC
+
+# First contact fails fast: an unreachable host is a typo far more often than an outage.
+INIT_ATTEMPTS = 2
+INIT_WAIT = 2.0
+INIT_BUDGET = "2 attempts, 5 s connect timeout each, at most 2 s between them"
 
 CONFIRM_TRIES = 3
 
@@ -111,6 +118,12 @@ def _show_and_confirm(key: bytes) -> None:
     raise InvalidInput("the recovery key was not confirmed; nothing was set up")
 
 
+def _announce(opts: Options, url: str | None) -> None:
+    """Say, before the first contact, how long an unreachable host can take to fail."""
+    if not opts.json:
+        say(f"contacting {urlsplit(url or '').hostname or 'the sync server'}: {INIT_BUDGET}")
+
+
 def _recovery_key(opts: Options) -> tuple[bytes, bytes | None]:
     """The new vault's recovery key, and the key again when it is to be revealed in the JSON
     output (no terminal): from the environment, or generated, shown and confirmed."""
@@ -169,7 +182,7 @@ def sync_init(
     """Set up sync: keys, remote tables, this device; show the recovery key once."""
     url = sync_url(url, insecure_http)
     reveal: bytes | None = None
-    with opts.open() as mem, SyncEngine(mem) as engine:
+    with opts.open(create=True) as mem, SyncEngine(mem) as engine:
         if insecure_http:
             allow_insecure_http(mem, True)
         current = engine.settings()
@@ -179,15 +192,25 @@ def sync_init(
                 "see `tiermem sync status`"
             )
         token, token_from_env = sync_token(url)
+        policy = replace(retry_policy(opts, INIT_ATTEMPTS), first_cap=INIT_WAIT)
         try:
             if current is not None:  # an earlier init was interrupted: same keys and recovery key
-                result = engine.resume_init(url, token, store_token=not token_from_env)
+                _announce(opts, url)
+                result = engine.resume_init(
+                    url, token, store_token=not token_from_env, policy=policy
+                )
             else:
                 passphrase = _new_passphrase() if use_passphrase else None
                 key, reveal = _recovery_key(opts)
+                _announce(opts, url)
                 try:
                     result = engine.init(
-                        url, token, key, passphrase=passphrase, store_token=not token_from_env
+                        url,
+                        token,
+                        key,
+                        passphrase=passphrase,
+                        store_token=not token_from_env,
+                        policy=policy,
                     )
                 except BaseException:
                     if reveal is not None:  # nobody has this key yet: start afresh next time
@@ -384,17 +407,13 @@ def _status_text(s: SyncStatus) -> str:
         lines.append(
             f"last pull: {_when(s.last_pull_at)} ({s.pulls} pull(s); cursor {s.pull_cursor})"
         )
-        for r in s.rejected[:10]:
+        if s.last_attempt_at is not None:
+            outcome = "ok" if s.last_attempt_ok else "FAILED"
             lines.append(
-                f"REJECTED: record {r['record_id'][:16]}… version {r['version']} ({r['reason']});"
-                " fetched again by every pull"
+                f"last background push: {_when(s.last_attempt_at)} by the {s.last_attempt_by}, "
+                f"{outcome}: {s.last_attempt_message}"
             )
-        if len(s.rejected) > 10:
-            lines.append(f"REJECTED: {len(s.rejected) - 10} more (see --json)")
-        if s.clock_ahead:
-            lines.append(
-                f"clock: {s.clock_ahead} is more than a day ahead; the next push sets it back"
-            )
+        lines += _trouble_lines(s)
         if s.last_error:
             retry = "" if s.retry_at is None else f"; next try at {_when(s.retry_at)}"
             lines.append(f"last error: {s.last_error} ({_when(s.last_error_at)}{retry})")
@@ -403,6 +422,20 @@ def _status_text(s: SyncStatus) -> str:
             f"passphrase: {'on' if s.passphrase else 'off'}"
         )
     return "\n".join(lines)
+
+
+def _trouble_lines(s: SyncStatus) -> list[str]:
+    """Rows that failed authentication and a clock set too far ahead, for `sync status`."""
+    lines = [
+        f"REJECTED: record {r['record_id'][:16]}… version {r['version']} ({r['reason']});"
+        " fetched again by every pull"
+        for r in s.rejected[:10]
+    ]
+    if len(s.rejected) > 10:
+        lines.append(f"REJECTED: {len(s.rejected) - 10} more (see --json)")
+    if s.clock_ahead:
+        lines.append(f"clock: {s.clock_ahead} is more than a day ahead; the next push sets it back")
+    return lines
 
 
 @sync_group.command(name="status")
@@ -414,6 +447,40 @@ def sync_status(opts: Options) -> None:
     emit(opts, asdict(status), lambda: _status_text(status))
 
 
+def _new_token(from_stdin: bool) -> str:
+    """The new token: a line of stdin, else $TIERMEM_SYNC_TOKEN, else asked hidden."""
+    if from_stdin:
+        token = sys.stdin.readline().strip()
+        if not token:
+            raise MissingSecret("standard input is empty: give the token")
+        return token
+    from_env = env_secret(ENV_TOKEN)
+    if from_env:
+        return from_env
+    if not interactive():
+        raise MissingSecret(f"give the token on stdin (--stdin) or in {ENV_TOKEN}")
+    token = ask_hidden("New server token (hidden)")
+    if not token:
+        raise MissingSecret("no token given")
+    return token
+
+
+@sync_group.command(name="set-token")
+@click.option("--stdin", "from_stdin", is_flag=True, help="Read the token from standard input.")
+@click.option(
+    "--no-check", is_flag=True, help="Store it without asking the server whether it accepts it."
+)
+@pass_options
+def sync_set_token(opts: Options, from_stdin: bool, no_check: bool) -> None:
+    """Replace this device's server token (after removing a device, or when it expires)."""
+    token = _new_token(from_stdin)
+    with opts.open() as mem, SyncEngine(mem) as engine:
+        store = set_token(engine, token, check=not no_check)
+    data = {"stored": True, "secret_store": store, "checked": not no_check}
+    note = "" if no_check else " (the server accepted it)"
+    emit(opts, data, lambda: f"token stored in the {store} store{note}")
+
+
 # -- daemon ----------------------------------------------------------------------------------
 
 
@@ -423,7 +490,7 @@ def sync_status(opts: Options) -> None:
     type=click.FloatRange(0.05, 60.0),
     default=DEFAULT_POLL,
     show_default=True,
-    help="Seconds between checks for local changes.",
+    help="Seconds between checks for local changes when the file watcher cannot start.",
 )
 @click.option(
     "--pull-interval",

@@ -25,7 +25,7 @@ def tree(
     if sum(x is not None and x is not False for x in (add, remove, prune)) > 1:
         raise InvalidInput("give one tree edit at a time")
     payload: dict[str, Any] = {}
-    with opts.open() as mem:
+    with opts.open(create=add is not None) as mem:
         if add is not None:
             payload["added"] = mem.tree_add(add[0], add[1]).path
         elif remove is not None:

@@ -49,7 +49,7 @@ def watch(
         emit(opts, payload, text)
 
     stop = threading.Event()
-    with opts.open() as mem:
+    with opts.open(create=True) as mem:
         watcher = Watcher(mem, folder, debounce=debounce)
         if not opts.json:
             click.echo(f"watching {watcher.folder} and {watcher.memory_md.name} (Ctrl-C stops)")

@@ -11,11 +11,14 @@ import click
 from tiermem.core import llm as llmmod
 from tiermem.core import metadata as meta
 from tiermem.core import transcript as transcriptmod
+from tiermem.core.config import load_config
 from tiermem.core.distill import Distilled, distill
 from tiermem.core.errors import EXIT_WARNINGS, InvalidInput, NotFound
 from tiermem.core.ingest import DAILY_NAME, IngestReport, daily_dir
 from tiermem.core.interchange import record_dict
+from tiermem.core.paths import Home
 from tiermem.core.validate import NoteCheck, check_file
+from tiermem.sync import pusher
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.reports import ingest_payload, render_memory_md
 
@@ -33,15 +36,14 @@ def distill_cmd(opts: Options, source: str, mode: str | None) -> None:
     """Distill a conversation (text or OpenClaw/JSONL transcript) into facts and a summary."""
     _, text = transcriptmod.read_text(source)
     parsed = transcriptmod.parse(text)
-    with opts.open() as mem:
-        projects = [p.name for p in mem.hot().active_context.projects]
-        result = distill(
-            parsed,
-            mem.cfg.distill,
-            mode=mode,
-            settings=llmmod.settings_from(mem.cfg.llm),
-            projects=projects,
-        )
+    try:
+        with opts.open() as mem:
+            cfg, projects = mem.cfg, [p.name for p in mem.hot().active_context.projects]
+    except NotFound:  # no home or agent yet: distilling needs neither
+        cfg, projects = load_config(Home(opts.resolved_home()).config_path), []
+    result = distill(
+        parsed, cfg.distill, mode=mode, settings=llmmod.settings_from(cfg.llm), projects=projects
+    )
     emit(opts, result.as_dict() | {"format": parsed.format}, lambda: render_distilled(result))
 
 
@@ -140,19 +142,7 @@ def validate(opts: Options, file: Path | None, all_notes: bool, folder: Path | N
     Without FILE or --all, today's note is checked."""
     if file is not None and all_notes:
         raise InvalidInput("give FILE or --all, not both")
-    with opts.open() as mem:
-        notes = folder if folder is not None else daily_dir(mem)
-        today = time.strftime("%Y-%m-%d", time.gmtime(mem.now()))
-    if file is not None:
-        paths = [file]
-    elif all_notes:
-        if not notes.is_dir():
-            raise NotFound(f"no daily-note folder {notes}")
-        paths = sorted(p for p in notes.iterdir() if DAILY_NAME.match(p.name) and p.is_file())
-    else:
-        paths = [notes / f"{today}.md"]
-        if not paths[0].exists():
-            raise NotFound(f"no daily note for today ({paths[0]}); give FILE or --all")
+    paths = [file] if file is not None else _notes_to_check(opts, all_notes, folder)
     checks = [check_file(p) for p in paths]
     warnings = sum(len(c.warnings) for c in checks)
     errors = sum(c.error is not None for c in checks)
@@ -164,6 +154,21 @@ def validate(opts: Options, file: Path | None, all_notes: bool, folder: Path | N
     }
     emit(opts, payload, lambda: render_checks(checks))
     return 0 if warnings == 0 and errors == 0 else EXIT_WARNINGS
+
+
+def _notes_to_check(opts: Options, all_notes: bool, folder: Path | None) -> list[Path]:
+    """Every daily note of the folder, or today's (the folder defaults to the home's)."""
+    if folder is None:
+        with opts.open() as mem:
+            folder = daily_dir(mem)
+    if all_notes:
+        if not folder.is_dir():
+            raise NotFound(f"no daily-note folder {folder}")
+        return sorted(p for p in folder.iterdir() if DAILY_NAME.match(p.name) and p.is_file())
+    today_note = folder / f"{time.strftime('%Y-%m-%d', time.gmtime())}.md"
+    if not today_note.exists():
+        raise NotFound(f"no daily note for today ({today_note}); give FILE or --all")
+    return [today_note]
 
 
 def render_checks(checks: list[NoteCheck]) -> str:
@@ -193,7 +198,7 @@ def ingest_daily(opts: Options, folder: Path | None) -> int:
     """Ingest daily notes (memory/YYYY-MM-DD.md; idempotent) and MEMORY.md hand edits.
 
     Exits 1 when a note could not be read (the others are still ingested)."""
-    with opts.open() as mem:
+    with opts.open(create=True) as mem:
         report = mem.ingest_daily(folder)
     emit(opts, ingest_payload(report), lambda: render_ingest(report))
     return EXIT_WARNINGS if report.errors else 0
@@ -233,12 +238,16 @@ def conversation_end(opts: Options, source: str, mode: str | None, session: str 
     """After a conversation: distill, store, update hot, consolidate, queue the sync push, act
     on the [[pin:…]]-style tags and run session hygiene (promotion, demotion).
 
+    With sync set up, the push starts in the background at once (the daemon if it runs, else a
+    one-shot pusher that outlives this command); this command never waits for the network.
+
     Calling it again with the same transcript changes nothing."""
     _, text = transcriptmod.read_text(source)
     parsed = transcriptmod.parse(text)
-    with opts.open() as mem:
+    with opts.open(create=True) as mem:
         report = mem.conversation_end(parsed, text, mode=mode, session=session)
-    payload = report.as_dict()
+        push = pusher.kick(mem)
+    payload = report.as_dict() | {"push": push}
 
     def render() -> str:
         if report.already_processed:
@@ -251,11 +260,11 @@ def conversation_end(opts: Options, source: str, mode: str | None, session: str 
         if payload["fallback"]:
             lines.append(f"llm mode fell back to rule mode: {payload['fallback']}")
         lines += [f"  hot {item}" for item in report.hot_added]
-        lines += [f"  pruned from hot: {item}" for item in report.hot_pruned]
+        lines += [f"  moved from hot to warm: {item}" for item in report.hot_pruned]
         if report.memory_md:
             lines += render_memory_md(report.memory_md)
         lines += [f"warning: {w}" for w in payload["warnings"]]
-        lines.append("critical state queued for sync")
+        lines.append(pusher.PUSH_NOTES[push])
         if report.hygiene:
             lines += [f"  {line}" for line in report.hygiene.lines()]
             lines += [report.hygiene.health] if report.hygiene.health else []

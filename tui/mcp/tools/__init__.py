@@ -1,6 +1,6 @@
 """The MCP tools, one small module per group, and the registry the server publishes in order."""
 
-from tiermem.tui.mcp.tools import audit, conversation, hot, hygiene, recall, store
+from tiermem.tui.mcp.tools import audit, conversation, hot, hygiene, recall, store, working
 from tiermem.tui.mcp.tools.base import ToolSpec
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -8,6 +8,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     recall.RECALL,
     recall.SEARCH,
     store.GET,
+    store.UPDATE,
     hot.HOT,
     audit.INDEX_STATUS,
     audit.AUDIT,
@@ -15,6 +16,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     hygiene.PIN,
     hygiene.RESTORE,
     recall.CONTEXT,
+    working.GET,
+    working.UPDATE,
     conversation.CONVERSATION_END,
     hygiene.HEALTH,
 )

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from tiermem.core import transcript as transcriptmod
 from tiermem.core.engine import Memory
+from tiermem.sync import pusher
 from tiermem.tui.mcp.home import Home
 from tiermem.tui.mcp.tools.base import SESSION_DOC, ToolSpec
 
@@ -27,7 +28,8 @@ def memory_conversation_end(
     def work(mem: Memory) -> dict[str, Any]:
         parsed = transcriptmod.parse(transcript)
         session = home.session_for(session_id)
-        return mem.conversation_end(parsed, transcript, mode=mode, session=session).as_dict()
+        report = mem.conversation_end(parsed, transcript, mode=mode, session=session)
+        return report.as_dict() | {"push": pusher.kick(mem)}
 
     return home.run(work)
 
@@ -38,5 +40,6 @@ CONVERSATION_END = ToolSpec(
     "After a conversation (for clients without hooks): distill the transcript into "
     "facts, update hot memory, act on the owner's [[pin:…]]-style tags and run session "
     "hygiene (promote what 3 sessions recalled, demote hot lessons unused for 3). "
+    "With sync set up, the push starts in the background at once (`push` says how). "
     "Calling it twice with the same transcript changes nothing.",
 )

@@ -9,6 +9,7 @@ import msgspec
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from tiermem.core import provenance
 from tiermem.core.engine import Memory
 from tiermem.core.tokens import count_tokens
 from tiermem.tui.mcp.home import Home
@@ -49,6 +50,7 @@ def memory_hot(
         markdown = mem.memory_md()
         return {
             "hot": msgspec.to_builtins(mem.hot()),
+            "provenance": provenance.of_lessons(mem, mem.hot()),
             "memory_md": markdown,
             "bytes": mem.hot_size_bytes(),
             "limit_bytes": mem.cfg.hot.max_bytes,
@@ -68,7 +70,7 @@ def update_hot(
     description: str,
     status: str,
 ) -> list[str]:
-    """Apply one update; returns what the hot limits pruned to make it fit."""
+    """Apply one update; returns what the hot limits moved to warm memory to make room."""
     if key is None:
         raise ToolError("InvalidInput: action update needs a key")
     if key in ("identity", "owner_profile"):

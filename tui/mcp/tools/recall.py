@@ -24,12 +24,23 @@ def memory_recall(
         Field(description="Leave out entries below this priority."),
     ] = None,
     token_budget: Annotated[
-        int, Field(ge=1, description="Most tokens the entries may take.")
+        int,
+        Field(
+            ge=1,
+            description="Most tokens of the entries' text (the best one always, shortened "
+            "if need be).",
+        ),
     ] = ctx.DEFAULT_RECALL_BUDGET,
     format: Annotated[  # noqa: A002 (the tool's published parameter name)
         Literal["brief", "detailed"],
         Field(description="brief, or detailed (scores, metadata, explanation)."),
     ] = "brief",
+    tags: Annotated[
+        list[str] | None, Field(description="Only entries carrying all these tags.")
+    ] = None,
+    include_context: Annotated[
+        bool, Field(description="Add the memories linked to the entries, in the same budget.")
+    ] = False,
     session_id: Annotated[str | None, Field(description=SESSION_DOC)] = None,
 ) -> dict[str, Any]:
     return home.run(
@@ -41,6 +52,8 @@ def memory_recall(
             budget=token_budget,
             fmt=format,
             session=home.session_for(session_id),
+            tags=tags or [],
+            include_context=include_context,
         ).as_dict()
     )
 
@@ -54,10 +67,13 @@ def memory_search(
         Field(description="Only this tier (cold includes frozen)."),
     ] = None,
     category: Annotated[str | None, Field(description="Only this category and below.")] = None,
+    tags: Annotated[
+        list[str] | None, Field(description="Only memories carrying all these tags.")
+    ] = None,
     session_id: Annotated[str | None, Field(description=SESSION_DOC)] = None,
 ) -> dict[str, Any]:
     def work(mem: Memory) -> dict[str, Any]:
-        result = mem.retrieve(query, limit=limit, tier=tier, category=category)
+        result = mem.retrieve(query, limit=limit, tier=tier, category=category, tags=tags or [])
         hygiene.track_result(mem, home.session_for(session_id), result)
         return {
             "query": query,
@@ -73,6 +89,7 @@ def memory_search(
                     "tier": h.memory.tier,
                     "priority": ctx.priority_of(h.memory.importance),
                     "score": round(h.explanation.score, 4),
+                    "tags": list(h.explanation.tags),
                     "why": ctx.why(h),
                 }
                 for h in result.hits
@@ -102,9 +119,10 @@ def memory_context(
 RECALL = ToolSpec(
     "memory_recall",
     memory_recall,
-    "Recall the memories relevant to a query within a token budget (the JSON of the "
-    "returned entries fits it), best first, each with why it was found. Filters: "
-    "categories (each with its subcategories) and a minimum priority.",
+    "Recall the memories relevant to a query within a token budget (their text fits it; "
+    "the best one always comes back, shortened if need be), best first, each with why it "
+    "was found. Filters: categories (each with its subcategories), a minimum priority, "
+    "tags (also `tag:T` in the query); include_context adds linked memories.",
 )
 SEARCH = ToolSpec(
     "memory_search",
@@ -117,5 +135,6 @@ CONTEXT = ToolSpec(
     memory_context,
     "The block to put in the prompt before answering a message: hot memory, the tree "
     "index (under 1,500 tokens together) and the relevant memories, all within the "
-    "budget. A trivial message (under 3 meaningful words) gets the always-loaded part.",
+    "budget, with the session's working memory and the accepted skills the message "
+    "triggers. A trivial message (under 3 meaningful words) gets the always-loaded part.",
 )

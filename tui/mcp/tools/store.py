@@ -1,4 +1,4 @@
-"""Writing a memory and reading one back by id."""
+"""Writing a memory, changing it in place and reading one back by id."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import msgspec
 from pydantic import Field
 
 from tiermem.core import context as ctx
-from tiermem.core import curate, hygiene
+from tiermem.core import curate, hygiene, links
 from tiermem.core.engine import Memory
 from tiermem.core.interchange import record_dict
 from tiermem.tui.mcp.home import Home
@@ -40,6 +40,9 @@ def memory_store(
     ] = None,
     path: Annotated[Strings | None, Field(description="File path(s) to keep with it.")] = None,
     context: Annotated[str | None, Field(description="Why this is stored.")] = None,
+    related_to: Annotated[
+        list[str] | None, Field(description="Ids of related memories to link it to.")
+    ] = None,
 ) -> dict[str, Any]:
     return home.run(
         lambda mem: ctx.store_entry(
@@ -54,6 +57,7 @@ def memory_store(
             commands=strings(command),
             paths=strings(path),
             context=context,
+            related_to=related_to or [],
         )
     )
 
@@ -85,6 +89,7 @@ def _get(mem: Memory, item_id: str, session: str | None) -> dict[str, Any]:
             "score": round(record.score(mem.now(), mem.cfg.scoring), 4),
             "pinned": listed.pinned,
             "tags": list(tags),
+            "related_to": links.linked(mem, [item_id]).get(item_id, []),
             "expires": ctx.iso(expires) if expires else None,
             "hot_lesson": curate.hot_lesson_for(mem, item_id),
             "sessions": hygiene.sessions_of(mem, item_id),
@@ -92,16 +97,62 @@ def _get(mem: Memory, item_id: str, session: str | None) -> dict[str, Any]:
     )
 
 
+def memory_update(
+    home: Home,
+    id: Annotated[str, Field(description="The memory's id (it stays the same).")],  # noqa: A002
+    content: Annotated[str | None, Field(description="The new text.")] = None,
+    category: Annotated[str | None, Field(description="The new category path.")] = None,
+    priority: Annotated[
+        Literal["critical", "high", "medium", "low"] | None,
+        Field(description="critical 0.95, high 0.8, medium 0.5, low 0.3."),
+    ] = None,
+    importance: Annotated[
+        float | None, Field(ge=0, le=1, description="0-1; instead of priority.")
+    ] = None,
+    url: Annotated[
+        Strings | None, Field(description="URL(s): replace the memory's URLs ([] clears).")
+    ] = None,
+    command: Annotated[
+        Strings | None, Field(description="Shell command(s): replace them ([] clears).")
+    ] = None,
+    path: Annotated[
+        Strings | None, Field(description="File path(s): replace them ([] clears).")
+    ] = None,
+) -> dict[str, Any]:
+    def update(mem: Memory) -> dict[str, Any]:
+        curate.edit(
+            mem,
+            id,
+            text=content,
+            category=category,
+            importance=ctx.importance_for(priority, importance),
+            urls=None if url is None else strings(url),
+            commands=None if command is None else strings(command),
+            paths=None if path is None else strings(path),
+        )
+        return _get(mem, id, None)
+
+    return home.run(update)
+
+
 STORE = ToolSpec(
     "memory_store",
     memory_store,
     "Store a memory (structured write): categorised, deduplicated (storing a known "
-    "fact reinforces it and merges its tags), with a priority or importance, tags, an "
-    "expiry date and URLs/commands/paths. Returns its id and token cost.",
+    "fact reinforces it and merges its tags), with a priority or importance, tags, "
+    "links to related memories (related_to), an expiry date and URLs/commands/paths. "
+    "Returns its id and token cost.",
 )
 GET = ToolSpec(
     "memory_get",
     memory_get,
-    "Get one memory (or hot lesson) by id, with its metadata, score, tags, pin, the "
+    "Get one memory (or hot lesson) by id, with its metadata, score, tags, links, pin, the "
     "sessions that recalled it, and its hot lesson if it has one.",
+)
+UPDATE = ToolSpec(
+    "memory_update",
+    memory_update,
+    "Change a stored memory in place: its text, category, priority or importance, "
+    "URLs/commands/paths (a given list replaces the old one). Its id, tags, expiry, pin and "
+    "session history stay. Returns the memory as memory_get does.",
 )

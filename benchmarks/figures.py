@@ -1,0 +1,264 @@
+"""The local figures of `python -m benchmarks`: each one measures tiermem and its baseline in the
+same run and returns a `Figure` (the sync figures are in `benchmarks.figures_sync`)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from textual.app import App, ComposeResult
+from textual.widgets import Static
+
+from benchmarks.agent_gen import generate, queries
+from benchmarks.tui_bench import first_paint
+from tiermem.core.engine import Memory
+from tiermem.core.terms import fts_match, query_terms
+from tiermem.core.warm import NewFact
+
+YEAR = 365.25 * 86400.0
+MS = 1000.0
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One line of the table: tiermem against its baseline, measured in the same run."""
+
+    name: str
+    tiermem: float
+    baseline: float
+    unit: str
+    goal: float  # the ratio tiermem / baseline should stay at or under this
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.tiermem / self.baseline if self.baseline else float("inf")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"ratio": self.ratio, "met": self.ratio <= self.goal}
+
+
+def median_ms(samples: Sequence[float]) -> float:
+    return statistics.median(samples) * MS
+
+
+def timed(fn: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a measured child process: bytecode caches written and used, as on a
+    user's machine (a session may set PYTHONDONTWRITEBYTECODE, which makes every start compile)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return env | extra
+
+
+def run_timed(command: Sequence[str], env: dict[str, str], stdin: str | None = None) -> float:
+    """Wall time of one child process from spawn to exit (it must succeed)."""
+    return run_measured(command, env, stdin)[0]
+
+
+def run_measured(
+    command: Sequence[str], env: dict[str, str], stdin: str | None = None
+) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of one child process; on a loaded machine the
+    CPU time hardly moves while the wall time includes waiting for a core."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(command, env=env, input=stdin, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def facts_for(n: int, seed: int = 7) -> list[NewFact]:
+    return list(generate(n, seed, time.time() - 5 * YEAR))
+
+
+# -- process start ---------------------------------------------------------------------------
+
+
+def start_figures(home: Path, runs: int) -> list[Figure]:
+    """`tiermem --help`, `retrieve`, `store`, `hot` as whole processes vs `import sqlite3`:
+    wall time, then CPU time (the steadier one on a shared machine)."""
+    env = child_env()
+    tiermem = [sys.executable, "-m", "tiermem.tui", "--home", str(home)]
+    commands = {
+        "--help": [*tiermem, "--help"],
+        "retrieve": [*tiermem, "retrieve", "deploy checklist"],
+        "store": [*tiermem, "store", "--text", "{}", "--category", "bench/start"],
+        "hot": [*tiermem, "hot"],
+    }
+    baseline = [sys.executable, "-c", "import sqlite3"]
+    for command in [baseline, *commands.values()]:  # warm: bytecode caches, page cache
+        run_timed([part.format("warm-up fact") for part in command], env)
+    base = [run_measured(baseline, env) for _ in range(runs)]
+    walls: list[Figure] = []
+    cpus: list[Figure] = []
+    note = "whole process, median; baseline `python -c 'import sqlite3'`"
+    for name, command in commands.items():
+        samples = [
+            run_measured([part.format(f"start fact number {i}") for part in command], env)
+            for i in range(runs)
+        ]
+        wall, cpu = (median_ms([x[k] for x in samples]) for k in (0, 1))
+        base_wall, base_cpu = (median_ms([x[k] for x in base]) for k in (0, 1))
+        walls.append(Figure(f"start: tiermem {name}", wall, base_wall, "ms", 2.5, note))
+        cpus.append(Figure(f"start CPU: tiermem {name}", cpu, base_cpu, "ms", 2.5, note))
+    return walls + cpus
+
+
+# -- store, retrieve, size -------------------------------------------------------------------
+
+
+RAW_SCHEMA = (
+    "CREATE TABLE m (rowid INTEGER PRIMARY KEY, id TEXT UNIQUE, text TEXT, category TEXT, "
+    "importance REAL, created_at REAL)",
+    "CREATE VIRTUAL TABLE f USING fts5(text, content='m', content_rowid='rowid')",
+)
+RAW_INSERT = "INSERT INTO m (id, text, category, importance, created_at) VALUES (?, ?, ?, ?, ?)"
+RAW_INDEX = "INSERT INTO f (rowid, text) VALUES (?, ?)"
+
+
+def raw_db(path: Path) -> sqlite3.Connection:
+    """The baseline store: one table and its FTS5 index, WAL, fsync on commit like tiermem."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    for sql in RAW_SCHEMA:
+        conn.execute(sql)
+    return conn
+
+
+def raw_insert(conn: sqlite3.Connection, facts: Sequence[NewFact], offset: int) -> None:
+    conn.execute("BEGIN")
+    for i, f in enumerate(facts, offset):
+        cur = conn.execute(RAW_INSERT, (f"id{i}", f.text, f.category, f.importance, f.created_at))
+        conn.execute(RAW_INDEX, (cur.lastrowid, f.text))
+    conn.execute("COMMIT")
+
+
+def db_bytes(path: Path) -> int:
+    """The database's size with its WAL folded in."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path.stat().st_size
+
+
+def store_figures(tmp: Path, facts: list[NewFact], singles: int) -> list[Figure]:
+    """Batched and single stores, and bytes per memory, against the raw table + FTS5."""
+    mem = Memory(tmp / "store")
+    conn = raw_db(tmp / "raw.db")
+    ours = raw = 0.0
+    for lo in range(0, len(facts), 1000):
+        batch = facts[lo : lo + 1000]
+        ours += timed(lambda b=batch: mem.store_many(b))  # type: ignore[misc]
+        raw += timed(lambda b=batch, o=lo: raw_insert(conn, b, o))  # type: ignore[misc]
+    n = len(facts)
+    sample = [
+        NewFact(f"{f.text} (single {i})", f.category, f.importance)
+        for i, f in enumerate(facts[:singles])
+    ]
+    one = [timed(lambda f=f: mem.store(f.text, f.category, f.importance)) for f in sample]  # type: ignore[misc]
+    raw_one = [timed(lambda f=f, i=i: raw_insert(conn, [f], n + i)) for i, f in enumerate(sample)]  # type: ignore[misc]
+    mem.close()
+    conn.close()
+    total = n + len(sample)
+    ours_bytes = db_bytes(tmp / "store" / "tiermem.db") / total
+    raw_bytes = db_bytes(tmp / "raw.db") / total
+    return [
+        Figure(
+            f"store batched ({n:,} facts, 1,000 per transaction)",
+            ours / n * 1e6,
+            raw / n * 1e6,
+            "µs/fact",
+            2.0,  # at least half the raw insert's throughput
+            "baseline: raw sqlite3 table + FTS5 insert, same batches",
+        ),
+        Figure(
+            f"store one fact ({len(sample)}x)",
+            median_ms(one),
+            median_ms(raw_one),
+            "ms",
+            1.5,
+            "median; baseline: a raw one-row transaction (row + FTS5), fsync on commit",
+        ),
+        Figure(
+            "bytes per memory",
+            ours_bytes,
+            raw_bytes,
+            "B",
+            1.6,
+            "database file after checkpoint; baseline: raw table + FTS5",
+        ),
+    ]
+
+
+def retrieve_figure(tmp: Path, size: int, n_queries: int) -> Figure:
+    """Default retrieve p50 against a raw FTS5 bm25 top-5 on the same index."""
+    with Memory(tmp / "retrieve") as mem:
+        facts = facts_for(size)
+        for lo in range(0, len(facts), 1000):
+            mem.store_many(facts[lo : lo + 1000])
+        qs = queries(n_queries, 8)
+        for q in qs[:10]:
+            mem.retrieve(q, reinforce=False)  # warm the page cache
+        ours = [timed(lambda q=q: mem.retrieve(q)) for q in qs]  # type: ignore[misc]
+        sql = (
+            "SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ? "
+            "ORDER BY bm25(memories_fts) LIMIT 5"
+        )
+        limit = mem.cfg.retrieval.max_query_terms
+        matches = [fts_match(query_terms(q, limit)) for q in qs]
+        raw = [timed(lambda m=m: mem.db.query(sql, (m,))) for m in matches]  # type: ignore[misc]
+    return Figure(
+        f"retrieve p50 at {size:,} memories",
+        median_ms(ours),
+        median_ms(raw),
+        "ms",
+        1.3,
+        f"{n_queries} queries, with reinforcement; baseline: raw FTS5 bm25() top-5",
+    )
+
+
+# -- TUI ---------------------------------------------------------------------------------------
+
+
+class _Bare(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Static("hello")
+
+
+async def _bare_paint() -> float:
+    started = time.perf_counter()
+    async with _Bare().run_test(size=(120, 40)) as pilot:
+        painted = time.perf_counter() - started
+        await pilot.pause()
+    return painted
+
+
+def tui_figure(home: Path, runs: int) -> Figure:
+    ours = [asyncio.run(first_paint(home))[0] for _ in range(runs)]
+    bare = [asyncio.run(_bare_paint()) for _ in range(runs)]
+    return Figure(
+        "TUI first paint",
+        median_ms(ours),
+        median_ms(bare),
+        "ms",
+        1.5,
+        f"median of {runs}, headless; baseline: a bare Textual app with one Static",
+    )

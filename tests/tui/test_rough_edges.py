@@ -1,0 +1,227 @@
+"""The newcomer's rough edges, by key presses: the theme is remembered, the tree starts over
+for another agent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from textual.command import CommandList
+from textual.pilot import Pilot
+from textual.widgets import Static, Tree
+from textual.widgets._footer import FooterKey
+
+from tests.tui.conftest import make_app, settle
+from tests.tui.demo import NOW, FixedClock
+from tiermem.core.engine import Memory
+from tiermem.tui.app import TiermemApp
+from tiermem.tui.app.widgets.memory_table import MemoryTable
+
+Body = Callable[[Pilot[None]], Awaitable[None]]
+
+
+def drive(app: TiermemApp, body: Body, size: tuple[int, int] = (110, 34)) -> None:
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            await body(pilot)
+
+    asyncio.run(main())
+
+
+def test_the_chosen_theme_is_remembered_in_the_home(demo_home: Path) -> None:
+    first = make_app(demo_home)
+    chosen: list[str] = []
+
+    async def toggle(pilot: Pilot[None]) -> None:
+        before = first.theme
+        await pilot.press("T")
+        await settle(pilot)
+        assert first.theme != before
+        chosen.append(first.theme)
+
+    drive(first, toggle)
+    assert json.loads((demo_home / "tui-state.json").read_text()) == {"theme": chosen[0]}
+    second = make_app(demo_home)
+
+    async def check(pilot: Pilot[None]) -> None:
+        assert second.theme == chosen[0]
+
+    drive(second, check)
+
+
+def test_a_broken_state_file_is_ignored(demo_home: Path) -> None:
+    (demo_home / "tui-state.json").write_text("{not json")
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        assert app.theme == "tiermem-dark"
+
+    drive(app, body)
+
+
+def test_the_tree_starts_at_the_new_agents_root_after_switching(demo_home: Path) -> None:
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("2")
+        await settle(pilot)
+        tree: Tree[str] = app.screen.query_one("#cat-tree", Tree)
+        await pilot.press("down", "down", "down")
+        await settle(pilot)
+        assert tree.cursor_node is not None and tree.cursor_node.data
+        await pilot.press("A")
+        await settle(pilot)
+        await pilot.press("down", "enter")  # default, research
+        await settle(pilot)
+        assert app.agent_id == "research"
+        assert tree.cursor_node is tree.root
+        assert "all memories" in str(app.screen.query_one("#node-title", Static).render())
+        assert not any(n.is_expanded for n in tree.root.children)
+
+    drive(app, body)
+
+
+def _palette_options(app: TiermemApp) -> list[str]:
+    options = app.screen.query_one(CommandList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+async def _palette(pilot: Pilot[None], query: str) -> list[str]:
+    await pilot.press("ctrl+p")
+    await settle(pilot)
+    await pilot.press(*query)
+    for _ in range(40):  # the providers search in the background
+        await pilot.pause(0.05)
+        options = _palette_options(pilot.app)  # type: ignore[arg-type]
+        if options and any(o.startswith(("Tree:", "Memory:")) for o in options):
+            break
+    return _palette_options(pilot.app)  # type: ignore[arg-type]
+
+
+def test_the_palette_finds_a_tree_node_and_opens_it(demo_home: Path) -> None:
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        options = await _palette(pilot, "projects")
+        assert options[0].startswith("Tree: projects"), options
+        await pilot.press("enter")
+        await settle(pilot)
+        tree: Tree[str] = app.screen.query_one("#cat-tree", Tree)
+        await settle(pilot)
+        assert tree.cursor_node is not None and tree.cursor_node.data == "projects"
+
+    drive(app, body)
+
+
+def test_the_palette_finds_memories_and_commands(demo_home: Path) -> None:
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        options = await _palette(pilot, "peanuts")
+        memories = [o for o in options if o.startswith("Memory:")]
+        assert memories, options
+        await pilot.press("escape")
+        await settle(pilot)
+        commands = await _palette(pilot, "consolidate")
+        assert any(o.startswith("Consolidate") for o in commands), commands
+        await pilot.press("escape")
+        options = await _palette(pilot, "peanuts")
+        index = options.index(memories[0])
+        await pilot.press(*["down"] * index, "enter")
+        await settle(pilot)
+        assert "peanuts" in app.screen.query_one("#search").value  # type: ignore[attr-defined]
+
+    drive(app, body)
+
+
+EDITOR_SCRIPT = """import sys
+path = sys.argv[1]
+with open(path, encoding="utf-8") as handle:
+    text = handle.read()
+with open(path, "w", encoding="utf-8") as handle:
+    handle.write(text.replace("peanuts", "peanuts and sesame") + ADDED)
+"""
+
+
+def _editor(tmp_path: Path, monkeypatch, added: str) -> None:
+    script = tmp_path / "editor.py"
+    script.write_text(EDITOR_SCRIPT.replace("ADDED", repr(added)))
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")
+
+
+def test_a_memory_opens_in_the_editor_and_its_edit_is_saved(
+    demo_home: Path, tmp_path: Path, monkeypatch
+) -> None:
+    _editor(tmp_path, monkeypatch, "")
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("3")
+        await settle(pilot)
+        with Memory(demo_home, clock=FixedClock(NOW)) as mem:
+            target = mem.retrieve("peanuts", limit=1, reinforce=False).hits[0].memory
+        table = app.screen.query_one(MemoryTable)
+        table.move_cursor(row=table.get_row_index(target.id))
+        await settle(pilot)
+        await pilot.press("E")
+        await settle(pilot)
+        with Memory(demo_home, clock=FixedClock(NOW)) as mem:
+            [hit] = mem.retrieve("sesame", reinforce=False).hits
+        assert hit.memory.text == "Luna is allergic to peanuts and sesame"
+
+    drive(app, body)
+
+
+def test_memory_md_opens_in_the_editor_and_is_read_back(
+    demo_home: Path, tmp_path: Path, monkeypatch
+) -> None:
+    _editor(tmp_path, monkeypatch, "\\nThe fuse box is behind the pantry door.\\n")
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("4")
+        await settle(pilot)
+        await pilot.press("E")
+        await settle(pilot)
+        assert any(n.message.startswith("MEMORY.md read back") for n in app._notifications)
+        with Memory(demo_home, clock=FixedClock(NOW)) as mem:
+            assert mem.retrieve("fuse box pantry", reinforce=False).hits
+
+    drive(app, body)
+
+
+def test_without_an_editor_it_says_how_to_set_one(demo_home: Path, monkeypatch) -> None:
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("4")
+        await settle(pilot)
+        await pilot.press("E")
+        await settle(pilot)
+        assert any("set $EDITOR" in n.message for n in app._notifications)
+
+    drive(app, body)
+
+
+def test_quit_stays_in_the_footer_at_80_columns_on_every_screen(demo_home: Path) -> None:
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        for key in "123456":
+            await pilot.press(key)
+            await settle(pilot)
+            quit_key = next(
+                k for k in app.screen.query(FooterKey) if k.action in ("quit", "app.quit")
+            )
+            assert quit_key.region.width > 0 and quit_key.region.right <= 80, key
+        await pilot.press("q")
+
+    drive(app, body, size=(80, 24))
+    assert app.return_code == 0

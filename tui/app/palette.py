@@ -1,0 +1,59 @@
+"""The command palette also finds memories (by the read-only retrieval of the Memories screen)
+and tree nodes; choosing one opens it on its screen. Commands come from the app's own list."""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.command import Hit, Hits, Provider
+
+from tiermem.core.engine import Memory
+from tiermem.tui.app.screens.memories import MemoriesScreen, search_as_you_type
+from tiermem.tui.app.screens.tree import TreeScreen
+
+if TYPE_CHECKING:
+    from tiermem.core.tree import TreeIndex
+
+MEMORY_HITS = 8
+
+
+class MemoryProvider(Provider):
+    """Memories and tree nodes of the open agent."""
+
+    async def search(self, query: str) -> Hits:
+        memory: Memory | None = getattr(self.app, "memory", None)
+        if memory is None or not query.strip():
+            return
+        matcher = self.matcher(query)
+        tree: TreeIndex = await asyncio.to_thread(memory.trees.load)
+        for path, node in sorted(tree.nodes.items()):
+            score = matcher.match(f"Tree: {path}")
+            if score > 0:
+                yield Hit(
+                    score,
+                    matcher.highlight(f"Tree: {path}"),
+                    partial(self._open_node, path),
+                    help=node.description or None,
+                )
+        result = await asyncio.to_thread(search_as_you_type, memory, query, None, None)
+        for rank, hit in enumerate(result.hits[:MEMORY_HITS]):
+            text = " ".join(hit.memory.text.split())
+            shown = text if len(text) <= 70 else text[:69] + "…"
+            yield Hit(
+                0.9 - rank * 0.05,
+                f"Memory: {shown}",
+                partial(self._open_memory, hit.memory.text),
+                help=f"{hit.memory.category} · {hit.memory.tier}",
+            )
+
+    async def _open_node(self, path: str) -> None:
+        await self.app.switch_mode("tree")
+        if isinstance(self.app.screen, TreeScreen):
+            self.app.screen.select_path(path)
+
+    async def _open_memory(self, text: str) -> None:
+        await self.app.switch_mode("memories")
+        if isinstance(self.app.screen, MemoriesScreen):
+            self.app.screen.search_for(text)
