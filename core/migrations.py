@@ -554,6 +554,43 @@ MIGRATIONS: list[str] = [
     );
     ALTER TABLE session_access ADD COLUMN hits INTEGER NOT NULL DEFAULT 1;
     """,
+    # Sync against a hostile server: `sync_rejected` lists remote rows that failed
+    # authentication (fetched again by every pull until they authenticate or a newer version
+    # replaces them); `sync_transport` remembers an explicit `--insecure-http`; daily metrics
+    # synced: `sync_metrics` holds every other device's share, `sync_metrics_pushed` the
+    # digest of this device's share last sealed.
+    """
+    CREATE TABLE sync_rejected (
+        agent_id TEXT NOT NULL,
+        record_id BLOB NOT NULL,
+        version TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        first_at REAL NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (agent_id, record_id, version)
+    );
+    CREATE TABLE sync_transport (
+        agent_id TEXT PRIMARY KEY,
+        insecure_http INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE sync_metrics (
+        agent_id TEXT NOT NULL,
+        device_id TEXT NOT NULL,
+        day TEXT NOT NULL,
+        version TEXT NOT NULL,
+        retrievals INTEGER NOT NULL DEFAULT 0,
+        evictions INTEGER NOT NULL DEFAULT 0,
+        promotions INTEGER NOT NULL DEFAULT 0,
+        stores INTEGER NOT NULL DEFAULT 0,
+        context_tokens INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (agent_id, device_id, day)
+    );
+    CREATE TABLE sync_metrics_pushed (
+        agent_id TEXT PRIMARY KEY,
+        digest TEXT NOT NULL
+    );
+    """,
     # Sync change tracking only for agents set up to sync: the triggers that mark memories and
     # read counters for upload fire only while the agent has a `sync_state` row, and the marks
     # of agents without one go (`sync.state.insert_settings` marks an agent's memories when
