@@ -211,7 +211,11 @@ class RankContext:
             matched = deepest_match(row[ROW_CATEGORY], reasons) if reasons else None
             boost = cfg.category_boost if matched else 0.0
             created = float(row[_CREATED])
-            window = next((label for w, label in labelled if w.contains(created)), None)
+            window = (
+                next((label for w, label in labelled if w.contains(created)), None)
+                if labelled
+                else None
+            )
             time_boost = cfg.temporal_boost if window else 0.0
             age_days = max(0.0, (self.now - created) / DAY)
             tier_score = (

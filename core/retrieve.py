@@ -114,6 +114,7 @@ def search(
     prefix: bool = False,
     signals: Signals | None = None,
     tags: Sequence[str] = (),
+    tagged: bool = True,
 ) -> RetrievalResult:
     """Rank this agent's memories for `query`. Pure read: reinforcement is the caller's.
 
@@ -124,8 +125,9 @@ def search(
     so the tuned ranking is unchanged): the last word, unless a space follows it, also matches
     as the start of a word ("kube" finds "kubernetes"). `tags` (and `tag:T` in the query):
     only memories carrying every one of them; a query word that names a tag finds its
-    memories too. `signals` (keyword mode) raises and adds memories the knowledge graph or
-    an episode links to the query."""
+    memories too. `tagged=False` (no memory of the agent has a tag) skips the tag lookups.
+    `signals` (keyword mode) raises and adds memories the knowledge graph or an episode links
+    to the query."""
     query, cued = tagmod.split_query(query)
     wanted_tags = [*tags, *cued]
     _check_arguments(query or ("tag" if wanted_tags else ""), limit, budget, mode, vectors)
@@ -153,9 +155,7 @@ def search(
     last = unfinished_word(query, terms) if prefix and mode == "keyword" else None
     prefixes = prefix_variants(last) if last else []
     if terms and mode != "vector":
-        exact = [t for t in terms if t != last] if prefixes else terms
-        keyword = _keyword_candidates(store, exact, filters, retrieval, prefixes)
-        keyword += _tag_candidates(filters, exact, keyword, retrieval.candidate_pool)
+        keyword = _keyword_pool(store, terms, last, prefixes, filters, retrieval, tagged)
     if signals is not None and mode == "keyword":
         keyword = signals.apply(query, keyword, filters.sql())
     similar: list[Candidate] = []
@@ -169,7 +169,8 @@ def search(
     result.candidates = len({c.seq for c in (*keyword, *similar)})
     context = RankContext(result.categories, windows, now, retrieval, scoring)
     ranked = _rank(result, keyword, similar, context)
-    _label(store, ranked, wanted_tags)
+    if tagged:
+        _label(store, ranked, wanted_tags)
     _finish(result, tree, ranked, wanted, prefixes)
     return result
 
@@ -429,6 +430,24 @@ class _Filters:
             sql += " AND m.id IN (SELECT value FROM json_each(?))"
             params.append(json.dumps(list(self.ids)))
         return sql, params
+
+
+def _keyword_pool(
+    store: MemoryStore,
+    terms: Sequence[str],
+    last: str | None,
+    prefixes: Sequence[str],
+    filters: _Filters,
+    retrieval: RetrievalConfig,
+    tagged: bool,
+) -> list[Candidate]:
+    """BM25 matches of the query words (an unfinished last word as its prefixes), plus the
+    memories a query word names by tag."""
+    exact = [t for t in terms if t != last] if prefixes else terms
+    keyword = _keyword_candidates(store, exact, filters, retrieval, prefixes)
+    if tagged:
+        keyword += _tag_candidates(filters, exact, keyword, retrieval.candidate_pool)
+    return keyword
 
 
 def _keyword_candidates(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 TERM = re.compile(r"[^\W_]+")
 
@@ -44,6 +45,7 @@ def query_terms(
     return list(dict.fromkeys(content or words))[:max_terms]
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light suffix stripper used to explain matches (FTS5 itself uses Porter)."""
     for suffix in ("ations", "ation", "ings", "ing", "edly", "ed", "ies", "es", "ly", "s"):

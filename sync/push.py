@@ -113,6 +113,7 @@ def push(session: Session, batch_bytes: int, policy: RetryPolicy | None = None) 
     s = session.require_ready()
     session.mem.flush_reinforcement()  # reads of this process count in this push
     journal.ensure_progress(session.mem)
+    journal.repair_clock(session.mem, s.device_id.hex())
     t = _Totals()
     while True:
         batches = inflight_batches(session)
@@ -143,7 +144,12 @@ def _push_statements(session: Session, s: Settings, batches: list[Batch]) -> lis
     for b in batches:
         for _, _, rid, v, epoch, _, envelope in b.rows:
             statements.append((INSERT_RECORD, (tag, rid, v, epoch, s.device_id, envelope)))
+    statements.append((TOUCH_DEVICE, (session.mem.now(), s.device_id, tag)))
     return statements
+
+
+TOUCH_DEVICE: Final = "UPDATE devices SET last_seen = ? WHERE device_id = ? AND agent_tag = ?"
+"""`sync devices` LAST SEEN: every push and pull refreshes it (display only, not trusted)."""
 
 
 def _send_batches(
@@ -346,6 +352,9 @@ def _settle_stale(
             session.db.execute(
                 "UPDATE sync_progress SET manifest_n = ? WHERE agent_id = ?",
                 (first - 1, session.agent_id),
+            )
+            session.db.execute(  # the metrics sealed in them are sealed again
+                "DELETE FROM sync_metrics_pushed WHERE agent_id = ?", (session.agent_id,)
             )
             session.db.execute(
                 "UPDATE sync_state SET inflight_version = NULL, inflight_envelope = NULL, "

@@ -17,7 +17,8 @@ from typing import Any, Final
 from tiermem.core import reinforce, rows
 from tiermem.sync import graphsync, hlc, keys, merge
 from tiermem.sync import records as records_fmt
-from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE
+from tiermem.sync.metrics_sync import own_metrics
+from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, METRICS_TABLE
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
     CRITICAL_TABLE,
@@ -152,19 +153,30 @@ def seal_batch(session: Session, s: Settings, budget: int) -> Batch | None:
     again."""
     while True:
         marks = _seal_marks(session)
-        batch = _seal_rows(session, s, budget, marks)
-        if batch is None:
+        sealed = _seal_rows(session, s, budget, marks)
+        if sealed is None:
             return None
+        batch, metrics_digest = sealed
         with session.db.transaction():
             if _seal_marks(session) != marks:
                 continue
             _save_batch(session, batch)
+            if metrics_digest is not None:
+                session.db.execute(
+                    "INSERT INTO sync_metrics_pushed (agent_id, digest) VALUES (?, ?) "
+                    "ON CONFLICT (agent_id) DO UPDATE SET digest = excluded.digest",
+                    (session.agent_id, metrics_digest),
+                )
         return batch
 
 
-def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Batch | None:
+def _seal_rows(
+    session: Session, s: Settings, budget: int, marks: _Marks
+) -> tuple[Batch, str | None] | None:
     """Seal the critical state (if it changed), the next changed memory rows up to `budget`
-    bytes and the manifest numbering them; None when there is nothing to seal."""
+    bytes (then the read counters of memories only read, then changed episodes and entities),
+    this device's daily metrics (if they changed) and the manifest numbering them; None when
+    there is nothing to seal. Returns the batch and the metrics' digest."""
     dirty_after, outbox_after, counts_after, last_hlc, manifest_n, epoch, graph_after = marks
     current = session.settings_or_fail()
     last = hlc.parse(last_hlc) if last_hlc else None
@@ -179,6 +191,7 @@ def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Bat
         graph_up_to = graphsync.seal(session.db, session.agent_id, graph_after, budget, sealer)
     if not sealer.rows:
         return None
+    metrics_digest = _seal_metrics(session, s, sealer, budget)
     n = manifest_n + 1
     device_hex = s.device_id.hex()
     manifest = records_fmt.Manifest(
@@ -188,9 +201,10 @@ def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Bat
             records_fmt.ManifestEntry(t, rid.hex(), v, records_fmt.envelope_digest(env))
             for t, _, rid, v, _, _, env in sealer.rows
         ),
+        _seen(session, device_hex),
     )
     sealer.add(MANIFEST_TABLE, device_hex, records_fmt.encode_manifest(manifest))
-    return Batch(
+    batch = Batch(
         n,
         version,
         dirty_up_to,
@@ -200,6 +214,39 @@ def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Bat
         counts_up_to,
         sealer.changed,
         graph_up_to,
+    )
+    return batch, metrics_digest
+
+
+def _seal_metrics(session: Session, s: Settings, sealer: _Sealer, budget: int) -> str | None:
+    """Seal this device's daily metrics into a batch that carries changes anyway, when they
+    changed since last sealed and fit the budget; their digest. (Metrics alone never make a
+    push: a retrieval would then cost a request.)"""
+    own = own_metrics(session.db, session.agent_id, s.device_id.hex())
+    if own is None:
+        return None
+    body, digest = own
+    last = session.db.scalar(
+        "SELECT digest FROM sync_metrics_pushed WHERE agent_id = ?", (session.agent_id,)
+    )
+    if last == digest:
+        return None
+    row = sealer.seal(METRICS_TABLE, s.device_id.hex(), body)
+    if sealer.used + len(row[6]) > budget:
+        return None
+    sealer.keep(row)
+    return digest
+
+
+def _seen(session: Session, device_hex: str) -> tuple[tuple[str, int], ...]:
+    """Per other device, the highest push of it applied here (the manifest's witness)."""
+    return tuple(
+        (str(d), int(n))
+        for d, n in session.db.query(
+            "SELECT device_id, last_n FROM sync_peers WHERE agent_id = ? AND device_id != ? "
+            "AND last_n > 0 ORDER BY device_id",
+            (session.agent_id, device_hex),
+        )
     )
 
 

@@ -15,7 +15,7 @@ from tests.sync.sqld import SqldServer
 from tiermem.core import episodes
 from tiermem.core import graph as graphmod
 from tiermem.core.engine import Memory
-from tiermem.core.errors import NotFound, TamperedData
+from tiermem.core.errors import NotFound, RecordDeleted
 from tiermem.core.transcript import parse
 from tiermem.sync import records
 from tiermem.sync.check import DAMAGE_EXIT_CODES, check
@@ -209,7 +209,7 @@ def test_graph_records_check_clean_and_a_moved_one_is_refused(
     with pytest.raises(NotFound):
         episodes.get(b.mem.db, b.mem.agent_id, report.episode.id)
     assert check(a.engine, read_data=True, policy=policy()).exit_code in DAMAGE_EXIT_CODES.values()
-    with pytest.raises(TamperedData):
+    with pytest.raises(RecordDeleted):  # the manifest lists the episode's id, now empty
         restored(tmp_path, sqld, a.mem.agent_id, key)
 
 
@@ -232,3 +232,24 @@ def test_an_expired_episode_pruned_on_one_device_goes_on_the_other(
     assert b.graph().find("Quillmark")  # the graph stays
     with restored(tmp_path, sqld, a.mem.agent_id, key) as tablet:
         assert episodes.count(tablet.db, tablet.agent_id) == 0
+
+
+def test_episodes_from_before_sync_was_set_up_are_sent_by_the_first_push(
+    tmp_path: Path, sqld: SqldServer, agent_id: str
+) -> None:
+    mem = Memory(tmp_path / "desktop", agent_id)
+    try:
+        episode = mem.conversation_end(parse(TRANSCRIPT), TRANSCRIPT).episode
+        assert episode is not None
+        assert mem.db.scalar("SELECT count(*) FROM graph_dirty") == 0  # nothing tracked yet
+        engine, key = init_engine(mem, sqld.url, sqld.token)
+        try:
+            assert Device(mem, engine).marks() >= 3  # set-up marked the episode and entities
+            engine.push(policy())
+            assert Device(mem, engine).marks() == 0
+        finally:
+            engine.close()
+    finally:
+        mem.close()
+    with restored(tmp_path, sqld, agent_id, key) as tablet:
+        assert episodes.get(tablet.db, tablet.agent_id, episode.id).summary == episode.summary
