@@ -46,7 +46,7 @@ def query_terms(
     return list(dict.fromkeys(content or words))[:max_terms]
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light suffix stripper used to explain matches (FTS5 itself uses Porter); cached, as
     every query stems its terms for the tree, the tags and each explanation."""
