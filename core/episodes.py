@@ -18,15 +18,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import llm as llmmod
 from tiermem.core import summarise
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
+from tiermem.core.lazy import lazy_import
 from tiermem.core.scoring import DAY
 from tiermem.core.terms import fts_match, query_terms
 
 if TYPE_CHECKING:
+    from tiermem.core import llm as llmmod
     from tiermem.core.engine import Memory
+else:  # the LLM client (urllib, http.client) loads only when a summary uses it
+    llmmod = lazy_import("tiermem.core.llm")
 
 log = logging.getLogger(__name__)
 COLUMNS = (

@@ -11,13 +11,16 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import llm as llmmod
 from tiermem.core.db import Database
 from tiermem.core.graph.extract import KINDS, Extraction, Relation, extract
 from tiermem.core.graph.store import Edge, Entity, GraphStore, name_key
+from tiermem.core.lazy import lazy_import
 
 if TYPE_CHECKING:
+    from tiermem.core import llm as llmmod
     from tiermem.core.engine import Memory
+else:  # the LLM client (urllib, http.client) loads only when an extraction uses it
+    llmmod = lazy_import("tiermem.core.llm")
 
 __all__ = ["Edge", "Entity", "GraphStore", "IndexReport", "index_episode", "index_memories"]
 log = logging.getLogger(__name__)
