@@ -40,7 +40,7 @@ from typing import Any
 
 import msgspec
 
-from tiermem.core import vectors
+from tiermem.core import episodes, graph, vectors
 from tiermem.core.config import Config, config_from_mapping
 from tiermem.core.engine import Memory
 from tiermem.core.llm import settings_from
@@ -136,6 +136,10 @@ class Tiermem(System):
             settings.setdefault(section, {}).update(values)
         if mode == "fallback":
             settings.setdefault("retrieval", {})["vector_fallback"] = True
+        if mode in SIGNAL_MODES:
+            settings.setdefault("graph", {}).update(SIGNAL_MODES[mode])
+        else:
+            settings.setdefault("graph", {})["retrieval_signal"] = False
         # Exact duplicates still merge (content-addressed ids); near-duplicate merging is off
         # so that every system holds the very same memories.
         self.config = config_from_mapping(settings, "benchmark settings")
@@ -153,6 +157,8 @@ class Tiermem(System):
         self.position = {o.id: i for i, o in enumerate(outcomes)}
         if self.mode in ("vector", "hybrid", "fallback"):
             vectors.VectorIndex(self.mem.memories).sync()  # indexing, not the timed query
+        if self.mode in SIGNAL_MODES:
+            add_episodes(self.mem, stack, [o.id for o in outcomes])
 
     def search(self, query: str) -> list[int]:
         mode = self.mode if self.mode in ("vector", "hybrid") else None
@@ -166,6 +172,28 @@ class Tiermem(System):
 
     def close(self) -> None:
         self.mem.close()
+
+
+def add_episodes(mem: Memory, stack: Haystack, ids: list[str]) -> None:
+    """One episode per haystack session (its turns are its facts) and the graph of every turn,
+    as conversation-end would leave them (indexing, not the timed query)."""
+    sessions: dict[str, list[int]] = defaultdict(list)
+    for position, turns in enumerate(stack.turns):
+        sessions[turns[0][0]].append(position)
+    with mem.db.transaction():
+        for sid, positions in sessions.items():
+            when = stack.dates[positions[0]]
+            draft = episodes.Draft(
+                source=f"session:{sid}",
+                texts=[stack.texts[p] for p in positions],
+                participants=sorted({stack.roles[p] for p in positions}),
+                fact_ids=[ids[p] for p in positions],
+                started_at=when,
+                ended_at=when,
+            )
+            episode = episodes.write(mem, draft)
+            graph.index_episode(mem, episode.id, episode.summary)
+    graph.index_memories(mem, limit=None)
 
 
 class CachedEmbedder:
@@ -331,7 +359,17 @@ TIERMEM_MODES = {
     "tiermem-hybrid": "hybrid",
     "tiermem-fallback": "fallback",
     "tiermem-llm": "llm",
+    "tiermem-graph": "graph",
+    "tiermem-entities": "entities",
+    "tiermem-episodes": "episodes",
 }
+SIGNAL_MODES = {
+    "graph": {},
+    "entities": {"episode_boost": 0.0},
+    "episodes": {"entity_boost": 0.0},
+}
+"""Keyword mode plus one episode per haystack session and the knowledge graph of its turns:
+both signals, the entity signal only, the episode signal only."""
 
 
 def parse_overrides(items: Sequence[str]) -> dict[str, Any]:

@@ -5,13 +5,14 @@
 
 Questions are split into a dev and a test half by a hash of their id. On each variant's dev half
 (the first N dev questions) every tiermem setting of `SETTINGS` is measured against the same-run
-baselines, on one index per question (retrieval is a pure read here); the setting kept is the
-changes kept are those that help or are neutral on every variant (no loss of recall@10 or MRR
-beyond 0.005 on any dev half). The test half (the first N test questions) then reports the
-defaults, the fixed and no length prior, any kept change, and the baselines, per variant and per question type. Latency: per question the median
-over `--repeat` runs of wall and CPU (process) time; the ratio to the baseline is of CPU p50.
-`--hybrid N` also measures hybrid and vector mode on N test questions per variant with each
-embedder (memory embeddings are computed while indexing; the query's embedding is timed).
+baselines, on one index per question (retrieval is a pure read here); the changes kept are those
+that help or are neutral on every variant (no loss of recall@10 or MRR beyond 0.005 on any dev
+half). The test half (the first N test questions) then reports the defaults, the fixed and no
+length prior, any kept change, and the baselines, per variant and per question type. Latency:
+per question the median over `--repeat` runs of wall and CPU (process) time; the ratio to the
+baseline is of CPU p50. `--hybrid N` also measures hybrid and vector mode on N questions per
+variant (of the test half, or the dev half with `--hybrid-half dev`) with each embedder (memory
+embeddings are computed while indexing; the query's embedding is timed).
 JSON goes to benchmarks/out/robustness-<time>.json.
 """
 
@@ -53,6 +54,7 @@ OUT = Path(__file__).resolve().parent / "out"
 BASELINE = "fts5-porter-stop"
 SETTINGS: dict[str, dict[str, Any]] = {
     "defaults": {},
+    "adjacent pairs": {"adjacent_pairs": True},
     "fixed prior 0.3": {"length_spread_full": 0.0},
     "prior off": {"length_penalty": 0.0},
     "spread 0.6-0.9": {"length_spread_min": 0.6, "length_spread_full": 0.9},
@@ -371,8 +373,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--questions", type=int, default=60, help="per half (0 = all)")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--hybrid", type=int, default=0, help="test questions for vector modes")
+    parser.add_argument("--hybrid", type=int, default=0, help="questions for vector modes")
     parser.add_argument("--embedders", default="minilm,model2vec")
+    parser.add_argument(
+        "--hybrid-half", choices=("dev", "test"), default="test", help="half of --hybrid"
+    )
     parser.add_argument("--skip-dev", action="store_true", help="test half only, defaults")
     parser.add_argument("--markdown", type=Path, help="print README tables from a run's JSON")
     return parser.parse_args()
@@ -425,14 +430,16 @@ def main() -> None:
         out["test"] = {v: as_json(t) for v, t in test.items()}
         if args.hybrid and vectors.installed():
             embedders = embedders_named(args.embedders.split(","))
-            few = split["test"][: args.hybrid]
+            few = split[args.hybrid_half][: args.hybrid]
             vec = {
                 v: run_vectors(BUILDERS[v], few, sessions_of, embedders, args.repeat, root)
                 for v in variants
             }
             for v, table in vec.items():
                 print_table(
-                    f"vector modes, test half, {len(few)} questions, {v}", table, list(table)
+                    f"vector modes, {args.hybrid_half} half, {len(few)} questions, {v}",
+                    table,
+                    list(table),
                 )
             out["vectors"] = {v: as_json(t) for v, t in vec.items()}
     out["seconds"] = time.perf_counter() - started

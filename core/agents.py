@@ -46,9 +46,10 @@ def _tables(db: Database) -> dict[str, list[str]]:
 
 
 def agent_tables(db: Database) -> list[str]:
-    """Tables holding agent-scoped rows, `memories` first (its triggers write to others)."""
+    """Tables holding agent-scoped rows, `memories` first and the `*_dirty` marks last (the
+    triggers of the others write to them)."""
     found = [t for t, cols in _tables(db).items() if "agent_id" in cols]
-    return sorted(found, key=lambda t: (t != "memories", t))
+    return sorted(found, key=lambda t: (t != "memories", t.endswith("_dirty"), t))
 
 
 def _seq_tables(db: Database) -> list[str]:

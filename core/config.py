@@ -112,6 +112,11 @@ class RetrievalConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     length_spread_full: Annotated[float, msgspec.Meta(ge=0.0)] = 1.1
     """The spread from which the full `length_penalty` applies (linear in between); 0 = a fixed
     prior whatever the lengths."""
+    adjacent_pairs: bool = False
+    """Also search two query words that stand side by side in the query as a phrase, so a
+    memory holding them side by side ("cocktail recipe") ranks above one holding them apart
+    (off by default: under a point of MRR on most conversation shapes, up to a fifth more
+    query time on a large store)."""
     temporal_boost: Annotated[float, msgspec.Meta(ge=0.0)] = 0.25
     """Relative bonus for a memory dated inside a window the query names ("last week",
     "in May", "three days ago"); 0 turns time cues off (their words are then searched)."""
@@ -226,6 +231,58 @@ class SkillsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Longest sequence looked for."""
 
 
+class EpisodesConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Episodic memory: one episode (summary, topics, participants, abstract) per conversation."""
+
+    ttl_days: PositiveFloat = 90.0
+    """Days an episode is kept; consolidation deletes expired ones."""
+    summary: Annotated[str, msgspec.Meta(pattern="^(rule|llm)$")] = "rule"
+    """How the summary is written: rule (extractive, offline) or llm (the `[llm]` endpoint,
+    falling back to rule on any failure)."""
+    summary_chars: Positive = 600
+    """Longest summary, in characters."""
+
+
+class GraphConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The knowledge graph of entities and relations extracted from episodes and facts."""
+
+    extractor: Annotated[str, msgspec.Meta(pattern="^(rule|llm)$")] = "rule"
+    """rule (patterns, offline) or llm (the `[llm]` endpoint, falling back to rule)."""
+    retrieval_signal: bool = True
+    """Retrieval raises memories that mention an entity the query names (or its neighbours)
+    and memories of episodes that match the query, and says so in each explanation."""
+    entity_boost: Annotated[float, msgspec.Meta(ge=0.0)] = 0.2
+    """Relative bonus of a memory reached through an entity of the query."""
+    episode_boost: Annotated[float, msgspec.Meta(ge=0.0)] = 0.1
+    """Relative bonus of a memory of an episode that matches the query."""
+    near_duplicate: Fraction = 0.9
+    """Name similarity (0..1) from which a new entity is taken for a known one of its kind."""
+
+
+class DreamingConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Dreaming: unpromoted episodes synthesised into long-term warm facts."""
+
+    min_episodes: Positive = 5
+    """Unpromoted episodes needed before consolidation synthesises them."""
+    debounce_minutes: Annotated[float, msgspec.Meta(ge=0.0)] = 10.0
+    """Least time between two dreaming runs of one agent."""
+    max_episodes: Positive = 10
+    """Episodes synthesised per run (the oldest first)."""
+    synthesis: Annotated[str, msgspec.Meta(pattern="^(rule|llm)$")] = "rule"
+    """rule (extraction and frequency, offline) or llm (falling back to rule)."""
+
+
+class ContextConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """`tiermem context`: what is injected before the agent answers."""
+
+    threshold: Fraction = 0.35
+    """Least relevance a memory needs to be injected: the share of the message's search terms
+    it contains (0..1). 0.35 (more than a third) was best on the hand-labelled set in
+    tests/fixtures/context_relevance.json (`python -m benchmarks.context_threshold`)."""
+    episode_tokens: Annotated[int, msgspec.Meta(ge=0)] = 200
+    """Token budget of the episode abstracts injected (0 = none)."""
+
+
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """All settings of one memory home."""
 
@@ -240,6 +297,10 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
     ingest: IngestConfig = msgspec.field(default_factory=IngestConfig)
     sync: SyncConfig = msgspec.field(default_factory=SyncConfig)
+    episodes: EpisodesConfig = msgspec.field(default_factory=EpisodesConfig)
+    graph: GraphConfig = msgspec.field(default_factory=GraphConfig)
+    dreaming: DreamingConfig = msgspec.field(default_factory=DreamingConfig)
+    context: ContextConfig = msgspec.field(default_factory=ContextConfig)
     hygiene: HygieneConfig = msgspec.field(default_factory=HygieneConfig)
     working: WorkingConfig = msgspec.field(default_factory=WorkingConfig)
     skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)

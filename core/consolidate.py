@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from tiermem.core import outbox, provenance
+from tiermem.core import dreaming, episodes, outbox, provenance
+from tiermem.core import graph as graphmod
 from tiermem.core.curate import pinned_ids
 from tiermem.core.errors import InvalidInput
 from tiermem.core.scoring import DAY, classify
@@ -74,6 +75,10 @@ class ConsolidationReport:
     """Daily notes ingested first (daily, monthly and full modes)."""
     memory_md: MemoryMdReport | None = None
     """Hand edits of MEMORY.md read back first."""
+    episodes_pruned: list[str] = field(default_factory=list)
+    """Expired episodes deleted."""
+    dream: dreaming.DreamReport | None = None
+    """Unpromoted episodes synthesised into facts (when enough waited)."""
 
     @property
     def evicted(self) -> list[Move]:
@@ -94,6 +99,7 @@ def steps(mode: Mode) -> list[str]:
     """The steps a mode runs, in order (what `progress` reports)."""
     out = ["re-score archive"] if mode == "full" else []
     out.append("re-score, promote, archive and evict warm")
+    out.append("prune episodes, index the graph, dream")
     if mode in ("daily", "monthly", "full"):
         out.append("prune idle tree nodes")
     if mode in ("monthly", "full"):
@@ -124,6 +130,10 @@ def consolidate(mem: Memory, mode: str, progress: Progress | None = None) -> Con
             _rescore_archive(mem, now, report)
         step()
         _quick(mem, now, report)
+        step()
+        report.episodes_pruned = episodes.prune(mem.db, mem.agent_id, now)
+        graphmod.index_memories(mem)
+        report.dream = dreaming.dream(mem)
         if chosen in ("daily", "monthly", "full"):
             step()
             report.tree_pruned = mem.trees.prune(now)

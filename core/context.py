@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from tiermem.core import hot as hotmod
-from tiermem.core import hygiene, links, working
+from tiermem.core import hygiene, injection, links, working
 from tiermem.core.budget import fit, shorten
 from tiermem.core.errors import InvalidInput
 from tiermem.core.hot import HotState
@@ -249,6 +249,8 @@ def why(hit: Hit) -> str:
         parts.append("time: " + e.time_match)
     if e.similarity is not None:
         parts.append(f"similarity {e.similarity:.2f}")
+    if e.via:
+        parts.append("via " + e.via)
     parts.append(f"{e.tier}, score {e.score:.2f}")
     return "; ".join(parts)
 
@@ -281,6 +283,7 @@ def entry(hit: Hit, tags: tuple[str, ...], fmt: str) -> dict[str, Any]:
                 "time_match": e.time_match,
                 "tier_score": round(e.tier_score, 4),
                 "found_by": e.found_by,
+                "via": e.via,
             },
         }
     return out
@@ -407,6 +410,13 @@ class ContextBlock:
     memory_ids: list[str]
     left_out: list[str]
     notes: list[str]
+    matches: int = 0
+    """Memories retrieval found for the message (before the threshold)."""
+    top_score: float = 0.0
+    """The best relevance among them (core/injection.py)."""
+    threshold: float = 0.0
+    episode_ids: list[str] = field(default_factory=list)
+    episode_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -417,10 +427,16 @@ class ContextBlock:
                 "total": self.tokens,
                 "always_loaded": self.always_loaded_tokens,
                 "memories": self.memory_tokens,
+                "episodes": self.episode_tokens,
                 "budget": self.budget,
                 "always_loaded_limit": min(ALWAYS_LOADED_MAX_TOKENS, self.budget),
             },
             "memories": self.memory_ids,
+            "episodes": self.episode_ids,
+            "match_count": self.matches,
+            "injected_count": len(self.memory_ids),
+            "top_score": round(self.top_score, 4),
+            "threshold": self.threshold,
             "left_out": self.left_out,
             "notes": self.notes,
         }
@@ -435,54 +451,67 @@ def build_context(
     *,
     budget: int = DEFAULT_CONTEXT_BUDGET,
     session: str | None = None,
+    threshold: float | None = None,
 ) -> ContextBlock:
     """The block to put in the prompt before answering `query` (module doc): its whole text,
-    `tokens`, is at most `budget`."""
+    `tokens`, is at most `budget`. Only memories whose relevance reaches `threshold` (default
+    `[context] threshold`) are injected; episode abstracts have their own budget."""
     if budget < 1:
         raise InvalidInput(f"token budget must be at least 1 (got {budget})")
+    floor = injection.check_threshold(mem.cfg.context.threshold if threshold is None else threshold)
     if session is not None:
         session = hygiene.check_session(session)
     mem.read_back_memory_md()  # hand edits of MEMORY.md are part of hot memory
     base = always_loaded(mem, min(ALWAYS_LOADED_MAX_TOKENS, budget))
-    notes: list[str] = []
-    trivial = query is None or is_trivial(query)
-    lines: list[str] = []
+    out = ContextBlock(base.text, query, True, budget, base.tokens, 0, 0, [], base.left_out, [])
+    out.threshold = floor
+    out.trivial = query is None or is_trivial(query)
+    if query is not None and out.trivial:
+        out.notes.append("trivial message: only the always-loaded part")
+    out.text = base.text + working.task_sections(
+        mem, query, session, budget - base.tokens, out.notes
+    )
+    out.tokens = count_tokens(out.text)
     chosen: list[Hit] = []
     terms: list[str] = []
-    if query is not None and trivial:
-        notes.append("trivial message: only the always-loaded part")
-    head = base.text + working.task_sections(mem, query, session, budget - base.tokens, notes)
-    if not trivial and query is not None:
+    if not out.trivial and query is not None:
         hygiene.archive_expired(mem)
         result = mem.retrieve(query, limit=mem.cfg.retrieval.candidate_pool, reinforce=False)
         terms = result.terms
-        notes += result.notes
-        room = budget - count_tokens(head) - count_tokens(f"\n{MEMORIES_HEADING}\n\n")
-        chosen = fit(result.hits, _line_cost, room, len(result.hits), _shorten_line)
-        lines = [_memory_line(hit) for hit in chosen]
-    text = head
-    while lines:
-        text = head + f"\n{MEMORIES_HEADING}\n\n" + "\n".join(lines) + "\n"
-        if count_tokens(text) <= budget:
-            break
-        lines.pop()  # BPE merges across lines can cost a token more than the sum
-        chosen.pop()
-        text = head
-    total = count_tokens(text)
+        out.notes += result.notes
+        room = min(mem.cfg.context.episode_tokens, budget - out.tokens)
+        eps = injection.episode_block(mem, query, terms, room, floor)
+        chosen = _inject(out, result.hits, terms, floor, eps)
+    out.memory_tokens = out.tokens - out.always_loaded_tokens - out.episode_tokens
     if chosen or session:
-        _after(mem, chosen, total - base.tokens, bool(chosen), session, terms)
-    return ContextBlock(
-        text=text,
-        query=query,
-        trivial=trivial,
-        budget=budget,
-        always_loaded_tokens=base.tokens,
-        memory_tokens=total - base.tokens,
-        tokens=total,
-        memory_ids=[h.memory.id for h in chosen],
-        left_out=base.left_out,
-        notes=notes,
+        _after(mem, chosen, out.tokens - base.tokens, bool(chosen), session, terms)
+    return out
+
+
+def _inject(
+    out: ContextBlock,
+    hits: list[Hit],
+    terms: list[str],
+    floor: float,
+    eps: injection.EpisodeBlock,
+) -> list[Hit]:
+    """Fill `out` with the episode abstracts and the memories above the threshold that fit."""
+    kept, out.top_score = injection.above(hits, terms, floor)
+    out.matches = len(hits)
+    if hits and not kept:
+        out.notes.append(f"no memory reaches the relevance threshold {floor:g}")
+    heading = f"\n{MEMORIES_HEADING}\n\n"
+    episodes_text = injection.section(eps)
+    room = out.budget - out.tokens - count_tokens(episodes_text) - count_tokens(heading)
+    fitted = fit(kept, _line_cost, room, len(kept), _shorten_line)
+    lines = [(_memory_line(hit), hit) for hit in fitted]
+    out.text, chosen, episodes_text = injection.assemble(
+        out.text, lines, episodes_text, heading, out.budget
     )
+    out.tokens, out.episode_tokens = count_tokens(out.text), count_tokens(episodes_text)
+    out.episode_ids = eps.ids if episodes_text else []
+    out.memory_ids = [h.memory.id for h in chosen]
+    return chosen
 
 
 def _line_cost(hit: Hit) -> int:

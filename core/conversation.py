@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tiermem.core import distill as distillmod
-from tiermem.core import hygiene, outbox, skills, working
+from tiermem.core import episodes, hygiene, outbox, skills, working
+from tiermem.core import graph as graphmod
 from tiermem.core import llm as llmmod
 from tiermem.core import metadata as meta
 from tiermem.core.consolidate import ConsolidationReport
@@ -68,6 +69,9 @@ class ConversationReport:
     """The session's working memory as the conversation left it (then cleared)."""
     skills_proposed: list[str] = field(default_factory=list)
     """Skills proposed because this conversation repeated an action sequence."""
+    episode: episodes.Episode | None = None
+    graph: graphmod.IndexReport | None = None
+    notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         d = self.distilled
@@ -95,6 +99,9 @@ class ConversationReport:
             "hygiene": self.hygiene.as_dict() if self.hygiene else None,
             "working_memory": self.working_memory,
             "skills_proposed": self.skills_proposed,
+            "episode": self.episode.id if self.episode else None,
+            "graph": self.graph.as_dict() if self.graph else None,
+            "notes": self.notes,
         }
 
 
@@ -171,6 +178,7 @@ def conversation_end(
         report.hot_pruned = mem.hot_store.save(state, now)
         record_items(mem, source, [(key, "", False) for key in hot_keys])
         record_source(mem, source, digest)
+        _episode(mem, report, transcript, distilled, now, transport)
         outbox.enqueue(mem.db, mem.agent_id, "conversation-end", now)
         report.outbox = True
     mem.write_memory_md()
@@ -178,6 +186,36 @@ def conversation_end(
     _hygiene(mem, report, tags, known, session or transcript.session_id or source)
     _task_state(mem, report, transcript, session or transcript.session_id)
     return report
+
+
+def _episode(
+    mem: Memory,
+    report: ConversationReport,
+    transcript: Transcript,
+    distilled: distillmod.Distilled,
+    now: float,
+    transport: llmmod.Transport | None,
+) -> None:
+    """The conversation's episode, then the graph of its facts and of the episode."""
+    fact_ids = [*report.stored, *(d["merged_into"] for d in report.deduplicated)]
+    if report.record_id:
+        fact_ids.append(report.record_id)
+    roles = [m.role for m in transcript.messages if m.role]
+    draft = episodes.Draft(
+        source=report.source,
+        texts=[m.text for m in transcript.messages],
+        participants=[*dict.fromkeys(roles), *distilled.people],
+        fact_ids=[str(i) for i in fact_ids if i],
+        started_at=now,
+        ended_at=now,
+    )
+    report.episode = episodes.write(mem, draft, transport=transport)
+    found = graphmod.index_memories(mem)
+    linked = graphmod.index_episode(mem, report.episode.id, report.episode.summary, transport)
+    found.entities |= linked.entities
+    found.relations += linked.relations
+    report.graph = found
+    report.notes += draft.notes + linked.notes
 
 
 def _task_state(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -85,6 +86,8 @@ class Database:
     """
 
     def __init__(self, path: Path, driver: str | None = None, *, read_only: bool = False) -> None:
+        """Open `path`; a new file is created 0600 (it holds every memory in plaintext, and
+        SQLite gives its -wal and -shm files the same mode)."""
         self.path = path
         self.read_only = read_only
         self.driver = driver or available_driver()
@@ -94,6 +97,8 @@ class Database:
         """Runs first in every outermost write transaction (writes deferred by reads)."""
         self.on_rollback: Callable[[], None] | None = None
         """Runs after such a transaction rolled back."""
+        if not read_only:
+            _create_private(path)
         try:
             self._conn = _connect(path, self.driver, read_only)
             self._setup()
@@ -110,6 +115,11 @@ class Database:
             raise StorageError(f"cannot switch {self.path} to WAL mode")
         self._conn.execute("PRAGMA synchronous = FULL").fetchall()
         self._conn.execute("PRAGMA foreign_keys = ON").fetchall()
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a `transaction()` of this connection is open."""
+        return self._depth > 0
 
     # -- reads and writes -------------------------------------------------------------------
 
@@ -200,3 +210,15 @@ class Database:
                 yield
             except _driver_errors() as exc:
                 raise StorageError(f"database error: {exc}") from None
+
+
+def _create_private(path: Path) -> None:
+    """Create a missing database file readable by its owner only."""
+    if str(path) == ":memory:" or path.exists():
+        return
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StorageError(f"cannot create database {path}: {exc.strerror}") from None

@@ -23,11 +23,13 @@ from tiermem.core import hot as hotmod
 from tiermem.core.config import Config, load_config
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput, StorageError
+from tiermem.core.graph.signal import GraphSignals
 from tiermem.core.hot import HotState, HotStore
 from tiermem.core.lazy import lazy_import
 from tiermem.core.metrics import DayMetrics, MetricsStore
 from tiermem.core.migrations import SCHEMA_VERSION, migrate, schema_version
 from tiermem.core.paths import DEFAULT_AGENT, Home, default_home, validate_agent_id
+from tiermem.core.readcache import ReadCache
 from tiermem.core.retrieve import MODES, RetrievalResult, search
 from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import TreeIndex, TreeNode, TreeStore, normalize_path
@@ -111,6 +113,7 @@ class Memory:
         self.memories = MemoryStore(self.db, self.agent_id)
         self.hot_store = HotStore(self.db, self.agent_id, self.cfg.hot, self._move_to_warm)
         self.trees = TreeStore(self.db, self.agent_id, self.cfg.tree)
+        self.reads = ReadCache(self.db, self.trees)
         self.metrics = MetricsStore(self.db, self.agent_id)
         self.last_memory_md: MemoryMdReport | None = None
         self._pending = reinforce.Pending()
@@ -239,7 +242,8 @@ class Memory:
         with self.db.transaction():
             index = self.trees.load()
             known = len(index.nodes)
-            nodes = {self.trees.ensure(category, now, index) for _, category in batch}
+            categories = dict.fromkeys(category for _, category in batch)
+            nodes = {self.trees.ensure(category, now, index) for category in categories}
             outcomes = self.memories.put(batch, now, self.cfg.dedup)
             self.trees.touch(nodes, now)
             self.metrics.bump(now, stores=sum(o.created for o in outcomes))
@@ -292,7 +296,9 @@ class Memory:
                 if chosen != "keyword":
                     raise
                 notes.append(f"vector fallback unavailable: {exc}")
-        tree = self.trees.load(with_counts=llm)
+        tree, tagged = self.reads.view()
+        if llm:
+            tree = self.trees.load(with_counts=True)
         paths = None
         if llm:
             try:
@@ -315,7 +321,11 @@ class Memory:
             mode=chosen,
             vectors=vectors,
             llm_paths=paths,
+            signals=GraphSignals(self.db, self.agent_id, self.cfg.graph)
+            if self.cfg.graph.retrieval_signal
+            else None,
             tags=tags,
+            tagged=tagged,
         )
         result.notes[:0] = notes
         if reinforce and not self.read_only:

@@ -12,6 +12,8 @@ README's exit-code table is generated from this module (`EXIT_CODES` plus the cl
     ├── NotInitialised (22)  AlreadyInitialised (23)  NothingToRestore (24)  HomeNotEmpty (25)
     │   MissingSecret (26)  SyncFailed (20/21)  DaemonRunning (27)
     ├── DamageFound (40-43)  PointInTimePruned (44)  ServiceError (50)
+    ├── ServerRollback (45)  RecordDeleted (46)  RecordReplayed (47)  RejectedRecords (48)
+    │   InsecureTransport (49)
     └── DeviceRevoked (54)  RotationConflict (55)  PairingRefused (56)  PairingTimeout (57)
 """
 
@@ -292,6 +294,42 @@ class PointInTimePruned(TiermemError):
     """The point in time asked for is older than what pruning kept."""
 
     exit_code = 44
+
+
+class ServerRollback(TiermemError):
+    """The server is behind its own record of the vault: a device's pushes are numbered with a
+    gap, or a push that another device's push saw is gone. Nothing was restored."""
+
+    exit_code = 45
+
+
+class RecordDeleted(TiermemError):
+    """A record that the vault's manifests list is gone from the server (every version of it,
+    and pruning does not explain it). Nothing was restored; `restore --salvage` takes the rest."""
+
+    exit_code = 46
+
+
+class RecordReplayed(TiermemError):
+    """The server serves an older version of a record (or of the critical state) than the
+    newest one its manifests list: a rollback of one record or a replayed snapshot. Nothing was
+    restored; `restore --salvage` takes what authenticates."""
+
+    exit_code = 47
+
+
+class RejectedRecords(TiermemError):
+    """Records failed authentication and were not applied; every later pull fetches them again
+    until they authenticate or a newer version replaces them (`sync status` lists them)."""
+
+    exit_code = 48
+
+
+class InsecureTransport(TiermemError):
+    """A plain `http://` URL to a host other than this machine: the token would travel in
+    clear. Use https:// (or libsql://), or accept the risk with `--insecure-http`."""
+
+    exit_code = 49
 
 
 # -------------------------------------------------------------------------- keys and devices

@@ -554,6 +554,315 @@ MIGRATIONS: list[str] = [
     );
     ALTER TABLE session_access ADD COLUMN hits INTEGER NOT NULL DEFAULT 1;
     """,
+    # Sync against a hostile server: `sync_rejected` lists remote rows that failed
+    # authentication (fetched again by every pull until they authenticate or a newer version
+    # replaces them); `sync_transport` remembers an explicit `--insecure-http`; daily metrics
+    # synced: `sync_metrics` holds every other device's share, `sync_metrics_pushed` the
+    # digest of this device's share last sealed.
+    """
+    CREATE TABLE sync_rejected (
+        agent_id TEXT NOT NULL,
+        record_id BLOB NOT NULL,
+        version TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        first_at REAL NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (agent_id, record_id, version)
+    );
+    CREATE TABLE sync_transport (
+        agent_id TEXT PRIMARY KEY,
+        insecure_http INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE sync_metrics (
+        agent_id TEXT NOT NULL,
+        device_id TEXT NOT NULL,
+        day TEXT NOT NULL,
+        version TEXT NOT NULL,
+        retrievals INTEGER NOT NULL DEFAULT 0,
+        evictions INTEGER NOT NULL DEFAULT 0,
+        promotions INTEGER NOT NULL DEFAULT 0,
+        stores INTEGER NOT NULL DEFAULT 0,
+        context_tokens INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (agent_id, device_id, day)
+    );
+    CREATE TABLE sync_metrics_pushed (
+        agent_id TEXT PRIMARY KEY,
+        digest TEXT NOT NULL
+    );
+    """,
+    # Sync change tracking only for agents set up to sync: the triggers that mark memories and
+    # read counters for upload fire only while the agent has a `sync_state` row, and the marks
+    # of agents without one go (`sync.state.insert_settings` marks an agent's memories when
+    # sync is set up, joined or restored, so the first push still sends them all).
+    """
+    DROP TRIGGER sync_dirty_ai;
+    CREATE TRIGGER sync_dirty_ai AFTER INSERT ON memories
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    DROP TRIGGER sync_dirty_au;
+    CREATE TRIGGER sync_dirty_au AFTER UPDATE ON memories
+    WHEN (old.id IS NOT new.id OR old.text IS NOT new.text OR old.category IS NOT new.category
+        OR old.importance IS NOT new.importance OR old.created_at IS NOT new.created_at
+        OR old.tier IS NOT new.tier OR old.tier_changed_at IS NOT new.tier_changed_at
+        OR old.urls IS NOT new.urls OR old.commands IS NOT new.commands
+        OR old.paths IS NOT new.paths OR old.source IS NOT new.source
+        OR old.size_bytes IS NOT new.size_bytes OR old.tokens IS NOT new.tokens
+        OR old.pinned IS NOT new.pinned)
+        AND EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    DROP TRIGGER sync_dirty_au_id;
+    CREATE TRIGGER sync_dirty_au_id AFTER UPDATE OF id ON memories
+    WHEN old.id != new.id
+        AND EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (old.agent_id, old.id);
+    END;
+    DROP TRIGGER sync_dirty_ad;
+    CREATE TRIGGER sync_dirty_ad AFTER DELETE ON memories
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (old.agent_id, old.id);
+    END;
+    DROP TRIGGER reinforcement_local_ai;
+    CREATE TRIGGER reinforcement_local_ai AFTER INSERT ON reinforcement
+    WHEN new.device = ''
+        AND EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM reinforce_dirty WHERE agent_id = new.agent_id AND id = new.id;
+        INSERT INTO reinforce_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    DROP TRIGGER reinforcement_local_au;
+    CREATE TRIGGER reinforcement_local_au AFTER UPDATE ON reinforcement
+    WHEN new.device = ''
+        AND EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM reinforce_dirty WHERE agent_id = new.agent_id AND id = new.id;
+        INSERT INTO reinforce_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    DELETE FROM sync_dirty WHERE agent_id NOT IN (SELECT agent_id FROM sync_state);
+    DELETE FROM reinforce_dirty WHERE agent_id NOT IN (SELECT agent_id FROM sync_state);
+    """,
+    # Episodic memory and the knowledge graph (core/episodes.py, core/graph/): one episode per
+    # conversation with its own keyword index and expiry; entities with their names and aliases,
+    # relations with a validity window, mentions linking entities to memories and episodes, and
+    # how far graph indexing and dreaming have got per agent.
+    """
+    CREATE TABLE episodes (
+        seq INTEGER PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        abstract TEXT NOT NULL,
+        topics TEXT NOT NULL DEFAULT '',
+        participants TEXT NOT NULL DEFAULT '',
+        fact_ids TEXT NOT NULL DEFAULT '',
+        started_at REAL NOT NULL,
+        ended_at REAL NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        promoted_at REAL,
+        UNIQUE (agent_id, id),
+        UNIQUE (agent_id, source)
+    );
+    CREATE INDEX episodes_promoted ON episodes (agent_id, promoted_at, created_at);
+    CREATE VIRTUAL TABLE episodes_fts USING fts5(
+        summary, topics, participants,
+        content = 'episodes', content_rowid = 'seq',
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER episodes_ai AFTER INSERT ON episodes BEGIN
+        INSERT INTO episodes_fts (rowid, summary, topics, participants)
+        VALUES (new.seq, new.summary, new.topics, new.participants);
+    END;
+    CREATE TRIGGER episodes_ad AFTER DELETE ON episodes BEGIN
+        INSERT INTO episodes_fts (episodes_fts, rowid, summary, topics, participants)
+        VALUES ('delete', old.seq, old.summary, old.topics, old.participants);
+    END;
+    CREATE TRIGGER episodes_au AFTER UPDATE OF summary, topics, participants ON episodes BEGIN
+        INSERT INTO episodes_fts (episodes_fts, rowid, summary, topics, participants)
+        VALUES ('delete', old.seq, old.summary, old.topics, old.participants);
+        INSERT INTO episodes_fts (rowid, summary, topics, participants)
+        VALUES (new.seq, new.summary, new.topics, new.participants);
+    END;
+    CREATE TABLE entities (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, id)
+    );
+    CREATE TABLE entity_names (
+        agent_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        entity_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        PRIMARY KEY (agent_id, key)
+    );
+    CREATE INDEX entity_names_entity ON entity_names (agent_id, entity_id);
+    CREATE TABLE relations (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        predicate TEXT NOT NULL,
+        object TEXT NOT NULL,
+        valid_from REAL,
+        valid_to REAL,
+        source TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, id)
+    );
+    CREATE INDEX relations_subject ON relations (agent_id, subject, predicate);
+    CREATE INDEX relations_object ON relations (agent_id, object);
+    CREATE TABLE mentions (
+        agent_id TEXT NOT NULL,
+        entity_id TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('memory', 'episode')),
+        ref TEXT NOT NULL,
+        PRIMARY KEY (agent_id, entity_id, kind, ref)
+    );
+    CREATE INDEX mentions_ref ON mentions (agent_id, kind, ref);
+    CREATE TABLE graph_progress (
+        agent_id TEXT PRIMARY KEY,
+        memory_seq INTEGER NOT NULL DEFAULT 0,
+        dreamed_at REAL NOT NULL DEFAULT 0
+    );
+    """,
+    # Episodes and the graph synced (sync/graphsync.py, core/graph/store.py): `graph_dirty`,
+    # the episodes and entities changed since their last push (an entity's record carries its
+    # names, the relations it is the subject of and its mentions, so those mark it too);
+    # `graph_gone`, entities merged into another (or deleted), so that no device brings them
+    # back; `sync_batches.graph_up_to`, the dirty mark a push batch covers. Like the memories'
+    # marks, only for agents that sync (`sync.state.insert_settings` marks the rest on set-up).
+    """
+    CREATE TABLE graph_dirty (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent_id TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('episode', 'entity')),
+        id TEXT NOT NULL,
+        UNIQUE (agent_id, kind, id)
+    );
+    INSERT INTO graph_dirty (agent_id, kind, id) SELECT agent_id, 'episode', id FROM episodes
+        WHERE agent_id IN (SELECT agent_id FROM sync_state);
+    INSERT INTO graph_dirty (agent_id, kind, id) SELECT agent_id, 'entity', id FROM entities
+        WHERE agent_id IN (SELECT agent_id FROM sync_state);
+    CREATE TABLE graph_gone (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        merged_into TEXT,
+        PRIMARY KEY (agent_id, id)
+    );
+    ALTER TABLE sync_batches ADD COLUMN graph_up_to INTEGER NOT NULL DEFAULT 0;
+    CREATE TRIGGER graph_dirty_episodes_ai AFTER INSERT ON episodes
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'episode' AND id = new.id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'episode', new.id);
+    END;
+    CREATE TRIGGER graph_dirty_entities_ai AFTER INSERT ON entities
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.id);
+    END;
+    CREATE TRIGGER graph_dirty_names_ai AFTER INSERT ON entity_names
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_relations_ai AFTER INSERT ON relations
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.subject;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.subject);
+    END;
+    CREATE TRIGGER graph_dirty_mentions_ai AFTER INSERT ON mentions
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_episodes_au AFTER UPDATE ON episodes
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'episode' AND id = new.id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'episode', new.id);
+    END;
+    CREATE TRIGGER graph_dirty_entities_au AFTER UPDATE ON entities
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.id);
+    END;
+    CREATE TRIGGER graph_dirty_names_au AFTER UPDATE ON entity_names
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_relations_au AFTER UPDATE ON relations
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.subject;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.subject);
+    END;
+    CREATE TRIGGER graph_dirty_mentions_au AFTER UPDATE ON mentions
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = new.agent_id AND kind = 'entity' AND id = new.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (new.agent_id, 'entity', new.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_names_au_old AFTER UPDATE ON entity_names
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_relations_au_old AFTER UPDATE ON relations
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.subject;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.subject);
+    END;
+    CREATE TRIGGER graph_dirty_mentions_au_old AFTER UPDATE ON mentions
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_episodes_ad AFTER DELETE ON episodes
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'episode' AND id = old.id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'episode', old.id);
+    END;
+    CREATE TRIGGER graph_dirty_entities_ad AFTER DELETE ON entities
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.id);
+    END;
+    CREATE TRIGGER graph_dirty_names_ad AFTER DELETE ON entity_names
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.entity_id);
+    END;
+    CREATE TRIGGER graph_dirty_relations_ad AFTER DELETE ON relations
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.subject;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.subject);
+    END;
+    CREATE TRIGGER graph_dirty_mentions_ad AFTER DELETE ON mentions
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        DELETE FROM graph_dirty
+        WHERE agent_id = old.agent_id AND kind = 'entity' AND id = old.entity_id;
+        INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.entity_id);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -41,7 +41,8 @@ class Explanation:
     category_boost: float
     tier_score: float
     score: float
-    """relevance × (1 + category_boost) × (1 + time_boost) + tier_tiebreak × tier_score."""
+    """relevance × (1 + category_boost) × (1 + time_boost) × (1 + graph or episode boost)
+    + tier_tiebreak × tier_score."""
     tier: str
     length_factor: float = 1.0
     """The length prior, tokens^-α relative to the shortest candidate (1 for it); α is
@@ -57,6 +58,8 @@ class Explanation:
     """Cosine similarity of the query's and the memory's embeddings (vector and hybrid)."""
     llm_reason: str | None = None
     """Why the model chose this memory's category (LLM tree search)."""
+    via: str | None = None
+    """How the knowledge graph or an episode reached it ("Maya → works_on → Ledgerly")."""
     tags: tuple[str, ...] = ()
     """The memory's tags."""
     matched_tags: tuple[str, ...] = ()
@@ -90,6 +93,8 @@ class Candidate:
     tier_score: float = 0.0
     score: float = 0.0
     llm_reason: str | None = None
+    signal_boost: float = 0.0
+    via: str | None = None
     tags: tuple[str, ...] = ()
     matched_tags: tuple[str, ...] = ()
     tag_terms: tuple[str, ...] = ()
@@ -206,7 +211,11 @@ class RankContext:
             matched = deepest_match(row[ROW_CATEGORY], reasons) if reasons else None
             boost = cfg.category_boost if matched else 0.0
             created = float(row[_CREATED])
-            window = next((label for w, label in labelled if w.contains(created)), None)
+            window = (
+                next((label for w, label in labelled if w.contains(created)), None)
+                if labelled
+                else None
+            )
             time_boost = cfg.temporal_boost if window else 0.0
             age_days = max(0.0, (self.now - created) / DAY)
             tier_score = (
@@ -218,7 +227,8 @@ class RankContext:
             c.time_boost, c.time_match = time_boost, window
             c.tier_score = tier_score
             c.score = (
-                c.relevance * (1.0 + boost) * (1.0 + time_boost) + cfg.tier_tiebreak * tier_score
+                c.relevance * (1.0 + boost) * (1.0 + time_boost) * (1.0 + c.signal_boost)
+                + cfg.tier_tiebreak * tier_score
             )
         ranked = sorted(found, key=lambda c: (-c.score, c.seq))
         return ranked
@@ -266,6 +276,7 @@ def explain(
             vector_rank=c.vector_rank,
             similarity=c.similarity,
             llm_reason=c.llm_reason,
+            via=c.via,
             tags=c.tags,
             matched_tags=c.matched_tags,
         )

@@ -51,7 +51,13 @@ from tiermem.core.ranking import (
 )
 from tiermem.core.ranking import Explanation as Explanation  # part of a result's public shape
 from tiermem.core.temporal import TimeWindow, cue_words, find_windows
-from tiermem.core.terms import fts_match, prefix_variants, query_terms, unfinished_word
+from tiermem.core.terms import (
+    adjacent_pairs,
+    fts_match,
+    prefix_variants,
+    query_terms,
+    unfinished_word,
+)
 from tiermem.core.tree import TreeIndex, normalize_path
 from tiermem.core.warm import TIERS, MemoryStore, Tier
 
@@ -75,6 +81,16 @@ class RetrievalResult:
     mode: str = "keyword"
     time_windows: list[str] = field(default_factory=list)
     """The query's time cues and the date windows they name."""
+
+
+class Signals(Protocol):
+    """Extra evidence for ranking (core/graph/signal.py: the knowledge graph and episodes)."""
+
+    def apply(
+        self, query: str, found: list[Candidate], where: tuple[str, list[object]]
+    ) -> list[Candidate]:
+        """`found` with boosts and reasons set, plus candidates reached only through it."""
+        ...
 
 
 class VectorSearch(Protocol):
@@ -102,7 +118,9 @@ def search(
     llm_paths: Sequence[PathChoice] | None = None,
     tz: tzinfo | None = None,
     prefix: bool = False,
+    signals: Signals | None = None,
     tags: Sequence[str] = (),
+    tagged: bool = True,
 ) -> RetrievalResult:
     """Rank this agent's memories for `query`. Pure read: reinforcement is the caller's.
 
@@ -113,7 +131,9 @@ def search(
     so the tuned ranking is unchanged): the last word, unless a space follows it, also matches
     as the start of a word ("kube" finds "kubernetes"). `tags` (and `tag:T` in the query):
     only memories carrying every one of them; a query word that names a tag finds its
-    memories too."""
+    memories too. `tagged=False` (no memory of the agent has a tag) skips the tag lookups.
+    `signals` (keyword mode) raises and adds memories the knowledge graph or an episode links
+    to the query."""
     query, cued = tagmod.split_query(query)
     wanted_tags = [*tags, *cued]
     _check_arguments(query or ("tag" if wanted_tags else ""), limit, budget, mode, vectors)
@@ -141,9 +161,9 @@ def search(
     last = unfinished_word(query, terms) if prefix and mode == "keyword" else None
     prefixes = prefix_variants(last) if last else []
     if terms and mode != "vector":
-        exact = [t for t in terms if t != last] if prefixes else terms
-        keyword = _keyword_candidates(store, exact, filters, retrieval, prefixes)
-        keyword += _tag_candidates(filters, exact, keyword, retrieval.candidate_pool)
+        keyword = _keyword_pool(store, query, terms, last, prefixes, filters, retrieval, tagged)
+    if signals is not None and mode == "keyword":
+        keyword = signals.apply(query, keyword, filters.sql())
     similar: list[Candidate] = []
     if mode != "keyword" and vectors is not None:  # (vector and hybrid modes require it)
         similar = _vector_candidates(vectors, query, filters, retrieval)
@@ -155,7 +175,8 @@ def search(
     result.candidates = len({c.seq for c in (*keyword, *similar)})
     context = RankContext(result.categories, windows, now, retrieval, scoring)
     ranked = _rank(result, keyword, similar, context)
-    _label(store, ranked, wanted_tags)
+    if tagged:
+        _label(store, ranked, wanted_tags)
     _finish(result, tree, ranked, wanted, prefixes)
     return result
 
@@ -417,17 +438,39 @@ class _Filters:
         return sql, params
 
 
+def _keyword_pool(
+    store: MemoryStore,
+    query: str,
+    terms: Sequence[str],
+    last: str | None,
+    prefixes: Sequence[str],
+    filters: _Filters,
+    retrieval: RetrievalConfig,
+    tagged: bool,
+) -> list[Candidate]:
+    """BM25 matches of the query words (an unfinished last word as its prefixes; side-by-side
+    words also as phrases when configured), plus the memories a query word names by tag."""
+    exact = [t for t in terms if t != last] if prefixes else terms
+    pairs = adjacent_pairs(query, exact) if retrieval.adjacent_pairs else []
+    keyword = _keyword_candidates(store, exact, filters, retrieval, prefixes, pairs)
+    if tagged:
+        keyword += _tag_candidates(filters, exact, keyword, retrieval.candidate_pool)
+    return keyword
+
+
 def _keyword_candidates(
     store: MemoryStore,
     terms: Sequence[str],
     filters: _Filters,
     retrieval: RetrievalConfig,
     prefixes: Sequence[str] = (),
+    pairs: Sequence[tuple[str, str]] = (),
 ) -> list[Candidate]:
-    """The best `candidate_pool` BM25 matches, relevance-weighted by length. The agent's rowid
+    """The best `candidate_pool` BM25 matches (of the terms, prefixes and phrase pairs),
+    relevance-weighted by length. The agent's rowid
     range scopes the FTS5 walk; a tier or category filter needs the join inside the search,
     otherwise only the pool's rows are looked up."""
-    params: list[object] = [fts_match(terms, prefixes), store.slot, store.slot]
+    params: list[object] = [fts_match(terms, prefixes, pairs), store.slot, store.slot]
     if not filters.any:
         sql = (
             f"SELECT f.rowid, f.r, {ROW_FIELDS} FROM (SELECT rowid, {_BM25} AS r FROM memories_fts "

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
+from itertools import pairwise
 
 TERM = re.compile(r"[^\W_]+")
 
@@ -44,20 +46,35 @@ def query_terms(
     return list(dict.fromkeys(content or words))[:max_terms]
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A light suffix stripper used to explain matches (FTS5 itself uses Porter)."""
+    """A light suffix stripper used to explain matches (FTS5 itself uses Porter); cached, as
+    every query stems its terms for the tree, the tags and each explanation."""
     for suffix in ("ations", "ation", "ings", "ing", "edly", "ed", "ies", "es", "ly", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
     return word
 
 
-def fts_match(terms: Sequence[str], prefixes: Sequence[str] = ()) -> str:
-    """An FTS5 query matching any of the quoted terms, or any word starting with one of the
-    quoted `prefixes` (never FTS5 syntax from the user)."""
+def fts_match(
+    terms: Sequence[str], prefixes: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = ()
+) -> str:
+    """An FTS5 query matching any of the quoted terms, any word starting with one of the quoted
+    `prefixes`, or any of the `pairs` as a phrase (never FTS5 syntax from the user)."""
     quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
+    quoted += ['"' + f"{a} {b}".replace('"', '""') + '"' for a, b in pairs]
     quoted += ['"' + p.replace('"', '""') + '"*' for p in prefixes]
     return " OR ".join(quoted)
+
+
+def adjacent_pairs(query: str, terms: Sequence[str]) -> list[tuple[str, str]]:
+    """Two search terms side by side in the query ("cocktail recipe", not "try … weekend"
+    across a dropped word): searched as a phrase too, a memory that has them side by side
+    scores that phrase's BM25 on top of the words'."""
+    words = [w.casefold()[:MAX_TERM_CHARS] for w in TERM.findall(query)]
+    wanted = set(terms)
+    found = [(a, b) for a, b in pairwise(words) if a in wanted and b in wanted and a != b]
+    return list(dict.fromkeys(found))
 
 
 MIN_PREFIX = 2

@@ -12,6 +12,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from tiermem.core.config import TreeConfig
 from tiermem.core.db import Database
@@ -22,8 +23,10 @@ MAX_DESCRIPTION = 100
 _SEGMENT_SPACE = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=4096)
 def normalize_path(raw: str) -> str:
-    """'Projects / EvoClaw /BSC' → 'projects/evoclaw/bsc'. Raises on an empty path."""
+    """'Projects / EvoClaw /BSC' → 'projects/evoclaw/bsc'. Raises on an empty path (a batch
+    names a few categories many times, so results are cached)."""
     segments = [_SEGMENT_SPACE.sub("-", s.strip().casefold()) for s in raw.split("/")]
     segments = [s for s in segments if s]
     if not segments:

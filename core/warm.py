@@ -29,6 +29,7 @@ MAX_TEXT_BYTES = 64 * 1024
 MAX_METADATA_ITEMS = 50
 
 COLUMNS = column_list(RECORD_NAMES)
+INSERT_RECORD = insert_sql(RECORD_NAMES)
 
 
 SLOT_BITS = 32
@@ -190,19 +191,13 @@ class MemoryStore:
         tokens = count_tokens_many([f.text for f, _ in facts])
         near = self._near_index(dedup) if dedup is not None and dedup.near else None
         outcomes: list[StoreOutcome] = []
+        rows: list[tuple[object, ...]] = []  # inserted with one executemany
         next_seq = self._next_seq()
         for (fact, category), fid, n_tokens in zip(facts, ids, tokens, strict=True):
-            if fid in existing:
-                self._reinforce_on_store(fid, fact, now)
-                outcomes.append(
-                    StoreOutcome(
-                        fid, False, existing[fid], n_tokens, merged_into=fid, similarity=1.0
-                    )
-                )
-                continue
-            match = self._near_match(near, fact.text) if near is not None else None
+            match = self._duplicate(fid, fact, existing, near, rows)
             if match is not None:
                 target, target_category, ratio = match
+                self._flush(rows)  # the duplicate may be a row of this batch
                 self._reinforce_on_store(target, fact, now)
                 outcomes.append(
                     StoreOutcome(
@@ -215,37 +210,42 @@ class MemoryStore:
                     )
                 )
                 continue
-            size = len(fact.text.encode()) + sum(
-                len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
-            )
-            self.db.execute(
-                insert_sql(RECORD_NAMES),
-                (
-                    str(next_seq),  # 64-bit: bound as text (driver trap)
-                    self.agent_id,
-                    fid,
-                    fact.text,
-                    category,
-                    float(fact.importance),
-                    now if fact.created_at is None else fact.created_at,
-                    fact.access_count + counted.get(fid, (0, None))[0],
-                    counted.get(fid, (0, None))[1],
-                    "warm",
-                    now,
-                    _join(fact.urls),
-                    _join(fact.commands),
-                    _join(fact.paths),
-                    fact.source,
-                    size,
-                    n_tokens,
-                ),
+            seen = counted.get(fid, (0, None))
+            rows.append(
+                _insert_row(next_seq, self.agent_id, fid, fact, category, now, n_tokens, seen)
             )
             next_seq += 1
             existing[fid] = category
             if near is not None:
                 near.add(fid, fact.text)
             outcomes.append(StoreOutcome(fid, True, category, n_tokens))
+        self._flush(rows)
         return outcomes
+
+    def _duplicate(
+        self,
+        fid: str,
+        fact: NewFact,
+        existing: dict[str, str],
+        near: NearIndex | None,
+        pending: list[tuple[object, ...]],
+    ) -> tuple[str, str, float] | None:
+        """(id, category, similarity) of the memory `fact` duplicates: the same content id
+        (1.0) or, with `near`, a near-duplicate. Only a near candidate costs a query."""
+        if fid in existing:
+            return fid, existing[fid], 1.0
+        candidates = near.find(fact.text) if near is not None else []
+        if not candidates:
+            return None
+        assert near is not None
+        self._flush(pending)
+        return self._near_match(near, candidates)
+
+    def _flush(self, rows: list[tuple[object, ...]]) -> None:
+        """Insert the pending rows in one statement and forget them."""
+        if rows:
+            self.db.executemany(INSERT_RECORD, rows)
+            rows.clear()
 
     def _near_index(self, cfg: DedupConfig) -> NearIndex:
         """The newest `cfg.window` memories, indexed for near-duplicate lookups. Kept between
@@ -266,11 +266,13 @@ class MemoryStore:
             self._near, self._near_mark = index, mark
         return index
 
-    def _near_match(self, index: NearIndex, text: str) -> tuple[str, str, float] | None:
-        """(id, category, similarity) of the stored near-duplicate of `text`. A candidate is
-        checked against the database first: an index entry whose row is gone or whose text
-        changed is dropped, never merged into."""
-        for candidate, ratio in index.find(text):
+    def _near_match(
+        self, index: NearIndex, candidates: list[tuple[str, float]]
+    ) -> tuple[str, str, float] | None:
+        """(id, category, similarity) of the first stored near-duplicate among `candidates`
+        (`index.find`). A candidate is checked against the database first: an index entry
+        whose row is gone or whose text changed is dropped, never merged into."""
+        for candidate, ratio in candidates:
             row = self.db.query_one(
                 "SELECT text, category FROM memories WHERE agent_id = ? AND id = ?",
                 (self.agent_id, candidate),
@@ -478,6 +480,41 @@ class MemoryStore:
             (self.agent_id, fragment),
         )
         return [MemoryRecord.from_row(r) for r in rows]
+
+
+def _insert_row(
+    seq: int,
+    agent_id: str,
+    fid: str,
+    fact: NewFact,
+    category: str,
+    now: float,
+    n_tokens: int,
+    seen: tuple[int, float | None],
+) -> tuple[object, ...]:
+    """The parameters of `INSERT_RECORD` for a new memory (`seen`: reads counted before)."""
+    size = len(fact.text.encode()) + sum(
+        len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
+    )
+    return (
+        str(seq),  # 64-bit: bound as text (driver trap)
+        agent_id,
+        fid,
+        fact.text,
+        category,
+        float(fact.importance),
+        now if fact.created_at is None else fact.created_at,
+        fact.access_count + seen[0],
+        seen[1],
+        "warm",
+        now,
+        _join(fact.urls),
+        _join(fact.commands),
+        _join(fact.paths),
+        fact.source,
+        size,
+        n_tokens,
+    )
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:

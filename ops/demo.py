@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tiermem.core import agents, clocks, curate
+from tiermem.core import agents, clocks, curate, episodes, graph
 from tiermem.core.conflicts import record_conflict
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
@@ -48,6 +48,8 @@ class Dataset:
     queries: list[str]
     conflicts: list[dict[str, Any]]
     facts: list[DemoFact]
+    episodes: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    """Day → the conversation of that day (role, text), kept as an episode."""
 
 
 @dataclass
@@ -81,7 +83,13 @@ def load_dataset() -> Dataset:
             source="demo",
         )
         facts.append(DemoFact(int(row["day"]), fact))
+    talks = {}
+    for line in (DATASET / "episodes.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            talks[int(row["day"])] = [(str(r), str(t)) for r, t in row["messages"]]
     return Dataset(
+        episodes=talks,
         days=int(agent["days"]),
         tree=[(str(p), str(d)) for p, d in agent["tree"]],
         hot=agent["hot"],
@@ -136,6 +144,21 @@ def build_demo(
     return report
 
 
+def _episode(mem: Memory, source: str, talk: list[tuple[str, str]], fact_ids: list[str]) -> None:
+    """The day's conversation as an episode with its facts, and its entities in the graph."""
+    draft = episodes.Draft(
+        source=source,
+        texts=[text for _, text in talk],
+        participants=sorted({role for role, _ in talk}),
+        fact_ids=fact_ids,
+        started_at=mem.now(),
+        ended_at=mem.now() + 20 * 60,
+    )
+    with mem.db.transaction():
+        episode = episodes.write(mem, draft)
+        graph.index_episode(mem, episode.id, "\n".join(draft.texts))
+
+
 def _replay(
     mem: Memory,
     data: Dataset,
@@ -159,8 +182,10 @@ def _replay(
     for day in range(data.days, -1, -1):
         base = end - day * DAY
         clock.now = base - 10 * HOUR  # the morning: what was learned
-        for fact in by_day.get(day, []):
-            report.stored += mem.store_many([fact])[0].created
+        stored = [mem.store_many([fact])[0] for fact in by_day.get(day, [])]
+        report.stored += sum(o.created for o in stored)
+        if day in data.episodes:
+            _episode(mem, f"demo:day-{day}", data.episodes[day], [o.id for o in stored])
         for d, text, _ in tasks:
             if d == day:
                 mem.add_task(text)

@@ -23,6 +23,7 @@ from tiermem.core.environment import environment
 from tiermem.core.errors import ConfigError, TiermemError
 from tiermem.core.paths import Home
 from tiermem.ops.doctor import FAIL, OK, WARN, Check
+from tiermem.sync import hlc
 from tiermem.sync.hrana import AuthFailed, HranaClient, TransportFailure
 from tiermem.sync.secrets import ENV_STORE, ENV_TOKEN, TOKEN, env_secret, keyring_usable, open_store
 from tiermem.sync.state import Settings, read_settings
@@ -84,11 +85,14 @@ def check_server(
     *,
     clock: Callable[[], float] = time.time,
     transport: httpx.BaseTransport | None = None,
+    insecure_http: bool = False,
 ) -> list[Check]:
     """One request: reachability, authentication, and the clock skew against the server."""
     name = f"sync[{s.agent_id}]"
     try:
-        with HranaClient(s.url, token, timeout=TIMEOUT, transport=transport) as client:
+        with HranaClient(
+            s.url, token, timeout=TIMEOUT, transport=transport, insecure_http=insecure_http
+        ) as client:
             host = client.base_url
             sent = clock()
             result = client.execute(SERVER_TIME_SQL)
@@ -138,6 +142,46 @@ def check_outbox(db: Database, s: Settings, now: float) -> Check:
     if age > OUTBOX_WARN:
         return Check(name, WARN, detail + ": is the daemon running?")
     return Check(name, OK, detail)
+
+
+def check_sync_clock(db: Database, s: Settings, now: float) -> Check:
+    """The version clock is not ahead of the wall clock by more than a version may move it (a
+    clock an older tiermem let a server's row poison); the next push sets it back."""
+    name = f"sync clock[{s.agent_id}]"
+    try:
+        clock = hlc.parse(s.hlc) if s.hlc else None
+    except ValueError:
+        return Check(name, FAIL, "the version clock is malformed; the next push sets it back")
+    if clock is not None and hlc.ahead(clock, int(now * 1000)):
+        days = (clock.wall_ms / 1000 - now) / 86400
+        return Check(
+            name,
+            FAIL,
+            f"the version clock is {days:,.0f} day(s) ahead of this machine's clock; the next "
+            "`tiermem sync push` sets it back to the newest authenticated version",
+        )
+    return Check(name, OK, "not ahead of the wall clock")
+
+
+def check_rejected(db: Database, s: Settings) -> Check:
+    """Remote rows that failed authentication stay listed until a pull applies them."""
+    name = f"rejected[{s.agent_id}]"
+    has_table = db.scalar(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sync_rejected'"
+    )
+    n = (
+        int(db.scalar("SELECT count(*) FROM sync_rejected WHERE agent_id = ?", (s.agent_id,)))
+        if has_table
+        else 0
+    )
+    if n:
+        return Check(
+            name,
+            FAIL,
+            f"{n} remote record(s) failed authentication and are not applied; every pull "
+            "fetches them again (`tiermem sync status`, `tiermem sync check`)",
+        )
+    return Check(name, OK, "every pulled record authenticated")
 
 
 def check_daemon(root: Path, agent_id: str) -> Check:
@@ -233,9 +277,18 @@ def _agent_checks(
         except TiermemError as exc:
             checks.append(Check(f"secrets[{s.agent_id}]", FAIL, str(exc)))
     if network:
-        checks += check_server(s, token, clock=clock, transport=transport)
+        insecure = bool(
+            db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'sync_transport'")
+            and db.scalar(
+                "SELECT COALESCE(max(insecure_http), 0) FROM sync_transport WHERE agent_id = ?",
+                (s.agent_id,),
+            )
+        )
+        checks += check_server(s, token, clock=clock, transport=transport, insecure_http=insecure)
     else:
         checks.append(Check(name, OK, f"{s.url} (not contacted: --offline)"))
     checks.append(check_outbox(db, s, clock()))
+    checks.append(check_sync_clock(db, s, clock()))
+    checks.append(check_rejected(db, s))
     checks.append(check_daemon(home.root, s.agent_id))
     return checks

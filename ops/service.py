@@ -31,6 +31,11 @@ PLATFORMS: Final = ("systemd", "launchd")
 LAUNCHD_PREFIX: Final = "dev.tiermem"
 
 
+NO_RESTART_EXIT_CODES: Final = (22, 26, 27, 49, 54)
+"""Daemon exits that need a person (sync not set up, a missing secret, another daemon, an
+insecure URL refused, this device removed): a service manager must not restart on them."""
+
+
 @dataclass(frozen=True)
 class Job:
     """One consolidation timer: `calendar` entries are (day of month or None, hour, minute)."""
@@ -206,8 +211,9 @@ Type=simple
 ExecStart={_exec([*base, "daemon"])}
 Restart=on-failure
 RestartSec=30
-# 22: sync not set up, 26: a secret is missing, 27: another daemon runs: restarting cannot help
-RestartPreventExitStatus=22 26 27
+# 22: sync not set up, 26: a secret is missing, 27: another daemon runs, 49: a plain http://
+# URL was refused, 54: this device was removed from the vault: restarting cannot help
+RestartPreventExitStatus={" ".join(str(c) for c in NO_RESTART_EXIT_CODES)}
 Environment=PYTHONUNBUFFERED=1
 
 [Install]

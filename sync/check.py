@@ -1,11 +1,14 @@
 """`tiermem sync check`: is the server's copy of the vault whole and authentic? (like `restic
 check`)
 
-Without ``read_data`` the *structure* is checked, reading every row's metadata but only the
-manifests' and prune records' envelopes (which are decrypted):
+Without ``read_data`` the *structure and integrity* are checked: every row and its envelope
+are downloaded, but only the manifests and prune records are decrypted:
 
 - every row has a well-formed version written by its own device, and an envelope header and
   length that a sealed record can have (a truncated blob fails here);
+- every envelope's SHA-256 equals the digest its manifest line holds (the manifest is sealed
+  under the vault key, so a flipped bit, a swapped or a replaced envelope is caught without
+  opening the record itself; hashing costs a fraction of decrypting and decoding);
 - per device the manifests are numbered 1, 2, 3, … without a gap, and the server is not behind
   what this home already knows (its own confirmed pushes, the highest manifest seen from every
   other device in pulls, the newest critical state applied or pushed): a server that rolled
@@ -15,9 +18,9 @@ manifests' and prune records' envelopes (which are decrypted):
   agent or injected);
 - the key wraps (`wrapcheck.check_wraps`) and the signed device roster (`roster.check_roster`).
 
-With ``read_data`` every envelope is also downloaded, authenticated and decrypted under its
-epoch's key, decoded, matched against its record id (a memory record must carry the memory id
-its record id was derived from), and its SHA-256 compared with its manifest line.
+With ``read_data`` every envelope is also authenticated and decrypted under its epoch's key,
+decoded, and matched against its record id (a memory record must carry the memory id its
+record id was derived from).
 
 **Pruning rule.** A manifest line ``(rid, v)`` whose row is gone counts as *pruned* iff the
 server holds a version ``w`` of the same record with ``v < w <= H``, where ``H`` is the prune
@@ -42,9 +45,10 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from tiermem.core.errors import DAMAGE_EXIT_CODES, DamageFound
-from tiermem.sync import crypto, hlc, records, roster, wrapcheck
+from tiermem.sync import crypto, graphsync, hlc, records, roster, wrapcheck
 from tiermem.sync.hrana import Args, HranaClient, ResultSet
 from tiermem.sync.keyring import KeyRing
+from tiermem.sync.metrics_sync import decode_metrics
 from tiermem.sync.prune import PRUNE_TABLE, decode_prune, prune_horizon, prune_record_id
 from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS
 from tiermem.sync.retry import RetryPolicy
@@ -238,8 +242,7 @@ class _Checker:
         }
 
     def read_rows(self, page_rows: int, progress: CheckProgress | None) -> tuple[list[_Row], int]:
-        """Every row's header in pages (the envelope too when data is read, else only the
-        manifests' and prune records'); returns the rows and their envelope bytes."""
+        """Every row with its envelope, in pages; returns the rows and their envelope bytes."""
         total = int(
             str(
                 self.select("SELECT count(*) FROM records WHERE agent_tag = ?", (self.tag,)).rows[
@@ -248,16 +251,8 @@ class _Checker:
             )
         )
         rows: list[_Row] = []
-        envelope_sql = (
-            "envelope"
-            if self.read_data
-            else "CASE WHEN record_id IN ({}) THEN envelope END".format(
-                ", ".join("?" * (len(self.manifest_rids) + 1))
-            )
-        )
-        extra: tuple[object, ...] = (
-            () if self.read_data else (*self.manifest_rids.values(), self.prune_rid)
-        )
+        envelope_sql = "envelope"
+        extra: tuple[object, ...] = ()
         after = 0
         size = 0
         page_sql = (
@@ -325,6 +320,9 @@ class _Checker:
                 table = (
                     records.CRITICAL_TABLE
                     if row.record_id == self.critical_rid
+                    else records.METRICS_TABLE
+                    if row.record_id
+                    == records.record_id(self.id_key, records.METRICS_TABLE, device_hex)
                     else records.MEMORY_TABLE
                 )
                 _open_record(self.ring, self.agent, table, row, self.damage)
@@ -421,7 +419,7 @@ class _Checker:
                 f"push {m.n} of device {device_hex[:12]}…) is missing",
             )
             return "damage"
-        if self.read_data and found.envelope is not None:
+        if found.envelope is not None:
             if records.envelope_digest(found.envelope) != line.digest:
                 self.damage("tampered", "a record differs from its manifest line", found)
             elif found.device_id.hex() != device_hex:
@@ -471,9 +469,18 @@ def _open_record(
     damage: Callable[[Damage, str, _Row], None],
 ) -> None:
     try:
-        plaintext = records.open_row(ring.key(row.epoch), agent, table, _remote(row))
+        try:
+            plaintext = records.open_row(ring.key(row.epoch), agent, table, _remote(row))
+        except crypto.TamperedData as exc:
+            if table != records.MEMORY_TABLE:
+                raise
+            graphsync.open_or(exc, ring.key(row.epoch), agent, ring.id_key, _remote(row))
+            return
         if table == records.CRITICAL_TABLE:
             records.decode_critical(plaintext, agent)
+            return
+        if table == records.METRICS_TABLE:
+            decode_metrics(plaintext, row.device_id.hex())
             return
         item = records.decode_memory(plaintext)
         if ring.memory_rid(item.id) != row.record_id:

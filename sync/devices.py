@@ -104,8 +104,11 @@ class JoinResult:
     token_stored: bool
 
 
-def default_name() -> str:
-    return clean_name(socket.gethostname() or "device")
+def default_name(device_id: bytes | None = None) -> str:
+    """The host name, with the start of the device id: two desktops named after the same
+    host stay distinguishable in `sync devices`."""
+    host = (socket.gethostname() or "device")[: MAX_NAME - 6]
+    return clean_name(host if device_id is None else f"{host} #{device_id.hex()[:4]}")
 
 
 def clean_name(name: str) -> str:
@@ -161,7 +164,9 @@ def own_entry_statements(
     epoch, key = keys.current_key(engine, s)
     id_key = key if epoch == keys.ID_EPOCH else keys.id_key(engine)
     added = _stamp(s.created_at, s.device_id)
-    sealed = seal_name(id_key, engine.agent_id, s.device_id, clean_name(name or default_name()))
+    sealed = seal_name(
+        id_key, engine.agent_id, s.device_id, clean_name(name or default_name(s.device_id))
+    )
     where = " WHERE device_id = ? AND agent_tag = ?"
     return [
         (
@@ -385,9 +390,9 @@ def join(
 ) -> JoinResult:
     """Set this home up as a new device of a vault whose key of `epoch` it already holds."""
     check_empty_home(mem)
-    name = clean_name(name) if name is not None else default_name()
     agent = mem.agent_id
     new = _NewDevice(device_id or os.urandom(16), device_key, signing_key or generate_signing_key())
+    name = clean_name(name) if name is not None else default_name(new.device_id)
     device_wrap = crypto.wrap_for_device(
         vault_key,
         device_key.public_key(),

@@ -15,7 +15,7 @@ tombstone).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -71,11 +71,15 @@ class SyncStatus:
     secret_store: str | None
     token_source: str | None
     pending_memories: int = 0
+    pending_graph: int = 0
+    """Episodes and entities changed since their last push."""
     inflight_batches: int = 0
     last_pull_at: float | None = None
     pulls: int = 0
     pull_cursor: int = 0
     manifest_n: int = 0
+    rejected: list[dict[str, str]] = field(default_factory=list)
+    clock_ahead: str | None = None
     last_attempt_at: float | None = None
     last_attempt_ok: bool | None = None
     last_attempt_message: str | None = None
@@ -187,8 +191,8 @@ class SyncEngine(Session):
         attempt = last_attempt(self.mem.home.root, self.agent_id)
         pending_memories = int(
             self.db.scalar(
-                "SELECT (SELECT count(*) FROM sync_dirty WHERE agent_id = ?) + (SELECT count(*) "
-                "FROM sync_outgoing WHERE agent_id = ? AND tbl = ?)",
+                "SELECT count(*) FROM (SELECT id FROM sync_dirty WHERE agent_id = ? UNION "
+                "SELECT key FROM sync_outgoing WHERE agent_id = ? AND tbl = ?)",
                 (self.agent_id, self.agent_id, MEMORY_TABLE),
             )
         )
@@ -215,11 +219,21 @@ class SyncEngine(Session):
             secret_store=None if s is None else s.secret_store,
             token_source=self._token_source(s),
             pending_memories=pending_memories,
+            pending_graph=int(
+                self.db.scalar(
+                    "SELECT count(*) FROM graph_dirty WHERE agent_id = ?", (self.agent_id,)
+                )
+            ),
             inflight_batches=inflight_batches,
             last_pull_at=progress.last_pull_at,
             pulls=progress.pulls,
             pull_cursor=progress.pull_cursor,
             manifest_n=progress.manifest_n,
+            rejected=[
+                {"record_id": rid, "version": v, "reason": why}
+                for rid, v, why in pull.rejected_rows(self)
+            ],
+            clock_ahead=journal.clock_ahead(self.mem),
             last_attempt_at=None if attempt is None else attempt.at,
             last_attempt_ok=None if attempt is None else attempt.ok,
             last_attempt_message=None if attempt is None else attempt.message,

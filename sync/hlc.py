@@ -17,7 +17,11 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["Hlc", "parse", "tick"]
+__all__ = ["MAX_SKEW_MS", "Hlc", "ahead", "bounded", "parse", "tick"]
+
+MAX_SKEW_MS: Final = 24 * 3600 * 1000
+"""How far past the local wall clock a version seen elsewhere may move this device's clock:
+a day covers any honest clock error, and a wrong or hostile version cannot push it further."""
 
 _WALL_DIGITS: Final = 18
 _COUNTER_DIGITS: Final = 6
@@ -48,6 +52,19 @@ def parse(text: str) -> Hlc:
     if match is None:
         raise ValueError("not a tiermem version (hybrid logical clock)")
     return Hlc(int(match[1]), int(match[2]), match[3])
+
+
+def bounded(seen: Hlc, now_ms: int, device: str) -> Hlc:
+    """`seen` as this device's clock, no further than `MAX_SKEW_MS` past `now_ms`."""
+    limit = now_ms + MAX_SKEW_MS
+    if seen.wall_ms > limit:
+        return Hlc(limit, 0, device)
+    return Hlc(seen.wall_ms, seen.counter, device)
+
+
+def ahead(clock: Hlc, now_ms: int) -> bool:
+    """The clock is further ahead of the wall clock than any version may move it."""
+    return clock.wall_ms > now_ms + MAX_SKEW_MS
 
 
 def tick(last: Hlc | None, now_ms: int, device: str) -> Hlc:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import json
 import math
 import re
@@ -34,6 +35,7 @@ import httpx
 from tiermem.core.errors import (
     AuthFailed,
     HranaError,
+    InsecureTransport,
     InvalidInput,
     ProtocolError,
     RequestRejected,
@@ -118,6 +120,48 @@ class ResultSet:
 # URL handling
 
 
+def url_token(url: str) -> str | None:
+    """The ``authToken`` a database URL carries (Turso's own URLs do), else None."""
+    try:
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(url.strip()).query)
+    except ValueError:
+        return None
+    values = query.get("authToken") or query.get("authtoken")
+    return values[0] if values and values[0] else None
+
+
+_PERMITTED: set[str] = set()
+
+
+def permit_insecure_http(url: str) -> None:
+    """Accept plain http:// to `url`'s host for the rest of this process (the user passed
+    ``--insecure-http`` to a command that hands the URL on to other modules)."""
+    _PERMITTED.add(to_base_url(url))
+
+
+def require_secure(url: str, insecure_http: bool = False) -> str:
+    """The base URL of `url`, refused when it is plain http:// to a host other than this
+    machine (the bearer token would travel in clear) unless `insecure_http`."""
+    base = to_base_url(url)
+    parts = urllib.parse.urlsplit(base)
+    allowed = insecure_http or base in _PERMITTED
+    if parts.scheme == "http" and not allowed and not _loopback(parts.hostname or ""):
+        raise InsecureTransport(
+            f"refusing plain http:// to {parts.hostname}: the token would travel in clear; "
+            "use https:// (or libsql://), or pass --insecure-http to accept the risk"
+        )
+    return base
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def to_base_url(url: str) -> str:
     """Map a database URL to the HTTP base: ``libsql://h`` → ``https://h``; http(s) kept.
 
@@ -167,8 +211,9 @@ class HranaClient:
         timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
         transport: httpx.BaseTransport | None = None,
         protocol: Literal[2, 3] = 2,
+        insecure_http: bool = False,
     ) -> None:
-        self.base_url = to_base_url(url)
+        self.base_url = require_secure(url, insecure_http)
         self._token = token or ""
         if self._token and not (self._token.isascii() and self._token.isprintable()):
             raise InvalidInput("the auth token contains characters not allowed in an HTTP header")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from tiermem.core.engine import Memory
+from tiermem.sync import hlc
 
 log = logging.getLogger(__name__)
 
@@ -16,11 +17,14 @@ __all__ = [
     "Progress",
     "SyncEvent",
     "clear_error",
+    "clock_ahead",
     "ensure_progress",
     "history",
     "log_event",
     "read_progress",
     "record_error",
+    "rejected_count",
+    "repair_clock",
 ]
 
 HISTORY_KEEP: Final = 1000
@@ -129,4 +133,55 @@ def read_progress(mem: Memory) -> Progress:
         None if row[3] is None else float(row[3]),
         int(row[4]),
         int(row[5]),
+    )
+
+
+def clock_ahead(mem: Memory) -> str | None:
+    """This device's sync clock when it is further past the wall clock than any version may
+    move it (a clock poisoned by an older tiermem), else None."""
+    row = mem.db.query_one("SELECT hlc FROM sync_state WHERE agent_id = ?", (mem.agent_id,))
+    if row is None or not row[0]:
+        return None
+    try:
+        clock = hlc.parse(str(row[0]))
+    except ValueError:
+        return str(row[0])
+    return str(clock) if hlc.ahead(clock, int(mem.now() * 1000)) else None
+
+
+def repair_clock(mem: Memory, device_hex: str) -> str | None:
+    """Set a poisoned clock back to the newest authenticated version this home holds (pushed
+    here or applied from a record that authenticated), or the wall clock when that is later.
+    Returns the clock set, or None when the clock was fine."""
+    poisoned = clock_ahead(mem)
+    if poisoned is None:
+        return None
+    agent = mem.agent_id
+    now_ms = int(mem.now() * 1000)
+    candidates = [hlc.Hlc(now_ms, 0, device_hex)]
+    for (version,) in mem.db.query(
+        "SELECT max(version) FROM sync_versions WHERE agent_id = ? UNION ALL "
+        "SELECT critical_version FROM sync_progress WHERE agent_id = ? UNION ALL "
+        "SELECT last_push_version FROM sync_state WHERE agent_id = ? UNION ALL "
+        "SELECT max(last_version) FROM sync_peers WHERE agent_id = ?",
+        (agent,) * 4,
+    ):
+        try:
+            seen = hlc.parse(str(version or ""))
+        except ValueError:
+            continue
+        candidates.append(hlc.Hlc(seen.wall_ms, seen.counter, device_hex))
+    repaired = str(max(candidates))
+    with mem.db.transaction():
+        mem.db.execute("UPDATE sync_state SET hlc = ? WHERE agent_id = ?", (repaired, agent))
+    log_event(
+        mem, "error", None, 0, 0, f"the sync clock was ahead ({poisoned}); set back to {repaired}"
+    )
+    return repaired
+
+
+def rejected_count(mem: Memory) -> int:
+    """Remote rows that failed authentication and are fetched again by every pull."""
+    return int(
+        mem.db.scalar("SELECT count(*) FROM sync_rejected WHERE agent_id = ?", (mem.agent_id,))
     )

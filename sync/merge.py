@@ -15,7 +15,8 @@ the seen vector, the conflict records) merge like this:
   update); so nothing a device wrote is silently lost;
 - the merged state keeps the limits: a tree node whose parent was deleted while a child was
   added gets its parent back, a tree or hot state over its limits is pruned by the rules the
-  local code uses (`hot.enforce_limits`; the newest tree leaves first), and every item pruned
+  local code uses (`hot.enforce_limits`, critical lessons last; the newest tree leaves first),
+  and every item pruned
   or restored is recorded too;
 - seen vectors merge by maximum, conflict records by id (resolved on either side = resolved).
 
@@ -375,7 +376,7 @@ def _repair_hot(out: _Side, cfg: HotConfig) -> None:
     while True:
         state = _hot_state(out)
         try:
-            hotmod.enforce_limits(state, cfg)
+            _enforce_keeping_critical(state, cfg)
             break
         except LimitExceeded:
             fields = [
@@ -394,6 +395,16 @@ def _repair_hot(out: _Side, cfg: HotConfig) -> None:
     for item in sorted(out.values):
         if clocks.kind(item) in _STRUCTS and item not in kept:
             _prune(out, item, REASON_HOT_LIMIT)
+
+
+def _enforce_keeping_critical(state: hotmod.HotState, cfg: HotConfig) -> None:
+    """Critical lessons (importance ≥ 0.9) stay while anything else can go, as on a local save;
+    only when they alone overflow does the least important of them go."""
+    critical = {x.id for x in state.critical_lessons if x.importance >= hotmod.CRITICAL_IMPORTANCE}
+    try:
+        hotmod.enforce_limits(state, cfg, protected=critical)
+    except LimitExceeded:  # the pruning so far stands; go on without the protection
+        hotmod.enforce_limits(state, cfg)
 
 
 def merge_documents(

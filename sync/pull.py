@@ -6,39 +6,63 @@ applied in one short local transaction with the cursor, so an interrupted pull r
 it stopped. Memory rows converge by id (the highest content version wins; a row changed here
 and not yet sealed wins, since its push will carry a later version) and their read counters
 are merged, never overwritten (`core.reinforce`), critical states go to the
-per-item merge (`merge.merge_remote`), manifests record the other devices' counters. Applied
-rows are not marked dirty (no ping-pong). A row that fails authentication is never applied:
-it is counted, logged and skipped."""
+per-item merge (`merge.merge_remote`), episodes and entities to theirs (`graphsync`), manifests
+record the other devices' counters. Applied rows are not marked dirty (no ping-pong). Nothing a
+row says is trusted before it authenticates: this device's own rows are skipped unread, and only
+authenticated versions move the clock (`hlc.bounded`: at most a day past the wall clock). A row
+that fails authentication is never applied; it goes to the local `sync_rejected` list, and every
+later pull fetches it again until it authenticates, a newer version of its record replaces it,
+or the server no longer holds it."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from tiermem.core import reinforce, rows, snapshot
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
-from tiermem.sync import crypto, hlc, journal, keys, merge
+from tiermem.sync import crypto, graphsync, hlc, journal, keys, merge, metrics_sync
 from tiermem.sync import records as records_fmt
-from tiermem.sync.hrana import HranaClient, ResultSet
-from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, PRUNE_TABLE, SELECT_PAGE
+from tiermem.sync.hrana import HranaClient, HranaError, ResultSet
+from tiermem.sync.push import TOUCH_DEVICE
+from tiermem.sync.records import (
+    MANIFEST_TABLE,
+    MEMORY_TABLE,
+    METRICS_TABLE,
+    PRUNE_TABLE,
+    SELECT_PAGE,
+)
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.seal import critical_document
 from tiermem.sync.session import Session
 from tiermem.sync.state import CRITICAL_TABLE, Settings, agent_tag, state_digest
 
-__all__ = ["PullResult", "apply_memory", "mark_applied", "merge_critical", "pull"]
+__all__ = [
+    "PullResult",
+    "apply_memory",
+    "mark_applied",
+    "merge_critical",
+    "pull",
+    "rejected_rows",
+]
+
+_RETRY_CHUNK: Final = 20
+"""Record ids per request when rejected rows are fetched again (their envelopes are padded to
+at least 8 KiB, and a response has a size cap)."""
 
 
 @dataclass(frozen=True)
 class PullResult:
     """``applied``: remote records that changed local state (``memories`` + ``critical``);
     ``skipped``: older than what is here (or changed here and not pushed yet);
-    ``rejected``: rows that failed authentication or decoding (never applied; `sync check`).
-    ``conflicts``: conflict records the critical-state merge kept."""
+    ``rejected``: rows that failed authentication or decoding and are still outstanding after
+    this pull (never applied; fetched again by every pull; `sync status` lists them).
+    ``repaired``: rejected rows that authenticated or were replaced this time; ``gone``: rejected
+    rows the server no longer holds. ``conflicts``: conflict records the critical-state merge
+    kept."""
 
     applied: int
     memories: int
@@ -51,6 +75,8 @@ class PullResult:
     bytes: int
     seconds: float
     note: str
+    repaired: int = 0
+    gone: int = 0
 
 
 @dataclass
@@ -64,6 +90,8 @@ class _PullTotals:
     pages: int = 0
     requests: int = 0
     bytes: int = 0
+    repaired: int = 0
+    gone: int = 0
     newest: str | None = None
 
 
@@ -74,7 +102,11 @@ class _Page:
     memories: list[tuple[records_fmt.MemoryVersion, str]] = field(default_factory=list)
     manifests: list[tuple[str, int, str]] = field(default_factory=list)
     newest_critical: tuple[str, dict[str, Any]] | None = None
+    graph: list[graphsync.GraphItem] = field(default_factory=list)
     newest: str = ""
+    metrics: list[tuple[str, str, metrics_sync.Days]] = field(default_factory=list)
+    accepted: list[tuple[bytes, str]] = field(default_factory=list)
+    rejected: list[tuple[int, bytes, str, str]] = field(default_factory=list)
 
 
 def pull(
@@ -87,6 +119,7 @@ def pull(
     tag = agent_tag(session.agent_id)
     totals = _PullTotals()
     limit = page_size
+    outstanding = _rejected_keys(session)
     while True:
         cursor = journal.read_progress(session.mem).pull_cursor
 
@@ -106,7 +139,81 @@ def pull(
         _apply_page(session, s, page, totals)
         if len(page) < limit:
             break
+    _retry_rejected(session, s, policy, totals)
+    _touch(session, s, policy, totals)
+    left = _rejected_keys(session)
+    totals.rejected = len(left)
+    totals.repaired = max(0, len(outstanding - left) - totals.gone)
     return _finish(session, totals, time.perf_counter() - started)
+
+
+def rejected_rows(session: Session) -> list[tuple[str, str, str]]:
+    """The rows still outstanding: (record id hex, version, why it failed)."""
+    return [
+        (bytes(r[0]).hex(), str(r[1]), str(r[2]))
+        for r in session.db.query(
+            "SELECT record_id, version, reason FROM sync_rejected WHERE agent_id = ? "
+            "ORDER BY first_at, version",
+            (session.agent_id,),
+        )
+    ]
+
+
+def _touch(session: Session, s: Settings, policy: RetryPolicy, t: _PullTotals) -> None:
+    """Refresh this device's LAST SEEN (one small request; a failure here fails nothing)."""
+    try:
+        session.remote(s).execute(
+            TOUCH_DEVICE, (session.mem.now(), s.device_id, agent_tag(session.agent_id)), policy
+        )
+        t.requests += 1
+    except HranaError:
+        pass
+
+
+def _rejected_keys(session: Session) -> set[tuple[bytes, str]]:
+    return {
+        (bytes(r[0]), str(r[1]))
+        for r in session.db.query(
+            "SELECT record_id, version FROM sync_rejected WHERE agent_id = ?", (session.agent_id,)
+        )
+    }
+
+
+def _retry_rejected(session: Session, s: Settings, policy: RetryPolicy, t: _PullTotals) -> None:
+    """Fetch every rejected row again (by record id, wherever the cursor is) with the newer
+    versions of its record, and apply what authenticates now; forget the rows the server no
+    longer holds."""
+    pending = _rejected_keys(session)
+    if not pending:
+        return
+    lowest: dict[bytes, str] = {}
+    for rid, version in pending:
+        lowest[rid] = min(lowest.get(rid, version), version)
+    rids = sorted(lowest)
+    tag = agent_tag(session.agent_id)
+    found: list[records_fmt.RemoteRow] = []
+    for i in range(0, len(rids), _RETRY_CHUNK):
+        chunk = rids[i : i + _RETRY_CHUNK]
+        sql = SELECT_BY_ID.format(", ".join("?" * len(chunk)))
+        result = session.remote(s).execute(sql, (tag, *chunk), policy)
+        t.requests += 1
+        found += [records_fmt.remote_row(r) for r in result.rows]
+    rows = [r for r in found if r.version >= lowest.get(r.record_id, "~")]
+    if rows:
+        _apply_page(session, s, rows, t, move_cursor=False)
+    held = {(r.record_id, r.version) for r in found}
+    gone = [(session.agent_id, rid, v) for rid, v in pending if (rid, v) not in held]
+    with session.db.transaction():
+        session.db.executemany(
+            "DELETE FROM sync_rejected WHERE agent_id = ? AND record_id = ? AND version = ?", gone
+        )
+    t.gone += len(gone)
+
+
+SELECT_BY_ID: Final = (
+    "SELECT seq, record_id, version, epoch, device_id, envelope FROM records "
+    "WHERE agent_tag = ? AND record_id IN ({}) ORDER BY seq"
+)
 
 
 def _finish(session: Session, totals: _PullTotals, seconds: float) -> PullResult:
@@ -119,9 +226,16 @@ def _finish(session: Session, totals: _PullTotals, seconds: float) -> PullResult
         )
         journal.clear_error(session.mem)
     note = f"{totals.applied} applied, {totals.skipped} skipped"
+    if totals.repaired:
+        note += f", {totals.repaired} earlier rejected now authentic or replaced"
+    if totals.gone:
+        note += f", {totals.gone} earlier rejected no longer on the server"
     if totals.rejected:
-        note += f", {totals.rejected} REJECTED (failed authentication; run `sync check`)"
-    if totals.applied or totals.rejected or totals.conflicts:
+        note += (
+            f", {totals.rejected} REJECTED (failed authentication; fetched again by every "
+            "pull; run `sync check`)"
+        )
+    if totals.applied or totals.rejected or totals.conflicts or totals.repaired or totals.gone:
         journal.log_event(
             session.mem,
             "error" if totals.rejected else "pull",
@@ -142,30 +256,64 @@ def _finish(session: Session, totals: _PullTotals, seconds: float) -> PullResult
         bytes=totals.bytes,
         seconds=seconds,
         note=note,
+        repaired=totals.repaired,
+        gone=totals.gone,
     )
 
 
 def _apply_page(
-    session: Session, s: Settings, page: list[records_fmt.RemoteRow], t: _PullTotals
+    session: Session,
+    s: Settings,
+    page: list[records_fmt.RemoteRow],
+    t: _PullTotals,
+    *,
+    move_cursor: bool = True,
 ) -> None:
     """Authenticate and decode a page (no transaction held: that is the slow part), then
-    apply it and move the cursor in one short local transaction."""
+    apply it, note its rejected rows and move the cursor in one short local transaction."""
     decoded = _decode_page(session, s, page, t)
     with session.db.transaction():
         _apply_decoded(session, s, decoded, t)
-        current = session.settings_or_fail()
-        newest = decoded.newest
-        if newest and (not current.hlc or newest > current.hlc):
-            seen = hlc.parse(newest)
+        for device_hex, version, days in decoded.metrics:
+            metrics_sync.apply_metrics(session.db, session.agent_id, device_hex, version, days)
+        _advance_clock(session, s, decoded.newest)
+        _note_rejected(session, decoded)
+        if move_cursor:
             session.db.execute(
-                "UPDATE sync_state SET hlc = ? WHERE agent_id = ?",
-                (str(hlc.Hlc(seen.wall_ms, seen.counter, s.device_id.hex())), session.agent_id),
+                "UPDATE sync_progress SET pull_cursor = ? WHERE agent_id = ?",
+                (page[-1].seq, session.agent_id),
             )
+        t.newest = max(t.newest or "", decoded.newest) or None
+
+
+def _advance_clock(session: Session, s: Settings, newest: str) -> None:
+    """Move the clock to the newest authenticated version, at most a day past the wall clock
+    (caller's transaction)."""
+    if not newest:
+        return
+    now_ms = int(session.mem.now() * 1000)
+    seen = str(hlc.bounded(hlc.parse(newest), now_ms, s.device_id.hex()))
+    current = session.settings_or_fail().hlc
+    if not current or seen > current:
         session.db.execute(
-            "UPDATE sync_progress SET pull_cursor = ? WHERE agent_id = ?",
-            (page[-1].seq, session.agent_id),
+            "UPDATE sync_state SET hlc = ? WHERE agent_id = ?", (seen, session.agent_id)
         )
-        t.newest = max(t.newest or "", newest) or None
+
+
+def _note_rejected(session: Session, page: _Page) -> None:
+    """Keep the page's rejected rows for the next pulls; forget those that authenticated or
+    that a newer authenticated version of their record replaces (caller's transaction)."""
+    agent = session.agent_id
+    session.db.executemany(
+        "INSERT INTO sync_rejected (agent_id, record_id, version, seq, reason, first_at) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, record_id, version) DO UPDATE SET "
+        "seq = excluded.seq, reason = excluded.reason, attempts = attempts + 1",
+        [(agent, rid, v, seq, why, session.mem.now()) for seq, rid, v, why in page.rejected],
+    )
+    session.db.executemany(
+        "DELETE FROM sync_rejected WHERE agent_id = ? AND record_id = ? AND version <= ?",
+        [(agent, rid, v) for rid, v in page.accepted],
+    )
 
 
 def _decode_page(
@@ -179,9 +327,7 @@ def _decode_page(
     out = _Page()
     for row in page:
         if row.device_id == s.device_id or row.record_id == prune_rid:
-            with contextlib.suppress(ValueError):
-                out.newest = max(out.newest, str(hlc.parse(row.version)))
-            continue  # own rows; the prune horizon is for restores and checks
+            continue  # own rows and the prune horizon: not read, so nothing of them is trusted
         t.bytes += len(row.envelope)
         try:
             hlc.parse(row.version)
@@ -194,21 +340,30 @@ def _decode_page(
                 )
                 if out.newest_critical is None or row.version > out.newest_critical[0]:
                     out.newest_critical = (row.version, doc)
+            elif row.record_id == records_fmt.record_id(id_key, METRICS_TABLE, device_hex):
+                days = metrics_sync.decode_metrics(
+                    records_fmt.open_row(key, agent, METRICS_TABLE, row), device_hex
+                )
+                out.metrics.append((device_hex, row.version, days))
             elif row.record_id == records_fmt.record_id(id_key, MANIFEST_TABLE, device_hex):
                 m = records_fmt.decode_manifest(
                     records_fmt.open_row(key, agent, MANIFEST_TABLE, row), device_hex
                 )
                 out.manifests.append((device_hex, m.n, row.version))
             else:
-                got = records_fmt.decode_memory_version(
-                    records_fmt.open_row(key, agent, MEMORY_TABLE, row)
-                )
-                if records_fmt.record_id(id_key, MEMORY_TABLE, got.item.id) != row.record_id:
-                    raise crypto.TamperedData("a memory record is filed under another id")
-                out.memories.append((got, got.content_version(row.version)))
-        except (crypto.CryptoError, ValueError):
-            t.rejected += 1
+                try:
+                    got = records_fmt.decode_memory_version(
+                        records_fmt.open_row(key, agent, MEMORY_TABLE, row)
+                    )
+                    if records_fmt.record_id(id_key, MEMORY_TABLE, got.item.id) != row.record_id:
+                        raise crypto.TamperedData("a memory record is filed under another id")
+                    out.memories.append((got, got.content_version(row.version)))
+                except crypto.TamperedData as exc:
+                    out.graph.append(graphsync.open_or(exc, key, agent, id_key, row))
+        except (crypto.CryptoError, ValueError) as exc:
+            out.rejected.append((row.seq, row.record_id, row.version, str(exc)[:200]))
             continue
+        out.accepted.append((row.record_id, row.version))
         out.newest = max(out.newest, row.version)
     return out
 
@@ -237,6 +392,8 @@ def _apply_decoded(session: Session, s: Settings, page: _Page, t: _PullTotals) -
         "last_version = max(last_version, excluded.last_version)",
         [(agent, d, n, v) for d, n, v in page.manifests],
     )
+    if page.graph:
+        t.applied += graphsync.apply(session.db, agent, page.graph, session.mem.now())
     if page.newest_critical is not None:
         version, doc = page.newest_critical
         changed, conflicts = merge_critical(session, s, doc, version)

@@ -93,9 +93,10 @@ def has_work(session: Session) -> bool:
         "SELECT EXISTS (SELECT 1 FROM outbox WHERE agent_id = ?) OR EXISTS ("
         "SELECT 1 FROM sync_dirty WHERE agent_id = ?) OR EXISTS ("
         "SELECT 1 FROM reinforce_dirty WHERE agent_id = ?) OR EXISTS ("
+        "SELECT 1 FROM graph_dirty WHERE agent_id = ?) OR EXISTS ("
         "SELECT 1 FROM sync_batches WHERE agent_id = ?) OR EXISTS ("
         "SELECT 1 FROM sync_state WHERE agent_id = ? AND inflight_version IS NOT NULL)",
-        (session.agent_id,) * 5,
+        (session.agent_id,) * 6,
     )
     return bool(row and row[0]) or session.mem.reads_pending()
 
@@ -112,6 +113,7 @@ def push(session: Session, batch_bytes: int, policy: RetryPolicy | None = None) 
     s = session.require_ready()
     session.mem.flush_reinforcement()  # reads of this process count in this push
     journal.ensure_progress(session.mem)
+    journal.repair_clock(session.mem, s.device_id.hex())
     t = _Totals()
     while True:
         batches = inflight_batches(session)
@@ -142,7 +144,12 @@ def _push_statements(session: Session, s: Settings, batches: list[Batch]) -> lis
     for b in batches:
         for _, _, rid, v, epoch, _, envelope in b.rows:
             statements.append((INSERT_RECORD, (tag, rid, v, epoch, s.device_id, envelope)))
+    statements.append((TOUCH_DEVICE, (session.mem.now(), s.device_id, tag)))
     return statements
+
+
+TOUCH_DEVICE: Final = "UPDATE devices SET last_seen = ? WHERE device_id = ? AND agent_tag = ?"
+"""`sync devices` LAST SEEN: every push and pull refreshes it (display only, not trusted)."""
 
 
 def _send_batches(
@@ -228,6 +235,7 @@ def _acknowledge(session: Session, batches: list[Batch]) -> int:
     remember the versions pushed. Returns the outbox rows acknowledged."""
     dirty_up_to = max(b.dirty_up_to for b in batches)
     counts_up_to = max(b.counts_up_to for b in batches)
+    graph_up_to = max(b.graph_up_to for b in batches)
     outbox_up_to = max(b.outbox_up_to for b in batches)
     last = batches[-1]
     critical = [b for b in batches if b.digest is not None]
@@ -246,6 +254,10 @@ def _acknowledge(session: Session, batches: list[Batch]) -> int:
         session.db.execute(
             "DELETE FROM reinforce_dirty WHERE agent_id = ? AND seq <= ?",
             (session.agent_id, counts_up_to),
+        )
+        session.db.execute(
+            "DELETE FROM graph_dirty WHERE agent_id = ? AND seq <= ?",
+            (session.agent_id, graph_up_to),
         )
         for b in batches:
             session.db.executemany(
@@ -340,6 +352,9 @@ def _settle_stale(
             session.db.execute(
                 "UPDATE sync_progress SET manifest_n = ? WHERE agent_id = ?",
                 (first - 1, session.agent_id),
+            )
+            session.db.execute(  # the metrics sealed in them are sealed again
+                "DELETE FROM sync_metrics_pushed WHERE agent_id = ?", (session.agent_id,)
             )
             session.db.execute(
                 "UPDATE sync_state SET inflight_version = NULL, inflight_envelope = NULL, "

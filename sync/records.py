@@ -52,7 +52,12 @@ sorted keys, no whitespace; every payload has ``"format": 1``):
 
   ``n`` counts the device's push requests 1, 2, 3, … without gaps (the in-flight batch is
   resent byte for byte, never renumbered). The manifest lists every other row of its batch (not
-  itself). `encode_manifest` / `decode_manifest` → `Manifest`.
+  itself). An optional ``"seen": {"<device hex>": n, …}`` names, per other device, the highest
+  push of it the writer had applied: a restore then knows those pushes must be on the server.
+  `encode_manifest` / `decode_manifest` → `Manifest`.
+
+``metrics`` — key: the writing device's id. That device's own daily counters and gauges
+  (`tiermem.sync.metrics_sync`, which says how devices' shares are merged).
 
 ``prune`` — key ``"horizon"`` (`PRUNE_KEY`): the prune horizon written by `sync prune`
   (`tiermem.sync.prune`); pulls skip it.
@@ -82,6 +87,7 @@ __all__ = [
     "MANIFEST_TABLE",
     "MEMORY_BUCKET",
     "MEMORY_TABLE",
+    "METRICS_TABLE",
     "PRUNE_KEY",
     "PRUNE_TABLE",
     "SELECT_PAGE",
@@ -115,7 +121,17 @@ MEMORY_TABLE: Final = "memory"
 MANIFEST_TABLE: Final = "manifest"
 PRUNE_TABLE: Final = "prune"
 PRUNE_KEY: Final = "horizon"
-TABLES: Final = (CRITICAL_TABLE, MEMORY_TABLE, MANIFEST_TABLE, PRUNE_TABLE)
+METRICS_TABLE: Final = "metrics"
+GRAPH_TABLE: Final = "graph"
+"""Episodes and entities (sync/graphsync.py), keyed "episode:ID" and "entity:ID"."""
+TABLES: Final = (
+    CRITICAL_TABLE,
+    MEMORY_TABLE,
+    MANIFEST_TABLE,
+    PRUNE_TABLE,
+    METRICS_TABLE,
+    GRAPH_TABLE,
+)
 MEMORY_BUCKET: Final = crypto.MIN_BUCKET
 
 SELECT_PAGE: Final = (
@@ -123,7 +139,7 @@ SELECT_PAGE: Final = (
     "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
 
-Table = Literal["critical", "memory", "manifest", "prune"]
+Table = Literal["critical", "memory", "manifest", "prune", "metrics"]
 
 
 def canonical(data: dict[str, Any]) -> bytes:
@@ -446,17 +462,19 @@ class Manifest:
     device: str  # hex
     n: int
     records: tuple[ManifestEntry, ...] = field(default_factory=tuple)
+    seen: tuple[tuple[str, int], ...] = ()
 
 
 def encode_manifest(m: Manifest) -> bytes:
-    return canonical(
-        {
-            "format": FORMAT,
-            "device": m.device,
-            "n": m.n,
-            "records": [[e.table, e.record_id, e.version, e.digest] for e in m.records],
-        }
-    )
+    data: dict[str, Any] = {
+        "format": FORMAT,
+        "device": m.device,
+        "n": m.n,
+        "records": [[e.table, e.record_id, e.version, e.digest] for e in m.records],
+    }
+    if m.seen:
+        data["seen"] = dict(m.seen)
+    return canonical(data)
 
 
 def decode_manifest(plaintext: bytes, device_hex: str | None = None) -> Manifest:
@@ -474,7 +492,11 @@ def decode_manifest(plaintext: bytes, device_hex: str | None = None) -> Manifest
             if table not in TABLES:
                 raise ValueError(f"unknown table {table!r}")
             entries.append(ManifestEntry(table, rid, version, digest))
-        return Manifest(device, n, tuple(entries))
+        seen = data.get("seen", {})
+        if not isinstance(seen, dict):
+            raise TypeError("seen is not an object")
+        pairs = tuple(sorted((_str(d), _int(k)) for d, k in seen.items()))
+        return Manifest(device, n, tuple(entries), pairs)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, crypto.TamperedData):
             raise

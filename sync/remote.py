@@ -17,7 +17,7 @@ from tiermem.sync import journal
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, HranaClient, HranaError, ResultSet
 from tiermem.sync.retry import RetryPolicy, call_with_retry
 
-__all__ = ["AUTH_FAILED_EXIT", "Remote", "Sent"]
+__all__ = ["AUTH_FAILED_EXIT", "Remote", "Sent", "allow_insecure_http", "insecure_http_allowed"]
 
 AUTH_FAILED_EXIT = 21
 """A rejected token: the client is rebuilt (with the token then in place) on the next call."""
@@ -41,8 +41,10 @@ class Remote:
         timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
         transport: httpx.BaseTransport | None = None,
         journal_of: Memory | None = None,
+        insecure_http: bool = False,
     ) -> None:
         self.url = url
+        self._insecure_http = insecure_http
         self._token = token
         self._timeout = timeout
         self._transport = transport
@@ -54,7 +56,11 @@ class Remote:
         if self._client is None:
             token = self._token() if callable(self._token) else self._token
             self._client = HranaClient(
-                self.url, token, timeout=self._timeout, transport=self._transport
+                self.url,
+                token,
+                timeout=self._timeout,
+                transport=self._transport,
+                insecure_http=self._insecure_http,
             )
         return self._client
 
@@ -108,3 +114,23 @@ class Remote:
     def _on_retry(self, n: int, wait: float, exc: HranaError) -> None:
         if self._journal is not None:
             journal.record_error(self._journal, str(exc), self._journal.now() + wait)
+
+
+def insecure_http_allowed(mem: Memory) -> bool:
+    """The agent's sync was set up with ``--insecure-http`` (plain http:// to another host)."""
+    return bool(
+        mem.db.scalar(
+            "SELECT COALESCE(max(insecure_http), 0) FROM sync_transport WHERE agent_id = ?",
+            (mem.agent_id,),
+        )
+    )
+
+
+def allow_insecure_http(mem: Memory, allowed: bool) -> None:
+    """Remember ``--insecure-http`` for this agent's later commands (and the daemon)."""
+    with mem.db.transaction():
+        mem.db.execute(
+            "INSERT INTO sync_transport (agent_id, insecure_http) VALUES (?, ?) "
+            "ON CONFLICT (agent_id) DO UPDATE SET insecure_http = excluded.insecure_http",
+            (mem.agent_id, int(allowed)),
+        )

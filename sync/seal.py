@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from tiermem.core import reinforce, rows
-from tiermem.sync import hlc, keys, merge
+from tiermem.sync import graphsync, hlc, keys, merge
 from tiermem.sync import records as records_fmt
-from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE
+from tiermem.sync.metrics_sync import own_metrics
+from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, METRICS_TABLE
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
     CRITICAL_TABLE,
@@ -39,8 +40,8 @@ _MEMORY_COLUMNS: Final = rows.column_list(alias="m")
 
 
 Row = tuple[str, str, bytes, str, int, int, bytes]  # table, key, rid, version, epoch, pos, env
-_Marks = tuple[int, int, int, str, int, int]
-"""dirty, outbox and counts marks, last HLC, manifest n, epoch"""
+_Marks = tuple[int, int, int, str, int, int, int]
+"""dirty, outbox and counts marks, last HLC, manifest n, epoch, graph mark"""
 
 
 @dataclass(frozen=True)
@@ -56,17 +57,20 @@ class Batch:
     counts_up_to: int = 0
     changed: dict[str, str] = field(default_factory=dict)
     """memory id → the content version of a record that only carries read counters"""
+    graph_up_to: int = 0
+    """The `graph_dirty` mark (episodes and entities) the batch covers."""
 
 
 def inflight_batches(session: Session) -> list[Batch]:
     """The batches sealed and saved but not confirmed yet, in order."""
     metas = session.db.query(
-        "SELECT n, version, dirty_up_to, outbox_up_to, digest, counts_up_to FROM sync_batches "
+        "SELECT n, version, dirty_up_to, outbox_up_to, digest, counts_up_to, graph_up_to "
+        "FROM sync_batches "
         "WHERE agent_id = ? ORDER BY n",
         (session.agent_id,),
     )
     out = []
-    for n, version, dirty_up_to, outbox_up_to, digest, counts_up_to in metas:
+    for n, version, dirty_up_to, outbox_up_to, digest, counts_up_to, graph_up_to in metas:
         saved = session.db.query(
             "SELECT tbl, key, record_id, version, epoch, pos, envelope, changed "
             "FROM sync_outgoing WHERE agent_id = ? AND n = ? ORDER BY pos",
@@ -93,6 +97,7 @@ def inflight_batches(session: Session) -> list[Batch]:
                 ],
                 int(counts_up_to),
                 {str(r[1]): str(r[7]) for r in saved if r[7] is not None},
+                int(graph_up_to),
             )
         )
     return out
@@ -121,8 +126,9 @@ def _seal_marks(session: Session) -> _Marks:
         "(SELECT COALESCE(MAX(counts_up_to), 0) FROM sync_batches WHERE agent_id = ?), "
         "(SELECT hlc FROM sync_state WHERE agent_id = ?), "
         "(SELECT manifest_n FROM sync_progress WHERE agent_id = ?), "
-        "(SELECT epoch FROM sync_state WHERE agent_id = ?)",
-        (session.agent_id,) * 6,
+        "(SELECT epoch FROM sync_state WHERE agent_id = ?), "
+        "(SELECT COALESCE(MAX(graph_up_to), 0) FROM sync_batches WHERE agent_id = ?)",
+        (session.agent_id,) * 7,
     )
     assert row is not None
     return (
@@ -132,6 +138,7 @@ def _seal_marks(session: Session) -> _Marks:
         str(row[3] or ""),
         int(row[4] or 0),
         int(row[5]),
+        int(row[6]),
     )
 
 
@@ -146,20 +153,31 @@ def seal_batch(session: Session, s: Settings, budget: int) -> Batch | None:
     again."""
     while True:
         marks = _seal_marks(session)
-        batch = _seal_rows(session, s, budget, marks)
-        if batch is None:
+        sealed = _seal_rows(session, s, budget, marks)
+        if sealed is None:
             return None
+        batch, metrics_digest = sealed
         with session.db.transaction():
             if _seal_marks(session) != marks:
                 continue
             _save_batch(session, batch)
+            if metrics_digest is not None:
+                session.db.execute(
+                    "INSERT INTO sync_metrics_pushed (agent_id, digest) VALUES (?, ?) "
+                    "ON CONFLICT (agent_id) DO UPDATE SET digest = excluded.digest",
+                    (session.agent_id, metrics_digest),
+                )
         return batch
 
 
-def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Batch | None:
+def _seal_rows(
+    session: Session, s: Settings, budget: int, marks: _Marks
+) -> tuple[Batch, str | None] | None:
     """Seal the critical state (if it changed), the next changed memory rows up to `budget`
-    bytes and the manifest numbering them; None when there is nothing to seal."""
-    dirty_after, outbox_after, counts_after, last_hlc, manifest_n, epoch = marks
+    bytes (then the read counters of memories only read, then changed episodes and entities),
+    this device's daily metrics (if they changed) and the manifest numbering them; None when
+    there is nothing to seal. Returns the batch and the metrics' digest."""
+    dirty_after, outbox_after, counts_after, last_hlc, manifest_n, epoch, graph_after = marks
     current = session.settings_or_fail()
     last = hlc.parse(last_hlc) if last_hlc else None
     version = str(hlc.tick(last, int(session.mem.now() * 1000), s.device_id.hex()))
@@ -167,11 +185,13 @@ def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Bat
     sealer = _Sealer(session, s, key, keys.id_key(session), epoch, version)
     outbox_up_to, digest = _seal_critical(session, current, outbox_after, sealer)
     dirty_up_to, done = _seal_memories(session, dirty_after, budget, sealer)
-    counts_up_to = counts_after
+    counts_up_to, graph_up_to = counts_after, graph_after
     if done:
         counts_up_to = _seal_counts(session, dirty_after, counts_after, budget, sealer)
+        graph_up_to = graphsync.seal(session.db, session.agent_id, graph_after, budget, sealer)
     if not sealer.rows:
         return None
+    metrics_digest = _seal_metrics(session, s, sealer, budget)
     n = manifest_n + 1
     device_hex = s.device_id.hex()
     manifest = records_fmt.Manifest(
@@ -181,10 +201,52 @@ def _seal_rows(session: Session, s: Settings, budget: int, marks: _Marks) -> Bat
             records_fmt.ManifestEntry(t, rid.hex(), v, records_fmt.envelope_digest(env))
             for t, _, rid, v, _, _, env in sealer.rows
         ),
+        _seen(session, device_hex),
     )
     sealer.add(MANIFEST_TABLE, device_hex, records_fmt.encode_manifest(manifest))
-    return Batch(
-        n, version, dirty_up_to, outbox_up_to, digest, sealer.rows, counts_up_to, sealer.changed
+    batch = Batch(
+        n,
+        version,
+        dirty_up_to,
+        outbox_up_to,
+        digest,
+        sealer.rows,
+        counts_up_to,
+        sealer.changed,
+        graph_up_to,
+    )
+    return batch, metrics_digest
+
+
+def _seal_metrics(session: Session, s: Settings, sealer: _Sealer, budget: int) -> str | None:
+    """Seal this device's daily metrics into a batch that carries changes anyway, when they
+    changed since last sealed and fit the budget; their digest. (Metrics alone never make a
+    push: a retrieval would then cost a request.)"""
+    own = own_metrics(session.db, session.agent_id, s.device_id.hex())
+    if own is None:
+        return None
+    body, digest = own
+    last = session.db.scalar(
+        "SELECT digest FROM sync_metrics_pushed WHERE agent_id = ?", (session.agent_id,)
+    )
+    if last == digest:
+        return None
+    row = sealer.seal(METRICS_TABLE, s.device_id.hex(), body)
+    if sealer.used + len(row[6]) > budget:
+        return None
+    sealer.keep(row)
+    return digest
+
+
+def _seen(session: Session, device_hex: str) -> tuple[tuple[str, int], ...]:
+    """Per other device, the highest push of it applied here (the manifest's witness)."""
+    return tuple(
+        (str(d), int(n))
+        for d, n in session.db.query(
+            "SELECT device_id, last_n FROM sync_peers WHERE agent_id = ? AND device_id != ? "
+            "AND last_n > 0 ORDER BY device_id",
+            (session.agent_id, device_hex),
+        )
     )
 
 
@@ -322,7 +384,7 @@ def _save_batch(session: Session, b: Batch) -> None:
     )
     session.db.execute(
         "INSERT INTO sync_batches (agent_id, n, version, dirty_up_to, outbox_up_to, "
-        "digest, counts_up_to) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "digest, counts_up_to, graph_up_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (
             session.agent_id,
             b.n,
@@ -331,6 +393,7 @@ def _save_batch(session: Session, b: Batch) -> None:
             b.outbox_up_to,
             b.digest,
             b.counts_up_to,
+            b.graph_up_to,
         ),
     )
     session.db.execute(

@@ -12,7 +12,7 @@ from tiermem.core import logs
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto
 from tiermem.sync.hrana import DEFAULT_TIMEOUT
-from tiermem.sync.remote import Remote
+from tiermem.sync.remote import Remote, insecure_http_allowed
 from tiermem.sync.secrets import DEVICE_KEY, ENV_TOKEN, TOKEN, SecretStore, env_secret, open_store
 from tiermem.sync.state import (
     MissingSecret,
@@ -131,6 +131,7 @@ class Session:
                 timeout=self._timeout,
                 transport=self._transport,
                 journal_of=self.mem,
+                insecure_http=insecure_http_allowed(self.mem),
             )
         return self._remote
 

@@ -215,6 +215,30 @@ def read_settings(db: Database, agent_id: str) -> Settings | None:
 
 
 def insert_settings(db: Database, s: Settings) -> None:
+    """This device's sync settings for an agent, and from now on its changes tracked for
+    upload: memories, read counters, episodes and entities already there are marked, so the first push sends
+    them (nothing is tracked for an agent that does not sync)."""
+    with db.transaction():
+        _insert_row(db, s)
+        db.execute(
+            "INSERT OR IGNORE INTO sync_dirty (agent_id, id) "
+            "SELECT agent_id, id FROM memories WHERE agent_id = ? ORDER BY seq",
+            (s.agent_id,),
+        )
+        db.execute(
+            "INSERT OR IGNORE INTO reinforce_dirty (agent_id, id) "
+            "SELECT agent_id, id FROM reinforcement WHERE agent_id = ? AND device = ''",
+            (s.agent_id,),
+        )
+        for kind, table in (("episode", "episodes"), ("entity", "entities")):
+            db.execute(
+                "INSERT OR IGNORE INTO graph_dirty (agent_id, kind, id) "
+                f"SELECT agent_id, '{kind}', id FROM {table} WHERE agent_id = ? ORDER BY id",
+                (s.agent_id,),
+            )
+
+
+def _insert_row(db: Database, s: Settings) -> None:
     db.execute(
         "INSERT INTO sync_state (agent_id, status, url, device_id, epoch, secret_ref, "
         "secret_store, device_wrap, recovery_wrap, passphrase_wrap, registered, hlc, "

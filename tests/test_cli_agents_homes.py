@@ -37,6 +37,15 @@ def test_read_on_a_mistyped_agent_fails_with_a_suggestion_and_creates_nothing(ca
     assert [a["agent_id"] for a in json.loads(out)["agents"]] == ["nobody"]
 
 
+def test_the_tui_refuses_a_mistyped_agent_before_opening_and_creates_nothing(capsys, tmp_path):
+    home = tmp_path / "home"
+    store(capsys, home, "the staging db is on port 5433", "--agent-id", "nobody")
+    code, _, err = cli(capsys, home, "--agent-id", "nobdy", "tui")
+    assert code == 4 and "did you mean 'nobody'?" in err
+    code, out, _ = cli(capsys, home, "--json", "agents", "list")
+    assert [a["agent_id"] for a in json.loads(out)["agents"]] == ["nobody"]
+
+
 def test_write_to_a_new_agent_creates_it_and_says_so(capsys, tmp_path):
     home = tmp_path / "home"
     code, _, err = cli(

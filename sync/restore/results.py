@@ -56,6 +56,8 @@ class RestoreResult:
     pages: int = 0
     memory_bytes: int = 0
     usable_seconds: float = 0.0
+    salvage: bool = False
+    problems: tuple[dict[str, str], ...] = ()
 
 
 Progress = Callable[[RestoreProgress], None]

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import httpx
 
+from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, PointInTimePruned
 from tiermem.core.paths import validate_agent_id
 from tiermem.sync import crypto, hlc, records
@@ -21,7 +22,7 @@ from tiermem.sync.enroll import enroll_restored
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, ResultSet, SqlError, to_base_url
 from tiermem.sync.keyring import KeyRing
 from tiermem.sync.prune import prune_horizon, prune_record_id
-from tiermem.sync.remote import Remote
+from tiermem.sync.remote import Remote, allow_insecure_http
 from tiermem.sync.restore.home import (
     Marker,
     RestoreKeys,
@@ -40,6 +41,7 @@ from tiermem.sync.restore.results import (
 )
 from tiermem.sync.restore.stream import Prefetch, Streamed, stream_memories
 from tiermem.sync.restore.swap import Swapped, swap
+from tiermem.sync.restore.verify import Verified, refusal, verify
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.state import (
     HomeNotEmpty,
@@ -92,6 +94,7 @@ class _Vault:
     unlocked: Unlock
     ring: KeyRing
     critical_rid: bytes
+    horizon: str | None
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ class _Job:
     driver: str | None
     clock: Callable[[], float]
     started: float
+    salvage: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,7 @@ class _Fetched:
     usable_seconds: float
     totals: tuple[int, int]
     streamed: Streamed
+    skipped_critical: tuple[tuple[str, str, str], ...] = ()
 
 
 def restore(
@@ -140,6 +145,8 @@ def restore(
     policy: RetryPolicy | None = None,
     driver: str | None = None,
     clock: Callable[[], float] = time.time,
+    salvage: bool = False,
+    insecure_http: bool = False,
 ) -> RestoreResult:
     """Restore everything of `agent_id` into `home`: the critical state first (the home is
     usable when `progress` reports ``usable``), then every memory, swapped in at once.
@@ -147,7 +154,12 @@ def restore(
     `home` must hold no memory of that agent, or be a restore of the same vault with nothing
     left to push, or hold an unfinished restore of the same vault (which this call finishes:
     same `at`, continuing from its last committed page). `at` is a version bound from
-    `parse_at`."""
+    `parse_at`.
+
+    The server's copy is first checked against the vault's manifests (`verify`): a rollback,
+    a deleted or a replayed record stops the restore before anything is written. With
+    `salvage`, everything that authenticates is restored and the rest listed in
+    ``RestoreResult.problems``."""
     started = time.perf_counter()
     agent_id = validate_agent_id(agent_id)
     if (recovery_key is None) == (passphrase is None):
@@ -170,32 +182,78 @@ def restore(
         driver,
         clock,
         started,
+        salvage,
     )
-    with Remote(base, token, timeout=timeout, transport=transport) as remote:
+    with Remote(
+        base, token, timeout=timeout, transport=transport, insecure_http=insecure_http
+    ) as remote:
 
         def select(sql: str, args: Args) -> ResultSet:
             return remote.execute(sql, args, retry)
 
         vault = _open_vault(select, base, agent_id, recovery_key, passphrase, at)
+        verified = _verify(job, vault, select)
         pending = pending_restore(home, agent_id, driver)
-        fetched = _fetch(job, vault, select, pending)
+        fetched = _fetch(job, vault, select, pending, verified)
         requests = remote.client.requests_sent
         # On the signed roster, with its epoch floor (never seals under a hidden rotation).
         enroll_restored(home, agent_id, remote, recovery_key, retry, driver=driver)
     swapped = swap(home, agent_id, driver=driver, clock=clock)
+    if insecure_http:
+        with Memory(home, agent_id, driver=driver) as mem:
+            allow_insecure_http(mem, True)
+    report(_done(fetched, swapped))
+    result = _result(job, vault, fetched, swapped, requests, resumed=pending is not None)
+    return dataclasses.replace(result, salvage=salvage, problems=_problems(verified, fetched))
+
+
+def _done(fetched: _Fetched, swapped: Swapped) -> RestoreProgress:
     streamed, totals = fetched.streamed, fetched.totals
-    report(
-        RestoreProgress(
-            "done",
-            streamed.rows_seen,
-            max(totals[0], streamed.rows_seen),
-            streamed.bytes_seen,
-            max(totals[1], streamed.bytes_seen),
-            swapped.memories,
-            True,
-        )
+    return RestoreProgress(
+        "done",
+        streamed.rows_seen,
+        max(totals[0], streamed.rows_seen),
+        streamed.bytes_seen,
+        max(totals[1], streamed.bytes_seen),
+        swapped.memories,
+        True,
     )
-    return _result(job, vault, fetched, swapped, requests, resumed=pending is not None)
+
+
+def _verify(job: _Job, vault: _Vault, select: Callable[[str, Args], ResultSet]) -> Verified:
+    """The server's copy against the vault's manifests; without salvage, damage stops here."""
+    ring = vault.ring
+    skip = {prune_record_id(ring)}
+    found = verify(
+        select, ring, agent_tag(job.agent_id), skip, job.at, vault.horizon, job.page_rows
+    )
+    error = refusal(found)
+    if error is not None and not job.salvage:
+        raise error
+    return found
+
+
+def _problems(verified: Verified, fetched: _Fetched) -> tuple[dict[str, str], ...]:
+    """What a salvage left out or found stale, one entry per problem."""
+    found = [
+        {
+            "kind": f.kind,
+            "message": f.message,
+            "record_id": f.record_id or "",
+            "version": f.version or "",
+        }
+        for f in verified.findings
+    ]
+    found += [
+        {
+            "kind": "damaged",
+            "message": f"fails authentication: {why}",
+            "record_id": rid,
+            "version": v,
+        }
+        for rid, v, why in fetched.streamed.damaged + fetched.skipped_critical
+    ]
+    return tuple(found)
 
 
 def _fetch(
@@ -203,6 +261,7 @@ def _fetch(
     vault: _Vault,
     select: Callable[[str, Args], ResultSet],
     pending: dict[str, Any] | None,
+    verified: Verified,
 ) -> _Fetched:
     """Step 1 (the critical state) while the totals and the first page are fetched, then
     step 2 (the memories into the staging table)."""
@@ -217,7 +276,7 @@ def _fetch(
         job.page_rows,
     )
     with prefetch:
-        written, version, writer, envelope_len = _step_one(
+        written, version, writer, envelope_len, skipped = _step_one(
             job.home,
             job.agent_id,
             pending,
@@ -229,6 +288,8 @@ def _fetch(
             Marker(job.base, vault.critical_rid.hex(), job.at, "", job.clock()),
             driver=job.driver,
             clock=job.clock,
+            salvage=job.salvage,
+            unlisted=verified.unlisted,
         )
         usable_seconds = time.perf_counter() - job.started
         totals = prefetch.totals()
@@ -243,8 +304,12 @@ def _fetch(
             totals,
             job.report,
             driver=job.driver,
+            unlisted=frozenset(verified.unlisted),
+            salvage=job.salvage,
         )
-    return _Fetched(written, version, writer, envelope_len, usable_seconds, totals, streamed)
+    return _Fetched(
+        written, version, writer, envelope_len, usable_seconds, totals, streamed, skipped
+    )
 
 
 def _result(
@@ -304,14 +369,13 @@ def _open_vault(
     epoch, by_kind, vault_key, unlocked = _unlock(wraps, agent_id, recovery_key, passphrase)
     ring = KeyRing.unlocked(agent_id, epoch, vault_key, select, tag)
     critical_rid = records.record_id(ring.id_key, records.CRITICAL_TABLE, agent_id)
-    if at is not None:
-        horizon = prune_horizon(select, ring, tag)
-        if horizon is not None and at < horizon:
-            raise PointInTimePruned(
-                f"versions before {horizon} were pruned; the oldest point in time that "
-                f"restores completely is {horizon}"
-            )
-    return _Vault(epoch, by_kind, vault_key, unlocked, ring, critical_rid)
+    horizon = prune_horizon(select, ring, tag)
+    if at is not None and horizon is not None and at < horizon:
+        raise PointInTimePruned(
+            f"versions before {horizon} were pruned; the oldest point in time that "
+            f"restores completely is {horizon}"
+        )
+    return _Vault(epoch, by_kind, vault_key, unlocked, ring, critical_rid, horizon)
 
 
 def _step_one(
@@ -327,9 +391,12 @@ def _step_one(
     *,
     driver: str | None,
     clock: Callable[[], float],
-) -> tuple[Written, str, str, int]:
+    salvage: bool,
+    unlisted: set[tuple[bytes, str]],
+) -> tuple[Written, str, str, int, tuple[tuple[str, str, str], ...]]:
     """The critical state into the home (or, resuming, the one already there): the written
-    home, the critical version, its writer and its envelope size."""
+    home, the critical version, its writer, its envelope size and (salvage) the newer critical
+    states that failed authentication."""
     agent = agent_id
     if pending is not None:
         if pending["vault_check"] != marker.vault_check:
@@ -344,40 +411,69 @@ def _step_one(
                 "rerun it with the same --at to finish it"
             )
         remove_stale_restores(home.absolute())
-        return usable_home(home, agent, driver), str(pending["version"]), "", 0
-    version, writer, envelope = _newest_critical(select, ring, critical_rid, at)
+        return usable_home(home, agent, driver), str(pending["version"]), "", 0, ()
+    skipped: list[tuple[str, str, str]] = []
+    for version, writer, envelope in _critical_candidates(select, ring, critical_rid, at):
+        if (critical_rid, version) in unlisted:
+            continue
+        try:
+            state = _open_critical(ring, agent, critical_rid, version, writer, envelope)
+        except crypto.CryptoError as exc:
+            if not salvage:
+                raise crypto.TamperedData(
+                    f"the critical state fails authentication ({exc}); `tiermem restore "
+                    "--salvage` restores the newest one that authenticates"
+                ) from None
+            skipped.append((critical_rid.hex(), version, str(exc)))
+            continue
+        written = write_home(
+            home,
+            agent,
+            state,
+            dataclasses.replace(vault, version=version),
+            dataclasses.replace(marker, version=version),
+            driver=driver,
+            clock=clock,
+        )
+        return written, version, writer.hex(), len(envelope), tuple(skipped)
+    when = "" if at is None else f" as of {at}"
+    raise NothingToRestore(
+        f"the vault of agent {agent!r} holds no critical state{when} that authenticates "
+        "(nothing was pushed, or every copy is damaged)"
+    )
+
+
+def _open_critical(
+    ring: KeyRing, agent: str, rid: bytes, version: str, writer: bytes, envelope: bytes
+) -> dict[str, Any]:
+    try:
+        hlc.parse(version)
+    except ValueError:
+        raise crypto.TamperedData("the critical state has a malformed version") from None
+    epoch = epoch_of(envelope)
     plaintext = records.open_row(
-        ring.key(epoch_of(envelope)),
+        ring.key(epoch),
         agent,
         records.CRITICAL_TABLE,
-        records.RemoteRow(0, critical_rid, version, epoch_of(envelope), writer, envelope),
+        records.RemoteRow(0, rid, version, epoch, writer, envelope),
     )
-    state = records.decode_critical(plaintext, agent)
-    written = write_home(
-        home,
-        agent,
-        state,
-        dataclasses.replace(vault, version=version),
-        dataclasses.replace(marker, version=version),
-        driver=driver,
-        clock=clock,
-    )
-    return written, version, writer.hex(), len(envelope)
+    return records.decode_critical(plaintext, agent)
 
 
 def epoch_of(envelope: bytes) -> int:
     return crypto.parse_envelope(envelope).epoch
 
 
-def _newest_critical(
+def _critical_candidates(
     select: Callable[[str, Args], ResultSet], ring: KeyRing, rid: bytes, at: str | None
-) -> tuple[str, bytes, bytes]:
-    """(version, writer, envelope) of the newest critical state (not newer than `at`)."""
+) -> list[tuple[str, bytes, bytes]]:
+    """(version, writer, envelope) of the critical states, newest first (not newer than
+    `at`); a few, so that a salvage can fall back past damaged ones."""
     bound = "" if at is None else "AND version <= ? "
     args: tuple[object, ...] = (rid,) if at is None else (rid, at)
     rows = select(
         "SELECT version, epoch, device_id, envelope FROM records WHERE record_id = ? "
-        f"{bound}ORDER BY version DESC LIMIT 1",
+        f"{bound}ORDER BY version DESC LIMIT 16",
         args,
     ).rows
     if not rows:
@@ -386,19 +482,16 @@ def _newest_critical(
             f"the vault of agent {ring.agent_id!r} holds no critical state{when} "
             "(nothing was pushed)"
         )
-    version, row_epoch, writer, envelope = (
-        str(rows[0][0]),
-        records.server_int(rows[0][1]),
-        records.server_blob(rows[0][2]),
-        records.server_blob(rows[0][3]),
-    )
-    try:
-        hlc.parse(version)
-    except ValueError:
-        raise crypto.TamperedData("the newest record has a malformed version") from None
-    if epoch_of(envelope) != row_epoch:
-        raise crypto.TamperedData("the newest record belongs to another key epoch")
-    return version, writer, envelope
+    out = []
+    for version, _, writer, envelope in rows:
+        out.append(
+            (
+                records.server_str(version),
+                records.server_blob(writer),
+                records.server_blob(envelope),
+            )
+        )
+    return out
 
 
 def _unlock(

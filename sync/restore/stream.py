@@ -13,9 +13,10 @@ from typing import Final
 from tiermem.core import reinforce, rows
 from tiermem.core.engine import Memory
 from tiermem.core.errors import StorageError
-from tiermem.sync import crypto, hlc, records
+from tiermem.sync import crypto, graphsync, hlc, records
 from tiermem.sync.hrana import ResultSet
 from tiermem.sync.keyring import KeyRing
+from tiermem.sync.metrics_sync import Days, apply_metrics, decode_metrics
 from tiermem.sync.restore.results import Progress, RestoreProgress
 
 # ------------------------------------------------------------------ step 2: the memories
@@ -28,6 +29,7 @@ class Streamed:
     bytes: int
     rows_seen: int  # including earlier, interrupted runs
     bytes_seen: int
+    damaged: tuple[tuple[str, str, str], ...] = ()  # salvage: (record id, version, why)
 
 
 _STAGED_NAMES: Final = rows.NAMES[1:]
@@ -96,9 +98,12 @@ def stream_memories(
     report: Progress,
     *,
     driver: str | None,
+    unlisted: frozenset[tuple[bytes, str]] = frozenset(),
+    salvage: bool = False,
 ) -> Streamed:
     """Stream every remote row after the saved cursor into the staging table, one local
-    transaction per page (rows + cursor together)."""
+    transaction per page (rows + cursor together). Rows no manifest lists are left out; with
+    `salvage` a row that fails authentication is listed in the result instead of stopping."""
     with Memory(home, agent_id, driver=driver) as mem:
         db = mem.db
         row = db.query_one(
@@ -108,33 +113,15 @@ def stream_memories(
             raise StorageError(f"the restore of agent {agent_id!r} lost its progress row")
         cursor, rows_before, bytes_before = int(row[0]), int(row[1]), int(row[2])
         rows = pages = size = 0
-        manifest_rids: dict[bytes, bytes] = {}
         staged = int(
             db.scalar("SELECT count(*) FROM restore_staging WHERE agent_id = ?", (agent_id,))
         )
         if cursor != prefetch.after:
             raise StorageError(f"the restore of agent {agent_id!r} changed its cursor meanwhile")
+        sorter = _Sorter(ring, agent_id, at, skip, unlisted, salvage)
         for page in prefetch.pages():
-            batch: list[tuple[object, ...]] = []
-            counts: list[tuple[str, records.Counters]] = []
-            peers: list[tuple[object, ...]] = []
-            for r in page:
-                size += len(r.envelope)
-                if r.record_id in skip:
-                    continue
-                if r.device_id not in manifest_rids:
-                    manifest_rids[r.device_id] = records.record_id(
-                        ring.id_key, records.MANIFEST_TABLE, r.device_id.hex()
-                    )
-                if r.record_id == manifest_rids[r.device_id]:
-                    peers.append(_peer_params(ring, agent_id, r))
-                    continue
-                if at is not None and r.version > at:
-                    continue
-                params, counters = _memory_params(ring, agent_id, r)
-                batch.append(params)
-                if counters:
-                    counts.append((str(params[1]), counters))
+            size += sum(len(r.envelope) for r in page)
+            batch, counts, peers = sorter.page(page)
             rows += len(page)
             pages += 1
             with db.transaction():
@@ -144,6 +131,13 @@ def stream_memories(
                     reinforce.merge(mem.memories, memory_id, counters)
                 if peers:
                     db.executemany(_PEER, peers)
+                for device_hex, version, days in sorter.metrics:
+                    apply_metrics(db, agent_id, device_hex, version, days)
+                sorter.metrics.clear()
+                if sorter.graph:
+                    graphsync.apply(db, agent_id, sorter.graph, mem.now())
+                    graphsync.forget_marks(db, agent_id)
+                    sorter.graph.clear()
                 db.execute(
                     "UPDATE restore_progress SET cursor = ?, rows = rows + ?, bytes = bytes + ?, "
                     "pages = pages + 1 WHERE agent_id = ?",
@@ -161,7 +155,98 @@ def stream_memories(
                     True,
                 )
             )
-    return Streamed(rows, pages, size, rows_before + rows, bytes_before + size)
+    return Streamed(
+        rows, pages, size, rows_before + rows, bytes_before + size, tuple(sorter.damaged)
+    )
+
+
+class _Sorter:
+    """Turns a page of rows into staging and peer parameters: rows no manifest lists (or
+    newer than `at`) left out; with `salvage` a row that fails is listed, not fatal."""
+
+    def __init__(
+        self,
+        ring: KeyRing,
+        agent_id: str,
+        at: str | None,
+        skip: set[bytes],
+        unlisted: frozenset[tuple[bytes, str]],
+        salvage: bool,
+    ) -> None:
+        self.ring, self.agent_id, self.at = ring, agent_id, at
+        self.skip, self.unlisted, self.salvage = skip, unlisted, salvage
+        self.manifest_rids: dict[bytes, bytes] = {}
+        self.metrics_rids: dict[bytes, bytes] = {}
+        self.damaged: list[tuple[str, str, str]] = []
+        self.metrics: list[tuple[str, str, Days]] = []
+        self.graph: list[graphsync.GraphItem] = []
+
+    def page(
+        self, page: list[records.RemoteRow]
+    ) -> tuple[
+        list[tuple[object, ...]], list[tuple[str, records.Counters]], list[tuple[object, ...]]
+    ]:
+        """(staging parameters, read counters per memory id, peer parameters) of a page."""
+        batch: list[tuple[object, ...]] = []
+        counts: list[tuple[str, records.Counters]] = []
+        peers: list[tuple[object, ...]] = []
+        for r in page:
+            if r.record_id in self.skip:
+                continue
+            if r.device_id not in self.manifest_rids:
+                self.manifest_rids[r.device_id] = records.record_id(
+                    self.ring.id_key, records.MANIFEST_TABLE, r.device_id.hex()
+                )
+            is_manifest = r.record_id == self.manifest_rids[r.device_id]
+            left_out = (r.record_id, r.version) in self.unlisted or (
+                self.at is not None and r.version > self.at
+            )
+            if left_out and not is_manifest:
+                continue
+            try:
+                if is_manifest:
+                    peers.append(_peer_params(self.ring, self.agent_id, r))
+                elif r.record_id == self._metrics_rid(r.device_id):
+                    plaintext = records.open_row(
+                        self.ring.key(r.epoch), self.agent_id, records.METRICS_TABLE, r
+                    )
+                    days = decode_metrics(plaintext, r.device_id.hex())
+                    self.metrics.append((r.device_id.hex(), r.version, days))
+                else:
+                    self._stage(r, batch, counts)
+            except crypto.CryptoError as exc:
+                if not self.salvage:
+                    raise crypto.TamperedData(
+                        f"{exc}; `tiermem restore --salvage` restores everything that "
+                        "authenticates and lists the rest"
+                    ) from None
+                self.damaged.append((r.record_id.hex(), r.version, str(exc)))
+        return batch, counts, peers
+
+    def _stage(
+        self,
+        r: records.RemoteRow,
+        batch: list[tuple[object, ...]],
+        counts: list[tuple[str, records.Counters]],
+    ) -> None:
+        """A memory row into the staging parameters (and its read counters into `counts`), or
+        an episode or entity record into `self.graph`."""
+        try:
+            params, counters = _memory_params(self.ring, self.agent_id, r)
+        except crypto.TamperedData as exc:
+            key = self.ring.key(r.epoch)
+            self.graph.append(graphsync.open_or(exc, key, self.agent_id, self.ring.id_key, r))
+            return
+        batch.append(params)
+        if counters:
+            counts.append((str(params[1]), counters))
+
+    def _metrics_rid(self, device: bytes) -> bytes:
+        if device not in self.metrics_rids:
+            self.metrics_rids[device] = records.record_id(
+                self.ring.id_key, records.METRICS_TABLE, device.hex()
+            )
+        return self.metrics_rids[device]
 
 
 _PEER: Final = (

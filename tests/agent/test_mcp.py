@@ -22,7 +22,7 @@ TOOLS_MD = Path(__file__).parents[2] / "packaging" / "openclaw" / "TOOLS.md"
 
 
 def documented_tools() -> list[str]:
-    return re.findall(r"^## (memory_\w+)$", TOOLS_MD.read_text(), re.M)
+    return re.findall(r"^## (\w+)$", TOOLS_MD.read_text(), re.M)
 
 
 def with_server(home: Path, errlog: Path, body: Callable[[ClientSession], Awaitable[None]]) -> None:

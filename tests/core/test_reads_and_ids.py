@@ -17,12 +17,24 @@ from tiermem.core.errors import InvalidInput
 from tiermem.tui.cli import run
 
 
+def syncing(mem: Memory) -> Memory:
+    """The agent set up to sync, as far as change tracking goes (its settings row)."""
+    mem.db.execute(
+        "INSERT INTO sync_state (agent_id, status, url, device_id, epoch, secret_ref, "
+        "secret_store, device_wrap, recovery_wrap, created_at) VALUES "
+        "(?, 'ready', 'http://127.0.0.1:9', '00', 1, 'ref', 'file', x'00', x'00', 0)",
+        (mem.agent_id,),
+    )
+    return mem
+
+
 def dirty(mem: Memory) -> set[str]:
     rows = mem.db.query("SELECT id FROM sync_dirty WHERE agent_id = ?", (mem.agent_id,))
     return {str(r[0]) for r in rows}
 
 
 def test_a_read_does_not_mark_a_memory_for_upload(mem: Memory) -> None:
+    syncing(mem)
     fid = mem.store("the staging database listens on port 6543", "ops/db", 0.6).id
     mem.db.execute("DELETE FROM sync_dirty")  # as after a push
     assert [h.memory.id for h in mem.retrieve("staging database").hits] == [fid]
@@ -37,6 +49,7 @@ def test_a_read_does_not_mark_a_memory_for_upload(mem: Memory) -> None:
 
 
 def test_storing_a_known_fact_again_counts_a_read_not_a_change(mem: Memory) -> None:
+    syncing(mem)
     fid = mem.store("the staging database listens on port 6543", "ops/db", 0.6).id
     mem.db.execute("DELETE FROM sync_dirty")
     assert mem.store("The staging database listens on port 6543", "ops/db", 0.5).id == fid
@@ -119,3 +132,15 @@ def test_an_edit_survives_a_forget_and_undo_with_its_id(open_memory: MemoryFacto
     assert curate.undo_forget(mem).id == fid
     record = mem.get(fid)
     assert record.text == "the boiler is serviced in november" and record.access_count == 1
+
+
+def test_an_agent_that_does_not_sync_keeps_no_upload_marks(mem: Memory) -> None:
+    fid = mem.store("the staging database listens on port 6543", "ops/db", 0.6).id
+    other = mem.store("the backups run nightly", "ops/db", 0.4).id
+    assert [h.memory.id for h in mem.retrieve("staging database").hits] == [fid]
+    mem.flush_reinforcement()
+    curate.edit(mem, fid, importance=0.9)
+    mem.memories.delete([other])
+    assert dirty(mem) == set()
+    assert mem.db.scalar("SELECT count(*) FROM reinforce_dirty") == 0
+    assert mem.get(fid).access_count == 1 and mem.get(fid).importance == 0.9

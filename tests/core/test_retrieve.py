@@ -6,8 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.conftest import MemoryFactory
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
+from tiermem.core.hygiene.extras import set_extras
 from tiermem.core.terms import fts_match, query_terms
 from tiermem.core.warm import NewFact
 
@@ -168,3 +170,29 @@ def test_any_text_query_gives_results_or_clear_error(tmp_path_factory, text: str
 
 def test_fts_match_quotes_every_term() -> None:
     assert fts_match(["a", "b"]) == '"a" OR "b"'
+
+
+def test_a_search_sees_tags_and_tree_nodes_added_since_the_last_search(
+    seeded: Memory, open_memory: MemoryFactory
+) -> None:
+    """What a search reuses from the one before (the tree, whether anything is tagged) is
+    dropped as soon as this connection or another one writes."""
+    assert seeded.retrieve("kubernetes").hits == []
+    first = seeded.retrieve("deadline").hits[0].memory.id
+    set_extras(seeded, first, ["kubernetes"], None)  # this connection, no transaction
+    assert [h.memory.id for h in seeded.retrieve("kubernetes").hits] == [first]
+    assert seeded.retrieve("taxes").hits[0].explanation.tree_match is None
+    other = open_memory()
+    other.tree_add("owner/finance", "Taxes and invoices")
+    other.close()
+    explained = seeded.retrieve("taxes").hits[0].explanation
+    assert explained.tree_match is not None and explained.tree_match.startswith("owner/finance")
+
+
+def test_a_search_inside_a_transaction_that_rolls_back_leaves_no_trace(seeded: Memory) -> None:
+    assert seeded.retrieve("taxes").hits[0].explanation.tree_match is None
+    with pytest.raises(RuntimeError), seeded.db.transaction():
+        seeded.tree_add("owner/finance", "Taxes and invoices")
+        assert seeded.retrieve("taxes").hits[0].explanation.tree_match is not None
+        raise RuntimeError("roll back")
+    assert seeded.retrieve("taxes").hits[0].explanation.tree_match is None

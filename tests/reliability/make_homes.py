@@ -245,7 +245,34 @@ def fill(db: Database) -> dict[str, Any]:
                 ("default", "daily/2026-01-01.md", "cd" * 12, first),
             )
             expected["ingest_sources"] = ["daily/2026-01-01.md"]
+        if "episodes" in have:
+            expected["graph"] = _fill_graph(db)
     return expected
+
+
+def _fill_graph(db: Database) -> dict[str, list[str]]:
+    """An episode and an entity with a name, a relation and a mention."""
+    db.execute(
+        "INSERT INTO episodes (agent_id, id, source, summary, abstract, topics, participants, "
+        "fact_ids, started_at, ended_at, created_at, expires_at) "
+        "VALUES ('default', 'ep-fixture0001', 'session:fixture', 'Tea talk.', 'Tea talk.', "
+        "'tea', 'user', '', ?, ?, ?, ?)",
+        (T0, T0, T0, T0 + 90 * 86_400),
+    )
+    db.execute(
+        "INSERT INTO entities (agent_id, id, name, kind, created_at, updated_at) "
+        "VALUES ('default', 'en-fixture01', 'Oolong', 'other', ?, ?)",
+        (T0, T0),
+    )
+    db.execute(
+        "INSERT INTO entity_names (agent_id, key, entity_id, name) "
+        "VALUES ('default', 'oolong', 'en-fixture01', 'Oolong')"
+    )
+    db.execute(
+        "INSERT INTO mentions (agent_id, entity_id, kind, ref) "
+        "VALUES ('default', 'en-fixture01', 'episode', 'ep-fixture0001')"
+    )
+    return {"episodes": ["ep-fixture0001"], "entities": ["en-fixture01"]}
 
 
 def build(version: int, target: Path) -> None:

@@ -111,6 +111,11 @@ def test_upgrade_keeps_every_row(version: int, tmp_path: Path) -> None:
         if "ingest_sources" in expected:
             sources = [r[0] for r in db.query("SELECT source FROM ingest_sources")]
             assert sources == expected["ingest_sources"]
+        if "graph" in expected:  # kept; not marked for upload (no agent of the home syncs)
+            graph = expected["graph"]
+            assert [r[0] for r in db.query("SELECT id FROM episodes")] == graph["episodes"]
+            assert [r[0] for r in db.query("SELECT id FROM entities")] == graph["entities"]
+            assert db.scalar("SELECT count(*) FROM graph_dirty") == 0
         pinned = [m["id"] for m in expected["memories"] if m["pinned"]]
         assert [r[0] for r in db.query("SELECT id FROM memories WHERE pinned = 1")] == pinned
     finally:
@@ -137,3 +142,36 @@ def test_failing_migration_keeps_the_previous_version(version: int, tmp_path: Pa
         assert migrate(db) == len(MIGRATIONS)  # and the real upgrade still works afterwards
     finally:
         db.close()
+
+
+SYNCED = "INSERT INTO sync_state (agent_id, status, url, device_id, epoch, secret_ref, \
+secret_store, device_wrap, recovery_wrap, created_at) VALUES (?, 'ready', 'http://127.0.0.1:9', \
+'00', 1, 'ref', 'file', x'00', x'00', 0)"
+
+
+# Homes from version 13 (read counters) up to 15: from 16 on, changes are tracked only for
+# agents that sync, so those homes hold no marks to drop.
+@pytest.mark.parametrize("version", [v for v in OLDER if 13 <= v <= 15])
+def test_upgrade_drops_upload_marks_only_of_agents_that_never_synced(
+    version: int, tmp_path: Path
+) -> None:
+    """A home whose agent never set up sync loses its upload marks (they only cost space and
+    time) but keeps its outbox; an agent that syncs keeps its marks and goes on being tracked."""
+    home, _ = copy_home(version, tmp_path)
+    db = Database(home / "tiermem.db")
+    try:
+        db.execute(SYNCED, ("phone",))
+        marked = {str(r[0]) for r in db.query("SELECT agent_id FROM sync_dirty")}
+        assert marked >= {"default", "phone"}
+        outbox = db.query("SELECT * FROM outbox ORDER BY seq")
+        migrate(db)
+        assert {str(r[0]) for r in db.query("SELECT agent_id FROM sync_dirty")} == {"phone"}
+        assert db.query("SELECT * FROM outbox ORDER BY seq") == outbox and outbox
+    finally:
+        db.close()
+    with Memory(home, "default") as mem:
+        mem.store("stored by an agent that does not sync", "upgrade")
+        assert mem.db.scalar("SELECT count(*) FROM sync_dirty WHERE agent_id = 'default'") == 0
+    with Memory(home, "phone") as mem:
+        fid = mem.store("stored by an agent that syncs", "upgrade").id
+        assert mem.db.scalar("SELECT id FROM sync_dirty ORDER BY seq DESC LIMIT 1") == fid

@@ -213,7 +213,7 @@ def test_push_failure_names_what_stays_queued(
     cli("hot", "--add-event", "something happened")
     monkeypatch.setenv("TIERMEM_SYNC_TOKEN", "expired-token")
     code, out, err = cli("--json", "sync", "push")
-    assert code == 21 and "1 change(s) stay queued" in err
+    assert code == 21 and "1 critical change(s) and 0 changed memory record(s) stay queued" in err
     assert json.loads(out)["type"] == "SyncFailed" and "expired-token" not in out + err
 
 

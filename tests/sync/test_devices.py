@@ -37,7 +37,8 @@ def test_first_device_lists_itself_named_after_the_host(
         (only,) = list_devices(engine)
         s = settings(engine)
         assert only.device_id == s.device_id.hex() and only.current and only.verified
-        assert only.name == " ".join(socket.gethostname().split()) and not only.revoked
+        host = " ".join(socket.gethostname().split())
+        assert only.name == f"{host} #{s.device_id.hex()[:4]}" and not only.revoked
         assert only.added is not None and only.last_seen is not None
         # The name is sealed: the server never sees it.
         (name,) = client.execute(

@@ -360,3 +360,19 @@ def test_no_secret_reaches_a_log_record(
     secrets.append(crypto.format_recovery_key(key))
     assert not [s for s in secrets if s in logged]
     assert not [s for s in secrets if s in str(info.value)]
+
+
+def test_memories_and_reads_from_before_init_are_sent_by_the_first_push(
+    mem: Memory, sqld: SqldServer
+) -> None:
+    ids = {mem.store(f"fact number {i} from before sync", "notes", 0.5).id for i in range(3)}
+    assert len(mem.retrieve("fact number 1").hits) == 3
+    mem.flush_reinforcement()
+    assert mem.db.scalar("SELECT count(*) FROM sync_dirty") == 0  # nothing tracked yet
+    engine, _ = init_engine(mem, sqld.url, sqld.token)
+    queued = {r[0] for r in mem.db.query("SELECT id FROM sync_dirty")}
+    assert queued == ids
+    result = engine.push(policy())
+    assert result.pushed and result.memories == 6  # the three memories and their reads
+    assert not engine.has_work()
+    engine.close()

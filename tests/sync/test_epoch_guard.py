@@ -34,7 +34,7 @@ from tiermem.sync.state import agent_tag
 from tiermem.tui.cli import run
 
 PATIENCE = 60.0
-TABLES = ("critical", "memory", "manifest")
+TABLES = ("critical", "memory", "manifest", "metrics")
 
 
 @dataclass(frozen=True)

@@ -352,6 +352,20 @@ def test_hot_limits_hold_after_a_merge_and_the_pruned_are_recorded() -> None:
     assert merge_documents(result.merged, a).merged == result.merged
 
 
+def test_a_merge_over_the_size_limit_keeps_critical_lessons_and_moves_projects_first() -> None:
+    critical = [(("lesson", 1, 0.95), 1)]
+    projects = [(("project", i, "status " * 40), 1) for i in range(2)]
+    a, b = fork([], critical, projects)
+    whole = merge_documents(a, b, HotConfig()).merged["hot"]
+    size = len(msgspec.json.encode(whole))
+    cfg = HotConfig(max_bytes=size - 50)  # one project has to go, or the lesson would
+    result = merge_documents(a, b, cfg)
+    assert [x["importance"] for x in result.merged["hot"]["critical_lessons"]] == [0.95]
+    pruned = [r for r in result.conflicts if r["reason"] == REASON_HOT_LIMIT]
+    assert pruned and all("lesson" not in str(r["item"]) for r in pruned)
+    assert merge_documents(b, a, cfg) == result
+
+
 def test_tree_limits_hold_after_a_merge_and_the_pruned_are_recorded() -> None:
     cfg = TreeConfig()
     one = [(("tree", f"p{i}", "x"), 1) for i in range(7)]

@@ -232,7 +232,7 @@ def count(client: HranaClient, agent: str) -> int:
     return row[0]
 
 
-def test_a_forged_record_is_rejected_and_skipped(
+def test_a_forged_record_is_rejected_and_fetched_again_until_it_goes(
     pair: tuple[Device, Device], client: HranaClient
 ) -> None:
     a, b = pair
@@ -253,7 +253,11 @@ def test_a_forged_record_is_rejected_and_skipped(
     pulled = b.engine.pull(policy())
     assert pulled.rejected == 1 and pulled.applied == 0 and texts(b.mem) == before
     assert b.engine.history(1)[0].kind == "error"
-    assert b.engine.pull(policy()).rejected == 0  # the cursor moved past it
+    again = b.engine.pull(policy())  # the cursor moved past it, the retry list did not
+    assert again.rejected == 1 and texts(b.mem) == before
+    client.execute("DELETE FROM records WHERE record_id = ? AND version = ?", (rid, version))
+    gone = b.engine.pull(policy())
+    assert gone.rejected == 0 and gone.gone == 1
 
 
 def test_history_and_status(pair: tuple[Device, Device]) -> None:

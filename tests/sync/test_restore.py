@@ -23,6 +23,7 @@ from tests.sync.helpers import (
 from tests.sync.sqld import SqldServer
 from tiermem.core import snapshot
 from tiermem.core.engine import Memory
+from tiermem.core.errors import RecordDeleted
 from tiermem.sync import crypto, hlc
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
@@ -50,8 +51,9 @@ def test_restore_on_a_fresh_home_gives_the_identical_critical_state(
     source, _, key = pushed
     target = tmp_path / "new-laptop"
     result = restore(target, source.agent_id, sqld.url, sqld.token, recovery_key=key)
-    # Requests: the wraps, the critical state, the totals and one page of records.
-    assert result.unlocked_with == "recovery-key" and result.requests == 4
+    # Requests: the wraps, the prune horizon, the row index and the manifests (the check
+    # against the manifests), the critical state, the totals and one page of records.
+    assert result.unlocked_with == "recovery-key" and result.requests == 7
     assert not result.refreshed and result.lessons == 1 and result.tree_nodes == 3
     with Memory(target, source.agent_id) as restored:
         assert dump_bytes(restored) == dump_bytes(source)
@@ -133,7 +135,13 @@ def test_tampered_relabelled_or_moved_records_are_refused(
         attempt()
     client.execute("DELETE FROM records WHERE record_id = ? AND version = ?", (rid, newer))
     assert not target.exists()
-    restore(target, source.agent_id, sqld.url, sqld.token, recovery_key=key)  # intact again
+    with pytest.raises(RecordDeleted):  # the old version its manifest lists is gone now
+        attempt()
+    assert not target.exists()
+    salvaged = restore(
+        target, source.agent_id, sqld.url, sqld.token, recovery_key=key, salvage=True
+    )
+    assert [p["kind"] for p in salvaged.problems] == ["deletion"]
 
 
 def test_another_agents_record_moved_in_is_refused(
@@ -268,7 +276,7 @@ def test_restore_retries_through_faults(
         recovery_key=key,
         policy=policy(),
     )
-    assert result.requests == 4 + 3  # three faults retried
+    assert result.requests == 7 + 3  # three faults retried
     with Memory(tmp_path / "t", source.agent_id) as restored:
         assert dump_bytes(restored) == dump_bytes(source)
 

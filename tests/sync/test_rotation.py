@@ -43,7 +43,7 @@ def _records(client: HranaClient, agent_id: str) -> list[tuple[bytes, str, int, 
     return out
 
 
-TABLES = ("critical", "memory", "manifest")
+TABLES = ("critical", "memory", "manifest", "metrics")
 
 
 def _opens(engine: SyncEngine, agent_id: str, row: tuple[bytes, str, int, bytes, bytes]) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tiermem.core import conflicts, curate
+from tiermem.core import conflicts, curate, episodes, graph
 from tiermem.core.engine import Memory
 from tiermem.core.scoring import DAY
 from tiermem.core.warm import memory_id
@@ -115,6 +115,37 @@ QUERIES = [
 ]
 
 
+TALKS = {
+    4: [
+        "Marco works on EvoClaw and agreed to review the BSC contract audit.",
+        "The hackathon demo video needs three minutes; Sarah prefers short updates.",
+    ],
+    16: [
+        "I moved to Paris in January 2026 and work from the Station F campus.",
+        "The staging database runs Postgres; EvoClaw deploys with make deploy.",
+    ],
+    30: [
+        "Priya works at Acme Labs since 2026-01 and likes jazz concerts.",
+        "The website redesign moved to March, said Sam.",
+    ],
+}
+"""Day → a conversation of that day, kept as an episode (three: below the dreaming threshold)."""
+
+
+def talk(mem: Memory, day: int) -> None:
+    draft = episodes.Draft(
+        source=f"demo:{day}",
+        texts=TALKS[day],
+        participants=["user", "assistant"],
+        fact_ids=[memory_id("default", text) for text, *_ in FACTS[day * 2 : day * 2 + 2]],
+        started_at=mem.now(),
+        ended_at=mem.now() + 900,
+    )
+    with mem.db.transaction():
+        episode = episodes.write(mem, draft)
+        graph.index_episode(mem, episode.id, "\n".join(draft.texts))
+
+
 def build(home: Path) -> FixedClock:
     """Fill `home` (a fresh folder) and return the clock at NOW."""
     clock = FixedClock(START + 9 * 3600.0)
@@ -147,6 +178,8 @@ def build(home: Path) -> FixedClock:
                 mem.complete_task(mem.hot().active_context.tasks[-1].id)
             if day == 12:
                 curate.set_pinned(mem, memory_id("default", FACTS[3][0]), True)
+            if day in TALKS:
+                talk(mem, day)
             clock.now += 8 * 3600.0
             mem.consolidate("daily" if day % 7 else "quick")
             mem.snapshot_metrics()

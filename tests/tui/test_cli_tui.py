@@ -37,8 +37,17 @@ def test_no_command_or_tui_opens_the_app(
     launched: list[tuple[Any, str]], tmp_path: Path, args: list[str], monkeypatch
 ) -> None:
     monkeypatch.setattr(cli, "interactive_terminal", lambda: True)
+    assert cli.run(["--home", str(tmp_path), "--agent-id", "bob", "store", "--text", "x"]) == 0
     assert cli.run(["--home", str(tmp_path), "--agent-id", "bob", *args]) == 0
     assert launched == [(tmp_path, "bob")]
+
+
+def test_the_first_run_opens_the_default_agent_in_a_new_home(
+    launched: list[tuple[Any, str]], tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr(cli, "interactive_terminal", lambda: True)
+    assert cli.run(["--home", str(tmp_path / "new")]) == 0
+    assert launched == [(tmp_path / "new", "default")]
 
 
 def test_no_command_without_a_terminal_prints_help(

@@ -23,7 +23,7 @@ print(json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
 """
 
 WRITE_PATH = ("tiermem.core.distill", "tiermem.core.hygiene.actions", "tiermem.core.consolidate")
-NETWORK = ("httpx", "tiermem.sync.engine", "cryptography")
+NETWORK = ("httpx", "tiermem.sync.engine", "cryptography", "http.client", "tiermem.core.llm")
 UI = ("textual", "rich.progress")
 
 
@@ -74,3 +74,9 @@ def test_hot_in_text_loads_no_tokenizer_but_json_counts_tokens(tmp_path: Path) -
         check=True,
     )
     assert json.loads(done.stdout)["tokens"] > 0
+
+
+def test_sync_commands_skip_the_http_clients_command_line_tool(tmp_path: Path) -> None:
+    loaded = loaded_by(tmp_path / "home", "sync", "status")
+    assert "httpx" in loaded
+    assert "rich.console" not in loaded and "pygments" not in loaded

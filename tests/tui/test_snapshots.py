@@ -14,7 +14,15 @@ from textual.pilot import Pilot
 
 from tests.tui.conftest import make_app, settle
 
-SCREENS = {"dashboard": "1", "tree": "2", "memories": "3", "hot": "4", "metrics": "5", "sync": "6"}
+SCREENS = {
+    "dashboard": "1",
+    "tree": "2",
+    "memories": "3",
+    "hot": "4",
+    "metrics": "5",
+    "sync": "6",
+    "graph": "7",
+}
 SIZES = [(80, 24), (120, 40)]
 
 

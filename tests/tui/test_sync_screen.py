@@ -33,9 +33,12 @@ def test_status_push_now_and_restore(
         engine, key = init_engine(mem, sqld.url, sqld.token)
         engine.close()
         pending = len(snapshot.pending(mem.db, mem.agent_id))
+        graph = mem.db.scalar(
+            "SELECT count(*) FROM graph_dirty WHERE agent_id = ?", (mem.agent_id,)
+        )
         lessons = [x.text for x in mem.hot().critical_lessons]
         memories = curate.count_memories(mem)
-    assert pending > 0
+    assert pending > 0 and graph > 0  # the demo's episodes and entities wait for a first push
 
     async def push() -> None:
         app = make_app(demo_home)
@@ -47,6 +50,7 @@ def test_status_push_now_and_restore(
             assert isinstance(screen, SyncScreen)
             state = str(screen.query_one("#sync-state", Static).render())
             assert "state ready" in state and f"outbox {pending} pending" in state
+            assert f"+ {graph} episodes/entities" in state
             assert screen.query_one("#outbox", DataTable).row_count == pending
             devices = screen.query_one("#devices", DataTable)
             assert devices.row_count == 1 and str(devices.get_row_at(0)[-1]) == "this device"
@@ -66,6 +70,7 @@ def test_status_push_now_and_restore(
             assert any(m.startswith("pushed version") for m in messages(app)), messages(app)
             state = str(screen.query_one("#sync-state", Static).render())
             assert "outbox 0 pending" in state and "1 push(es)" in state
+            assert "episodes/entities" not in state
             assert screen.query_one("#outbox", DataTable).row_count == 0
             history = screen.query_one("#history", DataTable)
             assert [str(c) for c in history.get_row_at(0)[1:2]] == ["push"]

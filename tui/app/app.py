@@ -34,6 +34,7 @@ from tiermem.tui.app.messages import (
 from tiermem.tui.app.palette import MemoryProvider
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.dashboard import DashboardScreen
+from tiermem.tui.app.screens.graph import GraphScreen
 from tiermem.tui.app.screens.hot import HotScreen
 from tiermem.tui.app.screens.importing import IMPORT_FIELDS, ImportModal, check_format
 from tiermem.tui.app.screens.memories import MemoriesScreen
@@ -95,6 +96,7 @@ class TiermemApp(App[None]):
         "hot": HotScreen,
         "metrics": MetricsScreen,
         "sync": SyncScreen,
+        "graph": GraphScreen,
     }
     DEFAULT_MODE = "dashboard"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # noqa: RUF012 (a base-class attribute)

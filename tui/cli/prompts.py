@@ -9,7 +9,7 @@ import time
 import click
 
 from tiermem.core.errors import InvalidInput
-from tiermem.sync.hrana import to_base_url
+from tiermem.sync.hrana import permit_insecure_http, require_secure, url_token
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.secrets import ENV_TOKEN, ENV_URL, env_secret
 from tiermem.tui.cli.options import Options
@@ -29,20 +29,34 @@ def ask_hidden(prompt: str) -> str:
     return value
 
 
-def sync_url(given: str | None) -> str:
-    """The database URL, checked before anything is asked or generated."""
+INSECURE_HTTP = click.option(
+    "--insecure-http",
+    is_flag=True,
+    help="Accept a plain http:// URL to another machine (the token travels in clear); "
+    "remembered for this agent's later commands.",
+)
+
+
+def sync_url(given: str | None, insecure_http: bool = False) -> str:
+    """The database URL, checked before anything is asked or generated (plain http:// to
+    another machine only with --insecure-http, which then holds for this process)."""
     url = given or env_secret(ENV_URL)
     if not url:
         raise InvalidInput(f"give the database URL with --url (or set {ENV_URL})")
-    to_base_url(url)
+    require_secure(url, insecure_http)
+    if insecure_http:
+        permit_insecure_http(url)
     return url
 
 
-def sync_token() -> tuple[str | None, bool]:
-    """(token, came from the environment). Asked on a terminal; None means "no token"."""
+def sync_token(url: str | None = None) -> tuple[str | None, bool]:
+    """(token, came from the environment). The environment first, then the ``authToken`` a
+    Turso URL carries, then asked on a terminal; None means "no token"."""
     from_env = env_secret(ENV_TOKEN)
     if from_env is not None:
         return from_env or None, True
+    if url is not None and (in_url := url_token(url)) is not None:
+        return in_url, False
     if interactive():
         return ask_hidden("Turso auth token (hidden; empty for none)") or None, False
     return None, False

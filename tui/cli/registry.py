@@ -92,6 +92,17 @@ ROOT: dict[str, Lazy] = {
         "watch",
         "Ingest new or edited daily notes and MEMORY.md edits as they happen (Ctrl-C stops).",
     ),
+    # episodes and the knowledge graph
+    "episodes": _at(
+        "episodes",
+        "episodes_group",
+        "Episodic memory: one summary per conversation (list, show, search, export, dream).",
+    ),
+    "graph": _at(
+        "graph",
+        "graph_group",
+        "The knowledge graph: entities, relations with time spans, search, merge.",
+    ),
     # agent integration
     "mcp": _at(
         "mcp",

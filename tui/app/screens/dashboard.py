@@ -9,7 +9,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
-from tiermem.core import curate
+from tiermem.core import curate, episodes
+from tiermem.core import graph as graphmod
 from tiermem.core.config import Config
 from tiermem.core.engine import Memory
 from tiermem.core.metrics import DayMetrics, day_of
@@ -34,6 +35,10 @@ class DashboardData:
     categories: list[tuple[str, int, int]]
     latest: list[MemoryRecord]
     """The last `TREND_DAYS` calendar days, oldest first (a day without activity is zeros)."""
+    episodes: tuple[int, int]
+    """(episodes, of them not yet dreamt into facts)."""
+    graph: tuple[int, int]
+    """(entities, relations)."""
 
 
 TREND_DAYS = 14
@@ -79,6 +84,7 @@ class DashboardScreen(DataScreen[DashboardData]):
                     yield Gauge("cold", id="g-cold")
                     yield Gauge("tree", id="g-tree")
                     yield Gauge("", id="g-tree-bytes")
+                    yield Static("", id="tier-graph")
                     yield Static("", id="tier-notes")
                 yield Static("…", id="today", classes="panel")
             yield Static("…", id="dash-sync", classes="panel")
@@ -106,6 +112,11 @@ class DashboardScreen(DataScreen[DashboardData]):
             recent=recent_days(memory, today),
             categories=busiest(memory),
             latest=[x.record for x in curate.list_memories(memory, limit=RECENT)],
+            episodes=(
+                episodes.count(memory.db, memory.agent_id),
+                episodes.count_unpromoted(memory.db, memory.agent_id),
+            ),
+            graph=graphmod.store_for(memory).count(),
         )
 
     def show(self, data: DashboardData) -> None:
@@ -128,6 +139,11 @@ class DashboardScreen(DataScreen[DashboardData]):
         )
         self.query_one("#g-tree-bytes", Gauge).set(
             t.tree_bytes, cfg.tree.max_bytes, f"{count(t.tree_bytes)}/{count(cfg.tree.max_bytes)} B"
+        )
+        (n, waiting), (entities, relations) = data.episodes, data.graph
+        self.query_one("#tier-graph", Static).update(
+            f"episodes [b]{count(n)}[/b] [dim]({count(waiting)} to dream)[/dim] · "
+            f"entities [b]{count(entities)}[/b] · relations [b]{count(relations)}[/b]"
         )
         self.query_one("#tier-notes", Static).update(
             f"[dim]hot {t.hot_tokens} tokens · {data.pinned} pinned · "

@@ -70,6 +70,8 @@ class SyncView:
     last_pull: float | None = None
     pulls: int = 0
     pending_memories: int = 0
+    pending_graph: int = 0
+    """Episodes and entities changed since their last push."""
     last_error: str | None = None
     last_error_at: float | None = None
     next_retry: float | None = None
@@ -126,6 +128,7 @@ def sync_view(mem: Memory) -> SyncView:
         last_pull=s.last_pull_at,
         pulls=s.pulls,
         pending_memories=s.pending_memories,
+        pending_graph=s.pending_graph,
         last_error=s.last_error,
         last_error_at=s.last_error_at,
         next_retry=s.retry_at,
@@ -423,6 +426,8 @@ class SyncScreen(DataScreen[SyncView]):
         retry = stamp(data.next_retry) if data.next_retry else "-"
         unresolved = data.open_conflicts
         memories = f" + {data.pending_memories} memories" if data.pending_memories else ""
+        if data.pending_graph:
+            memories += f" + {data.pending_graph} episodes/entities"
         lines = [
             f"[b]state[/b] {data.state}"
             + (f" · {data.url} · epoch {data.epoch}" if data.url else "")

@@ -109,6 +109,8 @@ def describe_rest(data: DetailData) -> str:
             lines.append(f"  time {escape(e.time_match)} (+{e.time_boost:.0%})")
         if e.found_by != "keyword":
             lines.append(f"  found by {escape(e.found_by)}")
+        if e.via:
+            lines.append(f"  via {escape(e.via)}")
         lines.append(f"  tier score {e.tier_score:.3f} (tie-break) → final {e.score:.3f}")
     return "\n".join(lines)
 

@@ -14,6 +14,7 @@ SCREENS: tuple[tuple[str, str, str], ...] = (
     ("4", "hot", "Hot"),
     ("5", "metrics", "Metrics"),
     ("6", "sync", "Sync"),
+    ("7", "graph", "Graph"),
 )
 
 

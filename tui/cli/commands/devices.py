@@ -32,10 +32,12 @@ from tiermem.sync.devices import (
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaError
 from tiermem.sync.pairing import PAIRING_TTL, NewDevicePairing, PairingRefused, answer_pairing
+from tiermem.sync.remote import allow_insecure_http
 from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, env_secret
 from tiermem.sync.state import MissingSecret, SyncFailed
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.prompts import (
+    INSECURE_HTTP,
     ask_hidden,
     interactive,
     retry_policy,
@@ -163,14 +165,23 @@ def _first_pull(opts: Options, result: JoinResult) -> tuple[dict[str, Any] | Non
     show_default=True,
     help="Seconds to wait for the other device during pairing.",
 )
+@INSECURE_HTTP
 @pass_options
 def add_device_cmd(
-    opts: Options, url: str | None, mode: str, name: str | None, from_stdin: bool, wait: float
+    opts: Options,
+    url: str | None,
+    mode: str,
+    name: str | None,
+    from_stdin: bool,
+    wait: float,
+    insecure_http: bool,
 ) -> None:
     """Join this (empty) home to the agent's existing vault as a new device."""
-    url = sync_url(url)
-    token, token_from_env = sync_token()
+    url = sync_url(url, insecure_http)
+    token, token_from_env = sync_token(url)
     with opts.open(create=True) as mem:
+        if insecure_http:
+            allow_insecure_http(mem, True)
         if mode == "recovery":
             result = add_device_with_recovery(
                 mem, url, token, _recovery_key(from_stdin), name, store_token=not token_from_env

@@ -41,6 +41,8 @@ def consolidation_payload(report: ConsolidationReport) -> dict[str, Any]:
         "after": vars(report.after) if report.after else None,
         "ingested": ingest_payload(report.ingested) if report.ingested else None,
         "memory_md": report.memory_md.as_dict() if report.memory_md else None,
+        "episodes_pruned": report.episodes_pruned,
+        "dreaming": report.dream.as_dict() if report.dream else None,
     }
 
 
@@ -50,6 +52,12 @@ def render_consolidation(report: ConsolidationReport) -> str:
         f"{len(report.evicted)} evicted from warm, {report.deleted_frozen} frozen deleted, "
         f"{len(report.tree_pruned)} tree nodes pruned"
     ]
+    if report.episodes_pruned:
+        lines.append(f"  {len(report.episodes_pruned)} expired episodes deleted")
+    if report.dream and report.dream.ran:
+        d = report.dream
+        lines.append(f"  dreaming: {len(d.episodes)} episodes → {len(d.facts)} facts ({d.mode})")
+        lines += [f"  {note}" for note in d.notes]
     if report.mode == "full":
         for move in report.moves:
             lines.append(

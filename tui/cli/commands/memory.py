@@ -243,6 +243,8 @@ def render_retrieval(result: RetrievalResult) -> str:
         lines.append(why)
         if e.llm_reason:
             lines.append(f"   LLM: {e.llm_reason}")
+        if e.via:
+            lines.append(f"   via {e.via}")
     if result.budget:
         lines.append(f"{result.tokens}/{result.budget} tokens")
     return "\n".join(lines)

@@ -21,7 +21,7 @@ from tiermem.core.config import SyncConfig, load_config
 from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import Home, default_home
 from tiermem.sync import crypto
-from tiermem.sync.hrana import HranaError
+from tiermem.sync.hrana import AuthFailed, HranaError
 from tiermem.sync.restore import (
     PruneResult,
     RestoreProgress,
@@ -30,10 +30,10 @@ from tiermem.sync.restore import (
     prune,
     restore,
 )
-from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, env_secret
+from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, ENV_TOKEN, env_secret
 from tiermem.sync.state import MissingSecret, SyncFailed
 from tiermem.tui.cli.options import Options, emit, pass_options
-from tiermem.tui.cli.prompts import ask_hidden, interactive, sync_token, sync_url
+from tiermem.tui.cli.prompts import INSECURE_HTTP, ask_hidden, interactive, sync_token, sync_url
 
 if TYPE_CHECKING:
     import rich.console as rich_console
@@ -95,6 +95,16 @@ def _restore_text(r: RestoreResult) -> str:
         f"{r.memory_bytes / 1e6:.1f} MB"
     )
     lines.append(f"MEMORY.md: {r.memory_md}")
+    if r.salvage:
+        lines.append(
+            f"salvage: {len(r.problems)} problem(s) found"
+            + (" (nothing missing or damaged)" if not r.problems else "; not restored as listed:")
+        )
+        lines += [
+            f"  {p['kind']}: {p['message']}"
+            + (f" [record {p['record_id'][:16]}… {p['version']}]" if p["record_id"] else "")
+            for p in r.problems
+        ]
     lines.append(
         f"this device: {r.device_id[:12]}… (registered with its first push; "
         "run `tiermem daemon` to keep pushing)"
@@ -166,6 +176,13 @@ def _sync_config(home: Path) -> SyncConfig:
     default=None,
     help="Remote rows per request (default: [sync] restore_page_rows, 1000).",
 )
+@click.option(
+    "--salvage",
+    is_flag=True,
+    help="Restore everything that authenticates even when the server's copy is incomplete "
+    "or damaged, and list what is missing or left out.",
+)
+@INSECURE_HTTP
 @pass_options
 def restore_cmd(
     opts: Options,
@@ -175,14 +192,18 @@ def restore_cmd(
     from_stdin: bool,
     at: str | None,
     page_rows: int | None,
+    salvage: bool,
+    insecure_http: bool,
 ) -> None:
     """Restore an agent from Turso into an empty home: critical state first, then every memory.
 
-    Run it again after an interruption: it continues where it stopped."""
-    url = sync_url(url)
+    The server's copy is checked against the vault's manifests first: a rolled-back, deleted
+    or replayed record stops it (exit 45, 46, 47) before anything is written. Run it again
+    after an interruption: it continues where it stopped."""
+    url = sync_url(url, insecure_http)
     bound = None if at is None else parse_at(at)
     home = Path(opts.home if opts.home is not None else default_home())
-    token, token_from_env = sync_token()
+    token, token_from_env = sync_token(url)
     recovery_key, passphrase = _unlock_secret(use_passphrase, from_stdin)
     show = not opts.json and sys.stderr.isatty()
     with _progress_bar(show) as progress:
@@ -198,7 +219,15 @@ def restore_cmd(
                 at=bound,
                 progress=progress,
                 page_rows=page_rows or _sync_config(home).restore_page_rows,
+                salvage=salvage,
+                insecure_http=insecure_http,
             )
+        except AuthFailed as exc:
+            raise SyncFailed(
+                f"restore stopped: {exc}; give a valid token (${ENV_TOKEN} or the prompt) and "
+                "run the command again: it continues where it stopped",
+                exc.exit_code,
+            ) from None
         except HranaError as exc:
             raise SyncFailed(
                 f"restore stopped: {exc}; run the same command again to continue",
@@ -211,7 +240,11 @@ def restore_cmd(
 
 
 def _check_text(r: CheckReport) -> str:
-    mode = "structure and data" if r.read_data else "structure (add --read-data for contents)"
+    mode = (
+        "structure, integrity and contents"
+        if r.read_data
+        else "structure and integrity (add --read-data to decrypt the contents too)"
+    )
     lines = [
         f"checked agent {r.agent_id!r} at {r.url}: {mode}",
         f"{r.rows} row(s), {r.records} record(s), {r.manifests} manifest(s) from "

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from tiermem.core.errors import InvalidInput
+from tiermem.core.errors import InvalidInput, RejectedRecords
 from tiermem.sync import crypto
 from tiermem.sync.daemon import DEFAULT_POLL, DEFAULT_PULL_INTERVAL, Daemon
 from tiermem.sync.engine import (
@@ -35,12 +35,14 @@ from tiermem.sync.engine import (
     SyncStatus,
 )
 from tiermem.sync.hrana import HranaError
+from tiermem.sync.remote import allow_insecure_http
 from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, ENV_TOKEN, ENV_URL, env_secret
 from tiermem.sync.setup import set_token
 from tiermem.sync.state import AlreadyInitialised, MissingSecret, SyncFailed
 from tiermem.tui.cli.lazy import LazyGroup
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.prompts import (
+    INSECURE_HTTP,
     ask_hidden,
     interactive,
     retry_policy,
@@ -64,11 +66,26 @@ def _push_failures(engine: SyncEngine) -> Iterator[None]:
     try:
         yield
     except HranaError as exc:
-        pending = engine.status().pending
+        status = engine.status()
         raise SyncFailed(
-            f"push failed: {exc}; {pending} change(s) stay queued for the next push",
+            f"push failed: {exc}; {_queued(status)} stay queued for the next push",
             exc.exit_code,
         ) from None
+
+
+def _queued(s: SyncStatus) -> str:
+    """What waits for the next push: critical changes and changed memories."""
+    return f"{s.pending} critical change(s) and {s.pending_memories} changed memory record(s)"
+
+
+def _raise_rejected(result: PullResult) -> None:
+    """A pull that leaves records unapplied exits non-zero (after its report is printed)."""
+    if result.rejected:
+        raise RejectedRecords(
+            f"{result.rejected} record(s) failed authentication and were not applied; every "
+            "pull fetches them again (`tiermem sync status` lists them, `tiermem sync check` "
+            "tells what is damaged)"
+        )
 
 
 def _when(ts: float | None) -> str:
@@ -157,19 +174,24 @@ def sync_group(opts: Options) -> None:
     help=f"Also let a passphrase unlock the vault (asked, or ${ENV_PASSPHRASE}).",
 )
 @click.option("--no-push", is_flag=True, help="Set up only; the daemon or `sync push` sends.")
+@INSECURE_HTTP
 @pass_options
-def sync_init(opts: Options, url: str | None, use_passphrase: bool, no_push: bool) -> None:
+def sync_init(
+    opts: Options, url: str | None, use_passphrase: bool, no_push: bool, insecure_http: bool
+) -> None:
     """Set up sync: keys, remote tables, this device; show the recovery key once."""
-    url = sync_url(url)
+    url = sync_url(url, insecure_http)
     reveal: bytes | None = None
     with opts.open(create=True) as mem, SyncEngine(mem) as engine:
+        if insecure_http:
+            allow_insecure_http(mem, True)
         current = engine.settings()
         if current is not None and current.status == "ready":
             raise AlreadyInitialised(
                 f"sync is already set up for agent {mem.agent_id!r} with {current.url}; "
                 "see `tiermem sync status`"
             )
-        token, token_from_env = sync_token()
+        token, token_from_env = sync_token(url)
         policy = replace(retry_policy(opts, INIT_ATTEMPTS), first_cap=INIT_WAIT)
         try:
             if current is not None:  # an earlier init was interrupted: same keys and recovery key
@@ -275,6 +297,11 @@ def _pull_text(result: PullResult) -> str:
     )
     if result.conflicts:
         text += f"\n{result.conflicts} conflict(s) kept: see `tiermem sync conflicts`"
+    if result.repaired or result.gone:
+        text += (
+            f"\n{result.repaired} record(s) rejected earlier now authenticate (or were "
+            f"replaced); {result.gone} no longer on the server"
+        )
     if result.rejected:
         text += (
             f"\nWARNING: {result.rejected} record(s) failed authentication and were NOT "
@@ -306,6 +333,7 @@ def sync_pull(opts: Options, attempts: int) -> None:
     with opts.open() as mem, SyncEngine(mem) as engine, _pull_failures():
         result = engine.pull(retry_policy(opts, attempts))
     emit(opts, asdict(result), _pull_text(result))
+    _raise_rejected(result)
 
 
 @sync_group.command(name="now")
@@ -325,6 +353,7 @@ def sync_now(opts: Options, attempts: int, batch_kb: int) -> None:
         {"pull": asdict(pulled), "push": asdict(pushed)},
         lambda: _pull_text(pulled) + "\n" + _push_text(pushed),
     )
+    _raise_rejected(pulled)
 
 
 def _log_text(events: list[SyncEvent]) -> str:
@@ -368,6 +397,8 @@ def _status_text(s: SyncStatus) -> str:
         f"memories: {s.pending_memories} changed record(s) waiting"
         + (f", {s.inflight_batches} request(s) in flight" if s.inflight_batches else "")
     )
+    if s.pending_graph:
+        lines.append(f"episodes and entities: {s.pending_graph} changed record(s) waiting")
     if s.inflight_version:
         lines.append(f"in flight: {s.inflight_version} (sent again until confirmed)")
     if s.status is not None:
@@ -384,6 +415,7 @@ def _status_text(s: SyncStatus) -> str:
                 f"last background push: {_when(s.last_attempt_at)} by the {s.last_attempt_by}, "
                 f"{outcome}: {s.last_attempt_message}"
             )
+        lines += _trouble_lines(s)
         if s.last_error:
             retry = "" if s.retry_at is None else f"; next try at {_when(s.retry_at)}"
             lines.append(f"last error: {s.last_error} ({_when(s.last_error_at)}{retry})")
@@ -392,6 +424,20 @@ def _status_text(s: SyncStatus) -> str:
             f"passphrase: {'on' if s.passphrase else 'off'}"
         )
     return "\n".join(lines)
+
+
+def _trouble_lines(s: SyncStatus) -> list[str]:
+    """Rows that failed authentication and a clock set too far ahead, for `sync status`."""
+    lines = [
+        f"REJECTED: record {r['record_id'][:16]}… version {r['version']} ({r['reason']});"
+        " fetched again by every pull"
+        for r in s.rejected[:10]
+    ]
+    if len(s.rejected) > 10:
+        lines.append(f"REJECTED: {len(s.rejected) - 10} more (see --json)")
+    if s.clock_ahead:
+        lines.append(f"clock: {s.clock_ahead} is more than a day ahead; the next push sets it back")
+    return lines
 
 
 @sync_group.command(name="status")

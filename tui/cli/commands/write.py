@@ -264,6 +264,17 @@ def conversation_end(opts: Options, source: str, mode: str | None, session: str 
         if report.memory_md:
             lines += render_memory_md(report.memory_md)
         lines += [f"warning: {w}" for w in payload["warnings"]]
+        if report.episode is not None:
+            g = report.graph
+            lines.append(
+                f"episode {report.episode.id}: {report.episode.abstract}"
+                + (
+                    f" · graph: {len(g.entities)} entities, {g.relations} new relations"
+                    if g
+                    else ""
+                )
+            )
+        lines += [f"note: {n}" for n in report.notes]
         lines.append(pusher.PUSH_NOTES[push])
         if report.hygiene:
             lines += [f"  {line}" for line in report.hygiene.lines()]

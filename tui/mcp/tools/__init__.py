@@ -1,6 +1,15 @@
 """The MCP tools, one small module per group, and the registry the server publishes in order."""
 
-from tiermem.tui.mcp.tools import audit, conversation, hot, hygiene, recall, store, working
+from tiermem.tui.mcp.tools import (
+    audit,
+    conversation,
+    graph,
+    hot,
+    hygiene,
+    recall,
+    store,
+    working,
+)
 from tiermem.tui.mcp.tools.base import ToolSpec
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -20,6 +29,10 @@ TOOLS: tuple[ToolSpec, ...] = (
     working.UPDATE,
     conversation.CONVERSATION_END,
     hygiene.HEALTH,
+    graph.EPISODE_SEARCH,
+    graph.EPISODE_LIST,
+    graph.EPISODE_GET,
+    graph.KNOWLEDGE_GRAPH_SEARCH,
 )
 """Every tool, in the order clients list them (and packaging/openclaw/TOOLS.md shows them)."""
 

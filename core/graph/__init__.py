@@ -1,0 +1,234 @@
+"""The knowledge graph: entities and relations with temporal validity, extracted from facts and
+episodes (offline patterns; the `[llm]` endpoint for episodes when `[graph] extractor = "llm"`,
+falling back to the patterns), and the mentions that tie them to memories and episodes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tiermem.core.db import Database
+from tiermem.core.graph.extract import KINDS, Extraction, Relation, extract
+from tiermem.core.graph.store import Edge, Entity, GraphStore, name_key
+from tiermem.core.lazy import lazy_import
+
+if TYPE_CHECKING:
+    from tiermem.core import llm as llmmod
+    from tiermem.core.engine import Memory
+else:  # the LLM client (urllib, http.client) loads only when an extraction uses it
+    llmmod = lazy_import("tiermem.core.llm")
+
+__all__ = ["Edge", "Entity", "GraphStore", "IndexReport", "index_episode", "index_memories"]
+log = logging.getLogger(__name__)
+MAX_NGRAM = 4
+_TOKEN = re.compile(r"https?://\S+|[\w.&'+-]+")
+_EXTRACT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "entities": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "kind": {"type": "string", "enum": list(KINDS)},
+                },
+                "required": ["name", "kind"],
+                "additionalProperties": False,
+            },
+        },
+        "relations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "subject": {"type": "string"},
+                    "predicate": {"type": "string"},
+                    "object": {"type": "string"},
+                    "valid_from": {"type": "string"},
+                },
+                "required": ["subject", "predicate", "object", "valid_from"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["entities", "relations"],
+    "additionalProperties": False,
+}
+
+
+@dataclass
+class IndexReport:
+    texts: int = 0
+    entities: set[str] = field(default_factory=set)
+    relations: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "texts": self.texts,
+            "entities": len(self.entities),
+            "relations": self.relations,
+            "notes": self.notes,
+        }
+
+
+def store_for(mem: Memory) -> GraphStore:
+    return GraphStore(mem.db, mem.agent_id, mem.cfg.graph.near_duplicate)
+
+
+def apply(
+    graph: GraphStore, found: Extraction, kind: str, ref: str, now: float, report: IndexReport
+) -> None:
+    """Store one extraction: its entities (deduplicated), relations and mentions of `ref`."""
+    ids = {
+        name: graph.resolve(name, k, now) for name, k in found.entities.items() if name_key(name)
+    }
+    for r in found.relations:
+        if r.subject in ids and r.object in ids and ids[r.subject] != ids[r.object]:
+            report.relations += graph.relate(r, ids[r.subject], ids[r.object], f"{kind}:{ref}", now)
+    mentioned = set(ids.values()) | known_mentions(graph.db, graph.agent, found.text_keys)
+    graph.mention(mentioned, kind, ref)
+    report.entities |= mentioned
+    report.texts += 1
+
+
+def index_text(
+    graph: GraphStore, text: str, kind: str, ref: str, now: float, report: IndexReport
+) -> None:
+    found = extract(text, "user")
+    found.text_keys = ngram_keys(text, capitalised=True)
+    apply(graph, found, kind, ref, now, report)
+
+
+BATCH = 1000
+"""Memories read per conversation end or consolidation: a home upgraded with 100,000
+memories catches up over several runs (or at once with `tiermem graph build`)."""
+
+
+def index_memories(mem: Memory, limit: int | None = BATCH) -> IndexReport:
+    """Extract from the memories stored since the last call (the agent's progress mark), at
+    most `limit` of them (None: all)."""
+    report = IndexReport()
+    graph = store_for(mem)
+    now = mem.now()
+    with mem.db.transaction():
+        last = mem.db.scalar(
+            "SELECT memory_seq FROM graph_progress WHERE agent_id = ?", (mem.agent_id,)
+        )
+        rows = mem.db.query(
+            "SELECT seq, id, text FROM memories WHERE agent_id = ? AND seq > ? AND category != 'conversations' "
+            "ORDER BY seq LIMIT ?",
+            (mem.agent_id, int(last or 0), -1 if limit is None else limit),
+        )
+        for _, memory_id, text in rows:
+            index_text(graph, str(text), "memory", str(memory_id), now, report)
+        if rows:
+            mem.db.execute(
+                "INSERT INTO graph_progress (agent_id, memory_seq) VALUES (?, ?) "
+                "ON CONFLICT (agent_id) DO UPDATE SET memory_seq = excluded.memory_seq",
+                (mem.agent_id, int(rows[-1][0])),
+            )
+    return report
+
+
+def index_episode(
+    mem: Memory, episode_id: str, text: str, transport: llmmod.Transport | None = None
+) -> IndexReport:
+    """Extract from an episode's text: with the model when configured, else (or when it fails,
+    noted) by the patterns."""
+    report = IndexReport()
+    graph = store_for(mem)
+    found = None
+    if mem.cfg.graph.extractor == "llm":
+        found = _llm_extract(mem, text, report, transport)
+    if found is None:
+        found = extract(text, "user")
+    found.text_keys = ngram_keys(text, capitalised=True)
+    apply(graph, found, "episode", episode_id, mem.now(), report)
+    return report
+
+
+def _llm_extract(
+    mem: Memory, text: str, report: IndexReport, transport: llmmod.Transport | None
+) -> Extraction | None:
+    settings = llmmod.settings_from(mem.cfg.llm)
+    if not settings.configured:
+        report.notes.append("graph: no LLM endpoint configured, pattern extraction used")
+        return None
+    prompt = (
+        "Extract the people, projects, organisations, places, tools and URLs this text names, "
+        "and the relations between them (snake_case predicates such as works_on, lives_in, "
+        "works_at, uses; valid_from as YYYY-MM-DD or empty). Call the user 'User'."
+    )
+    messages = [{"role": "system", "content": prompt}, {"role": "user", "content": text}]
+    try:
+        reply = json.loads(
+            llmmod.chat_json(settings, messages, _EXTRACT_SCHEMA, transport=transport)
+        )
+        return _from_reply(reply)
+    except (llmmod.LLMError, ValueError, KeyError, TypeError) as exc:
+        report.notes.append(f"graph: LLM extraction failed ({exc}), pattern extraction used")
+        log.warning("graph extraction fell back to the patterns: %s", exc)
+        return None
+
+
+def _from_reply(reply: dict[str, Any]) -> Extraction:
+    out = Extraction()
+    for e in reply["entities"]:
+        kind = str(e["kind"])
+        out.add(" ".join(str(e["name"]).split()), kind if kind in KINDS else "other")
+    for r in reply["relations"]:
+        subject, obj = " ".join(str(r["subject"]).split()), " ".join(str(r["object"]).split())
+        out.add(subject, "other")
+        out.add(obj, "other")
+        predicate = re.sub(r"\W+", "_", str(r["predicate"]).casefold()).strip("_") or "related_to"
+        start = _iso_day(str(r.get("valid_from", "")))
+        out.relations.append(Relation(subject, predicate, obj, start))
+    return out
+
+
+def _iso_day(text: str) -> float | None:
+    m = re.fullmatch(r"((?:19|20)\d\d)-(\d\d)(?:-(\d\d))?", text.strip())
+    if not m:
+        return None
+    try:
+        day = dt.date(int(m[1]), int(m[2]), int(m[3] or 1))
+    except ValueError:
+        return None
+    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp()
+
+
+def ngram_keys(text: str, *, capitalised: bool) -> set[str]:
+    """The name keys of `text`'s 1–4-word runs (only runs starting with a capital letter when
+    `capitalised`, so "target" the word does not mention Target the shop)."""
+    tokens = _TOKEN.findall(text)
+    keys = set()
+    for i, first in enumerate(tokens):
+        if capitalised and not (first[:1].isupper() or first.startswith("http")):
+            continue
+        for n in range(1, MAX_NGRAM + 1):
+            if i + n > len(tokens):
+                break
+            key = name_key(" ".join(tokens[i : i + n]))
+            if len(key) > 2:
+                keys.add(key)
+    return keys
+
+
+def known_mentions(db: Database, agent_id: str, keys: set[str]) -> set[str]:
+    """Entities already in the graph whose names are among `keys`."""
+    found: set[str] = set()
+    ordered = sorted(keys)
+    for start in range(0, len(ordered), 400):
+        chunk = ordered[start : start + 400]
+        rows = db.query(
+            f"SELECT entity_id FROM entity_names WHERE agent_id = ? AND key IN ({','.join('?' * len(chunk))})",
+            [agent_id, *chunk],
+        )
+        found |= {str(r[0]) for r in rows}
+    return found

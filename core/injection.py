@@ -1,0 +1,102 @@
+"""What `context` injects beyond the always-loaded part: memories whose relevance reaches the
+threshold, and episode abstracts within their own small budget.
+
+Relevance here is absolute, unlike retrieval's ranking (normalised to the best candidate, so the
+best match of an unrelated message is 1 too): the share of the message's search terms a memory
+contains, with an entity the graph linked it through counting as one matched term, and the
+embedding similarity when that is higher (vector modes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tiermem.core import episodes
+from tiermem.core.errors import InvalidInput
+from tiermem.core.ranking import Hit
+from tiermem.core.terms import matched_terms, stem
+from tiermem.core.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from tiermem.core.engine import Memory
+
+EPISODES_HEADING = "## Related conversations"
+EPISODE_CANDIDATES = 5
+
+
+def check_threshold(floor: float) -> float:
+    if not 0.0 <= floor <= 1.0:
+        raise InvalidInput(f"threshold must be between 0 and 1 (got {floor})")
+    return floor
+
+
+def relevance(hit: Hit, terms: Sequence[str]) -> float:
+    """0..1: how much of the message this memory is about (module doc)."""
+    e = hit.explanation
+    if not terms:
+        return 0.0
+    matched = len(e.matched_terms) + (1 if e.via and not e.via.startswith("episode") else 0)
+    share = min(1.0, matched / len(terms))
+    return max(share, e.similarity or 0.0)
+
+
+def above(hits: list[Hit], terms: Sequence[str], floor: float) -> tuple[list[Hit], float]:
+    """The hits whose relevance reaches `floor`, in order, and the best relevance of all."""
+    scored = [(relevance(h, terms), h) for h in hits]
+    return [h for s, h in scored if s >= floor], max((s for s, _ in scored), default=0.0)
+
+
+@dataclass
+class EpisodeBlock:
+    lines: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    tokens: int = 0
+
+
+def episode_block(
+    mem: Memory, query: str, terms: Sequence[str], budget: int, threshold: float
+) -> EpisodeBlock:
+    """Abstracts of the episodes that match the message at or above `threshold` (the same
+    term share as memories), best first, within `budget` tokens (heading included)."""
+    block = EpisodeBlock()
+    if budget <= 0 or not terms:
+        return block
+    stems = {stem(t): t for t in terms}
+    used = count_tokens(f"\n{EPISODES_HEADING}\n\n")
+    for episode, _ in episodes.search(mem.db, mem.agent_id, query, EPISODE_CANDIDATES):
+        text = " ".join((episode.summary, *episode.topics, *episode.participants))
+        if len(matched_terms(text, stems)) / len(terms) < threshold:
+            continue
+        day = episodes.iso(episode.started_at)[:10]
+        line = f"- {day}: {episode.abstract} (episode {episode.id})"
+        cost = count_tokens(line + "\n")
+        if used + cost > budget:
+            continue
+        block.lines.append(line)
+        block.ids.append(episode.id)
+        used += cost
+    block.tokens = used if block.lines else 0
+    return block
+
+
+def section(block: EpisodeBlock) -> str:
+    return f"\n{EPISODES_HEADING}\n\n" + "\n".join(block.lines) + "\n" if block.lines else ""
+
+
+def assemble(
+    head: str, memories: list[tuple[str, Hit]], episodes_text: str, heading: str, budget: int
+) -> tuple[str, list[Hit], str]:
+    """`head`, the memory lines under `heading`, then the episodes, dropping the last memory
+    (then the episodes) until the whole text fits `budget`: BPE merges across lines can cost
+    a token more than the sum of their counts."""
+    kept = list(memories)
+    while True:
+        lines = [line for line, _ in kept]
+        text = head + (heading + "\n".join(lines) + "\n" if lines else "") + episodes_text
+        if count_tokens(text) <= budget:
+            return text, [hit for _, hit in kept], episodes_text
+        if kept:
+            kept.pop()
+        else:
+            episodes_text = ""

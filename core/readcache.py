@@ -1,0 +1,61 @@
+"""What a read reuses from the previous read while nothing was written: the tree index and
+whether any memory of the agent carries a tag (most homes have none, so a search skips its two
+tag queries).
+
+The mark is SQLite's own: `data_version` moves when another connection commits and
+`total_changes()` when this one changes a row. Inside a transaction nothing is cached (a
+rollback would leave the cache ahead of the database).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from tiermem.core.db import Database
+from tiermem.core.tree import TreeIndex, TreeStore
+
+_MARK = "SELECT total_changes(), data_version FROM pragma_data_version"
+
+
+class ReadCache:
+    """Per-connection results of reads, dropped whenever the database changed."""
+
+    def __init__(self, db: Database, trees: TreeStore) -> None:
+        self.db = db
+        self.trees = trees
+        self._mark: tuple[object, ...] | None = None
+        self._tree: TreeIndex | None = None
+        self._tagged: bool | None = None
+        self._lock = threading.Lock()  # a front end reads from several threads
+
+    def _valid(self) -> bool:
+        if self.db.in_transaction:
+            self._mark = None
+            return False
+        mark = self.db.query_one(_MARK)
+        if mark != self._mark:
+            self._mark, self._tree, self._tagged = mark, None, None
+        return True
+
+    def view(self) -> tuple[TreeIndex, bool]:
+        """The agent's tree index without counts (shared between reads: never change it) and
+        whether any memory of the agent carries a tag."""
+        with self._lock:
+            return self._view()
+
+    def _view(self) -> tuple[TreeIndex, bool]:
+        if not self._valid():
+            return self.trees.load(), self._any_tags()
+        if self._tree is None:
+            self._tree = self.trees.load()
+        if self._tagged is None:
+            self._tagged = self._any_tags()
+        return self._tree, self._tagged
+
+    def _any_tags(self) -> bool:
+        return bool(
+            self.db.scalar(
+                "SELECT EXISTS (SELECT 1 FROM memory_extras WHERE agent_id = ? AND tags != '')",
+                (self.trees.agent_id,),
+            )
+        )

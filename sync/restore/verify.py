@@ -1,0 +1,274 @@
+"""Before a restore writes anything: does the server hold the whole vault its own manifests
+describe? Every row's metadata is read (not the envelopes) with every manifest (decrypted).
+
+- *rollback*: a device's pushes are numbered with a gap, a push that another device's push
+  saw (its manifest's ``seen``) is gone, or rows of a push are there without their manifest;
+- *deletion*: a record the manifests list has no version left on the server, or a listed
+  version is gone that pruning does not explain;
+- *replay*: the newest version of a record (or of the critical state) on the server is older
+  than the newest one the manifests list: the restore would bring back a stale state;
+- *damaged*: a manifest that fails authentication, or rows no manifest lists (injected or
+  relabelled, or a push whose manifest is gone).
+
+Rows that no manifest lists are never restored. A fresh home has no anchor of its own, so a
+server that drops the newest pushes of every device at once is not seen (as with restic); a
+push that any later push saw is.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from tiermem.core.errors import RecordDeleted, RecordReplayed, ServerRollback, TiermemError
+from tiermem.sync import crypto, records
+from tiermem.sync.hrana import Args, ResultSet
+from tiermem.sync.keyring import KeyRing
+
+__all__ = ["Finding", "Verified", "refusal", "verify"]
+
+Kind = Literal["rollback", "replay", "deletion", "damaged"]
+ORDER: Final[tuple[Kind, ...]] = ("damaged", "rollback", "replay", "deletion")
+_INDEX: Final = (
+    "SELECT seq, record_id, version, device_id FROM records "
+    "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?"
+)
+_MANIFESTS: Final = (
+    "SELECT seq, record_id, version, epoch, device_id, envelope FROM records "
+    "WHERE agent_tag = ? AND record_id IN ({}) AND seq > ? ORDER BY seq LIMIT ?"
+)
+_LATEST: Final = "~"  # sorts after every version
+_INDEX_PAGE: Final = 20_000
+"""Rows per request of the index (about 100 bytes each: one round trip per 20,000 rows keeps
+the check from delaying the usable home on a slow link)."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: Kind
+    message: str
+    record_id: str | None = None
+    version: str | None = None
+
+
+@dataclass
+class Verified:
+    """What the check found, and the rows a restore must not take (no manifest lists them)."""
+
+    findings: list[Finding] = field(default_factory=list)
+    unlisted: set[tuple[bytes, str]] = field(default_factory=set)
+    rows: int = 0
+
+
+@dataclass
+class _Index:
+    present: dict[bytes, list[str]] = field(default_factory=dict)
+    writer: dict[tuple[bytes, str], bytes] = field(default_factory=dict)
+    manifests: dict[str, dict[int, records.Manifest]] = field(default_factory=dict)
+    manifest_versions: set[tuple[bytes, str]] = field(default_factory=set)
+
+
+Select = Callable[[str, Args], ResultSet]
+
+
+def verify(
+    select: Select,
+    ring: KeyRing,
+    tag: bytes,
+    skip: set[bytes],
+    at: str | None,
+    horizon: str | None,
+    page_rows: int,
+) -> Verified:
+    """Check the server's copy of the vault against its manifests (module docstring). `skip`:
+    record ids that are not records of a push (the prune horizon)."""
+    out = Verified()
+    index = _read_index(select, tag, skip, max(page_rows, _INDEX_PAGE), out)
+    _read_manifests(select, ring, tag, index, page_rows, out)
+    _check_numbering(index, out)
+    listed = _check_lines(index, at or _LATEST, horizon, out)
+    for key in index.writer:
+        if key not in listed and key not in index.manifest_versions:
+            out.unlisted.add(key)
+    if out.unlisted:
+        out.findings.append(
+            Finding(
+                "damaged",
+                f"{len(out.unlisted)} record(s) on the server are listed by no manifest "
+                "(injected or relabelled rows, or a push whose manifest is gone); they are not "
+                "restored",
+            )
+        )
+    return out
+
+
+def refusal(found: Verified) -> TiermemError | None:
+    """The error a restore without --salvage stops with (None: nothing wrong)."""
+    for kind in ORDER:
+        hits = [f for f in found.findings if f.kind == kind]
+        if not hits:
+            continue
+        more = (
+            f" (and {len(found.findings) - 1} more problem(s))" if len(found.findings) > 1 else ""
+        )
+        text = (
+            f"restore refused: {hits[0].message}{more}; nothing was restored. "
+            "`tiermem restore --salvage` restores everything that authenticates and lists "
+            "what is missing or damaged"
+        )
+        if kind == "rollback":
+            return ServerRollback(text)
+        if kind == "replay":
+            return RecordReplayed(text)
+        if kind == "deletion":
+            return RecordDeleted(text)
+        return crypto.TamperedData(text)
+    return None
+
+
+def _read_index(
+    select: Select, tag: bytes, skip: set[bytes], page_rows: int, out: Verified
+) -> _Index:
+    index = _Index()
+    after = 0
+    while True:
+        result, page_rows = records.fit_page(
+            functools.partial(_page, select, _INDEX, (tag, after)), page_rows
+        )
+        for _seq, rid, version, device in result.rows:
+            rid_b = records.server_blob(rid)
+            if rid_b in skip:
+                continue
+            v = records.server_str(version)
+            index.present.setdefault(rid_b, []).append(v)
+            index.writer[(rid_b, v)] = records.server_blob(device)
+            out.rows += 1
+        if len(result.rows) < page_rows:
+            return index
+        after = records.server_int(result.rows[-1][0])
+
+
+def _read_manifests(
+    select: Select, ring: KeyRing, tag: bytes, index: _Index, page_rows: int, out: Verified
+) -> None:
+    """Every device's manifests, decrypted (a device is every writer of a row)."""
+    by_rid = {
+        records.record_id(ring.id_key, records.MANIFEST_TABLE, d.hex()): d
+        for d in set(index.writer.values())
+    }
+    rids = sorted(by_rid)
+    for i in range(0, len(rids), 50):
+        chunk = rids[i : i + 50]
+        sql = _MANIFESTS.format(", ".join("?" * len(chunk)))
+        after = 0
+        while True:
+            result, page_rows = records.fit_page(
+                functools.partial(_page, select, sql, (tag, *chunk, after)), page_rows
+            )
+            for raw in result.rows:
+                _add_manifest(ring, records.remote_row(tuple(raw)), index, out)
+            if len(result.rows) < page_rows:
+                break
+            after = records.server_int(result.rows[-1][0])
+
+
+def _page(select: Select, sql: str, args: tuple[object, ...], limit: int) -> ResultSet:
+    return select(sql, (*args, limit))
+
+
+def _add_manifest(ring: KeyRing, row: records.RemoteRow, index: _Index, out: Verified) -> None:
+    index.manifest_versions.add((row.record_id, row.version))
+    device = row.device_id.hex()
+    try:
+        plaintext = records.open_row(
+            ring.key(row.epoch), ring.agent_id, records.MANIFEST_TABLE, row
+        )
+        m = records.decode_manifest(plaintext, device)
+    except crypto.CryptoError as exc:
+        out.findings.append(
+            Finding(
+                "damaged",
+                f"a manifest of device {device[:12]}… fails: {exc}",
+                row.record_id.hex(),
+                row.version,
+            )
+        )
+        return
+    mine = index.manifests.setdefault(device, {})
+    if m.n in mine:
+        out.findings.append(
+            Finding("damaged", f"device {device[:12]}… has two manifests numbered {m.n}")
+        )
+    mine[m.n] = m
+
+
+def _check_numbering(index: _Index, out: Verified) -> None:
+    """Pushes 1..N per device without a gap; every push another push saw is there."""
+    for device, items in sorted(index.manifests.items()):
+        gaps = sorted(set(range(1, max(items) + 1)) - set(items))
+        if gaps:
+            shown = ", ".join(str(n) for n in gaps[:10])
+            out.findings.append(
+                Finding("rollback", f"push(es) {shown} of device {device[:12]}… are gone")
+            )
+    for device, items in sorted(index.manifests.items()):
+        for m in items.values():
+            for other, n in m.seen:
+                held = max(index.manifests.get(other, {}), default=0)
+                if held < n:
+                    out.findings.append(
+                        Finding(
+                            "rollback",
+                            f"push {n} of device {other[:12]}… is gone (push {m.n} of device "
+                            f"{device[:12]}… had applied it; the server holds {held})",
+                        )
+                    )
+
+
+def _check_lines(
+    index: _Index, at: str, horizon: str | None, out: Verified
+) -> set[tuple[bytes, str]]:
+    """Every listed record is there as new as listed (up to `at`). Returns the listed rows."""
+    listed: dict[bytes, list[str]] = {}
+    for items in index.manifests.values():
+        for m in items.values():
+            for line in m.records:
+                try:
+                    rid = bytes.fromhex(line.record_id)
+                except ValueError:
+                    continue
+                listed.setdefault(rid, []).append(line.version)
+    for rid, versions in sorted(listed.items()):
+        present = index.present.get(rid, [])
+        name = rid.hex()
+        if not present:
+            out.findings.append(
+                Finding("deletion", f"record {name[:12]}… is gone from the server", name)
+            )
+            continue
+        want = max((v for v in versions if v <= at), default="")
+        have = max((v for v in present if v <= at), default="")
+        if want and have < want and not _pruned(want, present, horizon):
+            out.findings.append(
+                Finding(
+                    "replay",
+                    f"record {name[:12]}… is served at version {have or 'none'}, older than "
+                    f"the listed {want}",
+                    name,
+                    want,
+                )
+            )
+            continue
+        for v in versions:
+            if v not in present and v < have and not _pruned(v, present, horizon):
+                out.findings.append(
+                    Finding("deletion", f"record {name[:12]}… version {v} is gone", name, v)
+                )
+    return {(rid, v) for rid, versions in listed.items() for v in versions}
+
+
+def _pruned(version: str, remaining: list[str], horizon: str | None) -> bool:
+    """A newer version w with version < w <= horizon explains a missing one (`sync check`)."""
+    return horizon is not None and any(version < w <= horizon for w in remaining)

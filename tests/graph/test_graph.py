@@ -1,0 +1,188 @@
+"""The knowledge graph through the CLI and the engine: extraction, temporal validity, entity
+deduplication and merging, agent scoping, and the retrieval signal with its explanation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Clock
+from tiermem.core import graph
+from tiermem.core.config import config_from_mapping
+from tiermem.core.engine import Memory
+from tiermem.core.llm import LLMError
+from tiermem.core.transcript import parse
+from tiermem.tui.cli import run
+from tiermem.tui.mcp.home import Home
+from tiermem.tui.mcp.tools.graph import knowledge_graph_search
+
+
+def cli(capsys: pytest.CaptureFixture[str], home: Path, *args: str) -> tuple[int, Any]:
+    code = run(["--home", str(home), "--json", *args])
+    out, err = capsys.readouterr()
+    return code, json.loads(out) if code == 0 else err
+
+
+def converse(mem: Memory, text: str) -> None:
+    mem.conversation_end(parse(text), text)
+
+
+def test_a_contradicting_fact_closes_the_old_relation_and_keeps_the_history(
+    tmp_path: Path, clock: Clock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    with Memory(home, clock=clock) as mem:
+        converse(mem, "user: I live in Lisbon and I love the tram rides there.")
+        clock.advance(60)
+        converse(mem, "user: Big news, I moved to Porto last week and the flat is great.")
+    code, out = cli(capsys, home, "graph", "relations", "--entity", "user")
+    assert code == 0
+    lives = {r["object"]: r for r in out["relations"] if r["predicate"] == "lives_in"}
+    assert set(lives) == {"Lisbon", "Porto"}
+    assert not lives["Lisbon"]["current"] and lives["Porto"]["current"]
+    assert lives["Lisbon"]["valid_to"] == lives["Porto"]["valid_from"]
+    assert run(["--home", str(home), "graph", "show", "User"]) == 0
+    shown = capsys.readouterr().out
+    assert "User → lives_in → Lisbon (" in shown and "User → lives_in → Porto (since" in shown
+
+
+def test_dates_in_the_text_bound_the_relation(tmp_path: Path, clock: Clock) -> None:
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        converse(mem, "user: I lived in Lisbon until 2026-03, then I moved to Porto in March 2026.")
+        edges = graph.store_for(mem).edges()
+        names = graph.store_for(mem).names({e.object for e in edges})
+        spans = {names[e.object]: (e.valid_from, e.valid_to) for e in edges}
+    march = 1772323200.0  # 2026-03-01 UTC
+    assert spans["Lisbon"][1] == march and spans["Porto"] == (march, None)
+
+
+def test_entities_are_deduplicated_by_case_alias_and_near_duplicate_name(
+    tmp_path: Path, clock: Clock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    with Memory(home, clock=clock) as mem:
+        converse(mem, "user: Maya works on Ledgerly. Tom works on LEDGERLY too.")
+        converse(mem, "user: Sam works on Ledgerley, the billing app, for a while now.")
+    code, out = cli(capsys, home, "graph", "entities", "--kind", "project")
+    assert code == 0 and [e["name"] for e in out["entities"]] == ["Ledgerly"]
+    assert "Ledgerley" in out["entities"][0]["aliases"]
+    code, shown = cli(capsys, home, "graph", "show", "ledgerley")
+    assert code == 0 and shown["name"] == "Ledgerly"
+
+
+def test_the_owner_merges_two_entities(
+    tmp_path: Path, clock: Clock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    with Memory(home, clock=clock) as mem:
+        converse(
+            mem, "user: Maya Silva works on Ledgerly. Later Maya said Mo reviews Ledgerly too."
+        )
+        converse(mem, "user: Our designer Maya works on Billboard since 2026-02.")
+    code, merged = cli(capsys, home, "graph", "merge", "Maya Silva", "Maya")
+    assert code == 0 and merged["name"] == "Maya Silva" and "Maya" in merged["aliases"]
+    code, shown = cli(capsys, home, "graph", "show", "maya")
+    assert code == 0 and shown["id"] == merged["id"]
+    objects = {r["object"] for r in shown["relations"]}
+    assert {"Ledgerly", "Billboard"} <= objects
+    assert run(["--home", str(home), "graph", "merge", "Maya", "Maya Silva"]) == 3
+    assert "already one entity" in capsys.readouterr().err
+    assert run(["--home", str(home), "graph", "merge", "Maya", "Nobody"]) == 4
+
+
+def test_the_graph_is_scoped_per_agent(tmp_path: Path, clock: Clock) -> None:
+    with Memory(tmp_path / "home", "alpha", clock=clock) as mem:
+        converse(mem, "user: Maya works on Ledgerly since March 2026.")
+    with Memory(tmp_path / "home", "beta", clock=clock) as other:
+        assert graph.store_for(other).count() == (0, 0)
+        assert other.retrieve("what does Maya do", reinforce=False).hits == []
+
+
+def test_retrieval_explains_a_memory_reached_through_the_graph(
+    tmp_path: Path, clock: Clock
+) -> None:
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        converse(mem, "user: Maya works on Ledgerly since March 2026.")
+        mem.store("Ledgerly release 2.0 ships the new invoice editor", "projects")
+        graph.index_memories(mem)
+        hits = mem.retrieve("What is Maya busy with?", reinforce=False).hits
+    reached = {h.memory.text: h.explanation.via for h in hits}
+    assert reached["Ledgerly release 2.0 ships the new invoice editor"] == (
+        "Maya → works_on → Ledgerly"
+    )
+
+
+def test_without_the_signal_retrieval_ranks_as_before(tmp_path: Path, clock: Clock) -> None:
+    config = config_from_mapping({"graph": {"retrieval_signal": False}}, "test")
+    with Memory(tmp_path / "home", clock=clock, config=config) as mem:
+        converse(mem, "user: Maya works on Ledgerly since March 2026.")
+        mem.store("Ledgerly release 2.0 ships the new invoice editor", "projects")
+        graph.index_memories(mem)
+        hits = mem.retrieve("What is Maya busy with?", reinforce=False).hits
+    assert all(h.explanation.via is None for h in hits)
+    assert "Ledgerly release 2.0 ships the new invoice editor" not in [h.memory.text for h in hits]
+
+
+def test_knowledge_graph_search_over_mcp(tmp_path: Path, clock: Clock) -> None:
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        converse(mem, "user: Maya works on Ledgerly since March 2026.")
+    home = Home(tmp_path / "home", "default", None)
+    try:
+        found = knowledge_graph_search(home, "led", entity=True)
+    finally:
+        home.close()
+    assert [e["name"] for e in found["entities"]] == ["Ledgerly"]
+    assert found["entity"]["relations"][0]["span"] == "since 2026-03-01"
+
+
+def test_llm_extraction_falls_back_to_the_patterns_and_says_so(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TIERMEM_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("TIERMEM_LLM_MODEL", "m")
+    config = config_from_mapping({"graph": {"extractor": "llm"}}, "test")
+
+    def failing(url: str, body: bytes, headers: dict[str, str], timeout: float) -> bytes:
+        raise LLMError("HTTP 500 from the LLM endpoint")
+
+    with Memory(tmp_path / "home", clock=clock, config=config) as mem:
+        report = graph.index_episode(mem, "ep-x", "Maya works on Ledgerly.", failing)
+        assert any("pattern extraction used" in n for n in report.notes)
+        assert graph.store_for(mem).count() == (2, 1)
+
+
+def test_graph_build_reads_stored_memories_and_search_finds_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    code, _ = cli(
+        capsys, home, "store", "--text", "Tom leads Orbit since 2025-11", "--category", "people"
+    )
+    assert code == 0
+    code, built = cli(capsys, home, "graph", "build")
+    assert code == 0 and built["texts"] == 1 and built["relations"] == 1
+    code, again = cli(capsys, home, "graph", "build")
+    assert code == 0 and again["texts"] == 0  # read once
+    code, found = cli(capsys, home, "graph", "search", "orb")
+    assert code == 0 and [e["name"] for e in found["entities"]] == ["Orbit"]
+    assert found["relations"][0]["span"] == "since 2025-11-01"
+    assert run(["--home", str(home), "graph", "search", "  "]) == 3
+    assert "query is empty" in capsys.readouterr().err
+
+
+def test_with_no_graph_and_no_episode_the_signal_changes_nothing(
+    tmp_path: Path, clock: Clock
+) -> None:
+    texts = ["Ledgerly invoices use PostgreSQL", "Maya reviews Ledgerly invoices", "Tea at five"]
+    results = []
+    for signal in (True, False):
+        config = config_from_mapping({"graph": {"retrieval_signal": signal}}, "test")
+        with Memory(tmp_path / f"home-{signal}", clock=clock, config=config) as mem:
+            for text in texts:
+                mem.store(text, "notes")
+            hits = mem.retrieve("Ledgerly invoices Maya", reinforce=False).hits
+            results.append([(h.memory.text, h.explanation.score, h.explanation.via) for h in hits])
+    assert results[0] == results[1]

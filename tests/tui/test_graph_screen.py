@@ -1,0 +1,80 @@
+"""The Graph screen by key presses: entities listed, the highlighted one's relations with their
+time spans and the memories and episodes that mention it; the dashboard counts the new tiers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Static
+
+from tests.tui.conftest import make_app, settle
+from tiermem.tui.app import TiermemApp
+from tiermem.tui.app.screens.graph import GraphScreen
+
+
+def drive(app: TiermemApp, body: object, size: tuple[int, int] = (120, 40)) -> None:
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            await body(pilot)  # type: ignore[operator]
+
+    asyncio.run(main())
+
+
+def detail(app: TiermemApp) -> str:
+    return str(app.screen.query_one("#entity", Static).render())
+
+
+def test_key_7_lists_entities_and_moving_down_shows_the_next_ones_relations(
+    demo_home: Path,
+) -> None:
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("7")
+        await settle(pilot)
+        assert isinstance(app.screen, GraphScreen)
+        table = app.screen.query_one("#entities", DataTable)
+        names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert {"EvoClaw", "Priya", "Marco"} <= set(names)
+        first = detail(app)
+        assert first.startswith(names[0])
+        for _ in range(names.index("Priya")):
+            await pilot.press("down")
+        await settle(pilot)
+        shown = detail(app)
+        assert (
+            shown.startswith("Priya") and "Priya → works_at → Acme Labs (since 2026-01-01)" in shown
+        )
+        assert "episodes (1)" in shown and "memories (" in shown
+
+    drive(app, body)
+
+
+def test_the_owners_relation_shows_its_time_span(demo_home: Path) -> None:
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("7")
+        await settle(pilot)
+        table = app.screen.query_one("#entities", DataTable)
+        names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        for _ in range(names.index("User")):
+            await pilot.press("down")
+        await settle(pilot)
+        assert "User → lives_in → Paris (since 2026-01-01)" in detail(app)
+
+    drive(app, body)
+
+
+def test_the_dashboard_counts_episodes_entities_and_relations(demo_home: Path) -> None:
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        line = str(app.screen.query_one("#tier-graph", Static).render())
+        assert line.startswith("episodes 3 (3 to dream) · entities ")
+        assert "relations 3" in line
+
+    drive(app, body)

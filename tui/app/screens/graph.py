@@ -1,0 +1,129 @@
+"""Graph: the knowledge graph's entities, most mentioned first; the highlighted one's relations
+with their time spans, and the memories and episodes that mention it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.markup import escape
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from tiermem.core import episodes
+from tiermem.core import graph as graphmod
+from tiermem.core.engine import Memory
+from tiermem.core.graph import view
+from tiermem.core.graph.store import Entity
+from tiermem.tui.app.messages import ActionFailed, describe_error
+from tiermem.tui.app.screens.base import DataScreen
+from tiermem.tui.app.widgets.format import count, one_line
+
+ENTITIES = 500
+
+
+@dataclass(frozen=True)
+class GraphData:
+    entities: list[Entity]
+    relations: int
+    episodes: int
+
+
+class EntityLoaded(Message, bubble=False):
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__()
+        self.data = data
+
+
+def entity_text(data: dict[str, Any]) -> str:
+    """The detail pane: relations with spans, then what mentions the entity."""
+    lines = [f"[b]{escape(data['name'])}[/b] [dim]{data['kind']} · {data['id']}[/dim]"]
+    if data["aliases"]:
+        lines.append("[dim]also[/dim] " + escape(", ".join(data["aliases"])))
+    lines.append("")
+    lines.append("[b]relations[/b]" if data["relations"] else "[dim]no relations[/dim]")
+    for r in data["relations"]:
+        style = "" if r["current"] else "[dim]"
+        end = "" if r["current"] else "[/dim]"
+        lines.append(f"{style}{escape(view.relation_line(r))}{end}")
+    if data["memories"]:
+        lines += ["", f"[b]memories[/b] ({len(data['memories'])})"]
+        lines += [f"- {escape(one_line(m['text'], 100))}" for m in data["memories"]]
+    if data["episodes"]:
+        lines += ["", f"[b]episodes[/b] ({len(data['episodes'])})"]
+        lines += [
+            f"- [dim]{e['started_at'][:10]}[/dim] {escape(one_line(e['abstract'], 100))}"
+            for e in data["episodes"]
+        ]
+    return "\n".join(lines)
+
+
+class GraphScreen(DataScreen[GraphData]):
+    MODE = "graph"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._selected: str | None = None
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(classes="split", id="graph-body"):
+            table: DataTable[str] = DataTable(id="entities", cursor_type="row", zebra_stripes=True)
+            yield table
+            with VerticalScroll(id="entity-side"):
+                yield Static("[dim]no entities yet: conversations add them[/dim]", id="entity")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#entities", DataTable)
+        table.border_title = "Entities"
+        table.add_columns("name", "kind", "mentions")
+        self.query_one("#entity-side").border_title = "Relations and mentions"
+        table.focus()
+
+    def fetch(self, memory: Memory) -> GraphData:
+        store = graphmod.store_for(memory)
+        _, relations = store.count()
+        return GraphData(
+            store.entities(limit=ENTITIES), relations, episodes.count(memory.db, memory.agent_id)
+        )
+
+    def show(self, data: GraphData) -> None:
+        table = self.query_one("#entities", DataTable)
+        table.clear()
+        for e in data.entities:
+            table.add_row(one_line(e.name, 28), e.kind, count(e.mentions), key=e.id)
+        table.border_subtitle = (
+            f"{count(len(data.entities))} entities · {count(data.relations)} relations · "
+            f"{count(data.episodes)} episodes"
+        )
+        if data.entities:
+            ids = [e.id for e in data.entities]
+            row = ids.index(self._selected) if self._selected in ids else 0
+            table.move_cursor(row=row, animate=False)
+            self._open(ids[row])
+
+    @on(DataTable.RowHighlighted, "#entities")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None and event.row_key.value != self._selected:
+            self._open(event.row_key.value)
+
+    def _open(self, entity_id: str) -> None:
+        self._selected = entity_id
+        memory = self.tiermem.memory
+        if memory is not None:
+            self._load_entity(memory, entity_id)
+
+    @work(thread=True, exclusive=True, group="entity", exit_on_error=False)
+    def _load_entity(self, memory: Memory, entity_id: str) -> None:
+        try:
+            data = view.entity_view(memory, entity_id)
+        except Exception as exc:
+            self.post_message(ActionFailed(describe_error(exc)))
+            return
+        self.post_message(EntityLoaded(data))
+
+    def on_entity_loaded(self, message: EntityLoaded) -> None:
+        if message.data["id"] == self._selected:
+            self.query_one("#entity", Static).update(entity_text(message.data))
