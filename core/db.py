@@ -155,20 +155,25 @@ class Database:
                 finally:
                     self._depth -= 1
                 return
-            self.execute("BEGIN IMMEDIATE")
-            self._depth = 1
+            # BEGIN and COMMIT sit inside the `try`: a ctrl-C landing between a statement and
+            # the bookkeeping around it must not leave a transaction open behind depth 0.
+            committed = False
             try:
+                self.execute("BEGIN IMMEDIATE")
+                self._depth = 1
                 if self.on_begin is not None:
                     self.on_begin()
                 yield
+                self._depth = 0
+                self.execute("COMMIT")
+                committed = True
             except BaseException:
                 self._depth = 0
-                self._rollback()
-                if self.on_rollback is not None:
-                    self.on_rollback()
+                if not committed:
+                    self._rollback()
+                    if self.on_rollback is not None:
+                        self.on_rollback()
                 raise
-            self._depth = 0
-            self.execute("COMMIT")
 
     @contextmanager
     def relaxed_transaction(self) -> Iterator[None]:

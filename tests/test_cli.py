@@ -280,3 +280,23 @@ def test_logs_shows_what_consolidation_wrote_and_where(capsys, home: Path) -> No
 def test_a_read_on_a_missing_home_starts_no_log(capsys, home: Path) -> None:
     cli(capsys, home, "sync", "status")
     assert not (home / "logs").exists()
+
+
+def test_an_error_raised_while_ctrl_c_is_handled_is_reported_as_the_interruption(
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clean-up that fails because ctrl-C cut it short is exit 130, not an internal error."""
+    from tiermem.core.paths import Home
+
+    home = tmp_path / "home"
+    assert cli(capsys, home, "store", "--text", "a fact", "--category", "c")[0] == 0
+
+    def interrupted_clean_up(self: Home, agent_id: str) -> Path:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("clean-up failed") from None
+
+    monkeypatch.setattr(Home, "memory_md", interrupted_clean_up)
+    code, _, err = cli(capsys, home, "hot")
+    assert code == 130 and err.strip() == "tiermem: error: interrupted"

@@ -225,7 +225,7 @@ def test_ctrl_c_during_demo_leaves_nothing_and_a_rerun_succeeds(tmp_path):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "Traceback" not in err
+    assert proc.returncode == 130 and "Traceback" not in err, err
     done = subprocess.run(
         [*command[:-1], "--json", "agents", "list"], capture_output=True, text=True
     )

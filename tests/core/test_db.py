@@ -52,6 +52,31 @@ def test_nested_transactions_join_the_outer_one(db: Database) -> None:
     assert db.scalar("SELECT COUNT(*) FROM t") == 0
 
 
+@pytest.mark.parametrize("statement", ["BEGIN IMMEDIATE", "COMMIT"])
+def test_a_ctrl_c_after_begin_or_before_commit_leaves_no_transaction_open(
+    db: Database, monkeypatch: pytest.MonkeyPatch, statement: str
+) -> None:
+    db.execute("CREATE TABLE t (a INTEGER PRIMARY KEY)")
+    execute = db.execute
+
+    def interrupted(sql: str, params: object = ()) -> object:
+        """ctrl-C just after BEGIN ran, or just before COMMIT would have."""
+        if sql == "COMMIT" == statement:
+            raise KeyboardInterrupt
+        result = execute(sql, params)  # type: ignore[arg-type]
+        if sql == "BEGIN IMMEDIATE" == statement:
+            raise KeyboardInterrupt
+        return result
+
+    monkeypatch.setattr(db, "execute", interrupted)
+    with pytest.raises(KeyboardInterrupt), db.transaction():
+        execute("INSERT INTO t VALUES (1)")
+    monkeypatch.undo()
+    with db.transaction():  # the connection is usable: no transaction was left open
+        db.execute("INSERT INTO t VALUES (2)")
+    assert [r[0] for r in db.query("SELECT a FROM t")] == [2]  # the interrupted one rolled back
+
+
 def test_driver_errors_become_storage_errors(db: Database) -> None:
     with pytest.raises(StorageError, match="no such table"):
         db.query("SELECT * FROM nowhere")

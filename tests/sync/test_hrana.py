@@ -132,7 +132,7 @@ def test_an_answer_is_freed_once_read_not_at_the_next_garbage_collection() -> No
         try:
             for _ in range(3):
                 assert client.execute("SELECT x").rows[0][0] == "x" * 100_000
-            alive = [o for o in gc.get_objects() if isinstance(o, httpx.Response)]
+            alive = [o for o in gc.get_objects() if type(o) is httpx.Response]
         finally:
             gc.enable()
     assert alive == []

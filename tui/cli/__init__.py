@@ -87,10 +87,24 @@ def run(args: list[str]) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # the last line of defence: still one line, never a traceback
+        if _after_interrupt(exc):  # a clean-up that failed because ctrl-C cut it short
+            return _fail(args, "interrupted", 130, "Interrupted")
         if environment().debug:
             raise
         message = f"internal error ({type(exc).__name__}); rerun with TIERMEM_DEBUG=1 for details"
         return _fail(args, message, EXIT_INTERNAL, "InternalError")
+
+
+def _after_interrupt(exc: BaseException) -> bool:
+    """Whether `exc` was raised while a KeyboardInterrupt was being handled."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return True
+        seen.add(id(link))
+        link = link.__context__
+    return False
 
 
 def _fail(args: list[str], message: str, code: int, kind: str) -> int:
