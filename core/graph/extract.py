@@ -80,6 +80,7 @@ _DATE = re.compile(
     r"(?:(?P<iso>(?:19|20)\d\d-\d\d(?:-\d\d)?)|(?P<m>[A-Z][a-z]+)\s+(?P<y>(?:19|20)\d\d))",
 )
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+|,\s*(?=(?:and\s+)?(?:then|but|later|now)\b)")
+_PERSONAL = frozenset({"He", "She"})
 _PRONOUN_SKIP = frozenset({"He", "She", "They", "We", "It", "This", "That", "You", "There"})
 
 
@@ -99,6 +100,8 @@ class Extraction:
     relations: list[Relation] = field(default_factory=list)
     text_keys: set[str] = field(default_factory=set)
     """Name keys of the text, for mentions of entities the graph already knows."""
+    last_person: str = ""
+    """The person a relation last named, whom a later "he" or "she" stands for."""
 
     def add(self, name: str, kind: str) -> None:
         if self.entities.get(name, "other") == "other":
@@ -157,9 +160,13 @@ def _relation(
         if speaker not in ("user", ""):
             return
         subject = OWNER
+    if subject in _PERSONAL and out.last_person:
+        subject = out.last_person  # "Maya works on Ledgerly. She moved to Porto."
     subject, obj = clean_name(subject), clean_name(obj)
     if not subject or not obj or subject in _PRONOUN_SKIP or obj in _PRONOUN_SKIP:
         return
+    if skind == "person" and subject != OWNER:
+        out.last_person = subject
     if _ORG_SUFFIX.search(obj) and okind in ("project", "place"):
         okind = "organisation"
     if obj.casefold() in TOOLS:

@@ -186,3 +186,15 @@ def test_with_no_graph_and_no_episode_the_signal_changes_nothing(
             hits = mem.retrieve("Ledgerly invoices Maya", reinforce=False).hits
             results.append([(h.memory.text, h.explanation.score, h.explanation.via) for h in hits])
     assert results[0] == results[1]
+
+
+def test_he_or_she_stands_for_the_person_named_before(tmp_path: Path, clock: Clock) -> None:
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        converse(mem, "user: Maya works on Ledgerly. She moved to Porto in April 2026.")
+        converse(mem, "user: I work on Quillmark. She said hello.")  # no person before: nothing
+        store = graph.store_for(mem)
+        edges = store.edges()
+        names = store.names({e.subject for e in edges} | {e.object for e in edges})
+        said = {(names[e.subject], e.predicate, names[e.object]) for e in edges}
+    assert ("Maya", "lives_in", "Porto") in said and ("Maya", "works_on", "Ledgerly") in said
+    assert not any(s in ("She", "User") and p == "lives_in" for s, p, _ in said)
