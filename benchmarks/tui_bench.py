@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.tui_bench [--memories 100000] [--queries 60] [--seed 7]
 
 Builds a fresh home in a temp folder with the generated "5-year agent" of `core_bench`, then
-drives the real app headless (Textual's Pilot) and prints medians. Targets (issue 5): first
+drives the real app headless (Textual's Pilot) and prints medians. Targets: first
 paint < 1 s, search update < 50 ms p50.
 
 - first paint: from creating the app to its first screen composed and drawn (the dashboard,

@@ -8,7 +8,7 @@ measured in the same run:
 
 - rule-mode distillation (parse + distill) vs a bare word scan of the same text (`\\w+`);
 - daily-note ingestion of a generated year (365 notes) vs `store_many` of the same facts;
-- compression raw → distilled → summary vs seed 000's 500 B → 80 B → 20 B;
+- compression raw → distilled → summary vs the original design's 500 B → 80 B → 20 B;
 - batched stores with near-duplicate detection vs exact-only (`[dedup] near = false`);
 - watcher latency (note written → its facts in the database) vs the issue's 2 s.
 """
