@@ -13,7 +13,7 @@ and measures in this run, on loopback and through a proxy that adds `--rtt` to e
 - `restore()` in a fresh Python process: total time, MB/s of remote records against the raw
   read, peak memory (VmHWM, and its growth over the process before restoring);
 - time until the restored agent answered a `retrieve` (critical state + tree in place, a
-  second connection opens the home and searches), against the seed's promise of 2 minutes.
+  second connection opens the home and searches), against the original design's promise of 2 minutes.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import RestoreProgress, restore
 from tiermem.sync.state import agent_tag
 
-SEED_PROMISE_S = 120.0
+RESTORE_PROMISE_S = 120.0
 AGENT = "bench-agent"
 YEAR = 365.25 * 86400
 BYTES_PER_MEMORY = 900  # a sealed memory record: ≈ 400-700 B of JSON padded to 512 or 1024, + 70
@@ -94,7 +94,7 @@ def run(tmp: Path, size_mb: float, rtt: float, page_rows: int, seed: int) -> Non
                     f"  usable (critical state + tree in place): {result['usable_seconds']:.2f} s;"
                     f" first retrieve answered after {result['retrieve_at']:.2f} s "
                     f"({result['retrieve_hits']} hits) -> "
-                    f"{SEED_PROMISE_S / result['retrieve_at']:,.0f}x faster than the seed's 2 min"
+                    f"{RESTORE_PROMISE_S / result['retrieve_at']:,.0f}x faster than the promised 2 min"
                 )
                 print(
                     f"  peak memory of the restoring process: {result['maxrss_mb']:.0f} MB "

@@ -13,7 +13,7 @@ tree 40 nodes), and measures, in this run:
   file watcher);
 - restore: `restore()` into a fresh home with the recovery key, on loopback and at the injected
   RTT, against a baseline of the bare SELECT of the newest record on the same path and against
-  the seed's promise of 2 minutes; also with the passphrase (Argon2id, 64 MiB) and as the whole
+  the original design's promise of 2 minutes; also with the passphrase (Argon2id, 64 MiB) and as the whole
   `tiermem restore` command (a new Python process).
 """
 
@@ -42,7 +42,7 @@ from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import restore
 from tiermem.sync.state import CRITICAL_TABLE
 
-SEED_PROMISE_S = 120.0
+RESTORE_PROMISE_S = 120.0
 PASSPHRASE = "benchmark quince walrus trombone"
 AGENT = "bench"
 
@@ -214,7 +214,7 @@ def bench_restore(
         base = raw_select(url, n)
         print(
             f"restore ({label}, recovery key, {n}x): p50 {ms(ours)} | bare SELECT of the record "
-            f"{ms(base)} -> {ours / base:.1f}x | seed's 2 min -> {SEED_PROMISE_S / ours:,.0f}x faster"
+            f"{ms(base)} -> {ours / base:.1f}x | 2 min promise -> {RESTORE_PROMISE_S / ours:,.0f}x faster"
         )
     pw = restores(server.url, "passphrase", 3, passphrase=PASSPHRASE)
     print(f"restore (loopback, passphrase: Argon2id 64 MiB t=3 p=4, 3x): p50 {ms(pw)}")

@@ -298,7 +298,7 @@ def note_time(day: dt.date, now: float) -> float:
 
 def daily_dir(mem: Memory) -> Path:
     """`[ingest] daily_dir` (relative to the home), else `memory/` in the home (and
-    `memory/<agent>/` for agents other than the default, as in the seed's layout)."""
+    `memory/<agent>/` for agents other than the default, as in the original layout)."""
     configured = mem.cfg.ingest.daily_dir.strip()
     if configured:
         folder = Path(configured).expanduser()

@@ -1,4 +1,4 @@
-"""Import of the seed's files and export of an agent's memory.
+"""Import of the original layout's files and export of an agent's memory.
 
 Seed files (EvoClaw tiered-memory v2.x): `warm-memory.json` (a list of facts), `memory-tree.json`
 (path → {desc, ...}, with a `root` entry), `hot-memory-state.json` (the hot state) and
