@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +21,7 @@ from tiermem.core import hot as hotmod
 from tiermem.core.config import Config, load_config
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput, StorageError
+from tiermem.core.files import replace_private
 from tiermem.core.graph.signal import GraphSignals
 from tiermem.core.hot import HotState, HotStore
 from tiermem.core.lazy import lazy_import
@@ -417,7 +416,7 @@ class Memory:
     def write_memory_md(self) -> Path:
         """Regenerate MEMORY.md atomically (temp file + rename): a reader never sees half."""
         path = self.home.memory_md(self.agent_id)
-        _atomic_write(path, self.memory_md())
+        replace_private(path, self.memory_md(), durable=True)
         return path
 
     # -- tree ------------------------------------------------------------------------------
@@ -553,16 +552,3 @@ def with_metadata(fact: NewFact) -> NewFact:
         commands=tuple(metadata.fit((*fact.commands, *found.commands), MAX_METADATA_ITEMS)),
         paths=tuple(metadata.fit((*fact.paths, *found.paths), MAX_METADATA_ITEMS)),
     )
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from tiermem.core import curate, hygiene, skills
 from tiermem.core.errors import InvalidInput, NotFound, StorageError
+from tiermem.core.files import replace_text
 from tiermem.core.warm import COLUMNS, MemoryRecord
 
 if TYPE_CHECKING:
@@ -170,9 +170,7 @@ def _digest(text: str) -> str:
 def _write(path: Path, text: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        replace_text(path, text)
     except OSError as exc:
         raise StorageError(f"cannot write {path}: {exc.strerror}") from None
 

@@ -8,12 +8,11 @@ expiry, newest last.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tiermem.core.files import replace_private
 from tiermem.core.hot import HotState
 
 if TYPE_CHECKING:
@@ -72,15 +71,7 @@ def write_log(mem: Memory) -> Path:
     path = log_file(mem)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     text = "\n".join(log_lines(mem)) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".hygiene.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_private(path, text)
     return path
 
 

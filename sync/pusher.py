@@ -18,13 +18,13 @@ import logging
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
 from tiermem.core.engine import Memory
+from tiermem.core.files import replace_private
 from tiermem.core.logs import redact
 
 __all__ = [
@@ -153,14 +153,8 @@ def _spawn(root: Path, agent_id: str, fd: int) -> None:
 def record_attempt(root: Path, agent_id: str, ok: bool, message: str, by: str, at: float) -> None:
     """Remember the last background push for `sync status` (secrets masked, file 0600)."""
     data = {"at": at, "ok": ok, "message": redact(message), "by": by}
-    fd, tmp = tempfile.mkstemp(prefix=".push-", dir=root)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out)
-        os.replace(tmp, _attempt_path(root, agent_id))
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    with contextlib.suppress(OSError):
+        replace_private(_attempt_path(root, agent_id), json.dumps(data))
 
 
 def last_attempt(root: Path, agent_id: str) -> Attempt | None:

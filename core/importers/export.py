@@ -7,12 +7,12 @@ MEMORY.md. Basic Memory indexes such a folder as a project (`basic-memory projec
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tiermem.core.errors import InvalidInput
+from tiermem.core.files import replace_text
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
@@ -45,9 +45,7 @@ def _note(title: str, category: str, body: str) -> str:
 def _write(path: Path, text: str) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        replace_text(path, text)
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot write ({exc.strerror})") from None
     return path

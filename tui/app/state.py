@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from tiermem.core.files import replace_text
 
 STATE_FILE = "tui-state.json"
 
@@ -23,7 +24,5 @@ def load_state(home: Path) -> dict[str, Any]:
 def save_state(home: Path, **values: Any) -> None:
     """Merge `values` into the saved state (atomically; a read-only home is left alone)."""
     state = load_state(home) | values
-    tmp = home / f".{STATE_FILE}.tmp"
     with contextlib.suppress(OSError):
-        tmp.write_text(json.dumps(state, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, home / STATE_FILE)
+        replace_text(home / STATE_FILE, json.dumps(state, indent=1) + "\n")
