@@ -22,14 +22,12 @@ from tiermem.core.config import Config, load_config
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput, StorageError
 from tiermem.core.files import replace_private
-from tiermem.core.graph.signal import GraphSignals
 from tiermem.core.hot import HotState, HotStore
 from tiermem.core.lazy import lazy_import
 from tiermem.core.metrics import DayMetrics, MetricsStore
 from tiermem.core.migrations import SCHEMA_VERSION, migrate, schema_version
 from tiermem.core.paths import DEFAULT_AGENT, Home, default_home, validate_agent_id
 from tiermem.core.readcache import ReadCache
-from tiermem.core.retrieve import MODES, RetrievalResult, search
 from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import TreeIndex, TreeNode, TreeStore, normalize_path
 from tiermem.core.vectors import VectorIndex, VectorUnavailable
@@ -49,19 +47,24 @@ if TYPE_CHECKING:
     from tiermem.core import ingest as ingestmod
     from tiermem.core import llm as llmmod
     from tiermem.core import memory_md as memorymdmod
+    from tiermem.core import retrieve as retrievemod
     from tiermem.core import treesearch
     from tiermem.core.consolidate import ConsolidationReport
     from tiermem.core.conversation import ConversationReport
+    from tiermem.core.graph import signal as graphsignal
     from tiermem.core.ingest import IngestReport
     from tiermem.core.memory_md import MemoryMdReport
+    from tiermem.core.retrieve import RetrievalResult
     from tiermem.core.transcript import Transcript
 else:  # the write path and the LLM client load on first use: store/retrieve/hot start fast
     consolidatemod = lazy_import("tiermem.core.consolidate")
+    graphsignal = lazy_import("tiermem.core.graph.signal")  # only an agent with a graph needs it
     conversationmod = lazy_import("tiermem.core.conversation")
     ingestmod = lazy_import("tiermem.core.ingest")
     llmmod = lazy_import("tiermem.core.llm")
     memorymdmod = lazy_import("tiermem.core.memory_md")
     treesearch = lazy_import("tiermem.core.treesearch")
+    retrievemod = lazy_import("tiermem.core.retrieve")  # `store` and `hot` never search
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -282,8 +285,9 @@ class Memory:
         any failure of it falls back to keyword mode, and the result's notes say why."""
         cfg = self.cfg.retrieval
         chosen = mode or cfg.mode
-        if chosen not in MODES:
-            raise InvalidInput(f"unknown retrieval mode {chosen!r}: use {', '.join(MODES)}")
+        if chosen not in retrievemod.MODES:
+            modes = ", ".join(retrievemod.MODES)
+            raise InvalidInput(f"unknown retrieval mode {chosen!r}: use {modes}")
         if llm and mode not in (None, "keyword"):
             raise InvalidInput("LLM tree search ranks inside the chosen categories by keyword")
         notes: list[str] = []
@@ -295,7 +299,7 @@ class Memory:
                 if chosen != "keyword":
                     raise
                 notes.append(f"vector fallback unavailable: {exc}")
-        tree, tagged = self.reads.view()
+        tree, tagged, graphed = self.reads.view()
         if llm:
             tree = self.trees.load(with_counts=True)
         paths = None
@@ -306,7 +310,7 @@ class Memory:
             except treesearch.TreeSearchError as exc:
                 notes.append(f"LLM tree search failed ({exc}): keyword mode")
         now = self.now()
-        result = search(
+        result = retrievemod.search(
             self.memories,
             tree,
             query,
@@ -320,8 +324,8 @@ class Memory:
             mode=chosen,
             vectors=vectors,
             llm_paths=paths,
-            signals=GraphSignals(self.db, self.agent_id, self.cfg.graph)
-            if self.cfg.graph.retrieval_signal
+            signals=graphsignal.GraphSignals(self.db, self.agent_id, self.cfg.graph)
+            if graphed and self.cfg.graph.retrieval_signal
             else None,
             tags=tags,
             tagged=tagged,

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tiermem.core.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import tempfile
+else:  # only a write replaces a file: reads start faster without it
+    tempfile = lazy_import("tempfile")
 
 
 def replace_private(path: Path, text: str, *, durable: bool = False) -> None:

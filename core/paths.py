@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import stat
@@ -15,9 +14,12 @@ from tiermem.core.errors import InvalidInput, NotFound, StorageError, TiermemErr
 from tiermem.core.lazy import lazy_import
 
 if TYPE_CHECKING:
+    import difflib
+
     import platformdirs
 else:  # only a home without --home or TIERMEM_HOME needs it (its import costs more than this module)
     platformdirs = lazy_import("platformdirs")
+    difflib = lazy_import("difflib")  # only a misspelt name needs suggestions: start-up stays fast
 
 DEFAULT_AGENT = "default"
 _AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -118,6 +118,8 @@ def match_tree(tree: TreeIndex, terms: Sequence[str]) -> list[CategoryMatch]:
     matches = []
     for path in sorted(tree.nodes):
         segment_words, desc_words = _node_words(path, tree.nodes[path].description)
+        if segment_words.isdisjoint(stems) and desc_words.isdisjoint(stems):
+            continue  # most nodes share no word with the query
         in_path = [stems[s] for s in stems if s in segment_words]
         in_desc = [stems[s] for s in stems if s in desc_words and stems[s] not in in_path]
         reasons = []

@@ -1,6 +1,7 @@
-"""What a read reuses from the previous read while nothing was written: the tree index and
-whether any memory of the agent carries a tag (most homes have none, so a search skips its two
-tag queries).
+"""What a read reuses from the previous read while nothing was written: the tree index, whether
+any memory of the agent carries a tag (most homes have none, so a search skips its two tag
+queries) and whether the agent has any graph or episode to consult (if not, a search neither
+asks the graph nor loads its code).
 
 The mark is SQLite's own: `data_version` moves when another connection commits and
 `total_changes()` when this one changes a row. Inside a transaction nothing is cached (a
@@ -26,6 +27,7 @@ class ReadCache:
         self._mark: tuple[object, ...] | None = None
         self._tree: TreeIndex | None = None
         self._tagged: bool | None = None
+        self._graphed: bool | None = None
         self._lock = threading.Lock()  # a front end reads from several threads
 
     def _valid(self) -> bool:
@@ -34,28 +36,41 @@ class ReadCache:
             return False
         mark = self.db.query_one(_MARK)
         if mark != self._mark:
-            self._mark, self._tree, self._tagged = mark, None, None
+            self._mark, self._tree, self._tagged, self._graphed = mark, None, None, None
         return True
 
-    def view(self) -> tuple[TreeIndex, bool]:
-        """The agent's tree index without counts (shared between reads: never change it) and
-        whether any memory of the agent carries a tag."""
+    def view(self) -> tuple[TreeIndex, bool, bool]:
+        """The agent's tree index without counts (shared between reads: never change it),
+        whether any memory of the agent carries a tag, and whether the agent has any entity or
+        episode."""
         with self._lock:
             return self._view()
 
-    def _view(self) -> tuple[TreeIndex, bool]:
+    def _view(self) -> tuple[TreeIndex, bool, bool]:
         if not self._valid():
-            return self.trees.load(), self._any_tags()
+            return self.trees.load(), self._any_tags(), self._any_graph()
         if self._tree is None:
             self._tree = self.trees.load()
         if self._tagged is None:
             self._tagged = self._any_tags()
-        return self._tree, self._tagged
+        if self._graphed is None:
+            self._graphed = self._any_graph()
+        return self._tree, self._tagged, self._graphed
 
     def _any_tags(self) -> bool:
         return bool(
             self.db.scalar(
                 "SELECT EXISTS (SELECT 1 FROM memory_extras WHERE agent_id = ? AND tags != '')",
                 (self.trees.agent_id,),
+            )
+        )
+
+    def _any_graph(self) -> bool:
+        agent = self.trees.agent_id
+        return bool(
+            self.db.query_one(
+                "SELECT 1 FROM entity_names WHERE agent_id = ? UNION ALL "
+                "SELECT 1 FROM episodes WHERE agent_id = ? LIMIT 1",
+                (agent, agent),
             )
         )

@@ -17,11 +17,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
-import backoff
-
+from tiermem.core.lazy import lazy_import
 from tiermem.sync.hrana import HranaError, ServerUnavailable, is_retryable
+
+if TYPE_CHECKING:
+    import backoff
+else:  # loaded at the first retry schedule: a command that never calls the server skips it
+    backoff = lazy_import("backoff")
 
 __all__ = ["CAPS", "RetryPolicy", "call_with_retry", "wait_caps"]
 
@@ -53,7 +57,7 @@ class RetryPolicy:
     max_cap: float = MAX_CAP
     retry_after_cap: float = RETRY_AFTER_CAP
     sleep: Callable[[float], None] = time.sleep
-    jitter: Callable[[float], float] = backoff.full_jitter
+    jitter: Callable[[float], float] = lambda cap: backoff.full_jitter(cap)
 
     def wait_for(self, cap: float, exc: HranaError) -> float:
         """The wait before the next attempt: jittered cap, at least the server's Retry-After."""

@@ -21,10 +21,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Final, Protocol
-
-import keyring
-import keyring.errors
+from typing import TYPE_CHECKING, Final, Protocol
 
 from tiermem.core.environment import (
     PASSPHRASE,
@@ -35,6 +32,13 @@ from tiermem.core.environment import (
     environment,
 )
 from tiermem.core.errors import ConfigError, InvalidInput, StorageError
+from tiermem.core.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import keyring
+    import keyring.errors
+else:  # loaded when a keyring is asked for: the file store and the environment never need it
+    keyring = lazy_import("keyring")
 
 __all__ = [
     "DEVICE_KEY",

@@ -8,6 +8,7 @@ import calendar
 import datetime as dt
 import re
 from dataclasses import dataclass, field
+from functools import cache
 
 from tiermem.core.terms import STOPWORDS
 
@@ -57,11 +58,21 @@ _PATTERNS: list[tuple[str, str, str, str]] = [
         "project",
     ),
 ]
-_COMPILED = [(re.compile(p), pred, sk, ok) for p, pred, sk, ok in _PATTERNS]
-_ROLE = re.compile(
+_ROLE = (
     rf"{_SUBJECT} (?:is|was|am|became|has become) (?:a|an|the|our|my) "
     rf"(?P<r>[a-z][a-z -]{{1,30}}?) (?:at|of|for|in) {_OBJECT}"
 )
+
+
+@cache
+def _compiled() -> tuple[list[tuple[re.Pattern[str], str, str, str]], re.Pattern[str]]:
+    """The relation and role patterns, compiled on first extraction (a search that only reads
+    the graph never needs them, and they take longer to compile than the rest of this module
+    to load)."""
+    relations = [(re.compile(p), pred, sk, ok) for p, pred, sk, ok in _PATTERNS]
+    return relations, re.compile(_ROLE)
+
+
 _URL = re.compile(r"https?://[^\s<>()\"']+")
 _ORG_SUFFIX = re.compile(
     r"\b(?:Inc|Ltd|LLC|GmbH|Corp|Corporation|Labs|University|Bank|Foundation|Group|AG|SA)\.?$"
@@ -124,10 +135,11 @@ def extract(text: str, speaker: str = "") -> Extraction:
 
 def _sentence(sentence: str, out: Extraction, speaker: str) -> None:
     start, end = _window(sentence)
-    for regex, predicate, skind, okind in _COMPILED:
+    relations, roles = _compiled()
+    for regex, predicate, skind, okind in relations:
         for m in regex.finditer(sentence):
             _relation(out, m.group("s"), predicate, m.group("o"), skind, okind, start, end, speaker)
-    for m in _ROLE.finditer(sentence):
+    for m in roles.finditer(sentence):
         role = "_".join(m.group("r").split())
         _relation(
             out,

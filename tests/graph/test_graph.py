@@ -115,6 +115,22 @@ def test_retrieval_explains_a_memory_reached_through_the_graph(
     )
 
 
+def test_a_graph_built_after_a_search_raises_the_next_search(tmp_path: Path, clock: Clock) -> None:
+    """A search remembers that the agent has no graph; a write that builds one is seen."""
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        mem.store("Maya likes the invoice editor", "people")
+        before = mem.retrieve("What is Maya busy with?", reinforce=False).hits
+        converse(mem, "user: Maya works on Ledgerly since March 2026.")
+        mem.store("Ledgerly release 2.0 ships the new invoice editor", "projects")
+        graph.index_memories(mem)
+        hits = mem.retrieve("What is Maya busy with?", reinforce=False).hits
+    assert all(h.explanation.via is None for h in before)
+    reached = {h.memory.text: h.explanation.via for h in hits}
+    assert reached["Ledgerly release 2.0 ships the new invoice editor"] == (
+        "Maya → works_on → Ledgerly"
+    )
+
+
 def test_without_the_signal_retrieval_ranks_as_before(tmp_path: Path, clock: Clock) -> None:
     config = config_from_mapping({"graph": {"retrieval_signal": False}}, "test")
     with Memory(tmp_path / "home", clock=clock, config=config) as mem:

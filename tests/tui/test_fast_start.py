@@ -80,3 +80,28 @@ def test_sync_commands_skip_the_http_clients_command_line_tool(tmp_path: Path) -
     loaded = loaded_by(tmp_path / "home", "sync", "status")
     assert "httpx" in loaded
     assert "rich.console" not in loaded and "pygments" not in loaded
+
+
+def test_sync_commands_load_the_keyring_and_the_retry_schedule_only_when_used(
+    tmp_path: Path,
+) -> None:
+    loaded = loaded_by(tmp_path / "home", "sync", "status")
+    assert "tiermem.sync.secrets" in loaded and "tiermem.sync.retry" in loaded
+    assert "keyring" not in loaded and "backoff" not in loaded
+
+
+@pytest.mark.parametrize(
+    "args", [("store", "--text", "the lynx server is in Oslo", "--category", "infra"), ("hot",)]
+)
+def test_commands_that_do_not_search_load_no_search_code(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    loaded = loaded_by(tmp_path / "home", *args)
+    for module in ("tiermem.core.retrieve", "tiermem.core.ranking", "tiermem.core.temporal"):
+        assert module not in loaded, f"{' '.join(args)} loaded {module}"
+
+
+def test_retrieve_without_a_graph_loads_no_graph_code(tmp_path: Path) -> None:
+    loaded = loaded_by(tmp_path / "home", "retrieve", "quokka")
+    assert "tiermem.core.retrieve" in loaded
+    assert "tiermem.core.graph" not in loaded and "tiermem.core.graph.extract" not in loaded

@@ -11,11 +11,11 @@ from tiermem.core.engine import TIER_CHOICES
 from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import record_dict
 from tiermem.core.lazy import lazy_import
-from tiermem.core.retrieve import RetrievalResult
 from tiermem.tui.cli.options import Options, emit, pass_options, session_option, when
 
 if TYPE_CHECKING:
     from tiermem.core import distill, hygiene, links
+    from tiermem.core.retrieve import RetrievalResult
 else:  # only a session, tags or links need them; `store` and `retrieve` start faster without
     hygiene = lazy_import("tiermem.core.hygiene")
     links = lazy_import("tiermem.core.links")
