@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tiermem.core import agents, metadata, outbox, reinforce
+from tiermem.core import agents, metadata, outbox, reinforce, tokens
 from tiermem.core import hot as hotmod
 from tiermem.core.config import Config, load_config
 from tiermem.core.db import Database
@@ -28,7 +28,6 @@ from tiermem.core.metrics import DayMetrics, MetricsStore
 from tiermem.core.migrations import SCHEMA_VERSION, migrate, schema_version
 from tiermem.core.paths import DEFAULT_AGENT, Home, default_home, validate_agent_id
 from tiermem.core.readcache import ReadCache
-from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import TreeIndex, TreeNode, TreeStore, normalize_path
 from tiermem.core.vectors import VectorIndex, VectorUnavailable
 from tiermem.core.warm import (
@@ -187,6 +186,9 @@ class Memory:
             self._writing = self._pending.take() if self._pending else None
         if self._writing is not None:
             reinforce.write(self.memories, self.trees, self.metrics, self._writing)
+        if tokens.uncounted_seen():  # a read counted memories stored uncounted: keep the counts
+            self.memories.store_counts()
+            tokens.forget_uncounted()
 
     def _keep_pending(self) -> None:
         """A write that carried pending reads rolled back: they wait for the next one."""
@@ -219,7 +221,11 @@ class Memory:
         commands: Sequence[str] = (),
         paths: Sequence[str] = (),
         source: str = "",
+        count_tokens: bool = True,
     ) -> StoreOutcome:
+        """One fact (`store_many`). `count_tokens=False` leaves its token count to the first
+        read that needs it (`core.tokens.UNCOUNTED`): a one-shot command then never loads the
+        tokenizer."""
         fact = NewFact(
             text=text,
             category=category,
@@ -229,9 +235,11 @@ class Memory:
             paths=tuple(paths),
             source=source,
         )
-        return self.store_many([fact])[0]
+        return self.store_many([fact], count_tokens=count_tokens)[0]
 
-    def store_many(self, facts: Iterable[NewFact]) -> list[StoreOutcome]:
+    def store_many(
+        self, facts: Iterable[NewFact], *, count_tokens: bool = True
+    ) -> list[StoreOutcome]:
         """Store facts in one transaction; their categories grow the tree where limits allow.
 
         URLs, commands and paths in a fact's text join the metadata given with it; a duplicate
@@ -246,7 +254,7 @@ class Memory:
             known = len(index.nodes)
             categories = dict.fromkeys(category for _, category in batch)
             nodes = {self.trees.ensure(category, now, index) for category in categories}
-            outcomes = self.memories.put(batch, now, self.cfg.dedup)
+            outcomes = self.memories.put(batch, now, self.cfg.dedup, count=count_tokens)
             self.trees.touch(nodes, now)
             self.metrics.bump(now, stores=sum(o.created for o in outcomes))
             if len(index.nodes) != known:
@@ -515,10 +523,10 @@ class Memory:
             "warm_count": counts["warm"],
             "cold_count": counts["cold"] + counts["frozen"],
             "hot_bytes": self.hot_size_bytes(),
-            "hot_tokens": count_tokens(memory_md),
+            "hot_tokens": tokens.count_tokens(memory_md),
             "tree_nodes": len(tree.nodes),
             "tree_bytes": tree.size_bytes(),
-            "tree_tokens": count_tokens(tree.serialize()),
+            "tree_tokens": tokens.count_tokens(tree.serialize()),
         }
 
     def snapshot_metrics(self) -> DayMetrics:

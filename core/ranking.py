@@ -15,7 +15,7 @@ from tiermem.core.db import Row
 from tiermem.core.scoring import DAY
 from tiermem.core.temporal import TimeWindow
 from tiermem.core.terms import TERM, matched_terms, stem
-from tiermem.core.tokens import count_tokens
+from tiermem.core.tokens import UNCOUNTED, count_tokens, counted
 from tiermem.core.tree import TreeIndex
 from tiermem.core.warm import COLUMNS, MemoryRecord
 
@@ -110,6 +110,14 @@ ROW_TEXT, ROW_CATEGORY, _IMPORTANCE, _CREATED, _ACCESS, ROW_TOKENS = (
 _SEARCHABLE = [_NAMES.index(n) for n in ("text", "category", "urls", "commands", "paths")]
 
 ROW_FIELDS = ", ".join("m." + n for n in _NAMES)
+
+
+def with_count(row: Row) -> Row:
+    """The row, its token count counted now if it was stored uncounted (`core.tokens`)."""
+    if row[ROW_TOKENS] != UNCOUNTED:
+        return row
+    tokens = counted(str(row[ROW_TEXT]), UNCOUNTED)
+    return (*row[:ROW_TOKENS], tokens, *row[ROW_TOKENS + 1 :])
 
 
 def match_tree(tree: TreeIndex, terms: Sequence[str]) -> list[CategoryMatch]:

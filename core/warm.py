@@ -23,12 +23,14 @@ from tiermem.core.rows import Tier as Tier
 from tiermem.core.rows import memory_id as memory_id
 from tiermem.core.rows import normalize_text as normalize_text
 from tiermem.core.scoring import score
-from tiermem.core.tokens import count_tokens_many
+from tiermem.core.tokens import UNCOUNTED, count_tokens, count_tokens_many, counted
 
 MAX_TEXT_BYTES = 64 * 1024
 MAX_METADATA_ITEMS = 50
 
 COLUMNS = column_list(RECORD_NAMES)
+FILL_WINDOW = 1000
+"""How many of an agent's newest memories a write looks through for counts to store."""
 INSERT_RECORD = insert_sql(RECORD_NAMES)
 
 
@@ -143,7 +145,7 @@ class MemoryRecord:
             paths=_split(row[11]),
             source=row[12],
             size_bytes=int(row[13]),
-            tokens=int(row[14]),
+            tokens=counted(row[1], int(row[14])),
         )
 
     def score(self, now: float, cfg: ScoringConfig) -> float:
@@ -177,18 +179,21 @@ class MemoryStore:
         facts: Sequence[tuple[NewFact, str]],
         now: float,
         dedup: DedupConfig | None = None,
+        *,
+        count: bool = True,
     ) -> list[StoreOutcome]:
         """Insert new facts (each with its normalized category) or reinforce existing ones.
 
         Must run inside a transaction. A fact already stored — the same normalized text, or with
         `dedup.near` a near-duplicate among the newest `dedup.window` memories — gains one
         access, the higher of the two importances and the union of the metadata; its text, tier
-        and age do not change.
+        and age do not change. `count=False` stores the token counts `UNCOUNTED` (`core.tokens`).
         """
         ids = self.resolve([memory_id(self.agent_id, f.text) for f, _ in facts])
-        existing = {r.id: r.category for r in self.get_many(ids)}
-        counted = reinforce.totals_many(self.db, self.agent_id, ids)
-        tokens = count_tokens_many([f.text for f, _ in facts])
+        existing = {r[0]: r[1] for r in self._categories(ids)}
+        seen_before = reinforce.totals_many(self.db, self.agent_id, ids)
+        texts = [f.text for f, _ in facts]
+        tokens = count_tokens_many(texts) if count else [UNCOUNTED] * len(texts)
         near = self._near_index(dedup) if dedup is not None and dedup.near else None
         outcomes: list[StoreOutcome] = []
         rows: list[tuple[object, ...]] = []  # inserted with one executemany
@@ -210,7 +215,7 @@ class MemoryStore:
                     )
                 )
                 continue
-            seen = counted.get(fid, (0, None))
+            seen = seen_before.get(fid, (0, None))
             rows.append(
                 _insert_row(next_seq, self.agent_id, fid, fact, category, now, n_tokens, seen)
             )
@@ -467,11 +472,52 @@ class MemoryStore:
         return out
 
     def total_tokens(self) -> int:
-        return int(
+        stored = int(
             self.db.scalar(
                 "SELECT COALESCE(SUM(tokens), 0) FROM memories WHERE agent_id = ?", (self.agent_id,)
             )
         )
+        rows = self.db.query(
+            "SELECT text FROM memories WHERE agent_id = ? AND tokens = ? AND text != ''",
+            (self.agent_id, UNCOUNTED),
+        )
+        return stored + sum(counted(r[0], UNCOUNTED) for r in rows)
+
+    def store_counts(self, newest: int = FILL_WINDOW) -> None:
+        """Store the token counts of the agent's `newest` memories stored uncounted (where
+        one-shot stores leave them). Inside a write transaction."""
+        low = max(self.seq_low, self._next_seq() - newest)
+        rows = self.db.query(
+            "SELECT seq, text FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) AND "
+            "CAST(? AS INTEGER) AND tokens = ? AND text != ''",
+            (str(low), str(self.seq_high), UNCOUNTED),
+        )
+        if rows:
+            self.db.executemany(
+                "UPDATE memories SET tokens = ? WHERE seq = CAST(? AS INTEGER) AND tokens = ?",
+                [(count_tokens(r[1]), str(r[0]), UNCOUNTED) for r in rows],
+            )
+
+    def _categories(self, ids: Sequence[str]) -> list[Row]:
+        """(id, category) of those of `ids` that are stored."""
+        out: list[Row] = []
+        for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+            marks = ",".join("?" * len(chunk))
+            out += self.db.query(
+                f"SELECT id, category FROM memories WHERE agent_id = ? AND id IN ({marks})",
+                (self.agent_id, *chunk),
+            )
+        return out
+
+    def metadata_of(self, memory_id_: str) -> tuple[tuple[str, ...], ...]:
+        """(urls, commands, paths) of a stored memory."""
+        row = self.db.query_one(
+            "SELECT urls, commands, paths FROM memories WHERE agent_id = ? AND id = ?",
+            (self.agent_id, memory_id_),
+        )
+        if row is None:
+            raise NotFound(f"no memory {memory_id_!r}")
+        return tuple(_split(v) for v in row)
 
     def search_url(self, fragment: str) -> list[MemoryRecord]:
         rows = self.db.query(

