@@ -332,7 +332,7 @@ class Memory:
             mode=chosen,
             vectors=vectors,
             llm_paths=paths,
-            signals=graphsignal.GraphSignals(self.db, self.agent_id, self.cfg.graph)
+            signals=graphsignal.GraphSignals(self.db, self.agent_id, self.cfg.graph, True)
             if graphed and self.cfg.graph.retrieval_signal
             else None,
             tags=tags,

@@ -26,6 +26,8 @@ class GraphSignals:
     db: Database
     agent_id: str
     cfg: GraphConfig
+    known_present: bool = False
+    """The caller already knows there is a graph or an episode (`present` is not asked)."""
 
     def present(self) -> bool:
         """Whether there is any graph or episode to consult (one cheap lookup)."""
@@ -42,7 +44,7 @@ class GraphSignals:
     ) -> list[Candidate]:
         """`found` with the signal's boosts and reasons, plus memories reached only through an
         entity of the query (within the same filters)."""
-        if not self.present():
+        if not self.known_present and not self.present():
             return found
         reached = self._entity_paths(query)
         linked = self._episode_facts(query)
