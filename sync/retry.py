@@ -79,7 +79,7 @@ def call_with_retry(
     """
     if policy.max_attempts is not None and policy.max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
-    caps = wait_caps(policy.first_cap, policy.max_cap)
+    caps: Iterator[float] | None = None  # made at the first retry: most calls need none
     attempt = 0
     while True:
         attempt += 1
@@ -90,6 +90,8 @@ def call_with_retry(
                 raise
             if policy.max_attempts is not None and attempt >= policy.max_attempts:
                 raise
+            if caps is None:
+                caps = wait_caps(policy.first_cap, policy.max_cap)
             wait = policy.wait_for(next(caps), exc)
             if on_retry is not None:
                 on_retry(attempt, wait, exc)

@@ -111,3 +111,15 @@ def test_retrieve_without_a_graph_loads_no_graph_code(tmp_path: Path) -> None:
     loaded = loaded_by(tmp_path / "home", "retrieve", "quokka")
     assert "tiermem.core.retrieve" in loaded
     assert "tiermem.core.graph" not in loaded and "tiermem.core.graph.extract" not in loaded
+
+
+def test_a_remote_call_that_succeeds_loads_no_retry_schedule() -> None:
+    probe = (
+        "import sys\n"
+        "from tiermem.sync.retry import RetryPolicy, call_with_retry\n"
+        "assert call_with_retry(lambda: 7, RetryPolicy()) == 7\n"
+        "module = sys.modules.get('backoff')\n"
+        "print(module is not None and type(module).__name__ != '_LazyModule')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
