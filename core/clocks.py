@@ -24,14 +24,19 @@ overwritten knowingly from one that was written concurrently (a conflict).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiermem.core import hot as hotmod
 from tiermem.core.db import Database
+from tiermem.core.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import hashlib
+else:
+    hashlib = lazy_import("hashlib")  # only naming new items hashes: reads skip loading OpenSSL
 
 MAPPINGS = ("identity", "owner_profile")
 ALIVE = "alive"

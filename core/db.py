@@ -14,22 +14,26 @@ same schema. Traps of libsql-experimental 0.0.55 this layer hides (pinned by tes
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import quote
 
 from tiermem.core.environment import environment
 from tiermem.core.errors import StorageError
+from tiermem.core.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import logging
+else:
+    logging = lazy_import("logging")  # only a warning needs it: start-up stays fast
 
 Row = tuple[Any, ...]
 Params = Sequence[Any]
-log = logging.getLogger(__name__)
 
 
 class _Cursor(Protocol):
@@ -61,7 +65,9 @@ def available_driver() -> str:
             raise StorageError(
                 "TIERMEM_DRIVER=libsql but libsql_experimental is not installed"
             ) from None
-        log.debug("libsql_experimental is not installed: using the sqlite3 driver")
+        logging.getLogger(__name__).debug(
+            "libsql_experimental is not installed: using the sqlite3 driver"
+        )
         return "sqlite3"
     return "libsql"
 

@@ -57,6 +57,8 @@ def similarity(a: str, b: str) -> float:
 
 @dataclass(frozen=True)
 class _Entry:
+    """A memory in the near-duplicate index: its id and normalised key."""
+
     id: str
     key: str
     words: frozenset[str]

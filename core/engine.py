@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -16,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tiermem.core import agents, metadata, outbox, reinforce, tokens
+from tiermem.core import agents, outbox, reinforce, tokens
 from tiermem.core import hot as hotmod
 from tiermem.core.config import Config, load_config
 from tiermem.core.db import Database
@@ -41,13 +40,15 @@ from tiermem.core.warm import (
 )
 
 if TYPE_CHECKING:
+    import logging
+
     from tiermem.core import consolidate as consolidatemod
     from tiermem.core import conversation as conversationmod
     from tiermem.core import ingest as ingestmod
     from tiermem.core import llm as llmmod
     from tiermem.core import memory_md as memorymdmod
+    from tiermem.core import metadata, treesearch
     from tiermem.core import retrieve as retrievemod
-    from tiermem.core import treesearch
     from tiermem.core.consolidate import ConsolidationReport
     from tiermem.core.conversation import ConversationReport
     from tiermem.core.graph import signal as graphsignal
@@ -62,11 +63,12 @@ else:  # the write path and the LLM client load on first use: store/retrieve/hot
     ingestmod = lazy_import("tiermem.core.ingest")
     llmmod = lazy_import("tiermem.core.llm")
     memorymdmod = lazy_import("tiermem.core.memory_md")
+    metadata = lazy_import("tiermem.core.metadata")  # a store reads URLs, commands, paths
     treesearch = lazy_import("tiermem.core.treesearch")
     retrievemod = lazy_import("tiermem.core.retrieve")  # `store` and `hot` never search
+    logging = lazy_import("logging")  # only a warning needs it
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
 TIER_CHOICES = ("warm", "cold", "frozen", "all")
 
 
@@ -160,7 +162,7 @@ class Memory:
         try:
             self.flush_reinforcement()
         except StorageError as exc:  # the home is locked or read-only: only counts are lost
-            log.warning("reinforcement of recent reads not saved: %s", exc)
+            logging.getLogger(__name__).warning("reinforcement of recent reads not saved: %s", exc)
         self.db.close()
 
     def reinforce_later(self, ids: Sequence[str], paths: Iterable[str], tokens: int) -> None:

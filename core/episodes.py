@@ -10,9 +10,7 @@ deletes expired episodes; dreaming (core/dreaming.py) turns unpromoted ones into
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,12 +24,16 @@ from tiermem.core.scoring import DAY
 from tiermem.core.terms import fts_match, query_terms
 
 if TYPE_CHECKING:
+    import hashlib
+    import logging
+
     from tiermem.core import llm as llmmod
     from tiermem.core.engine import Memory
 else:  # the LLM client (urllib, http.client) loads only when a summary uses it
     llmmod = lazy_import("tiermem.core.llm")
+    logging = lazy_import("logging")  # only a warning needs it: start-up stays fast
+    hashlib = lazy_import("hashlib")  # only naming new items hashes: reads skip loading OpenSSL
 
-log = logging.getLogger(__name__)
 COLUMNS = (
     "id, source, summary, abstract, topics, participants, fact_ids, started_at, ended_at, "
     "created_at, expires_at, promoted_at"
@@ -49,6 +51,8 @@ _SUMMARY_SCHEMA: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class Episode:
+    """One conversation as the agent remembers it: summary, abstract, topics and its facts."""
+
     id: str
     source: str
     summary: str
@@ -207,7 +211,9 @@ def _llm_summary(
         named = [" ".join(str(t).split()) for t in reply["topics"]][:8]
     except (llmmod.LLMError, ValueError, KeyError, TypeError) as exc:
         draft.notes.append(f"episode summary: LLM failed ({exc}), extractive summary used")
-        log.warning("episode summary fell back to the extractive one: %s", exc)
+        logging.getLogger(__name__).warning(
+            "episode summary fell back to the extractive one: %s", exc
+        )
         return fallback, topics
     if not written:
         draft.notes.append("episode summary: the LLM gave none, extractive summary used")

@@ -19,17 +19,22 @@ Limits refuse, they never destroy:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from tiermem.core.config import HotConfig
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput, LimitExceeded, NotFound
+from tiermem.core.lazy import lazy_import
 from tiermem.core.warm import NewFact
+
+if TYPE_CHECKING:
+    import hashlib
+else:
+    hashlib = lazy_import("hashlib")  # only naming new items hashes: reads skip loading OpenSSL
 
 
 class Lesson(msgspec.Struct, kw_only=True):

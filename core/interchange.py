@@ -34,6 +34,8 @@ SEED_FILES = {
 
 @dataclass
 class ImportReport:
+    """What an import added and merged, and what it warns about."""
+
     facts_added: int = 0
     facts_merged: int = 0
     nodes_added: list[str] = field(default_factory=list)

@@ -160,6 +160,8 @@ _FLAG = re.compile(r"\s--?[A-Za-z]")
 
 @dataclass
 class Metadata:
+    """The URLs, shell commands and file paths a text mentions."""
+
     urls: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)

@@ -32,6 +32,8 @@ def day_of(ts: float) -> str:
 
 @dataclass(frozen=True)
 class DayMetrics:
+    """One day's counters and gauges of an agent's memory."""
+
     day: str
     retrievals: int
     evictions: int

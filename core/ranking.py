@@ -22,12 +22,16 @@ from tiermem.core.warm import COLUMNS, MemoryRecord
 
 @dataclass(frozen=True)
 class CategoryMatch:
+    """A tree node the query points at, and why."""
+
     path: str
     reason: str
 
 
 @dataclass(frozen=True)
 class Explanation:
+    """Why a memory was returned and how its score was made."""
+
     path: str
     """Tree node the memory lives under ('' is the root)."""
     tree_match: str | None
@@ -68,6 +72,8 @@ class Explanation:
 
 @dataclass(frozen=True)
 class Hit:
+    """A returned memory with its explanation."""
+
     memory: MemoryRecord
     explanation: Explanation
 
@@ -205,6 +211,8 @@ def _spread(values: list[float]) -> Callable[[float], float]:
 
 @dataclass(frozen=True)
 class RankContext:
+    """What ranking needs besides the candidates: tree matches, time windows, settings."""
+
     categories: list[CategoryMatch]
     windows: list[TimeWindow]
     now: float

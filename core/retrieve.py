@@ -71,6 +71,8 @@ MODES: tuple[Mode, ...] = ("keyword", "vector", "hybrid")
 
 @dataclass
 class RetrievalResult:
+    """The hits of a search with what the query was read as and notes on how it ran."""
+
     query: str
     terms: list[str]
     categories: list[CategoryMatch]
@@ -405,6 +407,8 @@ _BM25 = "bm25(memories_fts, 1.0, 0.5, 0.25, 0.25, 0.25)"
 
 @dataclass(frozen=True)
 class _Filters:
+    """The tier, category, chosen-category and tag conditions of one search."""
+
     store: MemoryStore
     tiers: Sequence[Tier]
     category: str | None

@@ -7,14 +7,19 @@ Core's store (`warm`) reads and writes through it; sync encodes, seals and appli
 
 from __future__ import annotations
 
-import hashlib
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput
+from tiermem.core.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import hashlib
+else:
+    hashlib = lazy_import("hashlib")  # only naming new items hashes: reads skip loading OpenSSL
 
 __all__ = [
     "COLUMNS",

@@ -93,6 +93,8 @@ RECENT_DAYS = 30.0
 
 @dataclass(frozen=True)
 class TimeWindow:
+    """A span of dates a query's time cue names."""
+
     cue: str
     """The words of the query that named the window."""
     start: float

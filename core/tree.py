@@ -55,6 +55,8 @@ def default_description(path: str) -> str:
 
 @dataclass
 class TreeNode:
+    """A category of the tree index with its description."""
+
     path: str
     description: str
     created_at: float

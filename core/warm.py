@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tiermem.core import reinforce
 from tiermem.core.config import DedupConfig, ScoringConfig
 from tiermem.core.db import Database, Row
-from tiermem.core.dedup import NearIndex, near_key
 from tiermem.core.errors import InvalidInput, NotFound
+from tiermem.core.lazy import lazy_import
 from tiermem.core.rows import RECORD_NAMES, check_importance, column_list, insert_sql
 from tiermem.core.rows import TIERS as TIERS
 from tiermem.core.rows import Tier as Tier
@@ -24,6 +25,12 @@ from tiermem.core.rows import memory_id as memory_id
 from tiermem.core.rows import normalize_text as normalize_text
 from tiermem.core.scoring import score
 from tiermem.core.tokens import UNCOUNTED, count_tokens, count_tokens_many, counted
+
+if TYPE_CHECKING:
+    from tiermem.core import dedup
+    from tiermem.core.dedup import NearIndex
+else:  # only a store looks for near-duplicates: reads start faster without it
+    dedup = lazy_import("tiermem.core.dedup")
 
 MAX_TEXT_BYTES = 64 * 1024
 MAX_METADATA_ITEMS = 50
@@ -112,6 +119,8 @@ def _split(value: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class MemoryRecord:
+    """A stored memory as front ends read it."""
+
     id: str
     text: str
     category: str
@@ -154,6 +163,8 @@ class MemoryRecord:
 
 @dataclass
 class StoreOutcome:
+    """What storing one fact did: a new memory, or a known one reinforced."""
+
     id: str
     created: bool
     category: str
@@ -260,7 +271,7 @@ class MemoryStore:
         mark = (cfg.window, version)
         index = self._near
         if index is None or self._near_mark != mark or index.threshold != cfg.similarity:
-            index = NearIndex(cfg.similarity, capacity=cfg.window)
+            index = dedup.NearIndex(cfg.similarity, capacity=cfg.window)
             rows = self.db.query(
                 "SELECT id, text FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) "
                 "AND CAST(? AS INTEGER) AND +agent_id = ? ORDER BY seq DESC LIMIT ?",
@@ -282,7 +293,7 @@ class MemoryStore:
                 "SELECT text, category FROM memories WHERE agent_id = ? AND id = ?",
                 (self.agent_id, candidate),
             )
-            if row is None or near_key(row[0]) != index.key_of(candidate):
+            if row is None or dedup.near_key(row[0]) != index.key_of(candidate):
                 index.remove(candidate)
                 continue
             return candidate, row[1], ratio

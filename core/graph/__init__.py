@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import logging
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,13 +16,15 @@ from tiermem.core.graph.store import Edge, Entity, GraphStore, name_key
 from tiermem.core.lazy import lazy_import
 
 if TYPE_CHECKING:
+    import logging
+
     from tiermem.core import llm as llmmod
     from tiermem.core.engine import Memory
 else:  # the LLM client (urllib, http.client) loads only when an extraction uses it
     llmmod = lazy_import("tiermem.core.llm")
+    logging = lazy_import("logging")  # only a warning needs it: start-up stays fast
 
 __all__ = ["Edge", "Entity", "GraphStore", "IndexReport", "index_episode", "index_memories"]
-log = logging.getLogger(__name__)
 MAX_NGRAM = 4
 _TOKEN = re.compile(r"https?://\S+|[\w.&'+-]+")
 _EXTRACT_SCHEMA: dict[str, Any] = {
@@ -63,6 +64,8 @@ _EXTRACT_SCHEMA: dict[str, Any] = {
 
 @dataclass
 class IndexReport:
+    """What indexing texts into the graph found and added."""
+
     texts: int = 0
     entities: set[str] = field(default_factory=set)
     relations: int = 0
@@ -173,7 +176,7 @@ def _llm_extract(
         return _from_reply(reply)
     except (llmmod.LLMError, ValueError, KeyError, TypeError) as exc:
         report.notes.append(f"graph: LLM extraction failed ({exc}), pattern extraction used")
-        log.warning("graph extraction fell back to the patterns: %s", exc)
+        logging.getLogger(__name__).warning("graph extraction fell back to the patterns: %s", exc)
         return None
 
 

@@ -97,6 +97,8 @@ _PRONOUN_SKIP = frozenset({"He", "She", "They", "We", "It", "This", "That", "You
 
 @dataclass(frozen=True)
 class Relation:
+    """Subject → predicate → object, valid between two dates when the text bounds it."""
+
     subject: str
     predicate: str
     object: str
@@ -106,6 +108,8 @@ class Relation:
 
 @dataclass
 class Extraction:
+    """The entities and relations one text states."""
+
     entities: dict[str, str] = field(default_factory=dict)
     """name → kind."""
     relations: list[Relation] = field(default_factory=list)

@@ -4,15 +4,21 @@ episodes. Everything is scoped to one agent."""
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.graph.extract import EXCLUSIVE, KINDS, Relation
+from tiermem.core.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import difflib
+    import hashlib
+else:  # only adding an entity looks for a near name: a search that reads the graph skips it
+    difflib = lazy_import("difflib")
+    hashlib = lazy_import("hashlib")  # only naming new items hashes: reads skip loading OpenSSL
 
 NEAR_SCAN_LIMIT = 5000
 """Entities of one kind compared by name similarity; a bigger graph matches names exactly."""
@@ -21,6 +27,8 @@ _PUNCT = re.compile(r"[^\w\s:/.@+-]")
 
 @dataclass(frozen=True)
 class Entity:
+    """A person, project, place, tool or other thing the graph knows by name."""
+
     id: str
     name: str
     kind: str
@@ -39,6 +47,8 @@ class Entity:
 
 @dataclass(frozen=True)
 class Edge:
+    """A stored relation between two entities, with its validity window."""
+
     id: str
     subject: str
     predicate: str

@@ -107,6 +107,14 @@ def test_commands_that_do_not_search_load_no_search_code(
         assert module not in loaded, f"{' '.join(args)} loaded {module}"
 
 
+def test_retrieve_loads_neither_logging_nor_hashing_nor_the_duplicate_check(
+    tmp_path: Path,
+) -> None:
+    loaded = loaded_by(tmp_path / "home", "retrieve", "quokka")
+    for module in ("logging", "hashlib", "difflib", "tiermem.core.dedup", "tiermem.core.metadata"):
+        assert module not in loaded, f"retrieve loaded {module}"
+
+
 def test_retrieve_without_a_graph_loads_no_graph_code(tmp_path: Path) -> None:
     loaded = loaded_by(tmp_path / "home", "retrieve", "quokka")
     assert "tiermem.core.retrieve" in loaded
