@@ -122,6 +122,7 @@ class Memory:
         self._pending = reinforce.Pending()
         self._pending_lock = threading.Lock()  # reads may come from several threads
         self._writing: reinforce.Pending | None = None
+        self._counts_mark = tokens.uncounted_mark()  # see `_write_pending`
         self.db.on_begin = self._write_pending
         self.db.on_rollback = self._keep_pending
 
@@ -177,9 +178,9 @@ class Memory:
         return bool(self._pending)
 
     def flush_reinforcement(self) -> None:
-        """Write the pending reinforcement of reads in one short transaction (no fsync wait:
-        counts are bookkeeping)."""
-        if self._pending:
+        """Write the pending reinforcement of reads, and the token counts reads made, in one
+        short transaction (no fsync wait: counts are bookkeeping)."""
+        if self._pending or (self._counts_mark != tokens.uncounted_mark() and not self.read_only):
             with self.db.relaxed_transaction():
                 pass  # the transaction's start writes them (`_write_pending`)
 
@@ -188,9 +189,10 @@ class Memory:
             self._writing = self._pending.take() if self._pending else None
         if self._writing is not None:
             reinforce.write(self.memories, self.trees, self.metrics, self._writing)
-        if tokens.uncounted_seen():  # a read counted memories stored uncounted: keep the counts
+        mark = tokens.uncounted_mark()
+        if mark != self._counts_mark:  # reads counted memories stored uncounted: keep the counts
             self.memories.store_counts()
-            tokens.forget_uncounted()
+            self._counts_mark = mark
 
     def _keep_pending(self) -> None:
         """A write that carried pending reads rolled back: they wait for the next one."""

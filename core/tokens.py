@@ -27,7 +27,7 @@ UNCOUNTED = 0
 """A memory's stored token count before anything counted it. A non-empty text has at least one
 token, so 0 is never the real count of a memory's text."""
 
-_pending = {"uncounted": False}  # this process read a memory stored uncounted
+_counted = {"uncounted": 0}  # memories stored uncounted that this process has counted
 
 
 @cache
@@ -62,15 +62,11 @@ def counted(text: str, stored: int) -> int:
     """A memory's token count: `stored`, or `text` counted now if it was stored `UNCOUNTED`."""
     if stored != UNCOUNTED or not text:
         return stored
-    _pending["uncounted"] = True
+    _counted["uncounted"] += 1
     return count_tokens(text)
 
 
-def uncounted_seen() -> bool:
-    """Whether a read of this process met a memory stored uncounted since `forget_uncounted`."""
-    return _pending["uncounted"]
-
-
-def forget_uncounted() -> None:
-    """The counts of the memories met so far were stored."""
-    _pending["uncounted"] = False
+def uncounted_mark() -> int:
+    """How many memories stored uncounted this process has counted so far: a `Memory` compares
+    it with the mark it took before, to know whether its reads counted any."""
+    return _counted["uncounted"]

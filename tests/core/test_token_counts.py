@@ -61,3 +61,16 @@ def test_store_in_json_reports_the_exact_count(tmp_path: Path, capsys) -> None:
     home = tmp_path / "home"
     assert run(["--home", str(home), "--json", "store", "--text", SHORT, "--category", "x"]) == 0
     assert json.loads(capsys.readouterr().out)["tokens"] == count_tokens(SHORT)
+
+
+def test_a_read_that_returns_nothing_to_reinforce_still_keeps_the_count(
+    tmp_path: Path, capsys
+) -> None:
+    home = tmp_path / "home"
+    assert run(["--home", str(home), "--json", "store", "--text", SHORT, "--category", "x"]) == 0
+    memory_id = json.loads(capsys.readouterr().out)["id"]
+    with Memory(home) as mem:
+        assert stored_count(mem, memory_id) == 0
+    assert run(["--home", str(home), "get", memory_id]) == 0
+    with Memory(home) as mem:
+        assert stored_count(mem, memory_id) == count_tokens(SHORT)
