@@ -4,13 +4,19 @@
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import re
 from dataclasses import dataclass, field
 from functools import cache
+from typing import TYPE_CHECKING
 
+from tiermem.core.lazy import lazy_import
 from tiermem.core.terms import STOPWORDS
+
+if TYPE_CHECKING:
+    import calendar
+else:  # only an extraction names months and days
+    calendar = lazy_import("calendar")
 
 KINDS = ("person", "project", "organisation", "place", "tool", "url", "other")
 OWNER = "User"
@@ -73,8 +79,10 @@ def _compiled() -> tuple[list[tuple[re.Pattern[str], str, str, str]], re.Pattern
     return relations, re.compile(_ROLE)
 
 
-_URL = re.compile(r"https?://[^\s<>()\"']+")
-_ORG_SUFFIX = re.compile(
+# The patterns below are compiled on first use (by `re`'s own cache): reading the graph never
+# needs them.
+_URL = r"https?://[^\s<>()\"']+"
+_ORG_SUFFIX = (
     r"\b(?:Inc|Ltd|LLC|GmbH|Corp|Corporation|Labs|University|Bank|Foundation|Group|AG|SA)\.?$"
 )
 TOOLS = frozenset(
@@ -83,14 +91,11 @@ TOOLS = frozenset(
     figma aws gcp azure kafka grafana prometheus django flask fastapi node.js nodejs npm pytest
     mypy ruff tmux zsh bash openai claude ollama turso libsql textual""".split()  # noqa: SIM905
 )
-_MONTHS = {m.casefold(): i for i, m in enumerate(calendar.month_name) if m}
-_MONTHS |= {m.casefold(): i for i, m in enumerate(calendar.month_abbr) if m}
-_DAYS = frozenset(d.casefold() for d in [*calendar.day_name, *calendar.day_abbr])
-_DATE = re.compile(
+_DATE = (
     r"\b(?P<w>since|from|in|on|as of|until|till|through)\s+(?:(?P<d>\d{1,2})\s+)?"
-    r"(?:(?P<iso>(?:19|20)\d\d-\d\d(?:-\d\d)?)|(?P<m>[A-Z][a-z]+)\s+(?P<y>(?:19|20)\d\d))",
+    r"(?:(?P<iso>(?:19|20)\d\d-\d\d(?:-\d\d)?)|(?P<m>[A-Z][a-z]+)\s+(?P<y>(?:19|20)\d\d))"
 )
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+|,\s*(?=(?:and\s+)?(?:then|but|later|now)\b)")
+_SENTENCE = r"(?<=[.!?;])\s+|\n+|,\s*(?=(?:and\s+)?(?:then|but|later|now)\b)"
 _PERSONAL = frozenset({"He", "She"})
 _PRONOUN_SKIP = frozenset({"He", "She", "They", "We", "It", "This", "That", "You", "There"})
 
@@ -126,9 +131,9 @@ class Extraction:
 def extract(text: str, speaker: str = "") -> Extraction:
     """The entities and relations `text` states. `speaker` "user" lets "I" be the owner."""
     out = Extraction()
-    for url in _URL.findall(text):
+    for url in re.findall(_URL, text):
         out.add(url.rstrip(".,;:!?"), "url")
-    for sentence in _SENTENCE.split(text):
+    for sentence in re.split(_SENTENCE, text):
         _sentence(sentence, out, speaker)
     for word in re.findall(r"[\w.+-]+", text):
         word = word.rstrip(".")
@@ -157,7 +162,7 @@ def _sentence(sentence: str, out: Extraction, speaker: str) -> None:
             speaker,
         )
     for name in proper_names(sentence):
-        kind = "organisation" if _ORG_SUFFIX.search(name) else "other"
+        kind = "organisation" if re.search(_ORG_SUFFIX, name) else "other"
         out.add(name, kind)
 
 
@@ -183,7 +188,7 @@ def _relation(
         return
     if skind == "person" and subject != OWNER:
         out.last_person = subject
-    if _ORG_SUFFIX.search(obj) and okind in ("project", "place"):
+    if re.search(_ORG_SUFFIX, obj) and okind in ("project", "place"):
         okind = "organisation"
     if obj.casefold() in TOOLS:
         okind = "tool"
@@ -206,11 +211,11 @@ def proper_names(sentence: str) -> list[str]:
     out = []
     for m in re.finditer(_NAME, sentence):
         name = clean_name(m.group(0))
-        if not name or name in _PRONOUN_SKIP or name.casefold() in _MONTHS:
+        if not name or name in _PRONOUN_SKIP or name.casefold() in _months():
             continue
         if m.start() == 0 and " " not in name:
             continue
-        if name.split()[0].casefold() in STOPWORDS or name.casefold() in _DAYS:
+        if name.split()[0].casefold() in STOPWORDS or name.casefold() in _days():
             continue
         if " " not in name and name.isupper() and len(name) <= 4:
             continue  # an acronym (API, EUR, VAT) is a word, not a thing
@@ -221,7 +226,7 @@ def proper_names(sentence: str) -> list[str]:
 def _window(sentence: str) -> tuple[float | None, float | None]:
     """The dates a sentence bounds its relations with: (from, until)."""
     start = end = None
-    for m in _DATE.finditer(sentence):
+    for m in re.finditer(_DATE, sentence):
         ts = _date(m)
         if ts is None:
             continue
@@ -238,10 +243,23 @@ def _date(m: re.Match[str]) -> float | None:
             parts = [int(p) for p in m.group("iso").split("-")]
             day = dt.date(parts[0], parts[1], parts[2] if len(parts) > 2 else 1)
         else:
-            month = _MONTHS.get(m.group("m").casefold())
+            month = _months().get(m.group("m").casefold())
             if month is None:
                 return None
             day = dt.date(int(m.group("y")), month, int(m.group("d") or 1))
     except ValueError:
         return None
     return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp()
+
+
+@cache
+def _months() -> dict[str, int]:
+    """Month names and abbreviations → 1..12 (folded)."""
+    names = {m.casefold(): i for i, m in enumerate(calendar.month_name) if m}
+    return names | {m.casefold(): i for i, m in enumerate(calendar.month_abbr) if m}
+
+
+@cache
+def _days() -> frozenset[str]:
+    """Day names and abbreviations (folded)."""
+    return frozenset(d.casefold() for d in [*calendar.day_name, *calendar.day_abbr])
