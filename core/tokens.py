@@ -53,11 +53,6 @@ def head(text: str, tokens: int) -> str:
     return str(_encoding().decode(encoded[: max(0, tokens)]))
 
 
-def loaded() -> bool:
-    """Whether this process has loaded the tokenizer (then counting is cheap)."""
-    return _encoding.cache_info().currsize > 0
-
-
 def counted(text: str, stored: int) -> int:
     """A memory's token count: `stored`, or `text` counted now if it was stored `UNCOUNTED`."""
     if stored != UNCOUNTED or not text:
