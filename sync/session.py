@@ -3,6 +3,7 @@ device's settings and secrets (token, device key, vault key) and the vault's `Re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Self
 
 import httpx
@@ -123,11 +124,15 @@ class Session:
 
     def remote(self, s: Settings) -> Remote:
         """The vault's server for these settings (failures recorded in this home's journal)."""
-        if self._remote is None or self._remote.url != s.url:
+        return self.remote_at(s.url, lambda: self.token(s))
+
+    def remote_at(self, url: str, token: Callable[[], str | None]) -> Remote:
+        """The server at `url` (before any settings exist: `sync init`'s first look)."""
+        if self._remote is None or self._remote.url != url:
             self._drop_remote()
             self._remote = Remote(
-                s.url,
-                lambda: self.token(s),
+                url,
+                token,
                 timeout=self._timeout,
                 transport=self._transport,
                 journal_of=self.mem,

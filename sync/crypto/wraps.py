@@ -27,8 +27,10 @@ from tiermem.core.errors import (
     WrongPassphrase,
 )
 from tiermem.sync.crypto.base import (
+    AGENT_TAG_LEN,
     COMMIT_LEN,
     FORMAT_V1,
+    INFO_AGENT_TAG,
     INFO_CHAIN,
     INFO_DEVICE_LIST,
     INFO_DEVICE_WRAP,
@@ -105,6 +107,15 @@ def parse_recovery_key(text: str) -> bytes:
     if not hmac.compare_digest(check, _recovery_check(key)):
         raise MalformedKey("recovery key has a typo (its checksum does not match)")
     return key
+
+
+def keyed_agent_tag(recovery_key: bytes, agent_id: str) -> bytes:
+    """How the server files a vault's rows: ``HMAC-SHA256(HKDF(recovery key,
+    "tiermem/v1/agent-tag-key"), agent id)[:16]``. Without the recovery key nobody can tell
+    which agent id a tag stands for (an unkeyed hash lets a guessed id be confirmed)."""
+    check_key(recovery_key, "recovery key")
+    tag_key = hkdf(recovery_key, None, INFO_AGENT_TAG)
+    return hmac.new(tag_key, agent_id.encode(), hashlib.sha256).digest()[:AGENT_TAG_LEN]
 
 
 # ------------------------------------------------------------------------------------ key wraps

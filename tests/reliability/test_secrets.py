@@ -94,7 +94,9 @@ def test_every_sync_command_with_sentinel_secrets(
     base = ["--home", home, "--agent-id", agent, "--json"]
     code, out = run_cli(capsys, *base, "hot", "--add-lesson", "Keep the vault key wrapped")
     assert code == 0
-    code, out = run_cli(capsys, *base, "sync", "init", "--url", sqld.url, "--passphrase")
+    code, out = run_cli(
+        capsys, *base, "sync", "init", "--url", sqld.url, "--passphrase", "--new-vault"
+    )
     assert code == 0 and "recovery_key" not in json.loads(out)  # it came from the environment
     for command in (["sync", "push"], ["sync", "status"], ["doctor"]):
         code, out = run_cli(capsys, *base, *command)
