@@ -133,8 +133,10 @@ class SyncEngine(Session):
         """How many vaults the server at `url` holds besides this device's own, if it has one
         pending (`setup.other_vaults`)."""
         s = self.settings()
-        remote = self.remote_at(to_base_url(url), lambda: token)
-        return setup.other_vaults(remote, self.agent_id, policy, b"" if s is None else s.tag)
+        if token is None and s is not None:
+            token = self.token(s)  # a pending init's stored token
+        with self.remote_at(to_base_url(url), token) as remote:
+            return setup.other_vaults(remote, self.agent_id, policy, b"" if s is None else s.tag)
 
     def pending_init(self) -> bool:
         return setup.pending_init(self)

@@ -124,21 +124,22 @@ class Session:
 
     def remote(self, s: Settings) -> Remote:
         """The vault's server for these settings (failures recorded in this home's journal)."""
-        return self.remote_at(s.url, lambda: self.token(s))
-
-    def remote_at(self, url: str, token: Callable[[], str | None]) -> Remote:
-        """The server at `url` (before any settings exist: `sync init`'s first look)."""
-        if self._remote is None or self._remote.url != url:
+        if self._remote is None or self._remote.url != s.url:
             self._drop_remote()
-            self._remote = Remote(
-                url,
-                token,
-                timeout=self._timeout,
-                transport=self._transport,
-                journal_of=self.mem,
-                insecure_http=insecure_http_allowed(self.mem),
-            )
+            self._remote = self.remote_at(s.url, lambda: self.token(s))
         return self._remote
+
+    def remote_at(self, url: str, token: str | Callable[[], str | None] | None) -> Remote:
+        """A new client of the server at `url` (the caller closes it): what `remote` keeps,
+        and `sync init`'s look at the server before any settings exist."""
+        return Remote(
+            url,
+            token,
+            timeout=self._timeout,
+            transport=self._transport,
+            journal_of=self.mem,
+            insecure_http=insecure_http_allowed(self.mem),
+        )
 
     def _drop_remote(self) -> None:
         if self._remote is not None:

@@ -69,9 +69,10 @@ def pull(home: Path, agent_id: str) -> set[str]:
 
 
 def cli(
-    capsys: pytest.CaptureFixture[str], home: Path, agent_id: str, *args: str
+    capsys: pytest.CaptureFixture[str], home: Path, agent_id: str, *args: str, stdin: str = ""
 ) -> tuple[int, str, str]:
-    sys.stdin = io.StringIO("")
+    """`tiermem` in-process (no terminal; the token from $TIERMEM_SYNC_TOKEN)."""
+    sys.stdin = io.StringIO(stdin)
     try:
         code = run(["--home", str(home), "--agent-id", agent_id, *args])
     finally:
@@ -109,12 +110,25 @@ def test_a_new_vault_leaves_no_row_under_the_guessable_hash_of_its_agent_id(
 
 
 def test_devices_joined_by_pairing_and_by_recovery_key_sync_under_the_keyed_tag(
-    tmp_path: Path, agent_id: str, sqld: SqldServer, client: HranaClient
+    tmp_path: Path,
+    agent_id: str,
+    sqld: SqldServer,
+    client: HranaClient,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("TIERMEM_SYNC_TOKEN", sqld.token)
     with first_device(tmp_path / "a", agent_id, sqld) as (mem_a, engine_a, key):
         keyed = crypto.keyed_agent_tag(key, agent_id)
         pair(tmp_path / "b", agent_id, sqld, engine_a, "phone")
-        join_with_recovery(tmp_path / "c", agent_id, sqld, key, "laptop")
+        code, _, err = cli(
+            capsys,
+            tmp_path / "c",
+            agent_id,
+            *("sync", "add-device", "--recovery", "--url", sqld.url, "--stdin"),
+            stdin=crypto.format_recovery_key(key) + "\n",
+        )
+        assert code == 0, err
         for home in ("b", "c"):
             assert stored_tag(tmp_path / home, agent_id) == keyed  # the approval carried it
         store_and_push(tmp_path / "b", agent_id, "the paired phone saw a heron")
@@ -127,8 +141,13 @@ def test_devices_joined_by_pairing_and_by_recovery_key_sync_under_the_keyed_tag(
 
 
 def test_restore_by_recovery_key_and_by_passphrase_alone_finds_the_keyed_vault(
-    tmp_path: Path, agent_id: str, sqld: SqldServer
+    tmp_path: Path,
+    agent_id: str,
+    sqld: SqldServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("TIERMEM_SYNC_TOKEN", sqld.token)
     with first_device(tmp_path / "a", agent_id, sqld, passphrase=PASSPHRASE) as (
         mem_a,
         engine_a,
@@ -136,9 +155,21 @@ def test_restore_by_recovery_key_and_by_passphrase_alone_finds_the_keyed_vault(
     ):
         mem_a.store("the spare key is under the blue pot", "home/keys", 0.8)
         assert engine_a.push(policy()).pushed
-        by_key = restore(tmp_path / "k", agent_id, sqld.url, sqld.token, recovery_key=key)
-        by_pw = restore(tmp_path / "p", agent_id, sqld.url, sqld.token, passphrase=PASSPHRASE)
-        assert (by_key.unlocked_with, by_pw.unlocked_with) == ("recovery-key", "passphrase")
+        unlocked = []
+        for home, flags, secret in (
+            ("k", (), crypto.format_recovery_key(key)),
+            ("p", ("--passphrase",), PASSPHRASE),
+        ):
+            code, out, err = cli(
+                capsys,
+                tmp_path / home,
+                agent_id,
+                *("--json", "restore", "--url", sqld.url, "--stdin", *flags),
+                stdin=secret + "\n",
+            )
+            assert code == 0, err
+            unlocked.append(json.loads(out)["unlocked_with"])
+        assert unlocked == ["recovery-key", "passphrase"]
         for home in ("k", "p"):
             assert stored_tag(tmp_path / home, agent_id) == tag_of(mem_a)
             with Memory(tmp_path / home, agent_id) as mem:
