@@ -10,6 +10,7 @@ import dataclasses
 import os
 import uuid
 from dataclasses import dataclass
+from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
@@ -161,23 +162,25 @@ def init(
     return dataclasses.replace(result, token_stored=token_stored)
 
 
+_HAS_WRAPS: Final = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'key_wraps'"
+
+
 def other_vaults(
     remote: Remote, agent_id: str, policy: RetryPolicy | None = None, own_tag: bytes = b""
 ) -> int:
-    """How many vaults (other than `own_tag`'s) the server holds (one request).
+    """How many vaults (other than `own_tag`'s) the server holds (two small reads: a fresh
+    server has no table, and asking it for one would be logged as a failure).
     `AlreadyInitialised` when one is an old vault of this very agent (its tag is the unkeyed
     hash of the agent id, so that much can be told)."""
-    try:
-        rows = remote.execute(
-            "SELECT count(DISTINCT agent_tag), coalesce(max(agent_tag = ?), 0) FROM key_wraps "
-            "WHERE kind = 'recovery' AND agent_tag != ?",
-            (agent_tag(agent_id), own_tag),
-            policy or RetryPolicy(),
-        ).rows
-    except SqlError as exc:
-        if "no such table" not in str(exc):
-            raise
+    policy = policy or RetryPolicy()
+    if not remote.execute(_HAS_WRAPS, (), policy).rows:
         return 0
+    rows = remote.execute(
+        "SELECT count(DISTINCT agent_tag), coalesce(max(agent_tag = ?), 0) FROM key_wraps "
+        "WHERE kind = 'recovery' AND agent_tag != ?",
+        (agent_tag(agent_id), own_tag),
+        policy,
+    ).rows
     count, old = (int(str(v)) for v in rows[0])
     if old:
         raise AlreadyInitialised(_held_message(agent_id))

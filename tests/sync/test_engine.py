@@ -276,8 +276,8 @@ def test_init_twice_and_a_second_vault_beside_others_are_refused(
 def test_init_whose_answer_was_lost_still_completes(
     mem: Memory, sqld: SqldServer, fault_proxy: FaultProxy, client: HranaClient
 ) -> None:
-    # The look for other vaults passes; the registration commits and its answer is lost.
-    fault_proxy.script(faultproxy.PASS, faultproxy.DROP_AFTER_COMMIT)
+    # The look for other vaults (two reads) passes; the registration commits, its answer lost.
+    fault_proxy.script(faultproxy.PASS, faultproxy.PASS, faultproxy.DROP_AFTER_COMMIT)
     engine, _ = init_engine(mem, fault_proxy.url, sqld.token)
     assert settings(engine).status == "ready"
     rows = client.execute(
