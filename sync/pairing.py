@@ -19,8 +19,9 @@ nothing is sent.
 
 The request is filed under the unkeyed tag of the agent id (`state.agent_tag`): the new device
 knows nothing else yet. So while a pairing is pending, a server can confirm a guessed agent id
-from its ``pairings`` row (deleted when the pairing ends or expires); the vault's own rows stay
-under its keyed tag, which the approval carries to the new device inside the sealed answer.
+from its ``pairings`` row (deleted when the pairing completes or is cancelled, or once expired);
+the vault's own rows stay under its keyed tag, which the approval carries inside the sealed
+answer.
 """
 
 from __future__ import annotations
