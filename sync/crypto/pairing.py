@@ -129,7 +129,8 @@ def _pairing_key(own: X25519PrivateKey, peer_public: bytes, transcript: PairingT
 
 _BUNDLE = struct.Struct(">I")
 _ANCHOR = struct.Struct(">II")
-_ANCHOR_LEN: Final = _ANCHOR.size + 32
+_HEAD_LEN: Final = 32
+_ANCHOR_LEN: Final = _ANCHOR.size + _HEAD_LEN
 
 
 def seal_pairing_bundle(
@@ -157,7 +158,9 @@ def seal_pairing_bundle(
     if anchor is not None:
         floor, seq, head = anchor
         check_epoch(floor)
-        plain += _ANCHOR.pack(floor, seq) + head
+        if len(head) not in (0, _HEAD_LEN):
+            raise ValueError("a roster head is 32 bytes (none: empty)")
+        plain += _ANCHOR.pack(floor, seq) + (head or bytes(_HEAD_LEN))  # zeros: no roster
     if tag is not None:
         if anchor is None or len(tag) != AGENT_TAG_LEN:
             raise ValueError("a tag goes after an anchor and is 16 bytes")
@@ -200,4 +203,6 @@ def open_pairing_answer(
         return epoch, vault_key, None, None
     floor, seq = _ANCHOR.unpack_from(rest)
     head, tag = rest[_ANCHOR.size : _ANCHOR_LEN], rest[_ANCHOR_LEN:]
+    if head == bytes(_HEAD_LEN):
+        head = b""  # the vault has no roster yet
     return epoch, vault_key, (floor, seq, head), tag or None

@@ -424,3 +424,20 @@ def test_the_pairing_answer_carries_the_tag_sealed() -> None:
     damaged[-20] ^= 1  # inside the sealed tag
     with pytest.raises(crypto.WrongKey):
         crypto.open_pairing_answer(new, transcript, bytes(damaged))
+
+
+def test_a_pairing_answer_from_a_vault_without_a_roster_opens() -> None:
+    """A vault whose roster is not made yet (a resumed init) answers with an empty roster head:
+    the joiner opens it and sees no roster, instead of rejecting it as truncated."""
+    new, approver = crypto.generate_device_key(), crypto.generate_device_key()
+    transcript = crypto.PairingTranscript(
+        "agent",
+        os.urandom(16),
+        crypto.device_public_bytes(new),
+        os.urandom(16),
+        crypto.device_public_bytes(approver),
+        os.urandom(16),
+    )
+    key, tag = crypto.generate_vault_key(), os.urandom(16)
+    sealed = crypto.seal_pairing_bundle(approver, transcript, 2, key, anchor=(2, 0, b""), tag=tag)
+    assert crypto.open_pairing_answer(new, transcript, sealed) == (2, key, (2, 0, b""), tag)
