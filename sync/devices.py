@@ -36,7 +36,7 @@ from tiermem.sync.crypto.roster import (
     signing_public_bytes,
 )
 from tiermem.sync.enroll import Enrollment, pin, recovery_enrollment
-from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, SqlError, to_base_url
+from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, to_base_url
 from tiermem.sync.remote import Remote
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
@@ -298,28 +298,13 @@ def epoch_wraps(
 ) -> tuple[int, dict[str, bytes]]:
     """The newest (or the given) epoch of the vault filed under `tag` and its
     recovery/passphrase wraps."""
-    try:
-        rows = remote.execute(
-            "SELECT epoch, kind, blob FROM key_wraps WHERE agent_tag = ? "
-            "AND kind IN ('recovery', 'passphrase') ORDER BY epoch DESC",
-            (tag,),
-            policy,
-        ).rows
-    except SqlError as exc:
-        if "no such table" not in str(exc):
-            raise
-        rows = ()
+    rows = vaults.secret_wraps(lambda sql, args: remote.execute(sql, args, policy), remote.url, tag)
     if not rows:
         raise NothingToRestore(
             f"{remote.url} holds no vault for agent {agent_id!r} (set it up with "
             "`tiermem sync init` on the first device)"
         )
-    chosen = records.server_int(rows[0][0]) if epoch is None else epoch
-    wraps = {
-        str(kind): records.server_blob(blob)
-        for e, kind, blob in rows
-        if records.server_int(e) == chosen
-    }
+    chosen, wraps = vaults.wraps_at(rows, epoch)
     if "recovery" not in wraps:
         raise NothingToRestore(f"the vault of agent {agent_id!r} has no recovery key wrap")
     return chosen, wraps

@@ -25,6 +25,8 @@ __all__ = [
     "open_with_passphrase",
     "open_with_recovery_key",
     "require_some_vault",
+    "secret_wraps",
+    "wraps_at",
 ]
 
 MAX_CANDIDATES: Final = 16
@@ -54,7 +56,8 @@ class Opened:
     key: bytes
 
 
-def _secret_wraps(select: Select, url: str, tag: bytes) -> Rows:
+def secret_wraps(select: Select, url: str, tag: bytes) -> Rows:
+    """The recovery and passphrase wraps filed under `tag`, newest epoch first."""
     try:
         return select(_SECRET_WRAPS, (tag,)).rows
     except SqlError as exc:
@@ -63,9 +66,9 @@ def _secret_wraps(select: Select, url: str, tag: bytes) -> Rows:
         raise NothingToRestore(f"{url} holds no tiermem vault (run `sync init` first)") from None
 
 
-def _newest(rows: Rows) -> tuple[int, dict[str, bytes]]:
-    """The newest epoch and its wraps by kind."""
-    epoch = records.server_int(rows[0][0])
+def wraps_at(rows: Rows, epoch: int | None = None) -> tuple[int, dict[str, bytes]]:
+    """The newest (or the given) epoch of `secret_wraps` rows and its wraps by kind."""
+    epoch = records.server_int(rows[0][0]) if epoch is None else epoch
     by_kind = {
         str(kind): records.server_blob(blob)
         for e, kind, blob in rows
@@ -92,7 +95,7 @@ def open_with_recovery_key(select: Select, url: str, agent_id: str, recovery_key
     """The vault `recovery_key` opens: under its keyed tag, else (a vault set up before keyed
     tags) under the unkeyed one."""
     for tag in (crypto.keyed_agent_tag(recovery_key, agent_id), agent_tag(agent_id)):
-        rows = _secret_wraps(select, url, tag)
+        rows = secret_wraps(select, url, tag)
         if rows:
             break
     else:
@@ -100,7 +103,7 @@ def open_with_recovery_key(select: Select, url: str, agent_id: str, recovery_key
             f"{url} holds no vault for agent {agent_id!r} under this recovery key (set it up "
             "with `tiermem sync init` on the first device)"
         )
-    newest, by_kind = _newest(rows)
+    newest, by_kind = wraps_at(rows)
     if "recovery" not in by_kind:
         raise NothingToRestore(f"the vault of agent {agent_id!r} has no recovery key wrap")
     context = crypto.WrapContext(agent_id, newest, wrap_id(tag, newest, "recovery"))
@@ -111,16 +114,16 @@ def open_with_recovery_key(select: Select, url: str, agent_id: str, recovery_key
 def open_with_passphrase(select: Select, url: str, agent_id: str, passphrase: str) -> Opened:
     """The vault `passphrase` opens, among the candidates (see the module docstring)."""
     old = agent_tag(agent_id)
-    own = _secret_wraps(select, url, old)  # first: "no tiermem vault" when there are no tables
+    own = secret_wraps(select, url, old)  # first: "no tiermem vault" when there are no tables
     listed = [records.server_blob(r[0]) for r in select(_CANDIDATES, (MAX_CANDIDATES + 1,)).rows]
     candidates = [old, *(t for t in listed if t != old)]
     capped = len(candidates) > MAX_CANDIDATES
     tried = 0
     for tag in candidates[:MAX_CANDIDATES]:
-        rows = own if tag == old else _secret_wraps(select, url, tag)
+        rows = own if tag == old else secret_wraps(select, url, tag)
         if not rows:
             continue
-        epoch, by_kind = _newest(rows)
+        epoch, by_kind = wraps_at(rows)
         blob = by_kind.get("passphrase")
         if blob is None or "recovery" not in by_kind:  # a vault a restore cannot finish
             continue

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from tests.sync.devicekit import (
     Terminal,
@@ -405,7 +406,8 @@ def test_the_keyed_tag_depends_on_the_recovery_key_and_the_agent_id() -> None:
     )
 
 
-def test_the_pairing_answer_carries_the_tag_sealed() -> None:
+def _pairing() -> tuple[X25519PrivateKey, X25519PrivateKey, crypto.PairingTranscript]:
+    """A new device, its approver and a transcript between them."""
     new, approver = crypto.generate_device_key(), crypto.generate_device_key()
     transcript = crypto.PairingTranscript(
         "agent",
@@ -415,6 +417,11 @@ def test_the_pairing_answer_carries_the_tag_sealed() -> None:
         crypto.device_public_bytes(approver),
         os.urandom(16),
     )
+    return new, approver, transcript
+
+
+def test_the_pairing_answer_carries_the_tag_sealed() -> None:
+    new, approver, transcript = _pairing()
     key, tag, anchor = crypto.generate_vault_key(), os.urandom(16), (3, 7, os.urandom(32))
     sealed = crypto.seal_pairing_bundle(approver, transcript, 3, key, anchor=anchor, tag=tag)
     assert crypto.open_pairing_answer(new, transcript, sealed) == (3, key, anchor, tag)
@@ -429,15 +436,7 @@ def test_the_pairing_answer_carries_the_tag_sealed() -> None:
 def test_a_pairing_answer_from_a_vault_without_a_roster_opens() -> None:
     """A vault whose roster is not made yet (a resumed init) answers with an empty roster head:
     the joiner opens it and sees no roster, instead of rejecting it as truncated."""
-    new, approver = crypto.generate_device_key(), crypto.generate_device_key()
-    transcript = crypto.PairingTranscript(
-        "agent",
-        os.urandom(16),
-        crypto.device_public_bytes(new),
-        os.urandom(16),
-        crypto.device_public_bytes(approver),
-        os.urandom(16),
-    )
+    new, approver, transcript = _pairing()
     key, tag = crypto.generate_vault_key(), os.urandom(16)
     sealed = crypto.seal_pairing_bundle(approver, transcript, 2, key, anchor=(2, 0, b""), tag=tag)
     assert crypto.open_pairing_answer(new, transcript, sealed) == (2, key, (2, 0, b""), tag)
