@@ -51,6 +51,8 @@ INFO_DEVICE_LIST: Final = b"tiermem/v1/device-list"
 INFO_PAIRING: Final = b"tiermem/v1/pairing"
 PAIRING_CODE_LABEL: Final = b"tiermem/v1/pairing-code"
 PAIRING_COMMIT_LABEL: Final = b"tiermem/v1/pairing-commit"
+INFO_AGENT_TAG: Final = b"tiermem/v1/agent-tag-key"
+AGENT_TAG_LEN: Final = 16
 
 MAX_U32: Final = 0xFFFFFFFF
 

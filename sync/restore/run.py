@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -17,9 +17,9 @@ import httpx
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, PointInTimePruned
 from tiermem.core.paths import validate_agent_id
-from tiermem.sync import crypto, hlc, records
+from tiermem.sync import crypto, hlc, records, vaults
 from tiermem.sync.enroll import enroll_restored
-from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, ResultSet, SqlError, to_base_url
+from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, ResultSet, to_base_url
 from tiermem.sync.keyring import KeyRing
 from tiermem.sync.prune import prune_horizon, prune_record_id
 from tiermem.sync.remote import Remote, allow_insecure_http
@@ -43,12 +43,7 @@ from tiermem.sync.restore.stream import Prefetch, Streamed, stream_memories
 from tiermem.sync.restore.swap import Swapped, swap
 from tiermem.sync.restore.verify import Verified, refusal, verify
 from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.state import (
-    HomeNotEmpty,
-    NothingToRestore,
-    agent_tag,
-    wrap_id,
-)
+from tiermem.sync.state import HomeNotEmpty, NothingToRestore
 
 _MAX_DEVICE: Final = "f" * 32
 
@@ -86,8 +81,10 @@ def parse_at(text: str) -> str:
 
 @dataclass(frozen=True)
 class _Vault:
-    """The vault as the recovery key or passphrase opened it."""
+    """The vault as the recovery key or passphrase opened it (`tag`: what the server files
+    it under)."""
 
+    tag: bytes
     epoch: int
     wraps: dict[str, bytes]
     key: bytes
@@ -224,9 +221,7 @@ def _verify(job: _Job, vault: _Vault, select: Callable[[str, Args], ResultSet]) 
     """The server's copy against the vault's manifests; without salvage, damage stops here."""
     ring = vault.ring
     skip = {prune_record_id(ring)}
-    found = verify(
-        select, ring, agent_tag(job.agent_id), skip, job.at, vault.horizon, job.page_rows
-    )
+    found = verify(select, ring, vault.tag, skip, job.at, vault.horizon, job.page_rows)
     error = refusal(found)
     if error is not None and not job.salvage:
         raise error
@@ -265,7 +260,7 @@ def _fetch(
 ) -> _Fetched:
     """Step 1 (the critical state) while the totals and the first page are fetched, then
     step 2 (the memories into the staging table)."""
-    tag = agent_tag(job.agent_id)
+    tag = vault.tag
     prefetch = Prefetch(
         lambda after, limit: select(records.SELECT_PAGE, (tag, after, limit)),
         lambda: select(
@@ -284,7 +279,9 @@ def _fetch(
             vault.ring,
             vault.critical_rid,
             job.at,
-            RestoreKeys(job.base, vault.epoch, vault.key, vault.wraps, "", job.token_to_store),
+            RestoreKeys(
+                job.base, vault.epoch, vault.key, vault.wraps, "", job.token_to_store, vault.tag
+            ),
             Marker(job.base, vault.critical_rid.hex(), job.at, "", job.clock()),
             driver=job.driver,
             clock=job.clock,
@@ -352,21 +349,16 @@ def _open_vault(
     passphrase: str | None,
     at: str | None,
 ) -> _Vault:
-    """Unlock the newest epoch's key; refuse a point in time older than the prune horizon."""
-    tag = agent_tag(agent_id)
-    try:
-        wraps = select(
-            "SELECT epoch, kind, blob FROM key_wraps WHERE agent_tag = ? "
-            "AND kind IN ('recovery', 'passphrase') ORDER BY epoch DESC",
-            (tag,),
-        ).rows
-    except SqlError as exc:
-        if "no such table" not in str(exc):
-            raise
-        raise NothingToRestore(f"{base} holds no tiermem vault (run `sync init` first)") from None
-    if not wraps:
-        raise NothingToRestore(f"{base} holds no vault for agent {agent_id!r}")
-    epoch, by_kind, vault_key, unlocked = _unlock(wraps, agent_id, recovery_key, passphrase)
+    """Find and unlock the vault's newest epoch key (`vaults`); refuse a point in time older
+    than the prune horizon."""
+    unlocked: Unlock = "recovery-key"
+    if recovery_key is not None:
+        opened = vaults.open_with_recovery_key(select, base, agent_id, recovery_key)
+    else:
+        assert passphrase is not None
+        opened = vaults.open_with_passphrase(select, base, agent_id, passphrase)
+        unlocked = "passphrase"
+    tag, epoch, by_kind, vault_key = opened.tag, opened.epoch, opened.wraps, opened.key
     ring = KeyRing.unlocked(agent_id, epoch, vault_key, select, tag)
     critical_rid = records.record_id(ring.id_key, records.CRITICAL_TABLE, agent_id)
     horizon = prune_horizon(select, ring, tag)
@@ -375,7 +367,7 @@ def _open_vault(
             f"versions before {horizon} were pruned; the oldest point in time that "
             f"restores completely is {horizon}"
         )
-    return _Vault(epoch, by_kind, vault_key, unlocked, ring, critical_rid, horizon)
+    return _Vault(tag, epoch, by_kind, vault_key, unlocked, ring, critical_rid, horizon)
 
 
 def _step_one(
@@ -492,32 +484,3 @@ def _critical_candidates(
             )
         )
     return out
-
-
-def _unlock(
-    wraps: Sequence[Sequence[object]],
-    agent_id: str,
-    recovery_key: bytes | None,
-    passphrase: str | None,
-) -> tuple[int, dict[str, bytes], bytes, Unlock]:
-    """The newest epoch, its wraps by kind, and its vault key unwrapped with the given secret."""
-    epoch = records.server_int(wraps[0][0])
-    by_kind = {
-        str(kind): records.server_blob(blob)
-        for e, kind, blob in wraps
-        if records.server_int(e) == epoch
-    }
-    if "recovery" not in by_kind:
-        raise NothingToRestore(f"the vault of agent {agent_id!r} has no recovery key wrap")
-    if recovery_key is not None:
-        context = crypto.WrapContext(agent_id, epoch, wrap_id(agent_id, epoch, "recovery"))
-        key = crypto.unwrap_with_recovery_key(by_kind["recovery"], recovery_key, context)
-        return epoch, by_kind, key, "recovery-key"
-    assert passphrase is not None
-    if "passphrase" not in by_kind:
-        raise NothingToRestore(
-            f"the vault of agent {agent_id!r} has no passphrase; use the recovery key"
-        )
-    context = crypto.WrapContext(agent_id, epoch, wrap_id(agent_id, epoch, "passphrase"))
-    key = crypto.unwrap_with_passphrase(by_kind["passphrase"], passphrase, context)
-    return epoch, by_kind, key, "passphrase"
