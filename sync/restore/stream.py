@@ -4,8 +4,10 @@ cursor), the next page fetched while the current one is stored."""
 
 from __future__ import annotations
 
+import functools
+import queue
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -44,47 +46,62 @@ _STAGE: Final = (
 
 
 class Prefetch:
-    """Remote pages in commit order, each fetched while the caller works on the one before (a
-    high-latency link then costs about one round trip per page, not two). Started before the
-    critical state is written, with the totals for the progress bar first."""
+    """Remote pages in commit order, fetched by a thread that runs at most `ahead` pages ahead
+    of the caller (memory stays flat however large the vault): a high-latency link then costs
+    about one round trip per page, overlapped with storing the one before. Started before the
+    vault is opened and checked, so the first pages are on their way meanwhile."""
 
     def __init__(
-        self,
-        fetch: Callable[[int, int], ResultSet],
-        totals: Callable[[], ResultSet],
-        after: int,
-        limit: int,
+        self, fetch: Callable[[int, int], ResultSet], after: int, limit: int, ahead: int = 2
     ) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tiermem-restore")
         self._fetch = fetch
         self._limit = limit
         self.after = after
-        self._totals: Future[ResultSet] = self._pool.submit(totals)
-        self._next: Future[tuple[ResultSet, int]] | None = self._pool.submit(self._page, after)
+        self._queue: queue.Queue[list[records.RemoteRow] | BaseException | None] = queue.Queue(
+            maxsize=max(ahead - 1, 1)
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tiermem-restore", daemon=True)
+        self._thread.start()
 
-    def _page(self, after: int) -> tuple[ResultSet, int]:
-        return records.fit_page(lambda n: self._fetch(after, n), self._limit)
+    def _run(self) -> None:
+        after, limit = self.after, self._limit
+        try:
+            while not self._stop.is_set():
+                result, limit = records.fit_page(functools.partial(self._fetch, after), limit)
+                page = [records.remote_row(tuple(r)) for r in result.rows]
+                if page:
+                    self._put(page)
+                if len(page) < limit:
+                    break
+                after = page[-1].seq
+            self._put(None)
+        except BaseException as exc:  # handed to the caller, raised where it reads the page
+            self._put(exc)
 
-    def totals(self) -> tuple[int, int]:
-        row = self._totals.result().rows[0]
-        return int(str(row[0])), int(str(row[1]))
+    def _put(self, item: list[records.RemoteRow] | BaseException | None) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
 
     def pages(self) -> Iterator[list[records.RemoteRow]]:
-        while self._next is not None:
-            result, self._limit = self._next.result()
-            page = [records.remote_row(tuple(r)) for r in result.rows]
-            more = len(page) == self._limit
-            self._next = self._pool.submit(self._page, page[-1].seq) if more else None
-            if page:
-                yield page
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
 
     def __enter__(self) -> Prefetch:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._next is not None:
-            self._next.cancel()
-        self._pool.shutdown(wait=True)
+        self._stop.set()
+        self._thread.join()
 
 
 def stream_memories(
