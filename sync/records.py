@@ -246,10 +246,11 @@ def remote_row(row: tuple[object, ...] | list[object]) -> RemoteRow:
 
 def open_row(key: bytes, agent_id: str, table: str, row: RemoteRow) -> bytes:
     """Authenticate and decrypt `row` as a record of `table` (TamperedData otherwise)."""
-    if crypto.parse_envelope(row.envelope).epoch != row.epoch:
+    env = crypto.parse_envelope(row.envelope)
+    if env.epoch != row.epoch:
         raise crypto.TamperedData("a record's epoch column does not match its envelope")
-    return crypto.open_record(
-        key, context(agent_id, table, row.record_id, row.version, row.device_id), row.envelope
+    return crypto.open_envelope(
+        key, context(agent_id, table, row.record_id, row.version, row.device_id), env
     )
 
 

@@ -82,6 +82,7 @@ from tiermem.sync.crypto.base import (
 from tiermem.sync.crypto.envelope import (
     Envelope,
     RecordContext,
+    open_envelope,
     open_record,
     pad,
     padded_size,
@@ -176,6 +177,7 @@ __all__ = [
     "generate_vault_key",
     "load_device_private_key",
     "load_device_public_key",
+    "open_envelope",
     "open_pairing_answer",
     "open_pairing_bundle",
     "open_record",
