@@ -3,6 +3,7 @@ small helpers (length prefixes, HKDF, argument checks) every part uses. No I/O."
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 import struct
@@ -64,10 +65,12 @@ def lp(data: bytes) -> bytes:
 
 def hkdf(ikm: bytes, salt: bytes | None, info: bytes) -> bytes:
     """HKDF-SHA256 (RFC 5869) of one 32-byte block: extract, then the first expand block.
-    The same bytes as `cryptography`'s HKDF (a test pins that) from two one-shot HMACs, a
-    third of its cost: a restore derives one record key per record."""
-    prk = hmac.digest(salt or bytes(KEY_LEN), ikm, "sha256")
-    return hmac.digest(prk, info + b"\x01", "sha256")
+    The same bytes as `cryptography`'s HKDF (a test pins that) at a fraction of its cost: a
+    restore derives one record key per record. (`hmac.new`, not the one-shot `hmac.digest`,
+    which gives up the GIL on every call: beside a thread parsing pages that costs more than
+    the hash.)"""
+    prk = hmac.new(salt or bytes(KEY_LEN), ikm, hashlib.sha256).digest()
+    return hmac.new(prk, info + b"\x01", hashlib.sha256).digest()
 
 
 def check_key(key: bytes, what: str) -> None:
