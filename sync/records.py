@@ -434,15 +434,9 @@ def _typed_memory(plaintext: bytes, memory_id: str | None) -> MemoryVersion | No
         if p.deleted:
             return MemoryVersion(Tombstone(p.id), changed, reinforced)
         scalars: tuple[Any, ...] = (
-            p.text,
-            p.category,
-            p.importance,
-            p.created_at,
-            p.access_count,
-            p.last_access,
-            p.tier,
-            p.tier_changed_at,
-        )
+            p.text, p.category, p.importance, p.created_at, p.access_count, p.last_access,
+            p.tier, p.tier_changed_at,
+        )  # fmt: skip
         lists: tuple[Any, ...] = (p.urls, p.commands, p.paths)
         rest: tuple[Any, ...] = (p.source, p.size_bytes, p.tokens)
         if msgspec.UNSET in (*scalars, *lists, *rest, p.pinned) or p.tier not in TIERS:
@@ -548,7 +542,39 @@ def encode_manifest(m: Manifest) -> bytes:
     return canonical(data)
 
 
+class _ManifestPayload(msgspec.Struct):
+    """A manifest of the usual shape, decoded in one pass (a manifest lists every record of
+    its push); anything else goes through the checked decoder, which names what is wrong."""
+
+    format: Literal[1]
+    device: str
+    n: int
+    records: list[tuple[str, str, str, str]]
+    seen: dict[str, int] = msgspec.field(default_factory=dict)
+
+
+_MANIFEST_DECODER: Final = msgspec.json.Decoder(_ManifestPayload)
+
+
+def _typed_manifest(plaintext: bytes, device_hex: str | None) -> Manifest | None:
+    try:
+        p = _MANIFEST_DECODER.decode(plaintext)
+    except msgspec.MsgspecError:
+        return None
+    if (device_hex is not None and p.device != device_hex) or p.n < 1:
+        return None
+    if not all(line[0] in TABLES for line in p.records):
+        return None
+    entries = tuple(ManifestEntry(*line) for line in p.records)
+    return Manifest(p.device, p.n, entries, tuple(sorted(p.seen.items())))
+
+
 def decode_manifest(plaintext: bytes, device_hex: str | None = None) -> Manifest:
+    typed = _typed_manifest(plaintext, device_hex)
+    return typed if typed is not None else _general_manifest(plaintext, device_hex)
+
+
+def _general_manifest(plaintext: bytes, device_hex: str | None) -> Manifest:
     data = _load(plaintext, "manifest")
     try:
         device = _str(data["device"])

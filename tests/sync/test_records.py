@@ -74,9 +74,9 @@ FIELDS = st.sampled_from(
 )  # fmt: skip
 
 
-def _outcome(decode: object, payload: bytes) -> object:
+def _outcome(decode: object, payload: bytes, arg: str | None = None) -> object:
     try:
-        return decode(payload, None)  # type: ignore[operator]
+        return decode(payload, arg)  # type: ignore[operator]
     except crypto.CryptoError as exc:
         return type(exc), str(exc)
 
@@ -94,6 +94,31 @@ def test_the_fast_memory_decoder_agrees_with_the_checked_one(
     payload = json.dumps(data).encode()
     fast = _outcome(records.decode_memory_version, payload)
     assert fast == _outcome(records._general_memory, payload)
+
+
+@given(
+    st.sampled_from(["device", "n", "records", "seen", "format", "line", "table"]),
+    ODD_VALUES | st.just(...),
+)
+def test_the_fast_manifest_decoder_agrees_with_the_checked_one(field: str, value: object) -> None:
+    line = ["memory", "ab" * 16, VERSION, "cd" * 32]
+    data: dict[str, object] = {
+        "format": 1,
+        "device": DEVICE.hex(),
+        "n": 3,
+        "records": [line, ["metrics", "ef" * 16, VERSION, "01" * 32]],
+        "seen": {"11" * 16: 2},
+    }
+    if field in ("line", "table"):
+        line[0 if field == "table" else 2] = None if value is ... else value  # type: ignore[call-overload]
+    elif value is ...:
+        data.pop(field)
+    else:
+        data[field] = value
+    payload = json.dumps(data).encode()
+    for device in (None, DEVICE.hex()):
+        fast = _outcome(records.decode_manifest, payload, device)
+        assert fast == _outcome(records._general_manifest, payload, device)
 
 
 def test_a_memory_core_would_reject_is_damage() -> None:
