@@ -127,6 +127,8 @@ def push(session: Session, batch_bytes: int, policy: RetryPolicy | None = None) 
             break
         s = session.settings_or_fail()
         _send_batches(session, s, batches, policy, t)
+        if not has_work(session):  # one query instead of sealing nothing once more
+            break
         s = session.settings_or_fail()
     return _result(session, t, started)
 
