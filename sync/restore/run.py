@@ -230,13 +230,16 @@ def _remote_steps(
             job.page_rows,
         ) as prefetch,
     ):
-        listing = pool.submit(read_listing, select, tag, job.page_rows)
+        listed = pool.submit(read_listing, select, tag, job.page_rows)
         bodies = pool.submit(roster.read_bodies, select, tag)
         vault = _open_vault(
             select, pool, job.base, job.agent_id, recovery_key, passphrase, job.at, pending
         )
-        verified = _verify(job, vault, select, tag, listing.result())
-        fetched = _fetch(job, vault, prefetch, pending, verified, listing.result())
+        listing = listed.result()
+        totals = listing.total_rows, listing.total_bytes
+        verified = _verify(job, vault, select, tag, listing)
+        del listed, listing  # a row per record: not kept while the memories stream
+        fetched = _fetch(job, vault, prefetch, pending, verified, totals)
         requests = client.requests_sent
         # On the signed roster, with its epoch floor (never seals under a hidden rotation).
         enroll_restored(
@@ -317,7 +320,7 @@ def _fetch(
     prefetch: Prefetch,
     pending: dict[str, Any] | None,
     verified: Verified,
-    listing: Listing,
+    totals: tuple[int, int],
 ) -> _Fetched:
     """Step 1 (the critical state) while the first pages arrive, then step 2 (the memories
     into the staging table)."""
@@ -337,7 +340,6 @@ def _fetch(
         unlisted=verified.unlisted,
     )
     usable_seconds = time.perf_counter() - job.started
-    totals = listing.total_rows, listing.total_bytes
     job.report(RestoreProgress("critical", 0, totals[0], 0, totals[1], 0, True))
     streamed = stream_memories(
         job.home,
