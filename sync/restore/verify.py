@@ -73,32 +73,39 @@ class _Index:
 Select = Callable[[str, Args], ResultSet]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Listing:
-    """Every row of the vault as the server lists it (record id, version, writer), read
-    before the vault is opened, with the totals a progress bar shows."""
+    """Every row of the vault as the server lists it: the versions of each record id and the
+    writer of each version (`verify` takes these over), read before the vault is opened, with
+    the totals a progress bar shows."""
 
-    rows: list[tuple[bytes, str, bytes]]
-    total_rows: int
-    total_bytes: int
+    present: dict[bytes, list[str]] = field(default_factory=dict)
+    writer: dict[tuple[bytes, str], bytes] = field(default_factory=dict)
+    total_rows: int = 0
+    total_bytes: int = 0
 
 
 def read_listing(select: Select, tag: bytes, page_rows: int) -> Listing:
     """Every row's metadata, in large pages (it needs no key, so it runs while the vault is
-    being opened)."""
-    out: list[tuple[bytes, str, bytes]] = []
-    size, after, limit = 0, 0, max(page_rows, _INDEX_PAGE)
+    being opened). One object per distinct version and writer: a push gives its rows one."""
+    out = Listing()
+    versions: dict[str, str] = {}
+    devices: dict[bytes, bytes] = {}
+    after, limit = 0, max(page_rows, _INDEX_PAGE)
     while True:
         result, limit = records.fit_page(
             functools.partial(_page, select, _INDEX, (tag, after)), limit
         )
         for _seq, rid, version, device, length in result.rows:
-            out.append(
-                (records.server_blob(rid), records.server_str(version), records.server_blob(device))
-            )
-            size += records.server_int(length)
+            rid_b = records.server_blob(rid)
+            v = versions.setdefault(records.server_str(version), records.server_str(version))
+            out.present.setdefault(rid_b, []).append(v)
+            d = records.server_blob(device)
+            out.writer[(rid_b, v)] = devices.setdefault(d, d)
+            out.total_bytes += records.server_int(length)
+        out.total_rows += len(result.rows)
         if len(result.rows) < limit:
-            return Listing(out, len(out), size)
+            return out
         after = records.server_int(result.rows[-1][0])
 
 
@@ -112,7 +119,7 @@ def verify(
     horizon: Callable[[], str | None],
     page_rows: int,
 ) -> Verified:
-    """Check the server's copy of the vault (`listing`) against its manifests (module
+    """Check the server's copy of the vault (`listing`, taken over) against its manifests (module
     docstring). `skip`: record ids that are not records of a push (the prune horizon);
     `horizon` gives the prune horizon (read meanwhile, needed after the manifests)."""
     out = Verified()
@@ -160,13 +167,13 @@ def refusal(found: Verified) -> TiermemError | None:
 
 
 def _read_index(listing: Listing, skip: set[bytes], out: Verified) -> _Index:
-    index = _Index()
-    for rid, version, device in listing.rows:
-        if rid in skip:
-            continue
-        index.present.setdefault(rid, []).append(version)
-        index.writer[(rid, version)] = device
-        out.rows += 1
+    """The listing without the `skip` record ids (taken over, not copied)."""
+    index = _Index(listing.present, listing.writer)
+    out.rows = listing.total_rows
+    for rid in skip:
+        for version in index.present.pop(rid, []):
+            index.writer.pop((rid, version), None)
+            out.rows -= 1
     return index
 
 
