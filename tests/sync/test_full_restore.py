@@ -3,10 +3,12 @@ swapped in at once, as of a point in time, and pruning that keeps what restores 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.conftest import START, Clock
@@ -15,7 +17,7 @@ from tests.sync.sqld import SqldServer
 from tiermem.core import snapshot
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
-from tiermem.sync import crypto, roster
+from tiermem.sync import crypto, records, roster
 from tiermem.sync.crypto.roster import (
     RECOVERY,
     RosterView,
@@ -201,6 +203,45 @@ def test_a_device_signed_on_while_a_restore_streams_does_not_keep_it_off_the_ros
             devices = read(client).devices
         assert s.device_id in devices and other in devices
         assert again.push(policy()).pushed is False  # on the roster: nothing refused, in sync
+
+
+class _PageCounter(httpx.HTTPTransport):
+    """Counts the requests for pages of records (what a restore holds in memory)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pages = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if records.SELECT_PAGE.encode() in request.read():
+            self.pages += 1
+        return super().handle_request(request)
+
+
+def test_a_restore_fetches_at_most_two_pages_ahead_of_what_it_stored(
+    tmp_path: Path, source: Source, sqld: SqldServer
+) -> None:
+    mem, _, key, _ = source
+    counter = _PageCounter()
+    ahead: list[int] = []
+
+    def progress(p: RestoreProgress) -> None:
+        if p.phase == "memories":
+            time.sleep(0.05)  # a slow disk: the fetching thread must wait, not run on
+            ahead.append(counter.pages - len(ahead) - 1)
+
+    result = restore(
+        tmp_path / "new",
+        mem.agent_id,
+        sqld.url,
+        sqld.token,
+        recovery_key=key,
+        page_rows=10,
+        progress=progress,
+        transport=counter,
+    )
+    assert result.pages >= 12 and len(ahead) == result.pages
+    assert max(ahead) <= 2 and counter.pages - result.pages in (0, 1)  # and the empty end
 
 
 def test_an_interrupted_restore_resumes_from_its_last_page_without_duplicates(
