@@ -68,6 +68,7 @@ def local_figures(tmp: Path, sizes: Sizes, say: Callable[[str], None]) -> list[F
     tui_home = tmp / "tui-home"
     build_home(tui_home, sizes.tui_home, 7)
     out.append(figures.tui_figure(tui_home, sizes.paints))
+    out.append(figures.memories_page_figure(tui_home, sizes.paints))
     return out
 
 

@@ -36,7 +36,6 @@ from tiermem.sync import crypto, records
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import RestoreProgress, restore
-from tiermem.sync.state import agent_tag
 
 RESTORE_PROMISE_S = 120.0
 AGENT = "bench-agent"
@@ -69,14 +68,15 @@ def run(tmp: Path, size_mb: float, rtt: float, page_rows: int, seed: int) -> Non
     server.start()
     try:
         key = build_source(tmp / "source", server, size_mb, seed)
-        total_bytes = remote_bytes(server)
+        tag = crypto.keyed_agent_tag(key, AGENT)  # where the server files the vault's rows
+        total_bytes = remote_bytes(server, tag)
         with FaultProxy(server.url, latency=rtt) as slow:
             # The proxy's own client must not ask sqld for gzip and decode it: that CPU is the
             # proxy's, not the link's (the restore itself asks for identity, like the raw read).
             slow.upstream.headers["Accept-Encoding"] = "identity"
             paths = (("loopback", server.url), (f"{rtt * 1000:.0f} ms RTT", slow.url))
             for i, (label, url) in enumerate(paths):
-                raw_s, raw_bytes, raw_rows = raw_read(url, server.token, page_rows)
+                raw_s, raw_bytes, raw_rows = raw_read(url, server.token, page_rows, tag)
                 result = restore_in_child(url, server.token, key, tmp / f"target{i}", page_rows)
                 mb = result["memory_bytes"] / 1e6
                 print(f"\n{label}:")
@@ -142,17 +142,14 @@ def build_source(home: Path, server: SqldServer, size_mb: float, seed: int) -> b
     return key
 
 
-def remote_bytes(server: SqldServer) -> int:
+def remote_bytes(server: SqldServer, tag: bytes) -> int:
     with HranaClient(server.url, server.token) as c:
-        rs = c.execute(
-            "SELECT sum(length(envelope)) FROM records WHERE agent_tag = ?", (agent_tag(AGENT),)
-        )
+        rs = c.execute("SELECT sum(length(envelope)) FROM records WHERE agent_tag = ?", (tag,))
     return int(str(rs.rows[0][0]))
 
 
-def raw_read(url: str, token: str, page_rows: int) -> tuple[float, int, int]:
+def raw_read(url: str, token: str, page_rows: int, tag: bytes) -> tuple[float, int, int]:
     """Seconds, bytes and rows of paging through the agent's records with bare SELECTs."""
-    tag = agent_tag(AGENT)
     size = rows = after = 0
     with HranaClient(url, token, timeout=60.0) as c:
         started = time.perf_counter()

@@ -236,13 +236,15 @@ class NotInitialised(TiermemError):
 
 
 class AlreadyInitialised(TiermemError):
-    """Sync is already set up here, or the server already holds a vault for this agent."""
+    """Sync is already set up here, the server already holds a vault for this agent, or it holds
+    other vaults and `sync init` was not given `--new-vault` (or confirmed on a terminal)."""
 
     exit_code = 23
 
 
 class NothingToRestore(TiermemError):
-    """The server holds no vault (or no critical state) for this agent."""
+    """The server holds no vault (or no critical state) for this agent, or none under the given
+    recovery key."""
 
     exit_code = 24
 

@@ -863,6 +863,12 @@ MIGRATIONS: list[str] = [
         INSERT INTO graph_dirty (agent_id, kind, id) VALUES (old.agent_id, 'entity', old.entity_id);
     END;
     """,
+    # Keyed agent tags (sync/state.py): the tag the server files this vault's rows under, an
+    # HMAC of the agent id under a key derived from the recovery key; NULL for a vault set up
+    # before, which keeps the unkeyed hash of the agent id.
+    """
+    ALTER TABLE sync_state ADD COLUMN agent_tag BLOB;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

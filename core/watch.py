@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
-
 from tiermem.core.ingest import DAILY_NAME, FileReport, daily_dir, ingest_note, read_note
+from tiermem.core.observe import PathObserver
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
@@ -33,19 +31,6 @@ class WatchEvent:
     daily: FileReport | None = None
     memory_md: MemoryMdReport | None = None
     error: str | None = None
-
-
-class _Handler(FileSystemEventHandler):
-    def __init__(self, watcher: Watcher) -> None:
-        self.watcher = watcher
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory:
-            return
-        for raw in (event.src_path, getattr(event, "dest_path", "")):
-            if raw:
-                text = raw.decode() if isinstance(raw, bytes) else raw
-                self.watcher.touch(Path(text))
 
 
 class Watcher:
@@ -67,7 +52,7 @@ class Watcher:
         self._dirty: dict[Path, float] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._observer: Observer | None = None  # type: ignore[valid-type]
+        self._observer = PathObserver([self.folder, self.memory_md.parent], self.touch)
 
     def wanted(self, path: Path) -> bool:
         if path.name.startswith("."):
@@ -86,21 +71,11 @@ class Watcher:
 
     def start(self) -> Watcher:
         self.folder.mkdir(parents=True, exist_ok=True)
-        observer = Observer()
-        handler = _Handler(self)
-        observer.schedule(handler, str(self.folder), recursive=False)
-        if self.memory_md.parent != self.folder:
-            observer.schedule(handler, str(self.memory_md.parent), recursive=False)
-        observer.daemon = True
-        observer.start()
-        self._observer = observer
+        self._observer.start()
         return self
 
     def stop(self) -> None:
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout=5)
-            self._observer = None
+        self._observer.stop()
 
     def __enter__(self) -> Watcher:
         return self.start()

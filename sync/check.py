@@ -53,7 +53,6 @@ from tiermem.sync.prune import PRUNE_TABLE, decode_prune, prune_horizon, prune_r
 from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
-from tiermem.sync.state import agent_tag
 
 __all__ = [
     "DAMAGE_EXIT_CODES",
@@ -195,7 +194,7 @@ class _Checker:
         self.policy = policy
         self.s = engine.require_ready()
         self.agent = engine.agent_id
-        self.tag = agent_tag(self.agent)
+        self.tag = self.s.tag
         self.requests = 0
         self.problems: list[Problem] = []
         self.horizon: str | None = None

@@ -29,14 +29,14 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from tiermem.core import rows
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.sync import crypto, hlc, keys, records, roster, rotation
+from tiermem.sync import crypto, hlc, keys, records, roster, rotation, vaults
 from tiermem.sync.crypto.roster import (
     RosterDevice,
     generate_signing_key,
     signing_public_bytes,
 )
 from tiermem.sync.enroll import Enrollment, pin, recovery_enrollment
-from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, SqlError, to_base_url
+from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, to_base_url
 from tiermem.sync.remote import Remote
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
@@ -46,7 +46,6 @@ from tiermem.sync.state import (
     HomeNotEmpty,
     NothingToRestore,
     Settings,
-    agent_tag,
     insert_settings,
     read_settings,
     save_secrets,
@@ -159,7 +158,7 @@ def own_entry_statements(
     """Upsert this device's entry: public key, name (sealed; the host name unless one is given
     or set), last seen, and the MAC under the current key. No remote read at epoch 1 (so `sync
     init` can append these to its registration batch); cheap to append to any batch."""
-    tag = agent_tag(engine.agent_id)
+    tag = s.tag
     public = crypto.device_public_bytes(engine.device_key(s))
     epoch, key = keys.current_key(engine, s)
     id_key = key if epoch == keys.ID_EPOCH else keys.id_key(engine)
@@ -295,32 +294,17 @@ def check_empty_home(mem: Memory) -> None:
 
 
 def epoch_wraps(
-    remote: Remote, agent_id: str, policy: RetryPolicy, epoch: int | None = None
+    remote: Remote, tag: bytes, agent_id: str, policy: RetryPolicy, epoch: int | None = None
 ) -> tuple[int, dict[str, bytes]]:
-    """The newest (or the given) epoch and its recovery/passphrase wraps."""
-    tag = agent_tag(agent_id)
-    try:
-        rows = remote.execute(
-            "SELECT epoch, kind, blob FROM key_wraps WHERE agent_tag = ? "
-            "AND kind IN ('recovery', 'passphrase') ORDER BY epoch DESC",
-            (tag,),
-            policy,
-        ).rows
-    except SqlError as exc:
-        if "no such table" not in str(exc):
-            raise
-        rows = ()
+    """The newest (or the given) epoch of the vault filed under `tag` and its
+    recovery/passphrase wraps."""
+    rows = vaults.secret_wraps(lambda sql, args: remote.execute(sql, args, policy), remote.url, tag)
     if not rows:
         raise NothingToRestore(
             f"{remote.url} holds no vault for agent {agent_id!r} (set it up with "
             "`tiermem sync init` on the first device)"
         )
-    chosen = records.server_int(rows[0][0]) if epoch is None else epoch
-    wraps = {
-        str(kind): records.server_blob(blob)
-        for e, kind, blob in rows
-        if records.server_int(e) == chosen
-    }
+    chosen, wraps = vaults.wraps_at(rows, epoch)
     if "recovery" not in wraps:
         raise NothingToRestore(f"the vault of agent {agent_id!r} has no recovery key wrap")
     return chosen, wraps
@@ -344,18 +328,22 @@ def add_device_with_recovery(
     policy = policy or RetryPolicy()
     check_empty_home(mem)
     with Remote(to_base_url(url), token, timeout=timeout, transport=transport) as remote:
-        epoch, wraps = epoch_wraps(remote, mem.agent_id, policy)
-        context = crypto.WrapContext(mem.agent_id, epoch, wrap_id(mem.agent_id, epoch, "recovery"))
-        vault_key = crypto.unwrap_with_recovery_key(wraps["recovery"], recovery_key, context)
-        enroll = recovery_enrollment(remote, mem.agent_id, recovery_key, epoch, vault_key, policy)
+        vault = vaults.open_with_recovery_key(
+            lambda sql, args: remote.execute(sql, args, policy),
+            remote.url,
+            mem.agent_id,
+            recovery_key,
+        )
+        enroll = recovery_enrollment(
+            remote, mem.agent_id, vault.tag, recovery_key, vault.epoch, vault.key, policy
+        )
         return join(
             mem,
             remote,
             token,
             crypto.generate_device_key(),
-            epoch,
-            vault_key,
-            wraps,
+            (vault.tag, vault.epoch, vault.key),
+            vault.wraps,
             name=name,
             via="recovery-key",
             store_token=store_token,
@@ -376,8 +364,7 @@ def join(
     remote: Remote,
     token: str | None,
     device_key: X25519PrivateKey,
-    epoch: int,
-    vault_key: bytes,
+    vault: tuple[bytes, int, bytes],
     wraps: dict[str, bytes],
     *,
     name: str | None,
@@ -388,15 +375,17 @@ def join(
     device_id: bytes | None = None,
     signing_key: Ed25519PrivateKey | None = None,
 ) -> JoinResult:
-    """Set this home up as a new device of a vault whose key of `epoch` it already holds."""
+    """Set this home up as a new device of a vault (`vault`: its tag, an epoch and that epoch's
+    key, which this device already holds)."""
     check_empty_home(mem)
     agent = mem.agent_id
+    tag, epoch, vault_key = vault
     new = _NewDevice(device_id or os.urandom(16), device_key, signing_key or generate_signing_key())
     name = clean_name(name) if name is not None else default_name(new.device_id)
     device_wrap = crypto.wrap_for_device(
         vault_key,
         device_key.public_key(),
-        crypto.WrapContext(agent, epoch, wrap_id(agent, epoch, "device", new.device_id)),
+        crypto.WrapContext(agent, epoch, wrap_id(tag, epoch, "device", new.device_id)),
     )
     ref = uuid.uuid4().hex
     store, token_stored = save_secrets(
@@ -414,12 +403,13 @@ def join(
         recovery_wrap=wraps["recovery"],
         passphrase_wrap=wraps.get("passphrase"),
         created_at=mem.now(),
+        agent_tag=tag,
     )
     try:
         with mem.db.transaction():
             insert_settings(mem.db, settings)
         statements = _join_statements(mem, remote, settings, vault_key, new, name, policy)
-        draft = _roster_add(agent, enroll, new)
+        draft = _roster_add(settings, enroll, new)
         remote.batch(statements + ([] if draft is None else draft.statements), policy)
         with mem.db.transaction():
             mem.db.execute(
@@ -444,11 +434,11 @@ def join(
     )
 
 
-def _roster_add(agent_id: str, enroll: Enrollment, new: _NewDevice) -> roster.Draft | None:
+def _roster_add(s: Settings, enroll: Enrollment, new: _NewDevice) -> roster.Draft | None:
     """The new device's signed ``add`` entry, when this side signs it."""
     if enroll.view is None or enroll.signer is None:
         return None
-    draft = roster.Draft(agent_id, enroll.view)
+    draft = roster.Draft(s.agent_id, s.tag, enroll.view)
     draft.add(
         new.device_id,
         crypto.device_public_bytes(new.device_key),
@@ -471,16 +461,18 @@ def _join_statements(
     """The new device's wrap and its entry in the device list (sealed name, MAC)."""
     agent, epoch, device_id = mem.agent_id, s.epoch, s.device_id
     public = crypto.device_public_bytes(new.device_key)
-    tag = agent_tag(agent)
+    tag = s.tag
     id_key = vault_key
     if epoch != keys.ID_EPOCH:
-        chains = _chain_blobs(remote, agent, epoch, policy)
-        id_key = keys.unlock_chain(agent, epoch, vault_key, chains, keys.ID_EPOCH)[keys.ID_EPOCH]
+        chains = _chain_blobs(remote, tag, epoch, policy)
+        id_key = keys.unlock_chain(agent, tag, epoch, vault_key, chains, keys.ID_EPOCH)[
+            keys.ID_EPOCH
+        ]
     mac = crypto.device_entry_mac(vault_key, agent, epoch, device_id, public)
     return [
         (
             INSERT_WRAP + " ON CONFLICT DO NOTHING",
-            (wrap_id(agent, epoch, "device", device_id), tag, epoch, "device", s.device_wrap),
+            (wrap_id(tag, epoch, "device", device_id), tag, epoch, "device", s.device_wrap),
         ),
         (
             "INSERT INTO devices (device_id, agent_tag, public_key, added, name, last_seen, "
@@ -499,12 +491,10 @@ def _join_statements(
     ]
 
 
-def _chain_blobs(
-    remote: Remote, agent_id: str, below: int, policy: RetryPolicy
-) -> dict[int, bytes]:
+def _chain_blobs(remote: Remote, tag: bytes, below: int, policy: RetryPolicy) -> dict[int, bytes]:
     rows = remote.execute(
         "SELECT epoch, blob FROM key_wraps WHERE agent_tag = ? AND kind = 'chain' AND epoch < ?",
-        (agent_tag(agent_id), below),
+        (tag, below),
         policy,
     ).rows
     return {records.server_int(e): records.server_blob(b) for e, b in rows}

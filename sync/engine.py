@@ -23,7 +23,7 @@ import httpx
 from tiermem.core import snapshot
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto, journal, keys, pull, push, setup
-from tiermem.sync.hrana import DEFAULT_TIMEOUT
+from tiermem.sync.hrana import DEFAULT_TIMEOUT, to_base_url
 from tiermem.sync.journal import HISTORY_KEEP, SyncEvent
 from tiermem.sync.pull import PullResult, apply_memory, mark_applied
 from tiermem.sync.push import DEFAULT_BATCH_BYTES, PushResult
@@ -114,8 +114,9 @@ class SyncEngine(Session):
         store_token: bool = True,
         kdf: crypto.KdfParameters = crypto.DEFAULT_KDF_PARAMS,
         policy: RetryPolicy | None = None,
+        new_vault: bool = False,
     ) -> InitResult:
-        """Create the vault (`setup.init`)."""
+        """Create the vault (`setup.init`; `new_vault`: even when the server holds others)."""
         return setup.init(
             self,
             url,
@@ -125,7 +126,17 @@ class SyncEngine(Session):
             store_token=store_token,
             kdf=kdf,
             policy=policy,
+            new_vault=new_vault,
         )
+
+    def other_vaults(self, url: str, token: str | None, policy: RetryPolicy | None = None) -> int:
+        """How many vaults the server at `url` holds besides this device's own, if it has one
+        pending (`setup.other_vaults`)."""
+        s = self.settings()
+        if token is None and s is not None:
+            token = self.token(s)  # a pending init's stored token
+        with self.remote_at(to_base_url(url), token) as remote:
+            return setup.other_vaults(remote, self.agent_id, policy, b"" if s is None else s.tag)
 
     def pending_init(self) -> bool:
         return setup.pending_init(self)
@@ -137,9 +148,12 @@ class SyncEngine(Session):
         *,
         store_token: bool = True,
         policy: RetryPolicy | None = None,
+        new_vault: bool = False,
     ) -> InitResult:
         """Finish an interrupted `init` (same keys; optionally a new URL or token)."""
-        return setup.resume_init(self, url, token, store_token=store_token, policy=policy)
+        return setup.resume_init(
+            self, url, token, store_token=store_token, policy=policy, new_vault=new_vault
+        )
 
     def abandon_init(self) -> None:
         """Forget an unfinished `init`; a finished setup is never touched."""

@@ -22,7 +22,6 @@ from tiermem.sync.hrana import SqlError
 from tiermem.sync.remote import Remote
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
-from tiermem.sync.state import agent_tag
 
 __all__ = ["Enrollment", "enroll_restored", "pin", "recovery_enrollment"]
 
@@ -43,6 +42,7 @@ class Enrollment:
 def recovery_enrollment(
     remote: Remote,
     agent_id: str,
+    tag: bytes,
     recovery_key: bytes,
     epoch: int,
     vault_key: bytes,
@@ -52,9 +52,7 @@ def recovery_enrollment(
     its signed rotations name. `EpochRollback` when the server offers an older epoch (it hides
     the newer key's wraps); `TamperedData` when the offered key is not the one its rotation
     named."""
-    bodies = roster.read_bodies(
-        lambda sql, args: remote.execute(sql, args, policy), agent_tag(agent_id)
-    )
+    bodies = roster.read_bodies(lambda sql, args: remote.execute(sql, args, policy), tag)
     if not bodies:
         return Enrollment([], None, epoch)
     public = signing_public_bytes(recovery_signing_key(recovery_key))
@@ -115,19 +113,18 @@ def _enroll(
     driver: str | None,
     bodies: list[bytes] | None,
 ) -> None:
-    tag = agent_tag(agent_id)
-    if bodies is None:
-        bodies = roster.read_bodies(functools.partial(remote.execute, policy=policy), tag)
-    if not bodies:
-        return
-    owner = None if recovery_key is None else recovery_signing_key(recovery_key)
-    public = None if owner is None else signing_public_bytes(owner)
-    view = verify_roster(agent_id, bodies, recovery_public=public)
     with Memory(home, agent_id, driver=driver) as mem:
         session = Session(mem)
         s = session.require_ready()
+        if bodies is None:
+            bodies = roster.read_bodies(functools.partial(remote.execute, policy=policy), s.tag)
+        if not bodies:
+            return
+        owner = None if recovery_key is None else recovery_signing_key(recovery_key)
+        public = None if owner is None else signing_public_bytes(owner)
+        view = verify_roster(agent_id, bodies, recovery_public=public)
         if owner is not None and s.device_id not in view.devices:
-            draft = roster.Draft(agent_id, view)
+            draft = roster.Draft(agent_id, s.tag, view)
             sign = signing_public_bytes(roster.signing_key(session, s))
             box = crypto.device_public_bytes(session.device_key(s))
             draft.add(s.device_id, box, sign, owner, roster.RECOVERY)

@@ -63,7 +63,7 @@ class KeyRing:
                     (tag,),
                 ).rows
                 chains.update({records.server_int(e): records.server_blob(b) for e, b in rows})
-            return keys.unlock_chain(agent_id, epoch, key, chains, wanted)[wanted]
+            return keys.unlock_chain(agent_id, tag, epoch, key, chains, wanted)[wanted]
 
         return cls(agent_id, key_for)
 

@@ -45,7 +45,7 @@ from tiermem.sync.crypto.roster import epoch_check
 from tiermem.sync.hrana import Args, ResultSet, SqlError, Value
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
-from tiermem.sync.state import Settings, agent_tag, wrap_id
+from tiermem.sync.state import Settings, device_wrap_id, wrap_id
 
 __all__ = [
     "CHAIN",
@@ -95,9 +95,9 @@ def remember(engine: Session, keys: Mapping[int, bytes]) -> None:
         _CURRENT[engine] = max(_CURRENT.get(engine, 0), *keys)
 
 
-def chain_wrap_id(agent_id: str, epoch: int) -> bytes:
+def chain_wrap_id(tag: bytes, epoch: int) -> bytes:
     """The id of the wrap holding epoch `epoch`'s key under epoch ``epoch + 1``'s key."""
-    return wrap_id(agent_id, epoch, CHAIN)
+    return wrap_id(tag, epoch, CHAIN)
 
 
 def execute(
@@ -119,22 +119,25 @@ def current_key(engine: Session, s: Settings | None = None) -> tuple[int, bytes]
     s = s or engine.require_ready()
     cache = _cache(engine)
     if s.epoch not in cache:
-        context = crypto.WrapContext(
-            engine.agent_id, s.epoch, wrap_id(engine.agent_id, s.epoch, "device", s.device_id)
-        )
+        context = crypto.WrapContext(engine.agent_id, s.epoch, device_wrap_id(s))
         cache[s.epoch] = crypto.unwrap_for_device(s.device_wrap, engine.device_key(s), context)
     _CURRENT[engine] = max(_CURRENT.get(engine, 0), s.epoch)
     return s.epoch, cache[s.epoch]
 
 
 def unlock_chain(
-    agent_id: str, top_epoch: int, top_key: bytes, chains: Mapping[int, bytes], down_to: int
+    agent_id: str,
+    tag: bytes,
+    top_epoch: int,
+    top_key: bytes,
+    chains: Mapping[int, bytes],
+    down_to: int,
 ) -> dict[int, bytes]:
     """Walk the chain from `top_epoch`'s key down to `down_to`: ``{epoch: key}``.
 
-    `chains` maps an epoch to its chain wrap (that epoch's key under the next one's). Pure, so a
-    restore holding only the recovery key's epoch can use it too. A missing or failing link is
-    `crypto.TamperedData`."""
+    `tag` is the vault's (`Settings.tag`); `chains` maps an epoch to its chain wrap (that
+    epoch's key under the next one's). Pure, so a restore holding only the recovery key's epoch
+    can use it too. A missing or failing link is `crypto.TamperedData`."""
     keys = {top_epoch: top_key}
     key = top_key
     for epoch in range(top_epoch - 1, down_to - 1, -1):
@@ -144,7 +147,7 @@ def unlock_chain(
                 f"the key chain of this vault has no link for epoch {epoch}: older data "
                 "cannot be opened"
             )
-        context = crypto.WrapContext(agent_id, epoch, chain_wrap_id(agent_id, epoch))
+        context = crypto.WrapContext(agent_id, epoch, chain_wrap_id(tag, epoch))
         try:
             key = crypto.unwrap_chain(blob, key, context)
         except crypto.WrongKey:
@@ -155,12 +158,12 @@ def unlock_chain(
     return keys
 
 
-def _chains(engine: Session, low: int, high: int) -> dict[int, bytes]:
+def _chains(engine: Session, tag: bytes, low: int, high: int) -> dict[int, bytes]:
     rows = query(
         engine,
         "SELECT epoch, blob FROM key_wraps WHERE agent_tag = ? AND kind = 'chain' "
         "AND epoch >= ? AND epoch < ?",
-        (agent_tag(engine.agent_id), low, high),
+        (tag, low, high),
     )
     return {int(str(e)): records.server_blob(b) for e, b in rows}
 
@@ -184,7 +187,8 @@ def epoch_key(engine: Session, epoch: int) -> bytes:
     top, key = current_key(engine, s)
     if epoch == top:
         return key
-    cache.update(unlock_chain(engine.agent_id, top, key, _chains(engine, epoch, top), epoch))
+    chains = _chains(engine, s.tag, epoch, top)
+    cache.update(unlock_chain(engine.agent_id, s.tag, top, key, chains, epoch))
     return cache[epoch]
 
 
@@ -207,14 +211,14 @@ def _wraps_from(engine: Session, s: Settings) -> dict[int, _EpochWraps]:
         engine,
         "SELECT epoch, kind, wrap_id, blob FROM key_wraps WHERE agent_tag = ? AND epoch >= ? "
         "AND kind IN ('recovery', 'passphrase', 'chain', 'device')",
-        (agent_tag(engine.agent_id), s.epoch),
+        (s.tag, s.epoch),
     )
     out: dict[int, _EpochWraps] = {}
     for e, kind, wid, blob in rows:
         epoch = int(str(e))
         current = out.get(epoch, _EpochWraps())
         if kind == "device":
-            if wid != wrap_id(engine.agent_id, epoch, "device", s.device_id):
+            if wid != wrap_id(s.tag, epoch, "device", s.device_id):
                 continue
             current = dataclasses.replace(current, own_device=records.server_blob(blob))
         elif kind in ("recovery", "passphrase", "chain"):
@@ -242,11 +246,11 @@ def refresh_epoch(engine: Session) -> int:
             "home"
         )
     context = crypto.WrapContext(
-        engine.agent_id, newest, wrap_id(engine.agent_id, newest, "device", s.device_id)
+        engine.agent_id, newest, wrap_id(s.tag, newest, "device", s.device_id)
     )
     new_key = crypto.unwrap_for_device(top.own_device, engine.device_key(s), context)
     chains = {e: w.chain for e, w in wraps.items() if w.chain is not None}
-    keys = unlock_chain(engine.agent_id, newest, new_key, chains, s.epoch)
+    keys = unlock_chain(engine.agent_id, s.tag, newest, new_key, chains, s.epoch)
     _, held = current_key(engine, s)
     if keys[s.epoch] != held:
         raise crypto.TamperedData(
@@ -334,12 +338,12 @@ EPOCH_GUARD_SQL: Final = (
 )
 
 
-def epoch_guard(agent_id: str, epoch: int) -> tuple[str, Args]:
+def epoch_guard(tag: bytes, epoch: int) -> tuple[str, Args]:
     """A statement for the start of a push batch: it fails the whole (atomic) batch when the
     server holds an epoch newer than `epoch`, so a device that missed a rotation never commits
     records sealed under the old key (which the removed device holds), at no extra request.
     On that failure (`is_epoch_guard_failure`): `refresh_epoch`, seal again, resend."""
-    return EPOCH_GUARD_SQL, (agent_tag(agent_id), epoch)
+    return EPOCH_GUARD_SQL, (tag, epoch)
 
 
 def is_epoch_guard_failure(exc: SqlError, index: int) -> bool:
@@ -397,7 +401,7 @@ def _opt_blob(value: Value) -> bytes | None:
 
 def device_entries(engine: Session) -> list[DeviceEntry]:
     """The server's device list for this agent (one remote read)."""
-    rows = query(engine, SELECT_DEVICES, (agent_tag(engine.agent_id),))
+    rows = query(engine, SELECT_DEVICES, (engine.require_ready().tag,))
     return [
         DeviceEntry(
             device_id=records.server_blob(r[0]),
@@ -422,5 +426,5 @@ def entry_mac_statement(
     return (
         "UPDATE devices SET mac = ?, mac_epoch = ? WHERE device_id = ? AND agent_tag = ? "
         "AND public_key = ? AND revoked_at IS NULL",
-        (mac, epoch, device_id, agent_tag(engine.agent_id), public_key),
+        (mac, epoch, device_id, engine.settings_or_fail().tag, public_key),
     )

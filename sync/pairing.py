@@ -16,6 +16,12 @@ answer anyway); one that swaps E's key makes N show a different code and the ans
 open. The commitment stops it from searching for two keys whose codes happen to match: each
 side's nonce is fixed before it learns the other's. A mismatch refuses the pairing on E and
 nothing is sent.
+
+The request is filed under the unkeyed tag of the agent id (`state.agent_tag`): the new device
+knows nothing else yet. So while a pairing is pending, a server can confirm a guessed agent id
+from its ``pairings`` row (deleted when the pairing completes or is cancelled, or once expired);
+the vault's own rows stay under its keyed tag, which the approval carries inside the sealed
+answer.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from tiermem.core.errors import (
     PairingTimeout,
     RosterTampered,
 )
-from tiermem.sync import crypto, keys, roster
+from tiermem.sync import crypto, keys, roster, vaults
 from tiermem.sync.crypto.roster import generate_signing_key, signing_public_bytes, verify_roster
 from tiermem.sync.devices import (
     JoinResult,
@@ -205,7 +211,9 @@ class NewDevicePairing:
     def start(self) -> None:
         """Step 1: post the public key and the commitment."""
         check_empty_home(self.mem)
-        epoch_wraps(self.remote, self.mem.agent_id, self.policy)  # a vault exists
+        # Which vault is this agent's only the approval tells (its tag is keyed): fail fast
+        # at a server that holds none at all.
+        vaults.require_some_vault(functools.partial(self.remote.execute, policy=self.policy))
         statements = [
             (CREATE_PAIRINGS, ()),
             (
@@ -271,32 +279,34 @@ class NewDevicePairing:
         )
         assert row.bundle is not None
         try:
-            epoch, vault_key, anchor = crypto.open_pairing_answer(
+            epoch, vault_key, anchor, tag = crypto.open_pairing_answer(
                 self.key, self._transcript, row.bundle
             )
         except crypto.WrongKey as exc:
             raise PairingRefused(f"{exc}; nothing was set up") from None
-        _, wraps = epoch_wraps(self.remote, self.mem.agent_id, self.policy, epoch)
+        tag = tag or agent_tag(self.mem.agent_id)  # no tag: a vault set up before keyed tags
+        _, wraps = epoch_wraps(self.remote, tag, self.mem.agent_id, self.policy, epoch)
         result = join(
             self.mem,
             self.remote,
             self.token,
             self.key,
-            epoch,
-            vault_key,
+            (tag, epoch, vault_key),
             wraps,
             name=self.name,
             via="pairing",
             store_token=self.store_token,
             policy=self.policy,
-            enroll=self._enrollment(epoch, anchor),
+            enroll=self._enrollment(tag, epoch, anchor),
             device_id=self.pairing_id,
             signing_key=self.sign_key,
         )
         self.cancel()
         return result
 
-    def _enrollment(self, epoch: int, anchor: tuple[int, int, bytes] | None) -> Enrollment:
+    def _enrollment(
+        self, tag: bytes, epoch: int, anchor: tuple[int, int, bytes] | None
+    ) -> Enrollment:
         """The roster as the approver vouched for it (its newest entry, which adds this
         device) and its floor; `EpochRollback` when that floor is above the epoch given."""
         if anchor is None:
@@ -310,7 +320,7 @@ class NewDevicePairing:
         if not head:
             return Enrollment([], None, floor)
         select = functools.partial(self.remote.execute, policy=self.policy)
-        bodies = roster.read_bodies(select, agent_tag(self.mem.agent_id))
+        bodies = roster.read_bodies(select, tag)
         view = verify_roster(self.mem.agent_id, bodies, pinned=(seq, head))
         listed = view.devices.get(self.pairing_id)
         if listed is None or listed.removed or listed.box_public != self.public:
@@ -376,7 +386,7 @@ class PairingRequest:
 def pending_pairings(engine: Session, now: float | None = None) -> list[PairingRequest]:
     """Requests of new devices for this agent, newest first (expired ones are deleted)."""
     now = time.time() if now is None else now
-    tag = agent_tag(engine.agent_id)
+    tag = agent_tag(engine.agent_id)  # requests are filed under the unkeyed tag
     s = engine.require_ready()
     results, _, _ = engine.remote(s).send(
         lambda c: c.batch(
@@ -495,12 +505,14 @@ class Approval:
         draft = self._roster_entry()
         floor = max(epoch, roster.read_anchor(self.engine.db, self.engine.agent_id).floor)
         head = b"" if draft is None else draft.prev
+        s = self.engine.require_ready()
         bundle = crypto.seal_pairing_bundle(
             self.device_key,
             self._transcript,
             epoch,
             key,
             anchor=(floor, 0 if draft is None else draft.seq - 1, head),
+            tag=None if s.tag == agent_tag(s.agent_id) else s.tag,
         )
         statements = [] if draft is None else draft.statements
         statements.append(
@@ -510,7 +522,6 @@ class Approval:
                 (bundle, self.pairing_id),
             )
         )
-        s = self.engine.require_ready()
         results, _, _ = self.engine.remote(s).send(lambda c: c.batch(statements), RetryPolicy())
         if results[-1].affected_row_count != 1:
             raise PairingRefused("the pairing request is gone or was refused; nothing was sent")
@@ -534,7 +545,7 @@ class Approval:
             )
         posted = self._transcript.new_public
         sign = posted[crypto.X25519_LEN :] or None
-        draft = roster.Draft(self.engine.agent_id, view)
+        draft = roster.Draft(self.engine.agent_id, s.tag, view)
         draft.add(self.pairing_id, posted[: crypto.X25519_LEN], sign, own_key, s.device_id.hex())
         return draft
 

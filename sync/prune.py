@@ -18,7 +18,6 @@ from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
     Settings,
-    agent_tag,
 )
 
 DEFAULT_KEEP_VERSIONS: Final = 10
@@ -124,7 +123,7 @@ class _Server:
 
     def __init__(self, engine: Session, s: Settings, policy: RetryPolicy) -> None:
         self.engine, self.s, self.policy = engine, s, policy
-        self.tag = agent_tag(engine.agent_id)
+        self.tag = s.tag
         self.requests = 0
 
     def call(self, fn: Callable[[HranaClient], list[ResultSet]]) -> list[ResultSet]:

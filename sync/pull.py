@@ -38,7 +38,7 @@ from tiermem.sync.records import (
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.seal import critical_document
 from tiermem.sync.session import Session
-from tiermem.sync.state import CRITICAL_TABLE, Settings, agent_tag, state_digest
+from tiermem.sync.state import CRITICAL_TABLE, Settings, state_digest
 
 __all__ = [
     "PullResult",
@@ -116,7 +116,7 @@ def pull(
     started = time.perf_counter()
     policy = policy or RetryPolicy()
     s = session.require_ready()
-    tag = agent_tag(session.agent_id)
+    tag = s.tag
     totals = _PullTotals()
     limit = page_size
     outstanding = _rejected_keys(session)
@@ -162,9 +162,7 @@ def rejected_rows(session: Session) -> list[tuple[str, str, str]]:
 def _touch(session: Session, s: Settings, policy: RetryPolicy, t: _PullTotals) -> None:
     """Refresh this device's LAST SEEN (one small request; a failure here fails nothing)."""
     try:
-        session.remote(s).execute(
-            TOUCH_DEVICE, (session.mem.now(), s.device_id, agent_tag(session.agent_id)), policy
-        )
+        session.remote(s).execute(TOUCH_DEVICE, (session.mem.now(), s.device_id, s.tag), policy)
         t.requests += 1
     except HranaError:
         pass
@@ -190,7 +188,7 @@ def _retry_rejected(session: Session, s: Settings, policy: RetryPolicy, t: _Pull
     for rid, version in pending:
         lowest[rid] = min(lowest.get(rid, version), version)
     rids = sorted(lowest)
-    tag = agent_tag(session.agent_id)
+    tag = s.tag
     found: list[records_fmt.RemoteRow] = []
     for i in range(0, len(rids), _RETRY_CHUNK):
         chunk = rids[i : i + _RETRY_CHUNK]

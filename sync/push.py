@@ -30,7 +30,6 @@ from tiermem.sync.session import Session
 from tiermem.sync.state import (
     INSERT_RECORD,
     Settings,
-    agent_tag,
     device_rows,
 )
 
@@ -138,10 +137,10 @@ def _push_statements(session: Session, s: Settings, batches: list[Batch]) -> lis
     newer key epoch than the oldest one these records are sealed under, so a device that
     missed a rotation never commits data the removed device could read."""
     oldest_epoch = min(r[4] for b in batches for r in b.rows)
-    statements: list[tuple[str, Args]] = [keys.epoch_guard(session.agent_id, oldest_epoch)]
-    tag = agent_tag(session.agent_id)
+    tag = s.tag
+    statements: list[tuple[str, Args]] = [keys.epoch_guard(tag, oldest_epoch)]
     if not s.registered:
-        statements += device_rows(s, tag, crypto.device_public_bytes(session.device_key(s)))
+        statements += device_rows(s, crypto.device_public_bytes(session.device_key(s)))
         statements += own_entry_statements(session, s)  # name, MAC vouching for the entry
     for b in batches:
         for _, _, rid, v, epoch, _, envelope in b.rows:
@@ -327,7 +326,7 @@ def _settle_stale(
         .execute(
             "SELECT version, envelope FROM records WHERE agent_tag = ? "
             "AND record_id = ? AND version >= ?",
-            (agent_tag(session.agent_id), manifest_rid, min(b.version for b in batches)),
+            (s.tag, manifest_rid, min(b.version for b in batches)),
             policy,
         )
         .rows

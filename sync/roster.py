@@ -36,7 +36,7 @@ from tiermem.sync.crypto.roster import (
 from tiermem.sync.hrana import Args, ResultSet, SqlError
 from tiermem.sync.secrets import SIGNING_KEY
 from tiermem.sync.session import Session
-from tiermem.sync.state import Settings, agent_tag
+from tiermem.sync.state import Settings
 
 __all__ = [
     "CREATE_ROSTER",
@@ -145,7 +145,7 @@ def verified(engine: Session, *, fresh: bool = False) -> RosterView | None:
     if not fresh and engine in _VIEWS:
         return _VIEWS[engine]
     anchor = read_anchor(engine.db, engine.agent_id)
-    bodies = read_bodies(_select(engine), agent_tag(engine.agent_id))
+    bodies = read_bodies(_select(engine), engine.require_ready().tag)
     if not bodies:
         if anchor.genesis is not None:
             raise RosterTampered(
@@ -165,10 +165,12 @@ def forget(engine: Session) -> None:
     _VIEWS.pop(engine, None)
 
 
-def recovery_view(select: Select, agent_id: str, recovery_key: bytes) -> RosterView | None:
+def recovery_view(
+    select: Select, agent_id: str, tag: bytes, recovery_key: bytes
+) -> RosterView | None:
     """The server's roster checked with the recovery key alone (a restore or a join): None when
     the vault has none yet."""
-    bodies = read_bodies(select, agent_tag(agent_id))
+    bodies = read_bodies(select, tag)
     if not bodies:
         return None
     public = signing_public_bytes(recovery_signing_key(recovery_key))
@@ -194,9 +196,9 @@ class Draft:
     """New roster entries on top of `view` (or a new roster from its genesis), as statements
     for one atomic batch: a concurrent change makes the batch fail on the entry's seq."""
 
-    def __init__(self, agent_id: str, view: RosterView | None) -> None:
+    def __init__(self, agent_id: str, tag: bytes, view: RosterView | None) -> None:
         self.agent_id = agent_id
-        self.tag = agent_tag(agent_id)
+        self.tag = tag
         self.seq = 0 if view is None else view.seq + 1
         self.prev = b"" if view is None else view.head
         self.statements: list[tuple[str, Args]] = [(CREATE_ROSTER, ())]
@@ -251,7 +253,7 @@ def check_roster(engine: Session) -> list[str]:
         engine.remote(s)
         .execute(
             "SELECT device_id FROM devices WHERE agent_tag = ? AND revoked_at IS NULL",
-            (agent_tag(engine.agent_id),),
+            (s.tag,),
         )
         .rows
     )

@@ -39,7 +39,7 @@ from tiermem.sync.keys import (
 )
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
-from tiermem.sync.state import INSERT_WRAP, Settings, agent_tag, wrap_id
+from tiermem.sync.state import INSERT_WRAP, Settings, wrap_id
 
 __all__ = [
     "ROTATION_NOTE",
@@ -204,7 +204,7 @@ def rotate(
             (
                 "UPDATE devices SET revoked_at = ?, revoked_epoch = ?, mac = NULL, "
                 "mac_epoch = NULL WHERE device_id = ? AND agent_tag = ?",
-                (at, new.epoch, device_id, agent_tag(agent)),
+                (at, new.epoch, device_id, s.tag),
             )
         )
     draft = _roster_entries(engine, s, plan, recovery_key, gone, new, at)
@@ -248,7 +248,7 @@ def _roster_entries(
     """The roster entries of this rotation, signed with the recovery key: the removals and the
     rotation; for a vault without a roster, first its genesis and the devices kept."""
     owner = recovery_signing_key(recovery_key)
-    draft = roster.Draft(engine.agent_id, plan.view)
+    draft = roster.Draft(engine.agent_id, s.tag, plan.view)
     if plan.view is None:
         draft.genesis(recovery_key, new.epoch - 1)
         own_sign = signing_public_bytes(roster.signing_key(engine, s))
@@ -279,12 +279,12 @@ def _check_secrets(
 ) -> crypto.KdfParameters | None:
     """Check the recovery key (and the passphrase, when one is set and given) against the
     current wraps; returns the passphrase's KDF parameters when it is kept, else None."""
-    recovery_context = crypto.WrapContext(agent, old_epoch, wrap_id(agent, old_epoch, "recovery"))
+    recovery_context = crypto.WrapContext(agent, old_epoch, wrap_id(s.tag, old_epoch, "recovery"))
     if crypto.unwrap_with_recovery_key(s.recovery_wrap, recovery_key, recovery_context) != old_key:
         raise crypto.WrongKey("the recovery key does not unlock this vault")
     if s.passphrase_wrap is None or passphrase is None:
         return None
-    pw_context = crypto.WrapContext(agent, old_epoch, wrap_id(agent, old_epoch, "passphrase"))
+    pw_context = crypto.WrapContext(agent, old_epoch, wrap_id(s.tag, old_epoch, "passphrase"))
     crypto.unwrap_with_passphrase(s.passphrase_wrap, passphrase, pw_context)
     parsed = crypto.parse_wrap(s.passphrase_wrap)
     assert isinstance(parsed, crypto.PassphraseWrap)
@@ -300,20 +300,20 @@ class _NewEpoch:
     ) -> None:
         self.engine = engine
         self.agent = agent = engine.agent_id
-        self.tag = tag = agent_tag(agent)
+        self.tag = tag = engine.require_ready().tag
         self.epoch = epoch = old_epoch + 1
         self.key = key = crypto.generate_vault_key()
         self.recovery = crypto.wrap_with_recovery_key(
-            key, recovery_key, crypto.WrapContext(agent, epoch, wrap_id(agent, epoch, "recovery"))
+            key, recovery_key, crypto.WrapContext(agent, epoch, wrap_id(tag, epoch, "recovery"))
         )
-        chain_id = chain_wrap_id(agent, old_epoch)
+        chain_id = chain_wrap_id(tag, old_epoch)
         chain = crypto.wrap_chain(
             old_key, key, epoch, crypto.WrapContext(agent, old_epoch, chain_id)
         )
         self.statements: list[tuple[str, Args]] = [
             (
                 INSERT_WRAP,
-                (wrap_id(agent, epoch, "recovery"), tag, epoch, "recovery", self.recovery),
+                (wrap_id(tag, epoch, "recovery"), tag, epoch, "recovery", self.recovery),
             ),
             (INSERT_WRAP, (chain_id, tag, old_epoch, CHAIN, chain)),
         ]
@@ -323,7 +323,7 @@ class _NewEpoch:
     def add_passphrase(self, passphrase: str | None, params: crypto.KdfParameters | None) -> None:
         if passphrase is None or params is None:
             return
-        pw_id = wrap_id(self.agent, self.epoch, "passphrase")
+        pw_id = wrap_id(self.tag, self.epoch, "passphrase")
         self.passphrase = crypto.wrap_with_passphrase(
             self.key, passphrase, crypto.WrapContext(self.agent, self.epoch, pw_id), params=params
         )
@@ -334,7 +334,7 @@ class _NewEpoch:
     def add_devices(self, own_id: bytes, kept: list[tuple[bytes, bytes]]) -> None:
         """A wrap of the new key and a fresh entry MAC for each device kept."""
         for device_id, public in kept:
-            dev_id = wrap_id(self.agent, self.epoch, "device", device_id)
+            dev_id = wrap_id(self.tag, self.epoch, "device", device_id)
             blob = crypto.wrap_for_device(
                 self.key,
                 crypto.load_device_public_key(public),
@@ -365,7 +365,7 @@ def _send_rotation(engine: Session, s: Settings, new: _NewEpoch, policy: RetryPo
         rows = query(
             engine,
             "SELECT blob FROM key_wraps WHERE wrap_id = ?",
-            (wrap_id(new.agent, new.epoch, "recovery"),),
+            (wrap_id(new.tag, new.epoch, "recovery"),),
             policy,
         )
         if rows != ((new.recovery,),):

@@ -3,6 +3,7 @@ device's settings and secrets (token, device key, vault key) and the vault's `Re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Self
 
 import httpx
@@ -125,15 +126,20 @@ class Session:
         """The vault's server for these settings (failures recorded in this home's journal)."""
         if self._remote is None or self._remote.url != s.url:
             self._drop_remote()
-            self._remote = Remote(
-                s.url,
-                lambda: self.token(s),
-                timeout=self._timeout,
-                transport=self._transport,
-                journal_of=self.mem,
-                insecure_http=insecure_http_allowed(self.mem),
-            )
+            self._remote = self.remote_at(s.url, lambda: self.token(s))
         return self._remote
+
+    def remote_at(self, url: str, token: str | Callable[[], str | None] | None) -> Remote:
+        """A new client of the server at `url` (the caller closes it): what `remote` keeps,
+        and `sync init`'s look at the server before any settings exist."""
+        return Remote(
+            url,
+            token,
+            timeout=self._timeout,
+            transport=self._transport,
+            journal_of=self.mem,
+            insecure_http=insecure_http_allowed(self.mem),
+        )
 
     def _drop_remote(self) -> None:
         if self._remote is not None:

@@ -10,6 +10,7 @@ import dataclasses
 import os
 import uuid
 from dataclasses import dataclass
+from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
@@ -25,6 +26,7 @@ from tiermem.sync.crypto.roster import (
 )
 from tiermem.sync.devices import own_entry_statements
 from tiermem.sync.hrana import Args, SqlError, to_base_url
+from tiermem.sync.remote import Remote
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.roster import Draft, save_anchor
 from tiermem.sync.secrets import TOKEN
@@ -49,6 +51,7 @@ __all__ = [
     "abandon_init",
     "check_passphrase",
     "init",
+    "other_vaults",
     "pending_init",
     "resume_init",
     "set_token",
@@ -87,11 +90,13 @@ def init(
     store_token: bool = True,
     kdf: crypto.KdfParameters = crypto.DEFAULT_KDF_PARAMS,
     policy: RetryPolicy | None = None,
+    new_vault: bool = False,
 ) -> InitResult:
     """Create the vault: keys, wraps, remote tables, this device; then mark sync ready.
 
     The caller has shown the recovery key and had it confirmed. The current critical state is
-    queued, so the first push sends it."""
+    queued, so the first push sends it. `new_vault`: even when the server holds other vaults
+    (`other_vaults`: a keyed vault cannot be told from another agent's, so the owner decides)."""
     existing = session.settings()
     if existing is not None:
         if existing.status == "ready":
@@ -99,17 +104,20 @@ def init(
                 f"sync is already set up for agent {session.agent_id!r} with {existing.url}; "
                 "see `tiermem sync status`"
             )
-        return resume_init(session, url, token, store_token=store_token, policy=policy)
+        return resume_init(
+            session, url, token, store_token=store_token, policy=policy, new_vault=new_vault
+        )
     base = to_base_url(url)
     if passphrase is not None:
         check_passphrase(passphrase)
+    tag = crypto.keyed_agent_tag(recovery_key, session.agent_id)
     vault_key = crypto.generate_vault_key()
     device_key = crypto.generate_device_key()
     sign_key = generate_signing_key()
     device_id = os.urandom(16)
     ref = uuid.uuid4().hex
     device_wrap, recovery_wrap, passphrase_wrap = _wraps(
-        session.agent_id, vault_key, recovery_key, passphrase, kdf, device_key, device_id
+        session.agent_id, tag, (vault_key, recovery_key), passphrase, kdf, device_key, device_id
     )
     store, token_stored = save_secrets(
         session.mem.home.root, ref, device_key, token if store_token else None, sign_key
@@ -127,6 +135,7 @@ def init(
         recovery_wrap=recovery_wrap,
         passphrase_wrap=passphrase_wrap,
         created_at=now,
+        agent_tag=tag,
     )
     try:
         with session.db.transaction():
@@ -137,7 +146,7 @@ def init(
         raise
     session.hold_vault_key(vault_key)
     session.use_token(token)
-    roster = Draft(session.agent_id, None)
+    roster = Draft(session.agent_id, settings.tag, None)
     roster.genesis(recovery_key, EPOCH)
     roster.add(
         device_id,
@@ -146,24 +155,69 @@ def init(
         recovery_signing_key(recovery_key),
         RECOVERY,
     )
-    result = _register(session, settings, policy or RetryPolicy(), roster=roster)
+    result = _register(
+        session, settings, policy or RetryPolicy(), roster=roster, new_vault=new_vault
+    )
     save_anchor(session.db, session.agent_id, verify_roster(session.agent_id, roster.bodies))
     return dataclasses.replace(result, token_stored=token_stored)
 
 
+_HAS_WRAPS: Final = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'key_wraps'"
+
+
+def other_vaults(
+    remote: Remote, agent_id: str, policy: RetryPolicy | None = None, own_tag: bytes = b""
+) -> int:
+    """How many vaults (other than `own_tag`'s) the server holds (two small reads: a fresh
+    server has no table, and asking it for one would be logged as a failure).
+    `AlreadyInitialised` when one is an old vault of this very agent (its tag is the unkeyed
+    hash of the agent id, so that much can be told)."""
+    policy = policy or RetryPolicy()
+    if not remote.execute(_HAS_WRAPS, (), policy).rows:
+        return 0
+    rows = remote.execute(
+        "SELECT count(DISTINCT agent_tag), coalesce(max(agent_tag = ?), 0) FROM key_wraps "
+        "WHERE kind = 'recovery' AND agent_tag != ?",
+        (agent_tag(agent_id), own_tag),
+        policy,
+    ).rows
+    count, old = (int(str(v)) for v in rows[0])
+    if old:
+        raise AlreadyInitialised(_held_message(agent_id))
+    return count
+
+
+def other_vaults_message(count: int) -> str:
+    """Why `sync init` stops at a server that already holds vaults."""
+    return (
+        f"the server already holds {count} other vault(s); if one of them is this agent's, join "
+        "it with `tiermem sync add-device` (approved on a device that has it, or with its "
+        "recovery key) instead; to set up a separate vault anyway, use `sync init --new-vault`"
+    )
+
+
+def _held_message(agent_id: str) -> str:
+    return (
+        f"the server already holds a vault for agent {agent_id!r}; bring it here with "
+        "`tiermem restore` (in an empty home), or use another agent id"
+    )
+
+
 def _wraps(
     agent_id: str,
-    vault_key: bytes,
-    recovery_key: bytes,
+    tag: bytes,
+    keys: tuple[bytes, bytes],
     passphrase: str | None,
     kdf: crypto.KdfParameters,
     device_key: X25519PrivateKey,
     device_id: bytes,
 ) -> tuple[bytes, bytes, bytes | None]:
-    """The first epoch's wraps of the vault key: recovery, passphrase (optional), device."""
+    """The first epoch's wraps of the vault key (`keys`: vault key, recovery key): recovery,
+    passphrase (optional), device."""
+    vault_key, recovery_key = keys
 
     def context(kind: str, device: bytes = b"") -> crypto.WrapContext:
-        return crypto.WrapContext(agent_id, EPOCH, wrap_id(agent_id, EPOCH, kind, device))
+        return crypto.WrapContext(agent_id, EPOCH, wrap_id(tag, EPOCH, kind, device))
 
     recovery = crypto.wrap_with_recovery_key(vault_key, recovery_key, context("recovery"))
     wrapped_pw = None
@@ -189,8 +243,10 @@ def resume_init(
     *,
     store_token: bool = True,
     policy: RetryPolicy | None = None,
+    new_vault: bool = False,
 ) -> InitResult:
-    """Finish an interrupted `init` (same keys; optionally a new URL or token)."""
+    """Finish an interrupted `init` (same keys; optionally a new URL or token; `new_vault` as
+    for `init`)."""
     s = session.settings()
     if s is None or s.status != "pending":
         raise NotInitialised("there is no unfinished `sync init` to resume")
@@ -205,7 +261,7 @@ def resume_init(
         if store_token:
             session.secret_store(s).set(TOKEN, token)
         session.use_token(token)
-    result = _register(session, s, policy or RetryPolicy(), resumed=True)
+    result = _register(session, s, policy or RetryPolicy(), resumed=True, new_vault=new_vault)
     return dataclasses.replace(result, token_stored=store_token and bool(token))
 
 
@@ -214,19 +270,19 @@ def _register_statements(
 ) -> list[tuple[str, Args]]:
     """The remote tables, the wraps and this device's entry; the recovery wrap comes right
     after the tables (`_register` tells "already there" by that statement's index)."""
-    tag = agent_tag(session.agent_id)
+    tag = s.tag
     statements: list[tuple[str, Args]] = [(sql, ()) for sql in REMOTE_SCHEMA]
-    recovery_id = wrap_id(session.agent_id, s.epoch, "recovery")
+    recovery_id = wrap_id(tag, s.epoch, "recovery")
     statements.append((INSERT_WRAP, (recovery_id, tag, s.epoch, "recovery", s.recovery_wrap)))
     if s.passphrase_wrap is not None:
-        pw_id = wrap_id(session.agent_id, s.epoch, "passphrase")
+        pw_id = wrap_id(tag, s.epoch, "passphrase")
         statements.append(
             (
                 INSERT_WRAP + " ON CONFLICT DO NOTHING",
                 (pw_id, tag, s.epoch, "passphrase", s.passphrase_wrap),
             )
         )
-    statements += device_rows(s, tag, crypto.device_public_bytes(session.device_key(s)))
+    statements += device_rows(s, crypto.device_public_bytes(session.device_key(s)))
     statements += own_entry_statements(session, s)  # name, MAC vouching for the entry
     if roster is not None:  # (a resumed init has no recovery key: its vault gets one later)
         statements += roster.statements
@@ -239,8 +295,16 @@ def _register(
     policy: RetryPolicy,
     resumed: bool = False,
     roster: Draft | None = None,
+    new_vault: bool = False,
 ) -> InitResult:
     remote = session.remote(s)
+    try:
+        others = other_vaults(remote, session.agent_id, policy, s.tag)
+    except AlreadyInitialised:
+        _forget_pending(session, s)
+        raise
+    if others and not new_vault:  # kept pending: `init --new-vault` finishes it
+        raise AlreadyInitialised(other_vaults_message(others))
     recovery_at = len(REMOTE_SCHEMA)
     try:
         remote.batch(_register_statements(session, s, roster), policy)
@@ -251,15 +315,12 @@ def _register(
         # lost) or another vault's. Only our exact bytes mean "done".
         rs = remote.execute(
             "SELECT blob FROM key_wraps WHERE wrap_id = ?",
-            (wrap_id(session.agent_id, s.epoch, "recovery"),),
+            (wrap_id(s.tag, s.epoch, "recovery"),),
             policy,
         )
         if rs.rows != ((s.recovery_wrap,),):
             _forget_pending(session, s)
-            raise AlreadyInitialised(
-                f"the server already holds a vault for agent {session.agent_id!r}; bring it "
-                "here with `tiermem restore` (in an empty home), or use another agent id"
-            ) from None
+            raise AlreadyInitialised(_held_message(session.agent_id)) from None
         # Ours: the rest of that batch committed with it (it is atomic).
     with session.db.transaction():
         session.db.execute(

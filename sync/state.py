@@ -9,15 +9,18 @@
   padded plaintext; ``UNIQUE (record_id, version)`` with inserts ``ON CONFLICT DO NOTHING``, so
   a retried push changes nothing. What the envelopes hold: `tiermem.sync.records`.
 - ``key_wraps(wrap_id, agent_tag, epoch, kind, blob)``: the vault key wrapped to the recovery
-  key, the optional passphrase and each device. ``agent_tag`` is a labelled hash of the agent
-  id so that a restore can find its wraps: a server can confirm a *guessed* agent id, never read
-  one (choose an unguessable agent id if that matters).
+  key, the optional passphrase and each device. ``agent_tag`` files every row of one vault: an
+  HMAC of the agent id under a key derived from the recovery key (`crypto.keyed_agent_tag`), so
+  a restore with the recovery key finds it and the server cannot confirm a guessed agent id. A
+  vault set up before keyed tags keeps the unkeyed labelled hash (`agent_tag`), which a server
+  can test guesses against; so are the short-lived ``pairings`` rows of every vault.
 - ``devices(device_id, agent_tag, public_key, added)``: the devices that push (X25519 public
   keys, for pairing later).
 - ``roster(agent_tag, seq, body)``: the signed, chained device roster (`tiermem.sync.roster`).
 
 **Locally**, table ``sync_state`` (migration 4) keeps one row of non-secret settings per agent
-(and, from a later migration, the epoch floor and the pinned roster); the token, the device's
+(and, from later migrations, the epoch floor, the pinned roster and the vault's agent tag:
+`Settings.tag` is the one way to get it); the token, the device's
 private key and its roster signing key live in a `secrets` store.
 """
 
@@ -117,16 +120,16 @@ INSERT_DEVICE: Final = (
 
 
 def agent_tag(agent_id: str) -> bytes:
-    """How the server files an agent's key wraps: 16 bytes of a labelled SHA-256."""
+    """The unkeyed tag: 16 bytes of a labelled SHA-256 of the agent id. Vaults set up before
+    keyed tags (`crypto.keyed_agent_tag`) are filed under it, and so are pairing requests (the
+    joining device knows nothing else yet); anyone can compute it from a guessed agent id."""
     return hashlib.sha256(b"tiermem/v1/agent-tag\x00" + agent_id.encode()).digest()[:16]
 
 
-def wrap_id(agent_id: str, epoch: int, kind: str, extra: bytes = b"") -> bytes:
-    """Deterministic wrap ids: the recovery wrap's id is the "a vault exists" marker, and a
-    retried registration re-inserts the very same rows."""
-    material = b"\x00".join(
-        [b"tiermem/v1/wrap-id", agent_tag(agent_id), epoch.to_bytes(4, "big"), kind.encode()]
-    )
+def wrap_id(tag: bytes, epoch: int, kind: str, extra: bytes = b"") -> bytes:
+    """Deterministic wrap ids from the vault's tag (`Settings.tag`): a retried registration
+    re-inserts the very same rows, and a wrap opens only under the tag it was made for."""
+    material = b"\x00".join([b"tiermem/v1/wrap-id", tag, epoch.to_bytes(4, "big"), kind.encode()])
     return hashlib.sha256(material + b"\x00" + extra).digest()[:16]
 
 
@@ -170,13 +173,20 @@ class Settings:
     last_error: str | None = None
     last_error_at: float | None = None
     retry_at: float | None = None
+    agent_tag: bytes | None = None
+    """The vault's keyed tag; None for a vault set up before keyed tags."""
+
+    @property
+    def tag(self) -> bytes:
+        """What the server files this vault's rows under (keyed, or the old unkeyed hash)."""
+        return agent_tag(self.agent_id) if self.agent_tag is None else self.agent_tag
 
 
 _COLUMNS: Final = (
     "agent_id, status, url, device_id, epoch, secret_ref, secret_store, device_wrap, "
     "recovery_wrap, passphrase_wrap, registered, hlc, inflight_version, inflight_envelope, "
     "inflight_seq, inflight_digest, last_digest, last_push_at, last_push_version, pushes, "
-    "last_error, last_error_at, retry_at, created_at"
+    "last_error, last_error_at, retry_at, created_at, agent_tag"
 )
 
 
@@ -206,6 +216,7 @@ def _settings_from_row(r: Row) -> Settings:
         last_error_at=None if r[21] is None else float(r[21]),
         retry_at=None if r[22] is None else float(r[22]),
         created_at=float(r[23]),
+        agent_tag=None if r[24] is None else bytes(r[24]),
     )
 
 
@@ -242,7 +253,7 @@ def _insert_row(db: Database, s: Settings) -> None:
     db.execute(
         "INSERT INTO sync_state (agent_id, status, url, device_id, epoch, secret_ref, "
         "secret_store, device_wrap, recovery_wrap, passphrase_wrap, registered, hlc, "
-        "last_digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "last_digest, created_at, agent_tag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             s.agent_id,
             s.status,
@@ -258,20 +269,21 @@ def _insert_row(db: Database, s: Settings) -> None:
             s.hlc,
             s.last_digest,
             s.created_at,
+            s.agent_tag,
         ),
     )
 
 
 def device_wrap_id(s: Settings) -> bytes:
-    return wrap_id(s.agent_id, s.epoch, "device", s.device_id)
+    return wrap_id(s.tag, s.epoch, "device", s.device_id)
 
 
-def device_rows(s: Settings, tag: bytes, public: bytes) -> list[tuple[str, Args]]:
+def device_rows(s: Settings, public: bytes) -> list[tuple[str, Args]]:
     return [
-        (INSERT_DEVICE, (s.device_id, tag, public, s.hlc or "0")),
+        (INSERT_DEVICE, (s.device_id, s.tag, public, s.hlc or "0")),
         (
             INSERT_WRAP + " ON CONFLICT DO NOTHING",
-            (device_wrap_id(s), tag, s.epoch, "device", s.device_wrap),
+            (device_wrap_id(s), s.tag, s.epoch, "device", s.device_wrap),
         ),
     ]
 

@@ -20,7 +20,7 @@ from tiermem.sync.keys import (
     unlock_chain,
 )
 from tiermem.sync.session import Session
-from tiermem.sync.state import Settings, agent_tag, wrap_id
+from tiermem.sync.state import Settings, device_wrap_id, wrap_id
 
 __all__ = ["WrapProblem", "check_wraps"]
 
@@ -53,12 +53,11 @@ def check_wraps(engine: Session) -> list[WrapProblem]:
         s = engine.require_ready()
         return [WrapProblem("chain", s.epoch, "epoch", str(exc))]
     s = engine.require_ready()
-    agent = engine.agent_id
     epoch, key = current_key(engine, s)
     rows = query(
         engine,
         "SELECT epoch, kind, wrap_id, blob FROM key_wraps WHERE agent_tag = ?",
-        (agent_tag(agent),),
+        (s.tag,),
     )
     by_id = {
         records.server_blob(wid): (int(str(e)), str(kind), records.server_blob(blob))
@@ -66,7 +65,7 @@ def check_wraps(engine: Session) -> list[WrapProblem]:
     }
 
     def find(kind: str, e: int, extra: bytes = b"") -> bytes | None:
-        found = by_id.get(wrap_id(agent, e, kind, extra))
+        found = by_id.get(wrap_id(s.tag, e, kind, extra))
         return None if found is None or found[:2] != (e, kind) else found[2]
 
     problems = _check_secret_wraps(s, epoch, find)
@@ -136,7 +135,8 @@ def _check_chain(engine: Session, epoch: int, key: bytes, find: _Find) -> list[W
             chains[e] = blob
     if len(chains) == epoch - ID_EPOCH:
         try:
-            remember(engine, unlock_chain(engine.agent_id, epoch, key, chains, ID_EPOCH))
+            tag = engine.require_ready().tag
+            remember(engine, unlock_chain(engine.agent_id, tag, epoch, key, chains, ID_EPOCH))
         except crypto.TamperedData as exc:
             problems.append(WrapProblem("chain", epoch, "chain", str(exc)))
     return problems
@@ -187,7 +187,7 @@ def _check_own_wrap(
     if wrap is None:
         return [WrapProblem("missing", s.epoch, hex_id, "this device's own wrap is missing")]
     agent = engine.agent_id
-    context = crypto.WrapContext(agent, s.epoch, wrap_id(agent, s.epoch, "device", s.device_id))
+    context = crypto.WrapContext(agent, s.epoch, device_wrap_id(s))
     try:
         opened: bytes | None = crypto.unwrap_for_device(wrap, engine.device_key(s), context)
     except crypto.CryptoError:

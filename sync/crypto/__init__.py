@@ -48,6 +48,10 @@ before decrypting: AES-GCM alone is not key-committing (a blob can be built to o
 keys, e.g. two passphrases), the commitment pins the one wrapping key.
 
 The device roster (`roster`): Ed25519-signed, hash-chained entries; see that module.
+
+The server files a vault's rows under its *agent tag*, ``HMAC-SHA256(HKDF(recovery_key,
+info="tiermem/v1/agent-tag-key"), agent_id)[:16]`` (`keyed_agent_tag`), so it cannot confirm a
+guessed agent id; vaults set up before keep the unkeyed hash (`tiermem.sync.state.agent_tag`).
 """
 
 from __future__ import annotations
@@ -118,6 +122,7 @@ from tiermem.sync.crypto.wraps import (
     format_recovery_key,
     generate_device_key,
     generate_recovery_key,
+    keyed_agent_tag,
     load_device_private_key,
     load_device_public_key,
     parse_recovery_key,
@@ -175,6 +180,7 @@ __all__ = [
     "generate_device_key",
     "generate_recovery_key",
     "generate_vault_key",
+    "keyed_agent_tag",
     "load_device_private_key",
     "load_device_public_key",
     "open_envelope",

@@ -3,13 +3,13 @@ small helpers (length prefixes, HKDF, argument checks) every part uses. No I/O."
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import struct
 from typing import Final
 
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 # --------------------------------------------------------------------------------------- errors
 
@@ -51,6 +51,8 @@ INFO_DEVICE_LIST: Final = b"tiermem/v1/device-list"
 INFO_PAIRING: Final = b"tiermem/v1/pairing"
 PAIRING_CODE_LABEL: Final = b"tiermem/v1/pairing-code"
 PAIRING_COMMIT_LABEL: Final = b"tiermem/v1/pairing-commit"
+INFO_AGENT_TAG: Final = b"tiermem/v1/agent-tag-key"
+AGENT_TAG_LEN: Final = 16
 
 MAX_U32: Final = 0xFFFFFFFF
 
@@ -64,13 +66,7 @@ def lp(data: bytes) -> bytes:
 
 
 def hkdf(ikm: bytes, salt: bytes | None, info: bytes) -> bytes:
-    """HKDF-SHA256 (RFC 5869) of one 32-byte block: extract, then the first expand block.
-    The same bytes as `cryptography`'s HKDF (a test pins that) at a fraction of its cost: a
-    restore derives one record key per record. (`hmac.new`, not the one-shot `hmac.digest`,
-    which gives up the GIL on every call: beside a thread parsing pages that costs more than
-    the hash.)"""
-    prk = hmac.new(salt or bytes(KEY_LEN), ikm, hashlib.sha256).digest()
-    return hmac.new(prk, info + b"\x01", hashlib.sha256).digest()
+    return HKDF(algorithm=hashes.SHA256(), length=KEY_LEN, salt=salt, info=info).derive(ikm)
 
 
 def check_key(key: bytes, what: str) -> None:

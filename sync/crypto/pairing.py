@@ -18,6 +18,7 @@ from tiermem.core.errors import (
     WrongKey,
 )
 from tiermem.sync.crypto.base import (
+    AGENT_TAG_LEN,
     INFO_PAIRING,
     KEY_LEN,
     NONCE_LEN,
@@ -128,7 +129,8 @@ def _pairing_key(own: X25519PrivateKey, peer_public: bytes, transcript: PairingT
 
 _BUNDLE = struct.Struct(">I")
 _ANCHOR = struct.Struct(">II")
-_ANCHOR_LEN: Final = _ANCHOR.size + 32
+_HEAD_LEN: Final = 32
+_ANCHOR_LEN: Final = _ANCHOR.size + _HEAD_LEN
 
 
 def seal_pairing_bundle(
@@ -138,12 +140,14 @@ def seal_pairing_bundle(
     vault_key: bytes,
     *,
     anchor: tuple[int, int, bytes] | None = None,
+    tag: bytes | None = None,
     nonce: bytes | None = None,
 ) -> bytes:
-    """The approval: ``nonce | AES-GCM(epoch u32 | vault key [| floor u32 | seq u32 | head])``
-    under a key only the two devices of `transcript` can derive (static X25519 between the
-    approver's device key and the new device's key), associated data = the transcript.
-    `anchor` is the approver's epoch floor and its roster's newest entry (number, hash)."""
+    """The approval: ``nonce | AES-GCM(epoch u32 | vault key [| floor u32 | seq u32 | head
+    [| tag]])`` under a key only the two devices of `transcript` can derive (static X25519
+    between the approver's device key and the new device's key), associated data = the
+    transcript. `anchor` is the approver's epoch floor and its roster's newest entry (number,
+    hash); `tag` the vault's keyed agent tag (absent for a vault set up before keyed tags)."""
     check_key(vault_key, "vault key")
     check_epoch(epoch)
     if device_public_bytes(approver_key) != transcript.approver_public:
@@ -154,7 +158,13 @@ def seal_pairing_bundle(
     if anchor is not None:
         floor, seq, head = anchor
         check_epoch(floor)
-        plain += _ANCHOR.pack(floor, seq) + head
+        if len(head) not in (0, _HEAD_LEN):
+            raise ValueError("a roster head is 32 bytes (none: empty)")
+        plain += _ANCHOR.pack(floor, seq) + (head or bytes(_HEAD_LEN))  # zeros: no roster
+    if tag is not None:
+        if anchor is None or len(tag) != AGENT_TAG_LEN:
+            raise ValueError("a tag goes after an anchor and is 16 bytes")
+        plain += tag
     return nonce + AESGCM(key).encrypt(nonce, plain, transcript.to_bytes())
 
 
@@ -163,18 +173,20 @@ def open_pairing_bundle(
 ) -> tuple[int, bytes]:
     """(epoch, vault key) of an approval, or `WrongKey` when it was not made by the device whose
     public key is in `transcript` for this very pairing."""
-    epoch, vault_key, _ = open_pairing_answer(new_key, transcript, blob)
+    epoch, vault_key, _, _ = open_pairing_answer(new_key, transcript, blob)
     return epoch, vault_key
 
 
 def open_pairing_answer(
     new_key: X25519PrivateKey, transcript: PairingTranscript, blob: bytes
-) -> tuple[int, bytes, tuple[int, int, bytes] | None]:
-    """(epoch, vault key, anchor or None) of an approval (`open_pairing_bundle`)."""
+) -> tuple[int, bytes, tuple[int, int, bytes] | None, bytes | None]:
+    """(epoch, vault key, anchor or None, the vault's keyed agent tag or None) of an approval
+    (`open_pairing_bundle`)."""
     if device_public_bytes(new_key) != transcript.new_public[:X25519_LEN]:
         raise ValueError("the device key does not match the transcript")
     plain_len = len(blob) - NONCE_LEN - TAG_LEN
-    if plain_len not in (_BUNDLE.size + KEY_LEN, _BUNDLE.size + KEY_LEN + _ANCHOR_LEN):
+    plain_lens = (0, _ANCHOR_LEN, _ANCHOR_LEN + AGENT_TAG_LEN)
+    if plain_len - _BUNDLE.size - KEY_LEN not in plain_lens:
         raise TamperedData("the pairing answer is truncated or has trailing bytes")
     key = _pairing_key(new_key, transcript.approver_public, transcript)
     try:
@@ -188,6 +200,9 @@ def open_pairing_answer(
     vault_key = plain[_BUNDLE.size : _BUNDLE.size + KEY_LEN]
     rest = plain[_BUNDLE.size + KEY_LEN :]
     if not rest:
-        return epoch, vault_key, None
+        return epoch, vault_key, None, None
     floor, seq = _ANCHOR.unpack_from(rest)
-    return epoch, vault_key, (floor, seq, rest[_ANCHOR.size :])
+    head, tag = rest[_ANCHOR.size : _ANCHOR_LEN], rest[_ANCHOR_LEN:]
+    if head == bytes(_HEAD_LEN):
+        head = b""  # the vault has no roster yet
+    return epoch, vault_key, (floor, seq, head), tag or None

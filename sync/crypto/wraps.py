@@ -27,8 +27,10 @@ from tiermem.core.errors import (
     WrongPassphrase,
 )
 from tiermem.sync.crypto.base import (
+    AGENT_TAG_LEN,
     COMMIT_LEN,
     FORMAT_V1,
+    INFO_AGENT_TAG,
     INFO_CHAIN,
     INFO_DEVICE_LIST,
     INFO_DEVICE_WRAP,
@@ -107,6 +109,15 @@ def parse_recovery_key(text: str) -> bytes:
     return key
 
 
+def keyed_agent_tag(recovery_key: bytes, agent_id: str) -> bytes:
+    """How the server files a vault's rows: ``HMAC-SHA256(HKDF(recovery key,
+    "tiermem/v1/agent-tag-key"), agent id)[:16]``. Without the recovery key nobody can tell
+    which agent id a tag stands for (an unkeyed hash lets a guessed id be confirmed)."""
+    check_key(recovery_key, "recovery key")
+    tag_key = hkdf(recovery_key, None, INFO_AGENT_TAG)
+    return hmac.new(tag_key, agent_id.encode(), hashlib.sha256).digest()[:AGENT_TAG_LEN]
+
+
 # ------------------------------------------------------------------------------------ key wraps
 
 
@@ -148,9 +159,31 @@ def check_kdf_parameters(params: KdfParameters) -> None:
             )
 
 
+class _WrapBytes:
+    """The layout every wrap kind shares: magic, format and kind bytes, the kind's own fields
+    (`_fields`), the nonce, then the ciphertext and the key commitment."""
+
+    __slots__ = ()
+    kind: ClassVar[str]
+    nonce: bytes
+    ciphertext: bytes
+    fmt: int
+    commit: bytes
+
+    def _fields(self) -> bytes:
+        return b""
+
+    def header(self) -> bytes:
+        """Every byte before the ciphertext."""
+        return WRAP_MAGIC + bytes((self.fmt, _KIND_CODES[self.kind])) + self._fields() + self.nonce
+
+    def to_bytes(self) -> bytes:
+        return self.header() + self.ciphertext + self.commit
+
+
 @dataclass(frozen=True, slots=True)
-class RecoveryWrap:
-    """A parsed recovery-key wrap. `header()` is every byte before the ciphertext."""
+class RecoveryWrap(_WrapBytes):
+    """A parsed recovery-key wrap."""
 
     nonce: bytes
     ciphertext: bytes
@@ -159,15 +192,9 @@ class RecoveryWrap:
 
     kind: ClassVar[str] = "recovery"
 
-    def header(self) -> bytes:
-        return WRAP_MAGIC + bytes((self.fmt, _KIND_CODES[self.kind])) + self.nonce
-
-    def to_bytes(self) -> bytes:
-        return self.header() + self.ciphertext + self.commit
-
 
 @dataclass(frozen=True, slots=True)
-class PassphraseWrap:
+class PassphraseWrap(_WrapBytes):
     """A parsed passphrase wrap; `params` are as stored, not yet checked against the bounds."""
 
     params: KdfParameters
@@ -179,22 +206,13 @@ class PassphraseWrap:
 
     kind: ClassVar[str] = "passphrase"
 
-    def header(self) -> bytes:
+    def _fields(self) -> bytes:
         p = self.params
-        return (
-            WRAP_MAGIC
-            + bytes((self.fmt, _KIND_CODES[self.kind]))
-            + _KDF_STRUCT.pack(p.memory_kib, p.iterations, p.lanes)
-            + self.salt
-            + self.nonce
-        )
-
-    def to_bytes(self) -> bytes:
-        return self.header() + self.ciphertext + self.commit
+        return _KDF_STRUCT.pack(p.memory_kib, p.iterations, p.lanes) + self.salt
 
 
 @dataclass(frozen=True, slots=True)
-class DeviceWrap:
+class DeviceWrap(_WrapBytes):
     """A parsed X25519 device wrap carrying the sender's one-time public key."""
 
     ephemeral_public: bytes
@@ -205,20 +223,12 @@ class DeviceWrap:
 
     kind: ClassVar[str] = "device"
 
-    def header(self) -> bytes:
-        return (
-            WRAP_MAGIC
-            + bytes((self.fmt, _KIND_CODES[self.kind]))
-            + self.ephemeral_public
-            + self.nonce
-        )
-
-    def to_bytes(self) -> bytes:
-        return self.header() + self.ciphertext + self.commit
+    def _fields(self) -> bytes:
+        return self.ephemeral_public
 
 
 @dataclass(frozen=True, slots=True)
-class ChainWrap:
+class ChainWrap(_WrapBytes):
     """A parsed chain wrap: an older epoch's vault key under the key of `parent_epoch`."""
 
     parent_epoch: int
@@ -229,16 +239,8 @@ class ChainWrap:
 
     kind: ClassVar[str] = "chain"
 
-    def header(self) -> bytes:
-        return (
-            WRAP_MAGIC
-            + bytes((self.fmt, _KIND_CODES[self.kind]))
-            + LEN_PREFIX.pack(self.parent_epoch)
-            + self.nonce
-        )
-
-    def to_bytes(self) -> bytes:
-        return self.header() + self.ciphertext + self.commit
+    def _fields(self) -> bytes:
+        return LEN_PREFIX.pack(self.parent_epoch)
 
 
 Wrap = RecoveryWrap | PassphraseWrap | DeviceWrap | ChainWrap

@@ -41,6 +41,7 @@ class RestoreKeys:
     wraps: dict[str, bytes]
     version: str
     token: str | None
+    tag: bytes  # what the server files the vault under (`Settings.tag`)
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ def _restore_into(
                     vault.vault_key,
                     device_key.public_key(),
                     crypto.WrapContext(
-                        agent_id, vault.epoch, wrap_id(agent_id, vault.epoch, "device", device_id)
+                        agent_id, vault.epoch, wrap_id(vault.tag, vault.epoch, "device", device_id)
                     ),
                 ),
                 recovery_wrap=vault.wraps["recovery"],
@@ -202,6 +203,7 @@ def _restore_into(
                 hlc=vault.version,
                 last_push_version=vault.version,
                 created_at=mem.now(),
+                agent_tag=vault.tag,
             )
         try:
             with mem.db.transaction():
@@ -261,6 +263,7 @@ def _check_same_vault(mem: Memory, current: Settings, vault: RestoreKeys) -> Non
     with Session(mem) as engine:
         try:
             same = current.status == "ready" and current.epoch == vault.epoch
+            same = same and current.tag == vault.tag
             same = same and engine.vault_key(current) == vault.vault_key
         except TiermemError:
             same = False

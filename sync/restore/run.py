@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,9 +19,9 @@ import httpx
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, PointInTimePruned
 from tiermem.core.paths import validate_agent_id
-from tiermem.sync import crypto, hlc, records, roster
+from tiermem.sync import crypto, hlc, records, roster, vaults
 from tiermem.sync.enroll import enroll_restored
-from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, ResultSet, SqlError, to_base_url
+from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, ResultSet, to_base_url
 from tiermem.sync.keyring import KeyRing
 from tiermem.sync.prune import prune_horizon, prune_record_id
 from tiermem.sync.remote import Remote, allow_insecure_http
@@ -48,8 +48,6 @@ from tiermem.sync.retry import RetryPolicy, call_with_retry
 from tiermem.sync.state import (
     HomeNotEmpty,
     NothingToRestore,
-    agent_tag,
-    wrap_id,
 )
 
 _MAX_DEVICE: Final = "f" * 32
@@ -90,6 +88,7 @@ def parse_at(text: str) -> str:
 class _Vault:
     """The vault as the recovery key or passphrase opened it."""
 
+    tag: bytes
     epoch: int
     wraps: dict[str, bytes]
     key: bytes
@@ -219,7 +218,8 @@ def _remote_steps(
     def select(sql: str, args: Args) -> ResultSet:
         return call_with_retry(functools.partial(client.execute, sql, args), retry)
 
-    tag = agent_tag(job.agent_id)
+    opened, unlocked = _open(select, job.base, job.agent_id, recovery_key, passphrase)
+    tag = opened.tag
     # Reads that need no key start at once, in parallel: the listing of every row, the
     # roster, and the first pages (bounded: at most two ahead of what is stored).
     with (
@@ -232,12 +232,10 @@ def _remote_steps(
     ):
         listed = pool.submit(read_listing, select, tag, job.page_rows)
         bodies = pool.submit(roster.read_bodies, select, tag)
-        vault = _open_vault(
-            select, pool, job.base, job.agent_id, recovery_key, passphrase, job.at, pending
-        )
+        vault = _open_vault(select, pool, job.agent_id, opened, unlocked, job.at, pending)
         listing = listed.result()
         totals = listing.total_rows, listing.total_bytes
-        verified = _verify(job, vault, select, tag, listing)
+        verified = _verify(job, vault, select, listing)
         del listed, listing  # a row per record: not kept while the memories stream
         fetched = _fetch(job, vault, prefetch, pending, verified, totals)
         requests = client.requests_sent
@@ -271,14 +269,15 @@ def _verify(
     job: _Job,
     vault: _Vault,
     select: Callable[[str, Args], ResultSet],
-    tag: bytes,
     listing: Listing,
 ) -> Verified:
     """The server's copy against the vault's manifests; without salvage, damage stops here
     (after a point in time older than the prune horizon, which is refused first)."""
     ring = vault.ring
     skip = {prune_record_id(ring)}
-    found = verify(select, ring, tag, listing, skip, job.at, vault.horizon.result, job.page_rows)
+    found = verify(
+        select, ring, vault.tag, listing, skip, job.at, vault.horizon.result, job.page_rows
+    )
     horizon = vault.horizon.result()
     if job.at is not None and horizon is not None and job.at < horizon:
         raise PointInTimePruned(
@@ -331,7 +330,9 @@ def _fetch(
         vault.critical,
         vault.critical_rid,
         job.at,
-        RestoreKeys(job.base, vault.epoch, vault.key, vault.wraps, "", job.token_to_store),
+        RestoreKeys(
+            job.base, vault.epoch, vault.key, vault.wraps, "", job.token_to_store, vault.tag
+        ),
         Marker(job.base, vault.critical_rid.hex(), job.at, "", job.clock()),
         ring=vault.ring,
         driver=job.driver,
@@ -391,32 +392,32 @@ def _result(
     )
 
 
-def _open_vault(
+def _open(
     select: Callable[[str, Args], ResultSet],
-    pool: ThreadPoolExecutor,
     base: str,
     agent_id: str,
     recovery_key: bytes | None,
     passphrase: str | None,
+) -> tuple[vaults.Opened, Unlock]:
+    """Find the vault and unlock its newest epoch key (`vaults`), and say with what."""
+    if recovery_key is not None:
+        return vaults.open_with_recovery_key(select, base, agent_id, recovery_key), "recovery-key"
+    assert passphrase is not None
+    return vaults.open_with_passphrase(select, base, agent_id, passphrase), "passphrase"
+
+
+def _open_vault(
+    select: Callable[[str, Args], ResultSet],
+    pool: ThreadPoolExecutor,
+    agent_id: str,
+    opened: vaults.Opened,
+    unlocked: Unlock,
     at: str | None,
     pending: dict[str, Any] | None,
 ) -> _Vault:
-    """Unlock the newest epoch's key; the prune horizon and (unless resuming) the critical
+    """The opened vault's key ring; the prune horizon and (unless resuming) the critical
     states are then read in parallel with the check of the manifests."""
-    tag = agent_tag(agent_id)
-    try:
-        wraps = select(
-            "SELECT epoch, kind, blob FROM key_wraps WHERE agent_tag = ? "
-            "AND kind IN ('recovery', 'passphrase') ORDER BY epoch DESC",
-            (tag,),
-        ).rows
-    except SqlError as exc:
-        if "no such table" not in str(exc):
-            raise
-        raise NothingToRestore(f"{base} holds no tiermem vault (run `sync init` first)") from None
-    if not wraps:
-        raise NothingToRestore(f"{base} holds no vault for agent {agent_id!r}")
-    epoch, by_kind, vault_key, unlocked = _unlock(wraps, agent_id, recovery_key, passphrase)
+    tag, epoch, by_kind, vault_key = opened.tag, opened.epoch, opened.wraps, opened.key
     ring = KeyRing.unlocked(agent_id, epoch, vault_key, select, tag)
     critical_rid = records.record_id(ring.id_key, records.CRITICAL_TABLE, agent_id)
     horizon = pool.submit(prune_horizon, select, ring, tag)
@@ -425,7 +426,7 @@ def _open_vault(
         if pending is not None
         else pool.submit(_critical_candidates, select, ring, critical_rid, at)
     )
-    return _Vault(epoch, by_kind, vault_key, unlocked, ring, critical_rid, horizon, critical)
+    return _Vault(tag, epoch, by_kind, vault_key, unlocked, ring, critical_rid, horizon, critical)
 
 
 def _step_one(
@@ -543,32 +544,3 @@ def _critical_candidates(
             )
         )
     return out
-
-
-def _unlock(
-    wraps: Sequence[Sequence[object]],
-    agent_id: str,
-    recovery_key: bytes | None,
-    passphrase: str | None,
-) -> tuple[int, dict[str, bytes], bytes, Unlock]:
-    """The newest epoch, its wraps by kind, and its vault key unwrapped with the given secret."""
-    epoch = records.server_int(wraps[0][0])
-    by_kind = {
-        str(kind): records.server_blob(blob)
-        for e, kind, blob in wraps
-        if records.server_int(e) == epoch
-    }
-    if "recovery" not in by_kind:
-        raise NothingToRestore(f"the vault of agent {agent_id!r} has no recovery key wrap")
-    if recovery_key is not None:
-        context = crypto.WrapContext(agent_id, epoch, wrap_id(agent_id, epoch, "recovery"))
-        key = crypto.unwrap_with_recovery_key(by_kind["recovery"], recovery_key, context)
-        return epoch, by_kind, key, "recovery-key"
-    assert passphrase is not None
-    if "passphrase" not in by_kind:
-        raise NothingToRestore(
-            f"the vault of agent {agent_id!r} has no passphrase; use the recovery key"
-        )
-    context = crypto.WrapContext(agent_id, epoch, wrap_id(agent_id, epoch, "passphrase"))
-    key = crypto.unwrap_with_passphrase(by_kind["passphrase"], passphrase, context)
-    return epoch, by_kind, key, "passphrase"

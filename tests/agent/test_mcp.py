@@ -15,7 +15,10 @@ from typing import Any
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from tiermem.core import agents
+from tiermem.core.engine import Memory
 from tiermem.core.tokens import count_tokens
+from tiermem.tui import cli
 from tiermem.tui import mcp as mcpmod
 
 TOOLS_MD = Path(__file__).parents[2] / "packaging" / "openclaw" / "TOOLS.md"
@@ -231,3 +234,36 @@ def test_tools_doc_is_generated_from_the_server(tmp_path: Path) -> None:
         assert documented_tools() == [t.name for t in mcpmod.tool_list(server)]
     finally:
         state.close()
+
+
+def test_a_read_on_a_mistyped_agent_creates_nothing(tmp_path: Path) -> None:
+    """The server opened on a misspelt agent: a read fails with the close match and leaves no
+    agent behind; the first write creates it, as the CLI does."""
+    home = tmp_path / "home"
+    assert cli.run(["--home", str(home), "store", "--text", "deploys go out on Fridays"]) == 0
+    env = {"TIERMEM_HOME": str(home)}
+    for name in ("TIERMEM_DRIVER", "PYTHONPATH"):
+        if os.environ.get(name):
+            env[name] = os.environ[name]
+    args = ["-m", "tiermem.tui", "--agent-id", "defualt", "mcp"]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env)
+
+    async def main() -> tuple[str, list[str], dict[str, Any]]:
+        with (tmp_path / "err.log").open("w") as log:
+            async with (
+                stdio_client(params, errlog=log) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                failed = await error(session, "memory_recall", query="deploys")
+                with Memory(home, "default") as mem:
+                    after_read = agents.known_agents(mem.db)
+                stored = await call(session, "memory_store", content="a new agent's first fact")
+                return failed, after_read, stored
+
+    failed, after_read, stored = asyncio.run(main())
+    assert "NotFound" in failed and "'default'" in failed
+    assert after_read == ["default"]
+    assert stored["id"]
+    with Memory(home, "default") as mem:
+        assert agents.known_agents(mem.db) == ["default", "defualt"]

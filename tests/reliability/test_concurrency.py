@@ -154,7 +154,7 @@ def test_cli_daemon_and_tui_at_once(
     seconds = env_int("TIERMEM_CONCURRENCY_SECONDS", 60)
     home = tmp_path / "home"
     with Memory(home) as mem, SyncEngine(mem, timeout=10.0) as engine:
-        engine.init(sqld.url, sqld.token, SENTINEL_RECOVERY_KEY)
+        engine.init(sqld.url, sqld.token, SENTINEL_RECOVERY_KEY, new_vault=True)
     stop = threading.Event()
     writers = [Writer(home, f"w{i}", seed + i, stop) for i in range(2)]
     reader = TuiReader(home, stop)

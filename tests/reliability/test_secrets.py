@@ -30,7 +30,7 @@ from tests.sync.sqld import SqldServer
 from tiermem.core import logs
 from tiermem.core.consolidate import consolidate
 from tiermem.core.engine import Memory
-from tiermem.core.errors import InvalidInput
+from tiermem.core.errors import InvalidInput, NothingToRestore
 from tiermem.sync import crypto
 from tiermem.sync.daemon import Daemon
 from tiermem.sync.hrana import HranaClient, HranaError
@@ -94,7 +94,9 @@ def test_every_sync_command_with_sentinel_secrets(
     base = ["--home", home, "--agent-id", agent, "--json"]
     code, out = run_cli(capsys, *base, "hot", "--add-lesson", "Keep the vault key wrapped")
     assert code == 0
-    code, out = run_cli(capsys, *base, "sync", "init", "--url", sqld.url, "--passphrase")
+    code, out = run_cli(
+        capsys, *base, "sync", "init", "--url", sqld.url, "--passphrase", "--new-vault"
+    )
     assert code == 0 and "recovery_key" not in json.loads(out)  # it came from the environment
     for command in (["sync", "push"], ["sync", "status"], ["doctor"]):
         code, out = run_cli(capsys, *base, *command)
@@ -107,7 +109,7 @@ def test_every_sync_command_with_sentinel_secrets(
     other = crypto.generate_recovery_key()
     monkeypatch.setenv("TIERMEM_RECOVERY_KEY", crypto.format_recovery_key(other))
     code, _ = run_cli(capsys, *target, "restore", "--url", sqld.url)
-    assert code == crypto.WrongKey.exit_code
+    assert code == NothingToRestore.exit_code  # the vault's tag is keyed with its own key
     monkeypatch.setenv("TIERMEM_RECOVERY_KEY", crypto.format_recovery_key(SENTINEL_RECOVERY_KEY))
     code, out = run_cli(capsys, *target, "restore", "--url", sqld.url)
     assert code == 0, out

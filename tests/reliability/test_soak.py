@@ -139,7 +139,7 @@ def test_soak(
         Memory(tmp_path / "home", agent) as mem,
         SyncEngine(mem, timeout=TIMEOUT) as engine,
     ):
-        engine.init(proxy.url, sqld.token, SENTINEL_RECOVERY_KEY, policy=fast(None))
+        engine.init(proxy.url, sqld.token, SENTINEL_RECOVERY_KEY, policy=fast(None), new_vault=True)
         # one-time loads are warm-up, not growth: the tokenizer loads lazily (~25 MB) at the
         # first token count, which would otherwise land inside the sampled window
         count_tokens("warm-up")

@@ -13,7 +13,7 @@ from tiermem.sync import crypto
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
 from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.state import CRITICAL_TABLE, Settings
+from tiermem.sync.state import CRITICAL_TABLE, Settings, read_settings
 
 # The Argon2id floor accepted on decode, so passphrase tests cost milliseconds.
 CHEAP_KDF = crypto.KdfParameters(memory_kib=8 * 1024, iterations=1, lanes=1)
@@ -88,6 +88,7 @@ def init_engine(
             kdf=CHEAP_KDF,
             policy=retry or policy(),
             store_token=True,
+            new_vault=True,  # the test server is shared: it holds other tests' vaults
         )
     except BaseException:
         engine.close()
@@ -126,3 +127,10 @@ def identity_counter(plaintext: bytes) -> int:
 
 def home_files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def tag_of(mem: Memory) -> bytes:
+    """What the server files this home's vault under (`Settings.tag`)."""
+    s = read_settings(mem.db, mem.agent_id)
+    assert s is not None
+    return s.tag

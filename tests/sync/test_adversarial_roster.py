@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.sync.devicekit import Terminal, first_device, join_with_recovery, pair, terminal_env
-from tests.sync.helpers import PASSPHRASE, dump_bytes, policy
+from tests.sync.helpers import PASSPHRASE, dump_bytes, policy, tag_of
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.errors import DeviceRevoked, SqlError
@@ -29,7 +29,6 @@ from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import restore
 from tiermem.sync.secrets import DEVICE_KEY, SIGNING_KEY
-from tiermem.sync.state import agent_tag
 from tiermem.tui.cli import run
 
 ROSTER_DAMAGE = 63  # `sync check`: the roster does not verify or misses a listed device
@@ -59,11 +58,11 @@ def engine_at(root: Path, agent_id: str, *, ahead: float = 0.0) -> Iterator[Sync
         yield e
 
 
-def current_wraps(client: HranaClient, agent_id: str, epoch: int) -> list[tuple[Any, ...]]:
+def current_wraps(client: HranaClient, tag: bytes, epoch: int) -> list[tuple[Any, ...]]:
     rows = client.execute(
         "SELECT wrap_id, agent_tag, epoch, kind, blob FROM key_wraps WHERE agent_tag = ? "
         "AND epoch = ?",
-        (agent_tag(agent_id), epoch),
+        (tag, epoch),
     ).rows
     return [tuple(r) for r in rows]
 
@@ -104,7 +103,7 @@ def test_a_device_slipped_in_by_the_server_is_named_by_check_and_never_gets_the_
         sleeper_id = bytes(range(16))
         client.execute(
             "INSERT INTO devices (device_id, agent_tag, public_key, added) VALUES (?, ?, ?, ?)",
-            (sleeper_id, agent_tag(agent_id), crypto.device_public_bytes(sleeper_key), "0"),
+            (sleeper_id, tag_of(mem_a), crypto.device_public_bytes(sleeper_key), "0"),
         )
         assert cli(tmp_path / "a", agent_id, "sync", "check") == ROSTER_DAMAGE
 
@@ -119,7 +118,7 @@ def test_a_device_slipped_in_by_the_server_is_named_by_check_and_never_gets_the_
             stdin=crypto.format_recovery_key(recovery) + "\n",
         )
         assert code == 0
-        epoch_2 = current_wraps(client, agent_id, 2)
+        epoch_2 = current_wraps(client, tag_of(mem_a), 2)
         assert epoch_2 and not opens_any(epoch_2, agent_id, sleeper_key.private_bytes_raw())
         assert not opens_any(epoch_2, agent_id, secret(tmp_path / "b", DEVICE_KEY))
         assert local_state(mem_a) == before
@@ -150,7 +149,7 @@ def test_a_sleeper_added_by_a_stolen_device_is_removed_with_it_and_cannot_come_b
             stdin=crypto.format_recovery_key(recovery) + "\n",
         )
         assert result == 0
-        epoch_2 = current_wraps(client, agent_id, 2)
+        epoch_2 = current_wraps(client, tag_of(mem_a), 2)
         for home in ("b", "s"):
             assert not opens_any(epoch_2, agent_id, secret(tmp_path / home, DEVICE_KEY))
         with engine_at(tmp_path / "s", agent_id) as sleeper, pytest.raises(DeviceRevoked):
@@ -159,7 +158,7 @@ def test_a_sleeper_added_by_a_stolen_device_is_removed_with_it_and_cannot_come_b
         assert view is not None and view.devices[bytes.fromhex(sleeper_id)].removed
 
         # Back with the stolen signing key: a new device signed by the removed laptop.
-        draft = roster.Draft(agent_id, view)
+        draft = roster.Draft(agent_id, tag_of(mem_a), view)
         thief = crypto.load_device_private_key(secret(tmp_path / "b", DEVICE_KEY))
         signer = load_signing_key(secret(tmp_path / "b", SIGNING_KEY))
         draft.add(bytes(16), crypto.device_public_bytes(thief), None, signer, stolen_id)
@@ -174,7 +173,7 @@ def test_a_sleeper_added_by_a_stolen_device_is_removed_with_it_and_cannot_come_b
             stdin=crypto.format_recovery_key(recovery) + "\n",
         )
         assert code == ROSTER_TAMPERED  # nothing is wrapped to a roster that does not verify
-        assert current_wraps(client, agent_id, 3) == []
+        assert current_wraps(client, tag_of(mem_a), 3) == []
         assert local_state(mem_a) == before
 
 
@@ -186,14 +185,14 @@ def test_a_forged_or_shortened_roster_is_refused(
         engine_a.push(policy())
         join_with_recovery(tmp_path / "b", agent_id, sqld, recovery, "laptop")
         before = local_state(mem_a)
-        tag = agent_tag(agent_id)
+        tag = tag_of(mem_a)
         rows = client.execute("SELECT seq, body FROM roster WHERE agent_tag = ?", (tag,)).rows
         assert cli(tmp_path / "a", agent_id, "sync", "devices") == 0  # pins the roster
         # Shortened: the server drops the newest entry (the laptop's).
         client.execute("DELETE FROM roster WHERE agent_tag = ? AND seq = ?", (tag, len(rows) - 1))
         assert cli(tmp_path / "a", agent_id, "sync", "check") == ROSTER_DAMAGE
         # Forged: an entry signed with a key the server made.
-        forged = roster.Draft(agent_id, None)
+        forged = roster.Draft(agent_id, tag, None)
         forged.genesis(crypto.generate_recovery_key(), 1)
         client.execute("DELETE FROM roster WHERE agent_tag = ?", (tag,))
         client.batch(forged.statements[1:])
@@ -204,11 +203,11 @@ def test_a_forged_or_shortened_roster_is_refused(
 # ----------------------------------------------------------------------------- hidden epoch
 
 
-def _hide_epoch(client: HranaClient, agent_id: str, epoch: int) -> list[tuple[Any, ...]]:
+def _hide_epoch(client: HranaClient, tag: bytes, epoch: int) -> list[tuple[Any, ...]]:
     """The attacker withholds every key wrap of `epoch` and the chain link under it (returned,
     to put back later)."""
     where = "agent_tag = ? AND (epoch >= ? OR (kind = 'chain' AND epoch = ?))"
-    args = (agent_tag(agent_id), epoch, epoch - 1)
+    args = (tag, epoch, epoch - 1)
     hidden = client.execute(
         f"SELECT wrap_id, agent_tag, epoch, kind, blob FROM key_wraps WHERE {where}", args
     ).rows
@@ -243,15 +242,15 @@ def test_a_hidden_rotation_makes_a_restored_or_joined_device_refuse_the_old_key(
             == 0
         )
         before = local_state(mem_a)
-        _hide_epoch(client, agent_id, 2)
+        _hide_epoch(client, tag_of(mem_a), 2)
 
         restored = tmp_path / "r"
         assert cli(restored, agent_id, "restore", "--url", sqld.url, "--stdin", stdin=key_text) == 0
         with Memory(restored, agent_id) as mem_r:
             mem_r.store("a new secret written on the restored laptop", "home/new")
-        count = _records(client, agent_id)
+        count = _records(client, tag_of(mem_a))
         assert cli(restored, agent_id, "sync", "push") == EPOCH_ROLLBACK
-        assert _records(client, agent_id) == count  # nothing sealed under epoch 1 was sent
+        assert _records(client, tag_of(mem_a)) == count  # nothing sealed under epoch 1 was sent
 
         joined = tmp_path / "j"
         code = cli(
@@ -269,10 +268,8 @@ def test_a_hidden_rotation_makes_a_restored_or_joined_device_refuse_the_old_key(
         assert local_state(mem_a) == before
 
 
-def _records(client: HranaClient, agent_id: str) -> int:
-    rows = client.execute(
-        "SELECT count(*) FROM records WHERE agent_tag = ?", (agent_tag(agent_id),)
-    ).rows
+def _records(client: HranaClient, tag: bytes) -> int:
+    rows = client.execute("SELECT count(*) FROM records WHERE agent_tag = ?", (tag,)).rows
     return int(str(rows[0][0]))
 
 
@@ -302,12 +299,12 @@ def test_records_a_removed_device_seals_under_the_old_epoch_after_the_rotation_a
         before = local_state(mem_a)
         # The removed device, with the token, hides the rotation from its own client and
         # pushes a memory sealed under epoch 1, dated an hour after the rotation.
-        hidden = _hide_epoch(client, agent_id, 2)
-        sent = _records(client, agent_id)
+        hidden = _hide_epoch(client, tag_of(mem_a), 2)
+        sent = _records(client, tag_of(mem_a))
         with engine_at(tmp_path / "b", agent_id, ahead=3600) as removed:
             removed.mem.store("the ferry is cancelled, stay home", "travel/ferry")
             removed.push(policy())
-        assert _records(client, agent_id) > sent  # on the server, sealed under epoch 1
+        assert _records(client, tag_of(mem_a)) > sent  # on the server, sealed under epoch 1
         client.batch(
             [
                 (
@@ -348,7 +345,7 @@ def test_remove_device_shows_who_keeps_access_and_who_goes_with_it_before_asking
         assert kept.device_id[:12] in keeps and "kitchen tablet" in keeps
         assert "by the recovery key" in keeps and stolen_id[:12] not in keeps
         assert sleeper_id[:12] in rest and "sleeper" in rest
-        assert current_wraps(client, agent_id, 2) == []  # said no: nothing rotated
+        assert current_wraps(client, tag_of(mem_a), 2) == []  # said no: nothing rotated
         assert local_state(mem_a) == before
 
 
@@ -400,7 +397,7 @@ def test_a_device_restored_with_the_passphrase_is_off_the_roster_until_the_owner
         )
         assert code == 0
         assert opens_any(
-            current_wraps(client, agent_id, 2), agent_id, secret(tmp_path / "r", DEVICE_KEY)
+            current_wraps(client, tag_of(mem_a), 2), agent_id, secret(tmp_path / "r", DEVICE_KEY)
         )
         assert cli(tmp_path / "a", agent_id, "sync", "check") == 0
         assert local_state(mem_a) == before

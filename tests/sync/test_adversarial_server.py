@@ -19,7 +19,6 @@ from tiermem.core.engine import Memory
 from tiermem.sync import hlc, keys, records
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
-from tiermem.sync.state import agent_tag
 from tiermem.tui.cli import run
 
 MAX_VERSION = "999999999999999999.999999."
@@ -66,9 +65,16 @@ def tm(
 class Attacker:
     """Holds the token every device holds and edits the agent's rows directly."""
 
-    def __init__(self, client: HranaClient, agent_id: str) -> None:
+    def __init__(self, client: HranaClient) -> None:
         self.c = client
-        self.tag = agent_tag(agent_id)
+
+    @property
+    def tag(self) -> bytes:
+        """The newest vault's tag: keyed, so picked by when it appeared, not by agent id."""
+        rows = self.c.execute(
+            "SELECT agent_tag FROM key_wraps WHERE kind = 'recovery' ORDER BY rowid DESC LIMIT 1"
+        ).rows
+        return records.server_blob(rows[0][0])
 
     def rows(self, rid: bytes) -> list[tuple[str, bytes]]:
         """(version, envelope) of every version of a record, oldest first."""
@@ -113,13 +119,13 @@ class Attacker:
 
 
 @pytest.fixture
-def attacker(client: HranaClient, agent_id: str) -> Attacker:
-    return Attacker(client, agent_id)
+def attacker(client: HranaClient) -> Attacker:
+    return Attacker(client)
 
 
 def init(tm: Tm, home: Path, sqld: SqldServer) -> str:
     """Set up sync in `home` (first push included); the recovery key."""
-    return str(tm.json(home, "sync", "init", "--url", sqld.url)["recovery_key"])
+    return str(tm.json(home, "sync", "init", "--url", sqld.url, "--new-vault")["recovery_key"])
 
 
 def restore(tm: Tm, home: Path, sqld: SqldServer, key: str, *extra: str) -> tuple[int, str, str]:
@@ -348,7 +354,7 @@ def test_plain_http_to_another_host_is_refused_unless_insecure_http_which_is_rem
         assert code == 49 and "--insecure-http" in err and err.count("\n") == 1, args
     assert not (fresh / "tiermem.db").exists() or memories(fresh, tm.agent_id) == {}
     # Remembered: a home set up with --insecure-http keeps accepting its http:// URL.
-    doc = tm.json(a, "sync", "init", "--url", sqld.url, "--insecure-http")
+    doc = tm.json(a, "sync", "init", "--url", sqld.url, "--insecure-http", "--new-vault")
     assert restore(tm, b, sqld, doc["recovery_key"])[0] == 0  # without the flag
     for home in (a, b):
         with Memory(home, tm.agent_id) as mem, mem.db.transaction():
@@ -378,7 +384,7 @@ def test_the_auth_token_in_a_turso_url_is_used(
     monkeypatch.delenv("TIERMEM_SYNC_TOKEN")
     port = sqld.url.rsplit(":", 1)[1]
     url = f"libsql://127.0.0.1:{port}?tls=0&authToken={sqld.token}"
-    doc = tm.json(a, "sync", "init", "--url", url)
+    doc = tm.json(a, "sync", "init", "--url", url, "--new-vault")
     assert doc["token_stored"] and doc["pushed"]["pushed"]
     assert doc["url"] == sqld.url and sqld.token not in json.dumps(doc)
     tm.store(a, "the pump in hall 3 is red")

@@ -110,7 +110,13 @@ def fault_run(
         Memory(home, agent) as mem,
         SyncEngine(mem, timeout=FAST_TIMEOUT) as engine,
     ):
-        engine.init(proxy.url, sqld.token, crypto.generate_recovery_key(), policy=policy(None))
+        engine.init(
+            proxy.url,
+            sqld.token,
+            crypto.generate_recovery_key(),
+            policy=policy(None),
+            new_vault=True,
+        )
         for n in range(conversations):
             conversation_end(mem, n)
             try:
@@ -214,6 +220,7 @@ def kill_run(
             sqld.token,
             crypto.generate_recovery_key(),
             policy=RetryPolicy(max_attempts=None, sleep=FakeSleep()),
+            new_vault=True,
         )
         for _ in range(kills):
             for _ in range(rng.randint(1, 3)):

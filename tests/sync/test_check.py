@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import START, Clock
-from tests.sync.helpers import PASSPHRASE, conversation_end, init_engine, policy, seed_memory
+from tests.sync.helpers import (
+    PASSPHRASE,
+    conversation_end,
+    init_engine,
+    policy,
+    seed_memory,
+    tag_of,
+)
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
@@ -19,7 +26,7 @@ from tiermem.sync.check import DAMAGE_EXIT_CODES, CheckReport, check
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import prune, restore
-from tiermem.sync.state import agent_tag, wrap_id
+from tiermem.sync.state import wrap_id
 
 Row = tuple[int, bytes, str, int, bytes, bytes]  # seq, record_id, version, epoch, device, envelope
 
@@ -36,12 +43,12 @@ def facts(n: int, start: int = 0) -> list[NewFact]:
     ]
 
 
-def remote_rows(client: HranaClient, agent_id: str) -> list[Row]:
+def remote_rows(client: HranaClient, mem: Memory) -> list[Row]:
     out: list[Row] = []
     for r in client.execute(
         "SELECT seq, record_id, version, epoch, device_id, envelope FROM records "
         "WHERE agent_tag = ? ORDER BY seq",
-        (agent_tag(agent_id),),
+        (tag_of(mem),),
     ).rows:
         seq, rid, version, epoch, device, envelope = r
         assert isinstance(seq, int) and isinstance(rid, bytes) and isinstance(version, str)
@@ -55,12 +62,12 @@ def set_envelope(client: HranaClient, seq: int, envelope: bytes) -> None:
     client.execute("UPDATE records SET envelope = ? WHERE seq = ?", (envelope, seq))
 
 
-def reinsert(client: HranaClient, agent_id: str, rows: list[Row]) -> None:
+def reinsert(client: HranaClient, mem: Memory, rows: list[Row]) -> None:
     for seq, rid, version, epoch, device, envelope in rows:
         client.execute(
             "INSERT INTO records (seq, agent_tag, record_id, version, epoch, device_id, "
             "envelope) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (seq, agent_tag(agent_id), rid, version, epoch, device, envelope),
+            (seq, tag_of(mem), rid, version, epoch, device, envelope),
         )
 
 
@@ -125,7 +132,7 @@ def test_bit_flips_anywhere_in_any_record_are_found(
 ) -> None:
     mem, engine, _ = vault
     rng = random.Random(seed)
-    rows = remote_rows(client, mem.agent_id)
+    rows = remote_rows(client, mem)
     for row in rng.sample(rows, 8):
         seq, envelope = row[0], row[5]
         bit = rng.randrange(len(envelope) * 8)
@@ -140,7 +147,7 @@ def test_bit_flips_anywhere_in_any_record_are_found(
 
 def test_rows_swapped_between_tables_are_found(vault: Vault, client: HranaClient) -> None:
     mem, engine, _ = vault
-    rows = remote_rows(client, mem.agent_id)
+    rows = remote_rows(client, mem)
     critical = max((r for r in rows if len(r[5]) > 4000), key=lambda r: r[0])
     memory = next(r for r in rows if len(r[5]) < 1000 and r[2] == critical[2])
     set_envelope(client, critical[0], memory[5])
@@ -163,9 +170,9 @@ def test_rows_swapped_between_agents_are_found_even_without_reading_data(
     for other_mem, other_engine, _ in pushed_vault(
         tmp_path / "other", "other-" + mem.agent_id, sqld, n=6
     ):
-        mine = remote_rows(client, mem.agent_id)[3]
-        theirs = remote_rows(client, other_mem.agent_id)[2]
-        tag, other_tag = agent_tag(mem.agent_id), agent_tag(other_mem.agent_id)
+        mine = remote_rows(client, mem)[3]
+        theirs = remote_rows(client, other_mem)[2]
+        tag, other_tag = tag_of(mem), tag_of(other_mem)
         client.execute("UPDATE records SET agent_tag = ? WHERE seq = ?", (other_tag, mine[0]))
         client.execute("UPDATE records SET agent_tag = ? WHERE seq = ?", (tag, theirs[0]))
         for read_data in (False, True):
@@ -183,7 +190,7 @@ def test_a_replayed_old_state_is_a_rollback(vault: Vault, client: HranaClient) -
     """The server drops the newest push (records and manifest): what it shows is an old,
     consistent state, which only this home's memory of its own pushes can reveal."""
     mem, engine, _ = vault
-    rows = remote_rows(client, mem.agent_id)
+    rows = remote_rows(client, mem)
     newest = max(r[2] for r in rows)
     dropped = [r for r in rows if r[2] == newest]
     client.execute("DELETE FROM records WHERE version = ?", (newest,))
@@ -196,20 +203,20 @@ def test_a_replayed_old_state_is_a_rollback(vault: Vault, client: HranaClient) -
             "wraps": 0,
             "roster": 0,
         }, report.problems
-    reinsert(client, mem.agent_id, dropped)
+    reinsert(client, mem, dropped)
     assert_clean(engine)
 
 
 def test_an_old_version_relabelled_as_new_is_found(vault: Vault, client: HranaClient) -> None:
     mem, engine, _ = vault
-    rows = remote_rows(client, mem.agent_id)
+    rows = remote_rows(client, mem)
     old_critical = min((r for r in rows if len(r[5]) > 4000), key=lambda r: r[0])
     newest = max(r[2] for r in rows)
     newer = newest[:6] + str(int(newest[6:18]) + 1).zfill(12) + newest[18:]
     client.execute(
         "INSERT INTO records (agent_tag, record_id, version, epoch, device_id, envelope) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        (agent_tag(mem.agent_id), old_critical[1], newer, *old_critical[3:]),
+        (tag_of(mem), old_critical[1], newer, *old_critical[3:]),
     )
     for read_data in (False, True):  # not listed by any manifest: found without reading data
         assert run_check(engine, read_data).exit_code == 40
@@ -219,13 +226,13 @@ def test_an_old_version_relabelled_as_new_is_found(vault: Vault, client: HranaCl
 
 def test_a_middle_push_gone_is_a_gap(vault: Vault, client: HranaClient) -> None:
     mem, engine, _ = vault
-    rows = remote_rows(client, mem.agent_id)
+    rows = remote_rows(client, mem)
     middle = sorted({r[2] for r in rows})[1]
     dropped = [r for r in rows if r[2] == middle]
     client.execute("DELETE FROM records WHERE version = ?", (middle,))
     report = run_check(engine, read_data=False)
     assert report.exit_code == 42 and "missing" in report.problems[0].message
-    reinsert(client, mem.agent_id, dropped)
+    reinsert(client, mem, dropped)
     assert_clean(engine)
 
 
@@ -234,7 +241,7 @@ def test_every_deleted_record_is_found(vault: Vault, client: HranaClient, seed: 
     mem, engine, _ = vault
     rng = random.Random(seed)
     for _ in range(5):
-        rows = remote_rows(client, mem.agent_id)
+        rows = remote_rows(client, mem)
         manifests = {r[2] for r in rows}
         target = rng.choice([r for r in rows if r[2] in manifests])
         client.execute("DELETE FROM records WHERE seq = ?", (target[0],))
@@ -248,19 +255,19 @@ def test_every_deleted_record_is_found(vault: Vault, client: HranaClient, seed: 
         else:
             behind = any("newest critical state" in p.message for p in report.problems)
             assert report.exit_code in (40, 41) or behind, report.problems
-        reinsert(client, mem.agent_id, [target])
+        reinsert(client, mem, [target])
     assert_clean(engine)
 
 
 def test_a_deleted_memory_record_is_missing(vault: Vault, client: HranaClient) -> None:
     mem, engine, _ = vault
-    rows = remote_rows(client, mem.agent_id)
+    rows = remote_rows(client, mem)
     memory = next(r for r in rows if len(r[5]) < 1000)
     client.execute("DELETE FROM records WHERE seq = ?", (memory[0],))
     for read_data in (False, True):
         report = run_check(engine, read_data)
         assert report.exit_code == 41 and report.counts["missing"] == 1, report.problems
-    reinsert(client, mem.agent_id, [memory])
+    reinsert(client, mem, [memory])
     assert_clean(engine)
 
 
@@ -269,7 +276,7 @@ def test_truncated_blobs_are_found_without_reading_data(
     vault: Vault, client: HranaClient, cut: float
 ) -> None:
     mem, engine, _ = vault
-    for row in remote_rows(client, mem.agent_id)[::7]:
+    for row in remote_rows(client, mem)[::7]:
         envelope = row[5]
         keep = int(len(envelope) * cut) if cut < 1 else len(envelope) - int(cut)
         set_envelope(client, row[0], envelope[:keep])
@@ -281,10 +288,10 @@ def test_truncated_blobs_are_found_without_reading_data(
 
 @pytest.mark.parametrize("kind", ["recovery", "passphrase", "device"])
 def test_a_dropped_key_wrap_is_found(vault: Vault, client: HranaClient, kind: str) -> None:
-    mem, engine, _ = vault
+    _, engine, _ = vault
     s = engine.require_ready()
     extra = s.device_id if kind == "device" else b""
-    wid = wrap_id(mem.agent_id, s.epoch, kind, extra)
+    wid = wrap_id(s.tag, s.epoch, kind, extra)
     ((blob, epoch),) = client.execute(
         "SELECT blob, epoch FROM key_wraps WHERE wrap_id = ?", (wid,)
     ).rows
@@ -293,7 +300,7 @@ def test_a_dropped_key_wrap_is_found(vault: Vault, client: HranaClient, kind: st
     assert report.exit_code == 43 and report.counts["wraps"] >= 1, report.problems
     client.execute(
         "INSERT INTO key_wraps (wrap_id, agent_tag, epoch, kind, blob) VALUES (?, ?, ?, ?, ?)",
-        (wid, agent_tag(mem.agent_id), epoch, kind, blob),
+        (wid, s.tag, epoch, kind, blob),
     )
     assert_clean(engine)
 
@@ -343,8 +350,8 @@ def test_check_on_the_command_line_exits_with_the_damage_code(
     args = ["--home", str(mem.home.root), "--agent-id", mem.agent_id, "--json", "sync", "check"]
     assert run(args) == 0
     assert run([*args, "--read-data"]) == 0
-    memory = next(r for r in remote_rows(client, mem.agent_id) if len(r[5]) < 1000)
+    memory = next(r for r in remote_rows(client, mem) if len(r[5]) < 1000)
     client.execute("DELETE FROM records WHERE seq = ?", (memory[0],))
     assert run(args) == 41
-    reinsert(client, mem.agent_id, [memory])
+    reinsert(client, mem, [memory])
     assert run(args) == 0

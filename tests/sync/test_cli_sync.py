@@ -76,14 +76,14 @@ def test_init_push_status_restore_through_the_cli(
     cli: Cli, sqld: SqldServer, env_token: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert cli("hot", "--add-lesson", "check the gauges twice", "--importance", "0.9")[0] == 0
-    code, out, err = cli("sync", "init", "--url", sqld.url)  # no terminal, no --json
+    code, out, err = cli("sync", "init", "--url", sqld.url, "--new-vault")  # no terminal, no --json
     assert code == 26 and out == "" and err.count("\n") == 1 and "recovery_key" in err
     monkeypatch.setenv("TIERMEM_PASSPHRASE", PASSPHRASE)
-    init = cli.json("sync", "init", "--url", sqld.url, "--passphrase")
+    init = cli.json("sync", "init", "--url", sqld.url, "--new-vault", "--passphrase")
     key = crypto.parse_recovery_key(init["recovery_key"])
     assert init["pushed"]["pushed"] and init["pushed"]["requests"] == 1
     assert init["passphrase"] and not init["token_stored"]  # an env token is never stored
-    code, _, err = cli("sync", "init", "--url", sqld.url)
+    code, _, err = cli("sync", "init", "--url", sqld.url, "--new-vault")
     assert code == 23 and "already set up" in err
     cli("hot", "--add-event", "the pump was replaced")
     assert cli.json("sync", "status")["pending"] == 1
@@ -125,7 +125,7 @@ def test_init_push_status_restore_through_the_cli(
 def test_pull_now_and_log_between_two_homes_through_the_cli(
     cli: Cli, sqld: SqldServer, env_token: str, tmp_path: Path
 ) -> None:
-    init = cli.json("sync", "init", "--url", sqld.url)
+    init = cli.json("sync", "init", "--url", sqld.url, "--new-vault")
     phone = tmp_path / "phone"
     cli.json("restore", "--url", sqld.url, "--stdin", stdin=init["recovery_key"] + "\n", home=phone)
     with Memory(cli.home, cli.agent_id) as mem:
@@ -152,7 +152,8 @@ def test_pull_now_and_log_between_two_homes_through_the_cli(
     ("args", "stdin", "env", "code", "kind"),
     [
         (["--stdin"], "0000-0000\n", {}, 16, "MalformedKey"),
-        (["--stdin"], crypto.format_recovery_key(bytes(32)) + "\n", {}, 12, "WrongKey"),
+        # Another vault's recovery key: this vault is filed under a tag keyed with its own.
+        (["--stdin"], crypto.format_recovery_key(bytes(32)) + "\n", {}, 24, "NothingToRestore"),
         (["--stdin", "--passphrase"], "wrong passphrase here\n", {}, 13, "WrongPassphrase"),
         ([], None, {"TIERMEM_PASSPHRASE": "also wrong passphrase"}, 13, "WrongPassphrase"),
         (["--stdin"], "\n", {}, 26, "MissingSecret"),
@@ -171,7 +172,7 @@ def test_restore_errors_are_one_line_with_distinct_codes(
     kind: str,
 ) -> None:
     monkeypatch.setenv("TIERMEM_PASSPHRASE", PASSPHRASE)
-    cli.json("sync", "init", "--url", sqld.url, "--passphrase")
+    cli.json("sync", "init", "--url", sqld.url, "--new-vault", "--passphrase")
     monkeypatch.delenv("TIERMEM_PASSPHRASE")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -209,7 +210,7 @@ def test_push_failure_names_what_stays_queued(
     cli: Cli, sqld: SqldServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TIERMEM_SYNC_TOKEN", sqld.token)
-    cli.json("sync", "init", "--url", sqld.url)
+    cli.json("sync", "init", "--url", sqld.url, "--new-vault")
     cli("hot", "--add-event", "something happened")
     monkeypatch.setenv("TIERMEM_SYNC_TOKEN", "expired-token")
     code, out, err = cli("--json", "sync", "push")
@@ -232,7 +233,17 @@ def test_init_on_a_terminal_shows_the_key_once_and_needs_it_typed_back(
     tmp_path: Path, agent_id: str, sqld: SqldServer
 ) -> None:
     home = str(tmp_path / "home")
-    args = ["--home", home, "--agent-id", agent_id, "sync", "init", "--url", sqld.url]
+    args = [
+        "--home",
+        home,
+        "--agent-id",
+        agent_id,
+        "sync",
+        "init",
+        "--url",
+        sqld.url,
+        "--new-vault",
+    ]
     with Terminal([*args, "--passphrase"], terminal_env(), PATIENCE) as term:
         term.expect("Turso auth token")
         term.send(sqld.token)
@@ -273,7 +284,17 @@ def test_init_on_a_terminal_that_never_confirms_sets_nothing_up(
     tmp_path: Path, agent_id: str, sqld: SqldServer
 ) -> None:
     home = tmp_path / "home"
-    args = ["--home", str(home), "--agent-id", agent_id, "sync", "init", "--url", sqld.url]
+    args = [
+        "--home",
+        str(home),
+        "--agent-id",
+        agent_id,
+        "sync",
+        "init",
+        "--url",
+        sqld.url,
+        "--new-vault",
+    ]
     with Terminal(args, terminal_env(TIERMEM_SYNC_TOKEN=sqld.token), PATIENCE) as term:
         for answer in ("Try again", "Try again", "nothing was set up"):
             term.expect("Type the recovery key to confirm")
@@ -373,18 +394,18 @@ def test_init_that_cannot_finish(
     assert cli("store", "--text", "a fact", "--category", "c")[0] == 0
     # --json without a terminal: the key was never handed out, so nothing is kept for later.
     fault_proxy.script(faultproxy.status(401))
-    code, out, err = cli("--json", "sync", "init", "--url", fault_proxy.url)
+    code, out, err = cli("--json", "sync", "init", "--url", fault_proxy.url, "--new-vault")
     assert code == 21 and "could not finish" in err and "recovery_key" not in out
     assert cli.json("sync", "status")["status"] is None
     # A recovery key from the environment: the unfinished init is kept and finished later.
     key = crypto.generate_recovery_key()
     monkeypatch.setenv("TIERMEM_RECOVERY_KEY", crypto.format_recovery_key(key))
     fault_proxy.script(faultproxy.status(403))
-    code, _, err = cli("sync", "init", "--url", fault_proxy.url)
+    code, _, err = cli("sync", "init", "--url", fault_proxy.url, "--new-vault")
     assert code == 21 and "stays valid" in err
     assert cli.json("sync", "status")["status"] == "pending"
-    resumed = cli.json("sync", "init", "--url", sqld.url)
+    resumed = cli.json("sync", "init", "--url", sqld.url, "--new-vault")
     assert resumed["resumed"] and "recovery_key" not in resumed and resumed["pushed"]["pushed"]
     monkeypatch.delenv("TIERMEM_RECOVERY_KEY")
-    code, _, err = cli("--json", "sync", "init", "--url", sqld.url)
+    code, _, err = cli("--json", "sync", "init", "--url", sqld.url, "--new-vault")
     assert code == 23

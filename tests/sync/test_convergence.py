@@ -47,7 +47,6 @@ from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient, HranaError, is_retryable
 from tiermem.sync.restore import restore
 from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.state import agent_tag
 
 FAULTS: dict[faultproxy.Fault, float] = {
     faultproxy.PASS: 68.0,
@@ -207,7 +206,7 @@ def _run(
             first = Device(root / "d0", agent, clock)
             devices.append(first)
             key = crypto.generate_recovery_key()
-            first.engine.init(proxy.url, token, key, policy=policy(None))
+            first.engine.init(proxy.url, token, key, policy=policy(None), new_vault=True)
             first.engine.push(policy(None))
             for i in (1, 2):
                 restore(
@@ -254,7 +253,8 @@ def _run(
                 numbers = _manifest_numbers(client, dev)
                 assert numbers == list(range(1, len(numbers) + 1)), "manifest gap or repeat"
             (total,) = client.execute(
-                "SELECT count(*) FROM records WHERE agent_tag = ?", (agent_tag(agent),)
+                "SELECT count(*) FROM records WHERE agent_tag = ?",
+                (crypto.keyed_agent_tag(key, agent),),
             ).rows
         finally:
             for dev in devices:

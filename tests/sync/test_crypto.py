@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from tiermem.core.errors import InvalidInput, TiermemError
 from tiermem.sync import crypto as c
 from tiermem.sync.crypto import pairing as crypto_pairing
-from tiermem.sync.crypto.base import hkdf
 
 VECTORS: dict[str, Any] = json.loads(
     (Path(__file__).parents[1] / "fixtures" / "crypto" / "vectors-v1.json").read_text("utf-8")
@@ -114,21 +113,6 @@ def test_envelope_layout_matches_the_spec_independently() -> None:
 def test_record_id_vectors(vec: dict[str, Any]) -> None:
     rid = c.record_id(h(vec["vault_key"]), vec["table"], vec["primary_key"])
     assert rid.hex() == vec["record_id"]
-
-
-@FAST
-@given(
-    st.binary(min_size=32, max_size=32),
-    st.one_of(st.none(), st.binary(max_size=130)),
-    st.binary(max_size=40),
-)
-@example(bytes(32), None, b"tiermem/v1/record")
-@example(bytes(32), b"", b"")
-def test_the_record_key_derivation_is_rfc_5869_hkdf(
-    ikm: bytes, salt: bytes | None, info: bytes
-) -> None:
-    expected = HKDF(algorithm=hashes.SHA256(), length=32, salt=salt, info=info).derive(ikm)
-    assert hkdf(ikm, salt, info) == expected
 
 
 @pytest.mark.parametrize("vec", VECTORS["recovery_keys"], ids=lambda v: v["key"][:8])

@@ -24,7 +24,6 @@ from tiermem.sync.state import (
     AlreadyInitialised,
     HomeNotEmpty,
     NothingToRestore,
-    agent_tag,
     wrap_id,
 )
 from tiermem.tui.cli import run
@@ -89,14 +88,15 @@ def test_both_devices_read_and_write_through_push_and_pull(
 def test_wrong_recovery_key_joins_nothing(
     tmp_path: Path, agent_id: str, sqld: SqldServer, client: HranaClient
 ) -> None:
-    with first_device(tmp_path / "a", agent_id, sqld):
-        with pytest.raises(crypto.WrongKey) as err:
+    with first_device(tmp_path / "a", agent_id, sqld) as (_, engine, _):
+        # The vault is filed under a tag keyed with its recovery key: another key finds none.
+        with pytest.raises(NothingToRestore, match="under this recovery key") as err:
             join_with_recovery(tmp_path / "b", agent_id, sqld, crypto.generate_recovery_key(), "x")
-        assert err.value.exit_code == 12
+        assert err.value.exit_code == 24
         with Memory(tmp_path / "b", agent_id) as mem_b:
             assert SyncEngine(mem_b).settings() is None
         rows = client.execute(
-            "SELECT count(*) FROM devices WHERE agent_tag = ?", (agent_tag(agent_id),)
+            "SELECT count(*) FROM devices WHERE agent_tag = ?", (settings(engine).tag,)
         ).rows
         assert rows == ((1,),)
 
@@ -136,7 +136,7 @@ def test_an_entry_the_server_slips_in_is_not_verified_and_check_says_so(
         client.execute(
             "INSERT INTO devices (device_id, agent_tag, public_key, added, mac, mac_epoch) "
             "VALUES (?, ?, ?, '0', ?, 1)",
-            (b"\x01" * 16, agent_tag(agent_id), crypto.device_public_bytes(rogue), b"\x00" * 32),
+            (b"\x01" * 16, settings(engine).tag, crypto.device_public_bytes(rogue), b"\x00" * 32),
         )
         listed = {d.device_id: d for d in list_devices(engine)}
         assert not listed[(b"\x01" * 16).hex()].verified
@@ -151,7 +151,7 @@ def test_check_wraps_reports_missing_and_altered_wraps(
 ) -> None:
     with first_device(tmp_path / "a", agent_id, sqld, passphrase=PASSPHRASE) as (_, engine, _):
         assert wrapcheck.check_wraps(engine) == []
-        tag = agent_tag(agent_id)
+        tag = settings(engine).tag
         client.execute("DELETE FROM key_wraps WHERE agent_tag = ? AND kind = 'recovery'", (tag,))
         blob = client.execute(
             "SELECT blob FROM key_wraps WHERE agent_tag = ? AND kind = 'device'", (tag,)
@@ -178,7 +178,8 @@ def test_check_wraps_reports_a_passphrase_wrap_nobody_set(
     tmp_path: Path, agent_id: str, sqld: SqldServer, client: HranaClient
 ) -> None:
     with first_device(tmp_path / "a", agent_id, sqld) as (_, engine, _):
-        pw_id = wrap_id(agent_id, 1, "passphrase")
+        tag = settings(engine).tag
+        pw_id = wrap_id(tag, 1, "passphrase")
         forged = crypto.wrap_with_passphrase(
             crypto.generate_vault_key(),
             PASSPHRASE,
@@ -188,7 +189,7 @@ def test_check_wraps_reports_a_passphrase_wrap_nobody_set(
         client.execute(
             "INSERT INTO key_wraps (wrap_id, agent_tag, epoch, kind, blob) "
             "VALUES (?, ?, 1, 'passphrase', ?)",
-            (pw_id, agent_tag(agent_id), forged),
+            (pw_id, tag, forged),
         )
         assert [(p.kind, p.subject) for p in wrapcheck.check_wraps(engine)] == [
             ("mismatch", "passphrase")

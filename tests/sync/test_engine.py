@@ -29,7 +29,7 @@ from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import AuthFailed, HranaClient, RequestRejected, ServerUnavailable
 from tiermem.sync.restore import restore
 from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.state import AlreadyInitialised, NotInitialised, agent_tag
+from tiermem.sync.state import AlreadyInitialised, NotInitialised
 
 
 @pytest.fixture
@@ -46,12 +46,10 @@ def test_init_creates_tables_wraps_and_device_then_push_sends_the_state(
     s = settings(engine)
     assert s.status == "ready" and s.registered and s.epoch == 1
     kinds = client.execute(
-        "SELECT kind FROM key_wraps WHERE agent_tag = ? ORDER BY kind", (agent_tag(mem.agent_id),)
+        "SELECT kind FROM key_wraps WHERE agent_tag = ? ORDER BY kind", (s.tag,)
     ).rows
     assert kinds == (("device",), ("passphrase",), ("recovery",))
-    devices = client.execute(
-        "SELECT device_id FROM devices WHERE agent_tag = ?", (agent_tag(mem.agent_id),)
-    ).rows
+    devices = client.execute("SELECT device_id FROM devices WHERE agent_tag = ?", (s.tag,)).rows
     assert devices == ((s.device_id,),)
     assert engine.has_work()  # init queued the current state
     result = engine.push(policy())
@@ -255,17 +253,20 @@ def test_offline_is_normal_the_outbox_keeps_everything(
     engine.close()
 
 
-def test_init_twice_and_a_second_vault_for_the_same_agent_are_refused(
+def test_init_twice_and_a_second_vault_beside_others_are_refused(
     tmp_path: Path, mem: Memory, sqld: SqldServer, fault_proxy: FaultProxy
 ) -> None:
     engine, _ = init_engine(mem, sqld.url, sqld.token)
     with pytest.raises(AlreadyInitialised, match="already set up"):
         engine.init(sqld.url, sqld.token, crypto.generate_recovery_key())
-    with Memory(tmp_path / "other", mem.agent_id) as other:
-        with pytest.raises(AlreadyInitialised, match="already holds a vault") as info:
-            init_engine(other, sqld.url, sqld.token)
+    with Memory(tmp_path / "other", mem.agent_id) as other, SyncEngine(other) as second:
+        with pytest.raises(AlreadyInitialised, match="other vault") as info:
+            second.init(sqld.url, sqld.token, crypto.generate_recovery_key(), kdf=CHEAP_KDF)
         assert info.value.exit_code == 23
-        assert SyncEngine(other).settings() is None  # nothing half-done is left behind
+        assert "sync add-device" in str(info.value) and "--new-vault" in str(info.value)
+        assert second.pending_init()  # kept: `init --new-vault` finishes it with the same key
+        second.abandon_init()
+        assert second.settings() is None
         assert not (other.home.root / "secrets").exists() or not any(
             (other.home.root / "secrets").iterdir()
         )
@@ -275,11 +276,12 @@ def test_init_twice_and_a_second_vault_for_the_same_agent_are_refused(
 def test_init_whose_answer_was_lost_still_completes(
     mem: Memory, sqld: SqldServer, fault_proxy: FaultProxy, client: HranaClient
 ) -> None:
-    fault_proxy.script(faultproxy.DROP_AFTER_COMMIT)  # the registration commits, answer lost
+    # The look for other vaults (two reads) passes; the registration commits, its answer lost.
+    fault_proxy.script(faultproxy.PASS, faultproxy.PASS, faultproxy.DROP_AFTER_COMMIT)
     engine, _ = init_engine(mem, fault_proxy.url, sqld.token)
     assert settings(engine).status == "ready"
     rows = client.execute(
-        "SELECT count(*) FROM key_wraps WHERE agent_tag = ?", (agent_tag(mem.agent_id),)
+        "SELECT count(*) FROM key_wraps WHERE agent_tag = ?", (settings(engine).tag,)
     ).rows
     assert rows == ((2,),)  # recovery + device, once each
     engine.close()
@@ -296,7 +298,7 @@ def test_interrupted_init_is_resumed_with_the_same_keys(
     with pytest.raises(NotInitialised, match="did not finish"):
         engine.push(policy())
     first = settings(engine)
-    result = engine.resume_init(sqld.url, sqld.token, policy=policy())
+    result = engine.resume_init(sqld.url, sqld.token, policy=policy(), new_vault=True)
     assert result.resumed and result.device_id == first.device_id.hex()
     assert settings(engine).url == sqld.url and engine.push(policy()).pushed
     engine.close()

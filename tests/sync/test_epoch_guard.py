@@ -30,7 +30,6 @@ from tiermem.sync.daemon import Daemon
 from tiermem.sync.devices import add_device_with_recovery, remove_device
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient, HranaError
-from tiermem.sync.state import agent_tag
 from tiermem.tui.cli import run
 
 PATIENCE = 60.0
@@ -47,11 +46,11 @@ class Row:
     envelope: bytes
 
 
-def _rows(client: HranaClient, agent_id: str, after: int = 0) -> list[Row]:
+def _rows(client: HranaClient, tag: bytes, after: int = 0) -> list[Row]:
     rows = client.execute(
         "SELECT seq, record_id, version, epoch, device_id, envelope FROM records "
         "WHERE agent_tag = ? AND seq > ? ORDER BY seq",
-        (agent_tag(agent_id), after),
+        (tag, after),
     ).rows
     out = []
     for seq, rid, version, epoch, device, envelope in rows:
@@ -62,8 +61,8 @@ def _rows(client: HranaClient, agent_id: str, after: int = 0) -> list[Row]:
     return out
 
 
-def _last_seq(client: HranaClient, agent_id: str) -> int:
-    rows = _rows(client, agent_id)
+def _last_seq(client: HranaClient, tag: bytes) -> int:
+    rows = _rows(client, tag)
     return rows[-1].seq if rows else 0
 
 
@@ -85,7 +84,7 @@ def _manifest_numbers(engine: SyncEngine, client: HranaClient) -> list[int]:
     device_hex = s.device_id.hex()
     rid = records.record_id(engine.id_key(), records.MANIFEST_TABLE, device_hex)
     out = []
-    for row in _rows(client, engine.agent_id):
+    for row in _rows(client, s.tag):
         if row.record_id != rid:
             continue
         remote = records.RemoteRow(
@@ -118,6 +117,7 @@ class Vault:
     b: Path
     c: Path
     lost_id: str
+    tag: bytes
 
 
 @contextmanager
@@ -137,7 +137,8 @@ def _vault(
             with Memory(tmp_path / home, agent_id) as mem, SyncEngine(mem) as engine:
                 engine.sync(policy())
                 assert "before the removal: the heron nests by the weir" in _texts(mem, "heron")
-        yield Vault(mem_a, engine_a, recovery, tmp_path / "b", tmp_path / "c", lost_id)
+        tag = sync_settings(engine_a).tag
+        yield Vault(mem_a, engine_a, recovery, tmp_path / "b", tmp_path / "c", lost_id, tag)
 
 
 def test_a_device_that_missed_the_rotation_reseals_under_the_new_epoch(
@@ -146,7 +147,7 @@ def test_a_device_that_missed_the_rotation_reseals_under_the_new_epoch(
     with _vault(tmp_path, agent_id, sqld) as v:
         with Memory(v.c, agent_id) as mem_c, SyncEngine(mem_c) as engine_c:
             lost_key = engine_c.epoch_key(1)  # what the removed device holds
-        rotated_at = _last_seq(client, agent_id)
+        rotated_at = _last_seq(client, v.tag)
         assert remove_device(v.engine_a, v.lost_id, v.recovery).new_epoch == 2
         with Memory(v.b, agent_id) as mem_b, SyncEngine(mem_b) as engine_b:
             assert sync_settings(engine_b).epoch == 1  # B has not noticed the rotation
@@ -161,7 +162,7 @@ def test_a_device_that_missed_the_rotation_reseals_under_the_new_epoch(
             assert engine_b.status().inflight_batches == 0
             b_id = sync_settings(engine_b).device_id
             new_key = engine_b.epoch_key(2)
-            written = [r for r in _rows(client, agent_id, rotated_at) if r.device_id == b_id]
+            written = [r for r in _rows(client, v.tag, rotated_at) if r.device_id == b_id]
             assert written
             assert {r.epoch for r in written} == {2}
             assert {crypto.parse_envelope(r.envelope).epoch for r in written} == {2}
@@ -187,7 +188,7 @@ def test_the_removed_device_cannot_push_and_its_daemon_stops(
 ) -> None:
     with _vault(tmp_path, agent_id, sqld) as v:
         remove_device(v.engine_a, v.lost_id, v.recovery)
-        before = _rows(client, agent_id)
+        before = _rows(client, v.tag)
         with Memory(v.c, agent_id) as mem_c, SyncEngine(mem_c) as engine_c:
             mem_c.store("written on the lost phone after its removal", "misc")
             with pytest.raises(keys.DeviceRevoked) as err:
@@ -196,7 +197,7 @@ def test_the_removed_device_cannot_push_and_its_daemon_stops(
             status = engine_c.status()
             assert status.last_error is not None and "removed" in status.last_error
             assert engine_c.history(1)[0].kind == "error"
-        assert _rows(client, agent_id) == before  # nothing committed
+        assert _rows(client, v.tag) == before  # nothing committed
 
         capsys.readouterr()
         code = run(["--home", str(v.c), "--agent-id", agent_id, "sync", "push"])
@@ -204,7 +205,7 @@ def test_the_removed_device_cannot_push_and_its_daemon_stops(
         assert code == 54
         lines = [line for line in err_text.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("tiermem: error: this device was removed")
-        assert _rows(client, agent_id) == before
+        assert _rows(client, v.tag) == before
 
         # The daemon stops at once instead of retrying.
         events: list[dict[str, Any]] = []
@@ -228,7 +229,7 @@ def test_the_removed_device_cannot_push_and_its_daemon_stops(
         assert len(failure) == 1 and isinstance(failure[0], keys.DeviceRevoked)
         assert [e["event"] for e in events] == ["started", "stopped"]
         assert events[-1]["reason"] == "revoked"
-        assert _rows(client, agent_id) == before
+        assert _rows(client, v.tag) == before
 
         # `tiermem daemon` exits 54 with the one-line message.
         proc = subprocess.run(
@@ -253,7 +254,7 @@ def test_the_removed_device_cannot_push_and_its_daemon_stops(
         errors = [line for line in proc.stderr.splitlines() if line.startswith("tiermem: error:")]
         assert len(errors) == 1 and "this device was removed" in errors[0]
         assert "Traceback" not in proc.stderr
-        assert _rows(client, agent_id) == before
+        assert _rows(client, v.tag) == before
 
 
 def test_a_batch_committed_before_the_rotation_whose_answer_was_lost_is_confirmed(
@@ -268,7 +269,7 @@ def test_a_batch_committed_before_the_rotation_whose_answer_was_lost_is_confirme
             assert engine_b.status().inflight_batches == 1
             n_in_flight = engine_b.status().manifest_n
             assert _manifest_numbers(engine_b, client)[-1] == n_in_flight  # it committed
-        rotated_at = _last_seq(client, agent_id)
+        rotated_at = _last_seq(client, v.tag)
         remove_device(v.engine_a, v.lost_id, v.recovery)
         with Memory(v.b, agent_id) as mem_b, SyncEngine(mem_b) as engine_b:
             mem_b.store("after the rotation: the otters have kits", "wildlife/otter")
@@ -277,7 +278,7 @@ def test_a_batch_committed_before_the_rotation_whose_answer_was_lost_is_confirme
             assert engine_b.status().inflight_batches == 0
             assert engine_b.status().manifest_n == n_in_flight + 1
             b_id = sync_settings(engine_b).device_id
-            written = [r for r in _rows(client, agent_id, rotated_at) if r.device_id == b_id]
+            written = [r for r in _rows(client, v.tag, rotated_at) if r.device_id == b_id]
             assert written and {r.epoch for r in written} == {2}
             _assert_clean(engine_b, client)
         v.engine_a.pull(policy())
@@ -305,7 +306,7 @@ def test_a_batch_sealed_before_the_rotation_and_never_committed_is_sealed_again(
             assert engine_b.status().inflight_batches == 1
             n_in_flight = engine_b.status().manifest_n
             assert n_in_flight not in _manifest_numbers(engine_b, client)
-        rotated_at = _last_seq(client, agent_id)
+        rotated_at = _last_seq(client, v.tag)
         remove_device(v.engine_a, v.lost_id, v.recovery)
         v.mem_a.store("epoch 2 from A: the kingfisher fledged", "wildlife/kingfisher")
         v.engine_a.push(policy())
@@ -320,7 +321,7 @@ def test_a_batch_sealed_before_the_rotation_and_never_committed_is_sealed_again(
             assert engine_b.status().inflight_batches == 0
             assert engine_b.status().manifest_n == n_in_flight  # the same number, sealed again
             b_id = sync_settings(engine_b).device_id
-            written = [r for r in _rows(client, agent_id, rotated_at) if r.device_id == b_id]
+            written = [r for r in _rows(client, v.tag, rotated_at) if r.device_id == b_id]
             assert written and {r.epoch for r in written} == {2}
             _assert_clean(engine_b, client)
             engine_b.pull(policy())
@@ -339,7 +340,7 @@ def test_a_second_guard_failure_in_one_push_is_an_error_and_commits_nothing(
 ) -> None:
     with _vault(tmp_path, agent_id, sqld) as v:
         remove_device(v.engine_a, v.lost_id, v.recovery)
-        before = _rows(client, agent_id)
+        before = _rows(client, v.tag)
         with Memory(v.b, agent_id) as mem_b, SyncEngine(mem_b) as engine_b:
             mem_b.store("waits for the second try", "misc")
             # As if the key were rotated again between adopting an epoch and resending.
@@ -347,7 +348,7 @@ def test_a_second_guard_failure_in_one_push_is_an_error_and_commits_nothing(
             with pytest.raises(keys.RotationConflict) as err:
                 engine_b.push(policy())
             assert err.value.exit_code == 55 and "run the push again" in str(err.value)
-            assert _rows(client, agent_id) == before
+            assert _rows(client, v.tag) == before
             assert engine_b.status().inflight_batches == 0
             monkeypatch.undo()
             assert engine_b.push(policy()).pushed

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.conftest import START, Clock
-from tests.sync.helpers import conversation_end, init_engine, policy, seed_memory
+from tests.sync.helpers import conversation_end, init_engine, policy, seed_memory, tag_of
 from tests.sync.sqld import SqldServer
 from tiermem.core import snapshot
 from tiermem.core.engine import Memory
@@ -35,7 +35,7 @@ from tiermem.sync.restore import (
     restore,
     restore_pending,
 )
-from tiermem.sync.state import HomeNotEmpty, agent_tag
+from tiermem.sync.state import HomeNotEmpty
 
 COLUMNS = (
     "id, text, category, importance, created_at, access_count, last_access, tier, "
@@ -170,7 +170,7 @@ def test_a_device_signed_on_while_a_restore_streams_does_not_keep_it_off_the_ros
     tmp_path: Path, source: Source, sqld: SqldServer
 ) -> None:
     mem, _, key, _ = source
-    tag = agent_tag(mem.agent_id)
+    tag = tag_of(mem)
     owner = recovery_signing_key(key)
     other = bytes(range(16))
 
@@ -181,7 +181,7 @@ def test_a_device_signed_on_while_a_restore_streams_does_not_keep_it_off_the_ros
     def another_device_joins(p: RestoreProgress) -> None:
         if p.phase == "critical":  # the restore read the roster before this
             with HranaClient(sqld.url, sqld.token) as client:
-                draft = roster.Draft(mem.agent_id, read(client))
+                draft = roster.Draft(mem.agent_id, tag, read(client))
                 box = crypto.device_public_bytes(crypto.generate_device_key())
                 draft.add(other, box, None, owner, RECOVERY)
                 client.batch(draft.statements)
@@ -350,7 +350,7 @@ def test_prune_keeps_the_newest_versions_and_refuses_points_before_its_horizon(
             mem.memories.move([hot_id], "cold" if i % 2 else "warm", mem.now())
         result = engine.push(policy())
         versions.append(result.version)
-    tag = agent_tag(mem.agent_id)
+    tag = tag_of(mem)
     before = client.execute("SELECT count(*) FROM records WHERE agent_tag = ?", (tag,)).rows
     pruned = prune(engine, keep_versions=2, policy=policy())
     # critical: 7 versions, the moved memory: 7 versions -> 5 + 5 deleted; manifests stay.
@@ -376,7 +376,7 @@ def test_a_damaged_memory_record_stops_the_restore_before_the_swap(
     tmp_path: Path, source: Source, sqld: SqldServer, client: HranaClient
 ) -> None:
     mem, _, key, _ = source
-    tag = agent_tag(mem.agent_id)
+    tag = tag_of(mem)
     rows = client.execute(
         "SELECT seq, envelope FROM records WHERE agent_tag = ? ORDER BY seq DESC LIMIT 1 OFFSET 5",
         (tag,),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sync.helpers import init_engine, policy
+from tests.sync.helpers import init_engine, policy, tag_of
 from tests.sync.sqld import SqldServer
 from tiermem.core import episodes
 from tiermem.core import graph as graphmod
@@ -23,7 +23,6 @@ from tiermem.sync.engine import SyncEngine
 from tiermem.sync.graphsync import read_item
 from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import restore
-from tiermem.sync.state import agent_tag
 
 TRANSCRIPT = """user: Zephyrine works on Quillmark since March 2026. She prefers Postgres for it.
 assistant: Noted, Quillmark stays on Postgres.
@@ -74,17 +73,13 @@ def restored(tmp_path: Path, sqld: SqldServer, agent_id: str, key: bytes) -> Mem
     return Memory(target, agent_id)
 
 
-def server_envelopes(client: HranaClient, agent_id: str) -> list[bytes]:
-    result = client.execute(
-        "SELECT envelope FROM records WHERE agent_tag = ?", (agent_tag(agent_id),)
-    )
+def server_envelopes(client: HranaClient, mem: Memory) -> list[bytes]:
+    result = client.execute("SELECT envelope FROM records WHERE agent_tag = ?", (tag_of(mem),))
     return [records.server_blob(r[0]) for r in result.rows if r[0] is not None]
 
 
-def server_record_ids(client: HranaClient, agent_id: str) -> set[bytes]:
-    result = client.execute(
-        "SELECT record_id FROM records WHERE agent_tag = ?", (agent_tag(agent_id),)
-    )
+def server_record_ids(client: HranaClient, mem: Memory) -> set[bytes]:
+    result = client.execute("SELECT record_id FROM records WHERE agent_tag = ?", (tag_of(mem),))
     return {records.server_blob(r[0]) for r in result.rows}
 
 
@@ -124,12 +119,12 @@ def test_an_ended_conversation_reaches_the_other_device_and_a_restore_sealed(
         assert graphmod.store_for(tablet).find("Zephyrine").id == zephyrine.id
         assert tablet.db.scalar("SELECT count(*) FROM graph_dirty") == 0
 
-    envelopes = server_envelopes(client, a.mem.agent_id)
+    envelopes = server_envelopes(client, a.mem)
     graph_rids = {
         records.record_id(a.engine.id_key(), records.GRAPH_TABLE, f"entity:{quill.id}"),
         records.record_id(a.engine.id_key(), records.GRAPH_TABLE, f"episode:{episode.id}"),
     }
-    assert graph_rids <= server_record_ids(client, a.mem.agent_id)  # they were sent, sealed
+    assert graph_rids <= server_record_ids(client, a.mem)  # they were sent, sealed
     plaintext = read_item(a.mem.db, a.mem.agent_id, "entity", quill.id).encode()
     assert b"Quillmark" in plaintext  # the scan below would see it if it were sent as is
     for secret in (b"Quillmark", b"Zephyrine", b"Postgres", episode.abstract[:20].encode()):

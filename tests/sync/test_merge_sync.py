@@ -17,9 +17,15 @@ from tests.sync.sqld import SqldServer
 from tiermem.core import clocks, snapshot
 from tiermem.core.conflicts import list_conflicts, resolve_conflict
 from tiermem.core.engine import Memory
+from tiermem.core.errors import LimitExceeded
 from tiermem.core.hot import item_id
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.merge import REASON_DELETED, critical_document, merge_remote
+from tiermem.sync.merge import (
+    REASON_DELETED,
+    REASON_HOT_LIMIT,
+    critical_document,
+    merge_remote,
+)
 from tiermem.sync.restore import restore
 from tiermem.tui.cli import run
 
@@ -240,3 +246,38 @@ def test_a_merge_over_the_hot_limits_prunes_by_the_local_rules_and_records_it(
         assert {c.id for c in list_conflicts(phone.db, "claw")} == {c.id for c in pruned}
         text = desk.home.memory_md("claw").read_text()
         assert "desk lesson 11" in text and len(text.encode()) <= desk.cfg.hot.max_bytes
+
+
+def test_a_merge_over_the_size_limit_keeps_critical_lessons_on_both_devices(
+    pair: tuple[Device, Device, Clock],
+) -> None:
+    """Offline, the desktop learns a critical lesson while the phone fills hot memory with
+    projects; together they overflow its byte limit. The merge moves projects out (recorded),
+    never a critical lesson, and both devices end with the same hot memory."""
+    desktop, phone, clock = pair
+    critical = "Never rotate the prod signing key on a Friday afternoon before a release"
+    clock.now += 10
+    before = desktop.mem.hot_size_bytes()
+    desktop.mem.add_lesson(critical, 0.95, "ops/keys")
+    grown = desktop.mem.hot_size_bytes() - before
+    limit = phone.mem.cfg.hot.max_bytes
+    n = 0
+    while phone.mem.hot_size_bytes() < limit - grown // 2:
+        clock.now += 1
+        try:
+            phone.mem.add_project(f"Project {n}", "a long-running migration " * 6, "active")
+        except LimitExceeded:
+            break
+        n += 1
+    assert phone.mem.hot_size_bytes() + grown > limit  # the merge has to move something
+    phone.engine.sync(policy())
+    desktop.engine.sync(policy())
+    phone.engine.sync(policy())
+
+    for device in (desktop, phone):
+        assert lesson(device.mem, critical).importance == 0.95
+        assert lesson(device.mem, TESTNET) is not None  # the seeded critical lesson stays too
+        assert device.mem.hot_size_bytes() <= limit
+        reasons = [c.reason for c in list_conflicts(device.mem.db, device.mem.agent_id)]
+        assert REASON_HOT_LIMIT in reasons
+    assert phone.document() == desktop.document()

@@ -20,7 +20,6 @@ from tiermem.sync.check import check
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import SqlError
 from tiermem.sync.restore import restore
-from tiermem.sync.state import agent_tag
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +62,7 @@ def test_a_page_too_large_for_the_server_is_halved_until_it_fits(
             # the server really refuses a page of everything
             with pytest.raises(SqlError) as refused:
                 engine.remote(engine.require_ready()).client.execute(
-                    records.SELECT_PAGE, (agent_tag(agent_id), 0, 1000)
+                    records.SELECT_PAGE, (engine.require_ready().tag, 0, 1000)
                 )
             assert refused.value.code == "RESPONSE_TOO_LARGE"
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.sync import faultproxy
 from tests.sync.faultproxy import FaultProxy
-from tests.sync.helpers import init_engine, policy, seed_memory
+from tests.sync.helpers import init_engine, policy, seed_memory, tag_of
 from tests.sync.sqld import SqldServer
 from tiermem.core import curate
 from tiermem.core.engine import Memory
@@ -22,7 +22,7 @@ from tiermem.sync import crypto, records
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import restore
-from tiermem.sync.state import INSERT_RECORD, agent_tag
+from tiermem.sync.state import INSERT_RECORD
 
 
 class Device:
@@ -192,7 +192,7 @@ def test_big_pushes_are_split_under_the_cap_with_gapless_manifests(
         assert len(listed) == 60 == len({e.record_id for e in listed})
         every = client.execute(
             "SELECT hex(record_id), version, length(envelope) FROM records WHERE agent_tag = ?",
-            (agent_tag(agent_id),),
+            (s.tag,),
         ).rows
         size = {(str(h).lower(), str(v)): int(str(n)) for h, v, n in every}
         for m in manifests:  # each request stays under the cap (or is one bigger record)
@@ -211,23 +211,21 @@ def test_a_lost_answer_after_commit_is_resent_and_changes_nothing(
         a.mem.db.execute("UPDATE sync_state SET url = ?", (fault_proxy.url,))
     for n in range(3):
         a.mem.store(f"pangolin fact {n}", "zoo", 0.5)
-    before = count(client, a.mem.agent_id)
+    before = count(client, a.mem)
     fault_proxy.script(faultproxy.DROP_AFTER_COMMIT)
     with pytest.raises(Exception) as info:
         engine.push(policy(max_attempts=1))
     assert info.value.__class__.__name__ == "TransportFailure"
-    landed = count(client, a.mem.agent_id)
+    landed = count(client, a.mem)
     assert landed > before and engine.has_work()
     result = engine.push(policy())
-    assert result.resent and count(client, a.mem.agent_id) == landed
+    assert result.resent and count(client, a.mem) == landed
     assert not engine.has_work()
     engine.close()
 
 
-def count(client: HranaClient, agent: str) -> int:
-    (row,) = client.execute(
-        "SELECT count(*) FROM records WHERE agent_tag = ?", (agent_tag(agent),)
-    ).rows
+def count(client: HranaClient, mem: Memory) -> int:
+    (row,) = client.execute("SELECT count(*) FROM records WHERE agent_tag = ?", (tag_of(mem),)).rows
     assert isinstance(row[0], int)
     return row[0]
 
@@ -247,7 +245,7 @@ def test_a_forged_record_is_rejected_and_fetched_again_until_it_goes(
     version = "000001000000000000.000000." + "ab" * 16
     client.execute(
         INSERT_RECORD,
-        (agent_tag(a.mem.agent_id), rid, version, s.epoch, s.device_id, forged),
+        (s.tag, rid, version, s.epoch, s.device_id, forged),
     )
     before = texts(b.mem)
     pulled = b.engine.pull(policy())
@@ -312,9 +310,7 @@ def test_the_prune_horizon_record_is_not_taken_for_damage(
         s.device_id,
         records.canonical({"format": 1, "horizon": version}),
     )
-    client.execute(
-        INSERT_RECORD, (agent_tag(a.mem.agent_id), rid, version, s.epoch, s.device_id, envelope)
-    )
+    client.execute(INSERT_RECORD, (s.tag, rid, version, s.epoch, s.device_id, envelope))
     pulled = b.engine.pull(policy())
     assert pulled.rejected == 0 and pulled.applied == 0
 

@@ -29,7 +29,7 @@ from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import home as restore_module
 from tiermem.sync.restore import restore
-from tiermem.sync.state import CRITICAL_TABLE, HomeNotEmpty, NothingToRestore, agent_tag
+from tiermem.sync.state import CRITICAL_TABLE, HomeNotEmpty, NothingToRestore
 
 
 @pytest.fixture
@@ -81,16 +81,17 @@ def test_restore_with_the_passphrase(
 def test_wrong_secrets_are_distinct_errors_and_leave_no_home(
     tmp_path: Path, pushed: tuple[Memory, SyncEngine, bytes], sqld: SqldServer
 ) -> None:
-    source, _, _ = pushed
+    source, _, key = pushed
     target = tmp_path / "t"
-    with pytest.raises(crypto.WrongKey) as wrong_key:
+    # The vault is filed under a tag keyed with its recovery key: another key finds nothing.
+    with pytest.raises(NothingToRestore, match="under this recovery key") as wrong_key:
         restore(target, source.agent_id, sqld.url, sqld.token, recovery_key=bytes(32))
     with pytest.raises(crypto.WrongPassphrase) as wrong_pw:
         restore(target, source.agent_id, sqld.url, sqld.token, passphrase="not the passphrase")
     with pytest.raises(NothingToRestore) as unknown:
-        restore(target, "nobody-" + source.agent_id, sqld.url, sqld.token, passphrase="x" * 12)
-    codes = {wrong_key.value.exit_code, wrong_pw.value.exit_code, unknown.value.exit_code}
-    assert codes == {12, 13, 24}
+        restore(target, "nobody-" + source.agent_id, sqld.url, sqld.token, recovery_key=key)
+    codes = [wrong_key.value.exit_code, wrong_pw.value.exit_code, unknown.value.exit_code]
+    assert codes == [24, 13, 24]
     assert not target.exists()
 
 
@@ -164,7 +165,7 @@ def test_another_agents_record_moved_in_is_refused(
     client.execute(
         "INSERT INTO records (agent_tag, record_id, version, epoch, device_id, envelope) "
         "SELECT ?, ?, ?, epoch, device_id, envelope FROM records WHERE record_id = ?",
-        (agent_tag(source.agent_id), rid, newer, other_rid),
+        (settings(engine).tag, rid, newer, other_rid),
     )
     with pytest.raises(crypto.TamperedData):
         restore(tmp_path / "t", source.agent_id, sqld.url, sqld.token, recovery_key=key)
@@ -235,7 +236,7 @@ def test_the_restored_home_pushes_as_a_new_device(
             snapshot.dump(mem)["tree"],
         )
     devices = client.execute(
-        "SELECT count(*) FROM devices WHERE agent_tag = ?", (agent_tag(source.agent_id),)
+        "SELECT count(*) FROM devices WHERE agent_tag = ?", (settings(source_engine).tag,)
     ).rows
     assert devices == ((2,),)
 

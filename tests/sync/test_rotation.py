@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.sync import faultproxy
 from tests.sync.devicekit import first_device, join_with_recovery, open_with, pair
 from tests.sync.faultproxy import FaultProxy
-from tests.sync.helpers import PASSPHRASE, init_engine, policy
+from tests.sync.helpers import PASSPHRASE, init_engine, policy, tag_of
 from tests.sync.helpers import settings as sync_settings
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
@@ -26,14 +26,14 @@ from tiermem.sync.devices import list_devices, remove_device
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient, SqlError
 from tiermem.sync.restore import restore
-from tiermem.sync.state import agent_tag, wrap_id
+from tiermem.sync.state import wrap_id
 
 
-def _records(client: HranaClient, agent_id: str) -> list[tuple[bytes, str, int, bytes, bytes]]:
+def _records(client: HranaClient, tag: bytes) -> list[tuple[bytes, str, int, bytes, bytes]]:
     rows = client.execute(
         "SELECT record_id, version, epoch, device_id, envelope FROM records WHERE agent_tag = ? "
         "ORDER BY seq",
-        (agent_tag(agent_id),),
+        (tag,),
     ).rows
     out = []
     for rid, version, epoch, device, envelope in rows:
@@ -85,7 +85,7 @@ def test_remove_device_rotates_the_key_for_future_data_only(
 
             mem_a.store("the new secret: the otters moved to the marsh", "wildlife/otters")
             engine_a.push(policy())
-            rows = _records(client, agent_id)
+            rows = _records(client, tag_of(mem_a))
             assert {r[2] for r in rows} == {1, 2}
             new_rows = [r for r in rows if r[2] == 2]
             assert new_rows
@@ -93,7 +93,7 @@ def test_remove_device_rotates_the_key_for_future_data_only(
             # opens none of the new records.
             assert client.execute(
                 "SELECT count(*) FROM key_wraps WHERE wrap_id = ?",
-                (wrap_id(agent_id, 2, "device", bytes.fromhex(lost_id)),),
+                (wrap_id(tag_of(mem_a), 2, "device", bytes.fromhex(lost_id)),),
             ).rows == ((0,),)
             with pytest.raises(keys.DeviceRevoked) as err:
                 keys.refresh_epoch(lost)
@@ -113,11 +113,11 @@ def test_remove_device_rotates_the_key_for_future_data_only(
             texts = {h.memory.text for h in mem_b.retrieve("otters").hits}
             assert "the old secret: otters nest under the pier" in texts
             assert "the new secret: the otters moved to the marsh" in texts
-            rows = _records(client, agent_id)
+            rows = _records(client, tag_of(mem_a))
             assert all(_opens(engine_b, agent_id, row) for row in rows)
             mem_b.store("written after the rotation by the laptop", "misc")
             engine_b.push(policy())
-            assert {r[2] for r in _records(client, agent_id)[-2:]} == {2}
+            assert {r[2] for r in _records(client, tag_of(mem_a))[-2:]} == {2}
 
     # Restoring with the recovery key still works after the rotation.
     restored = restore(tmp_path / "restored", agent_id, sqld.url, sqld.token, recovery_key=recovery)
@@ -140,7 +140,7 @@ def test_rotation_needs_the_right_recovery_key_and_refuses_odd_targets(
         with pytest.raises(NotFound):
             remove_device(engine, bytes(16), recovery)
         assert client.execute(
-            "SELECT max(epoch) FROM key_wraps WHERE agent_tag = ?", (agent_tag(agent_id),)
+            "SELECT max(epoch) FROM key_wraps WHERE agent_tag = ?", (sync_settings(engine).tag,)
         ).rows == ((1,),)
         remove_device(engine, other, recovery)
         with pytest.raises(NotFound, match="already removed"):
@@ -218,29 +218,29 @@ def test_a_server_cannot_slip_in_an_epoch_of_its_own(
 ) -> None:
     with first_device(tmp_path / "a", agent_id, sqld) as (_, engine, _):
         s = sync_settings(engine)
-        tag = agent_tag(agent_id)
+        tag = s.tag
         server_key = crypto.generate_vault_key()
         public = crypto.load_device_public_key(
             client.execute(
                 "SELECT public_key FROM devices WHERE device_id = ?", (s.device_id,)
             ).rows[0][0]  # type: ignore[arg-type]
         )
-        own = wrap_id(agent_id, 2, "device", s.device_id)
+        own = wrap_id(tag, 2, "device", s.device_id)
         forged = {
             own: crypto.wrap_for_device(server_key, public, crypto.WrapContext(agent_id, 2, own)),
-            wrap_id(agent_id, 2, "recovery"): crypto.wrap_with_recovery_key(
+            wrap_id(tag, 2, "recovery"): crypto.wrap_with_recovery_key(
                 server_key,
                 crypto.generate_recovery_key(),
-                crypto.WrapContext(agent_id, 2, wrap_id(agent_id, 2, "recovery")),
+                crypto.WrapContext(agent_id, 2, wrap_id(tag, 2, "recovery")),
             ),
-            keys.chain_wrap_id(agent_id, 1): crypto.wrap_chain(
+            keys.chain_wrap_id(tag, 1): crypto.wrap_chain(
                 crypto.generate_vault_key(),
                 server_key,
                 2,
-                crypto.WrapContext(agent_id, 1, keys.chain_wrap_id(agent_id, 1)),
+                crypto.WrapContext(agent_id, 1, keys.chain_wrap_id(tag, 1)),
             ),
         }
-        kinds = {own: ("device", 2), keys.chain_wrap_id(agent_id, 1): ("chain", 1)}
+        kinds = {own: ("device", 2), keys.chain_wrap_id(tag, 1): ("chain", 1)}
         for wid, blob in forged.items():
             kind, epoch = kinds.get(wid, ("recovery", 2))
             client.execute(
@@ -263,7 +263,7 @@ def test_a_device_entry_the_server_added_gets_no_key_at_rotation(
             "INSERT INTO devices (device_id, agent_tag, public_key, added) VALUES (?, ?, ?, '0')",
             (
                 rogue_id,
-                agent_tag(agent_id),
+                sync_settings(engine).tag,
                 crypto.device_public_bytes(crypto.generate_device_key()),
             ),
         )
@@ -272,7 +272,7 @@ def test_a_device_entry_the_server_added_gets_no_key_at_rotation(
         assert result.kept == [sync_settings(engine).device_id.hex()]
         assert client.execute(
             "SELECT count(*) FROM key_wraps WHERE wrap_id = ?",
-            (wrap_id(agent_id, 2, "device", rogue_id),),
+            (wrap_id(sync_settings(engine).tag, 2, "device", rogue_id),),
         ).rows == ((0,),)
 
 
@@ -321,7 +321,7 @@ CHAIN_KAT = (
 def test_chain_wraps_round_trip_and_reject_any_change(
     old: bytes, parent: bytes, epoch: int, step: int, flip: int
 ) -> None:
-    context = crypto.WrapContext("agent-x", epoch, keys.chain_wrap_id("agent-x", epoch))
+    context = crypto.WrapContext("agent-x", epoch, keys.chain_wrap_id(b"t" * 16, epoch))
     blob = crypto.wrap_chain(old, parent, epoch + step, context)
     assert crypto.unwrap_chain(blob, parent, context) == old
     damaged = bytearray(blob)
@@ -360,11 +360,13 @@ def test_the_epoch_guard_fails_a_push_batch_of_a_device_that_missed_a_rotation(
         marker = "INSERT INTO pairings (pairing_id, agent_tag, created, new_public, commitment) "
         marker += "VALUES (?, ?, 0, x'00', x'00')"
         pid = b"guard-test-0001!"
-        assert client.batch([keys.epoch_guard(agent_id, 1), (marker, (pid, b"t"))])
+        assert client.batch(
+            [keys.epoch_guard(sync_settings(engine_a).tag, 1), (marker, (pid, b"t"))]
+        )
         client.execute("DELETE FROM pairings WHERE pairing_id = ?", (pid,))
         rotation.rotate(engine_a, recovery)
         with pytest.raises(SqlError) as err:
-            client.batch([keys.epoch_guard(agent_id, 1), (marker, (pid, b"t"))])
+            client.batch([keys.epoch_guard(sync_settings(engine_a).tag, 1), (marker, (pid, b"t"))])
         assert keys.is_epoch_guard_failure(err.value, 0)
         assert not keys.is_epoch_guard_failure(err.value, 1)
         assert client.execute(
@@ -372,7 +374,7 @@ def test_the_epoch_guard_fails_a_push_batch_of_a_device_that_missed_a_rotation(
         ).rows == ((0,),)  # nothing of the batch committed
         with Memory(tmp_path / "b", agent_id) as mem_b, SyncEngine(mem_b) as engine_b:
             assert keys.refresh_epoch(engine_b) == 2
-        assert client.batch([keys.epoch_guard(agent_id, 2)])
+        assert client.batch([keys.epoch_guard(sync_settings(engine_a).tag, 2)])
 
 
 def test_a_device_restored_after_a_rotation_registers_vouched_for_and_keeps_its_key(

@@ -11,6 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from tiermem.core.engine import Memory
 from tiermem.core.errors import TiermemError
+from tiermem.core.paths import DEFAULT_AGENT
 
 T = TypeVar("T")
 
@@ -24,11 +25,15 @@ class Home:
         self._mem: Memory | None = None
         self._lock = threading.Lock()
 
-    def run(self, work: Callable[[Memory], T]) -> T:
+    def run(self, work: Callable[[Memory], T], creates: bool = False) -> T:
+        """Run one tool call. Only a write (`creates`) or the default agent's first run creates
+        the home or the agent: a read on a mistyped agent fails with the close match."""
         with self._lock:
             try:
                 if self._mem is None:
-                    self._mem = Memory(self.home, self.agent_id)
+                    self._mem = Memory(
+                        self.home, self.agent_id, create=creates or self.agent_id == DEFAULT_AGENT
+                    )
                 return work(self._mem)
             except TiermemError as exc:
                 raise ToolError(f"{type(exc).__name__}: {exc}") from None

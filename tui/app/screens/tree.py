@@ -100,7 +100,7 @@ class TreeScreen(DataScreen[TreeIndex]):
         expanded = set() if self._fresh else {n.data for n in _walk(tree.root) if n.is_expanded}
         if self._fresh:
             self._fresh = False
-            self.call_after_refresh(tree.move_cursor, tree.root, animate=False)
+            tree.call_after_refresh(tree.move_cursor, tree.root, animate=False)
         tree.clear()
         tree.root.set_label(label("all memories", data.root_warm, data.root_cold, None))
         tree.root.data = ""
@@ -129,7 +129,7 @@ class TreeScreen(DataScreen[TreeIndex]):
                 while parent is not None:
                     parent.expand()
                     parent = parent.parent
-                self.call_after_refresh(tree.move_cursor, ui, animate=False)
+                tree.call_after_refresh(tree.move_cursor, ui, animate=False)
                 break
         self._list(self._selected)
 

@@ -28,6 +28,7 @@ from tiermem.sync.daemon import DEFAULT_POLL, DEFAULT_PULL_INTERVAL, Daemon
 from tiermem.sync.engine import (
     DEFAULT_BATCH_BYTES,
     MIN_PASSPHRASE_CHARS,
+    InitResult,
     PullResult,
     PushResult,
     SyncEngine,
@@ -36,8 +37,9 @@ from tiermem.sync.engine import (
 )
 from tiermem.sync.hrana import HranaError
 from tiermem.sync.remote import allow_insecure_http
+from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, ENV_TOKEN, ENV_URL, env_secret
-from tiermem.sync.setup import set_token
+from tiermem.sync.setup import other_vaults_message, set_token
 from tiermem.sync.state import AlreadyInitialised, MissingSecret, SyncFailed
 from tiermem.tui.cli.lazy import LazyGroup
 from tiermem.tui.cli.options import Options, emit, pass_options
@@ -142,6 +144,22 @@ def _recovery_key(opts: Options) -> tuple[bytes, bytes | None]:
     )
 
 
+def _confirm_new_vault(
+    engine: SyncEngine, url: str, token: str | None, policy: RetryPolicy
+) -> bool:
+    """Whether a new vault may be set up beside the ones the server holds: none there, or the
+    owner says so on the terminal (default no); without a terminal, `AlreadyInitialised`."""
+    others = engine.other_vaults(url, token, policy)
+    if not others:
+        return False
+    if not interactive():
+        raise AlreadyInitialised(other_vaults_message(others))
+    say(other_vaults_message(others))
+    if not click.confirm("Set up a new, separate vault for this agent?", default=False, err=True):
+        raise AlreadyInitialised("nothing was set up (the server holds other vaults)")
+    return True
+
+
 def _new_passphrase() -> str:
     from_env = env_secret(ENV_PASSPHRASE)
     if from_env is not None:
@@ -174,10 +192,20 @@ def sync_group(opts: Options) -> None:
     help=f"Also let a passphrase unlock the vault (asked, or ${ENV_PASSPHRASE}).",
 )
 @click.option("--no-push", is_flag=True, help="Set up only; the daemon or `sync push` sends.")
+@click.option(
+    "--new-vault",
+    is_flag=True,
+    help="Set up a new vault even though the server already holds others (not asked).",
+)
 @INSECURE_HTTP
 @pass_options
 def sync_init(
-    opts: Options, url: str | None, use_passphrase: bool, no_push: bool, insecure_http: bool
+    opts: Options,
+    url: str | None,
+    use_passphrase: bool,
+    no_push: bool,
+    new_vault: bool,
+    insecure_http: bool,
 ) -> None:
     """Set up sync: keys, remote tables, this device; show the recovery key once."""
     url = sync_url(url, insecure_http)
@@ -194,15 +222,21 @@ def sync_init(
         token, token_from_env = sync_token(url)
         policy = replace(retry_policy(opts, INIT_ATTEMPTS), first_cap=INIT_WAIT)
         try:
-            if current is not None:  # an earlier init was interrupted: same keys and recovery key
+            looked = not new_vault
+            if looked:  # the first contact: a look for the server's other vaults
                 _announce(opts, url)
+                new_vault = _confirm_new_vault(engine, url, token, policy)
+            if current is not None:  # an earlier init was interrupted: same keys and recovery key
+                if not looked:
+                    _announce(opts, url)
                 result = engine.resume_init(
-                    url, token, store_token=not token_from_env, policy=policy
+                    url, token, store_token=not token_from_env, policy=policy, new_vault=new_vault
                 )
             else:
                 passphrase = _new_passphrase() if use_passphrase else None
                 key, reveal = _recovery_key(opts)
-                _announce(opts, url)
+                if not looked:
+                    _announce(opts, url)
                 try:
                     result = engine.init(
                         url,
@@ -211,13 +245,15 @@ def sync_init(
                         passphrase=passphrase,
                         store_token=not token_from_env,
                         policy=policy,
+                        new_vault=new_vault,
                     )
                 except BaseException:
                     if reveal is not None:  # nobody has this key yet: start afresh next time
                         engine.abandon_init()
                     raise
         except HranaError as exc:
-            again = "" if reveal is not None else " (the recovery key you have stays valid)"
+            kept = reveal is None and engine.pending_init()  # a key was confirmed and kept
+            again = " (the recovery key you have stays valid)" if kept else ""
             raise SyncFailed(
                 f"sync init could not finish: {exc}; fix that and run `tiermem sync init` "
                 f"again{again}",
@@ -236,6 +272,10 @@ def sync_init(
     }
     if reveal is not None:
         payload["recovery_key"] = crypto.format_recovery_key(reveal)
+    emit(opts, payload, _init_text(result, pushed, note))
+
+
+def _init_text(result: InitResult, pushed: PushResult | None, note: str) -> str:
     text = (
         f"sync {'resumed and ' if result.resumed else ''}set up for agent {result.agent_id!r} "
         f"with {result.url}\ndevice {result.device_id[:12]}…, epoch {result.epoch}, "
@@ -246,8 +286,7 @@ def sync_init(
         text += f"\npushed the critical state (version {pushed.version})"
     if note:
         text += f"\n{note}"
-    text += "\nrun `tiermem daemon` to push after every change"
-    emit(opts, payload, text)
+    return text + "\nrun `tiermem daemon` to push after every change"
 
 
 # -- sync push / status ----------------------------------------------------------------------

@@ -31,7 +31,7 @@ def memory_conversation_end(
         report = mem.conversation_end(parsed, transcript, mode=mode, session=session)
         return report.as_dict() | {"push": pusher.kick(mem)}
 
-    return home.run(work)
+    return home.run(work, creates=True)
 
 
 CONVERSATION_END = ToolSpec(

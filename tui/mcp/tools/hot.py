@@ -58,7 +58,7 @@ def memory_hot(
             "pruned": pruned,
         }
 
-    return home.run(work)
+    return home.run(work, creates=action == "update")
 
 
 def update_hot(

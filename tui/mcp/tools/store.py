@@ -58,7 +58,8 @@ def memory_store(
             paths=strings(path),
             context=context,
             related_to=related_to or [],
-        )
+        ),
+        creates=True,
     )
 
 

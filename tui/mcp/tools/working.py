@@ -58,7 +58,7 @@ def memory_working_update(
         update = working.replace if replace else working.patch
         return _shape(mem, session, update(mem, session, changes))
 
-    return home.run(work)
+    return home.run(work, creates=True)
 
 
 GET = ToolSpec(
