@@ -92,8 +92,12 @@ def item_values(
     return out
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""`json.dumps` with these options, built once (every push digests every clocked field)."""
+
+
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def digest(value: Any) -> str:

@@ -18,6 +18,7 @@ from tiermem.sync.crypto.roster import (
     signing_public_bytes,
     verify_roster,
 )
+from tiermem.sync.hrana import SqlError
 from tiermem.sync.remote import Remote
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
@@ -87,16 +88,36 @@ def enroll_restored(
     policy: RetryPolicy,
     *,
     driver: str | None = None,
+    bodies: list[bytes] | None = None,
 ) -> None:
     """After a restore: sign the restored device onto the roster with the recovery key (once)
     and pin the roster and its floor, so the device never seals under an epoch older than the
     newest signed rotation even if the server hides that epoch's wraps. Restored with the
     passphrase only, the roster is pinned as found and the device stays off it (`sync check`
-    names it; `remove-device`/`rotate-key --keep ID` signs it on)."""
+    names it; `remove-device`/`rotate-key --keep ID` signs it on). `bodies`: the roster as
+    read already (the restore reads it while it streams); read again if it moved since."""
+    try:
+        _enroll(home, agent_id, remote, recovery_key, policy, driver, bodies)
+    except SqlError:
+        if bodies is None:
+            raise
+        _enroll(home, agent_id, remote, recovery_key, policy, driver, None)
+
+
+def _enroll(
+    home: Path,
+    agent_id: str,
+    remote: Remote,
+    recovery_key: bytes | None,
+    policy: RetryPolicy,
+    driver: str | None,
+    bodies: list[bytes] | None,
+) -> None:
     with Memory(home, agent_id, driver=driver) as mem:
         session = Session(mem)
         s = session.require_ready()
-        bodies = roster.read_bodies(functools.partial(remote.execute, policy=policy), s.tag)
+        if bodies is None:
+            bodies = roster.read_bodies(functools.partial(remote.execute, policy=policy), s.tag)
         if not bodies:
             return
         owner = None if recovery_key is None else recovery_signing_key(recovery_key)

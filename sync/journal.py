@@ -75,9 +75,10 @@ def clear_error(mem: Memory) -> None:
 def log_event(
     mem: Memory, kind: str, version: str | None, records: int, size: int, note: str
 ) -> None:
-    """Add one line to the history, keeping the newest `HISTORY_KEEP`."""
+    """Add one line to the history, keeping the newest `HISTORY_KEEP` (without waiting for
+    fsync: a line lost to a power cut is harmless, and every push writes one)."""
     log.info("sync[%s] %s: %d record(s), %d bytes; %s", mem.agent_id, kind, records, size, note)
-    with mem.db.transaction():
+    with mem.db.relaxed_transaction():
         mem.db.execute(
             "INSERT INTO sync_log (agent_id, at, kind, version, records, bytes, note) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",

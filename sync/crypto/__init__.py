@@ -86,6 +86,7 @@ from tiermem.sync.crypto.base import (
 from tiermem.sync.crypto.envelope import (
     Envelope,
     RecordContext,
+    open_envelope,
     open_record,
     pad,
     padded_size,
@@ -182,6 +183,7 @@ __all__ = [
     "keyed_agent_tag",
     "load_device_private_key",
     "load_device_public_key",
+    "open_envelope",
     "open_pairing_answer",
     "open_pairing_bundle",
     "open_record",

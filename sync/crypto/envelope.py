@@ -66,7 +66,7 @@ def unpad(padded: bytes) -> bytes:
         raise TamperedData("record plaintext has an invalid padded size")
     (length,) = LEN_PREFIX.unpack_from(padded)
     end = LEN_PREFIX.size + length
-    if end > size or any(padded[end:]):
+    if end > size or padded[end:] != bytes(size - end):
         raise TamperedData("record plaintext has invalid padding")
     return padded[LEN_PREFIX.size : end]
 
@@ -171,8 +171,12 @@ def open_record(vault_key: bytes, context: RecordContext, envelope: bytes) -> by
 
     The caller picks `vault_key` by ``parse_envelope(envelope).epoch``. Any mismatch (bytes,
     epoch, agent, table, record id, version, writer or key) raises `TamperedData`."""
+    return open_envelope(vault_key, context, parse_envelope(envelope))
+
+
+def open_envelope(vault_key: bytes, context: RecordContext, env: Envelope) -> bytes:
+    """`open_record` of an envelope parsed already (a reader that looked at its epoch)."""
     check_key(vault_key, "vault key")
-    env = parse_envelope(envelope)
     key = hkdf(vault_key, env.salt, INFO_RECORD)
     aad = record_aad(env.epoch, context, fmt=env.fmt, suite=env.suite)
     try:

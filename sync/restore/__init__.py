@@ -20,8 +20,9 @@ progress row. Nothing partial is ever visible in ``memories``, the hot state or 
 of the same command finishes an interrupted restore.
 
 **Streaming with bounded memory.** Pages of `page_rows` remote rows are read in the server's
-commit order (``seq``); the next page is fetched while the current one is decrypted and stored,
-so a high-latency link costs about one round trip per page. Every row is authenticated; a
+commit order (``seq``) by a thread that runs at most two pages ahead of the one being decrypted
+and stored, so a high-latency link costs about one round trip per page. It starts, with the
+listing of every row and the roster, before the vault is opened. Every row is authenticated; a
 memory record must also carry the memory id its record id was derived from (no swapped rows).
 Per memory id the highest version wins (a tombstone wins like any version and is not restored).
 

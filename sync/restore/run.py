@@ -5,8 +5,10 @@ critical state (step 1, `home`), stream the memories (step 2, `stream`), swap th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -17,7 +19,7 @@ import httpx
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, PointInTimePruned
 from tiermem.core.paths import validate_agent_id
-from tiermem.sync import crypto, hlc, records, vaults
+from tiermem.sync import crypto, hlc, records, roster, vaults
 from tiermem.sync.enroll import enroll_restored
 from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, ResultSet, to_base_url
 from tiermem.sync.keyring import KeyRing
@@ -41,9 +43,12 @@ from tiermem.sync.restore.results import (
 )
 from tiermem.sync.restore.stream import Prefetch, Streamed, stream_memories
 from tiermem.sync.restore.swap import Swapped, swap
-from tiermem.sync.restore.verify import Verified, refusal, verify
-from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.state import HomeNotEmpty, NothingToRestore
+from tiermem.sync.restore.verify import Listing, Verified, read_listing, refusal, verify
+from tiermem.sync.retry import RetryPolicy, call_with_retry
+from tiermem.sync.state import (
+    HomeNotEmpty,
+    NothingToRestore,
+)
 
 _MAX_DEVICE: Final = "f" * 32
 
@@ -81,8 +86,7 @@ def parse_at(text: str) -> str:
 
 @dataclass(frozen=True)
 class _Vault:
-    """The vault as the recovery key or passphrase opened it (`tag`: what the server files
-    it under)."""
+    """The vault as the recovery key or passphrase opened it."""
 
     tag: bytes
     epoch: int
@@ -91,7 +95,8 @@ class _Vault:
     unlocked: Unlock
     ring: KeyRing
     critical_rid: bytes
-    horizon: str | None
+    horizon: Future[str | None]
+    critical: Future[list[tuple[str, bytes, bytes]]] | None
 
 
 @dataclass(frozen=True)
@@ -181,20 +186,13 @@ def restore(
         started,
         salvage,
     )
+    pending = pending_restore(home, agent_id, driver)
     with Remote(
         base, token, timeout=timeout, transport=transport, insecure_http=insecure_http
     ) as remote:
-
-        def select(sql: str, args: Args) -> ResultSet:
-            return remote.execute(sql, args, retry)
-
-        vault = _open_vault(select, base, agent_id, recovery_key, passphrase, at)
-        verified = _verify(job, vault, select)
-        pending = pending_restore(home, agent_id, driver)
-        fetched = _fetch(job, vault, select, pending, verified)
-        requests = remote.client.requests_sent
-        # On the signed roster, with its epoch floor (never seals under a hidden rotation).
-        enroll_restored(home, agent_id, remote, recovery_key, retry, driver=driver)
+        vault, verified, fetched, requests = _remote_steps(
+            job, remote, retry, recovery_key, passphrase, pending
+        )
     swapped = swap(home, agent_id, driver=driver, clock=clock)
     if insecure_http:
         with Memory(home, agent_id, driver=driver) as mem:
@@ -202,6 +200,56 @@ def restore(
     report(_done(fetched, swapped))
     result = _result(job, vault, fetched, swapped, requests, resumed=pending is not None)
     return dataclasses.replace(result, salvage=salvage, problems=_problems(verified, fetched))
+
+
+def _remote_steps(
+    job: _Job,
+    remote: Remote,
+    retry: RetryPolicy,
+    recovery_key: bytes | None,
+    passphrase: str | None,
+    pending: dict[str, Any] | None,
+) -> tuple[_Vault, Verified, _Fetched, int]:
+    """Open, check and fetch the vault, and sign this device onto its roster; also the
+    requests sent before that."""
+
+    client = remote.client  # one client for every thread (Remote itself is not thread-safe)
+
+    def select(sql: str, args: Args) -> ResultSet:
+        return call_with_retry(functools.partial(client.execute, sql, args), retry)
+
+    opened, unlocked = _open(select, job.base, job.agent_id, recovery_key, passphrase)
+    tag = opened.tag
+    # Reads that need no key start at once, in parallel: the listing of every row, the
+    # roster, and the first pages (bounded: at most two ahead of what is stored).
+    with (
+        ThreadPoolExecutor(4, thread_name_prefix="tiermem-restore") as pool,
+        Prefetch(
+            lambda after, limit: select(records.SELECT_PAGE, (tag, after, limit)),
+            0 if pending is None else int(pending["cursor"]),
+            job.page_rows,
+        ) as prefetch,
+    ):
+        listed = pool.submit(read_listing, select, tag, job.page_rows)
+        bodies = pool.submit(roster.read_bodies, select, tag)
+        vault = _open_vault(select, pool, job.agent_id, opened, unlocked, job.at, pending)
+        listing = listed.result()
+        totals = listing.total_rows, listing.total_bytes
+        verified = _verify(job, vault, select, listing)
+        del listed, listing  # a row per record: not kept while the memories stream
+        fetched = _fetch(job, vault, prefetch, pending, verified, totals)
+        requests = client.requests_sent
+        # On the signed roster, with its epoch floor (never seals under a hidden rotation).
+        enroll_restored(
+            job.home,
+            job.agent_id,
+            remote,
+            recovery_key,
+            retry,
+            driver=job.driver,
+            bodies=bodies.result(),
+        )
+    return vault, verified, fetched, requests
 
 
 def _done(fetched: _Fetched, swapped: Swapped) -> RestoreProgress:
@@ -217,11 +265,25 @@ def _done(fetched: _Fetched, swapped: Swapped) -> RestoreProgress:
     )
 
 
-def _verify(job: _Job, vault: _Vault, select: Callable[[str, Args], ResultSet]) -> Verified:
-    """The server's copy against the vault's manifests; without salvage, damage stops here."""
+def _verify(
+    job: _Job,
+    vault: _Vault,
+    select: Callable[[str, Args], ResultSet],
+    listing: Listing,
+) -> Verified:
+    """The server's copy against the vault's manifests; without salvage, damage stops here
+    (after a point in time older than the prune horizon, which is refused first)."""
     ring = vault.ring
     skip = {prune_record_id(ring)}
-    found = verify(select, ring, vault.tag, skip, job.at, vault.horizon, job.page_rows)
+    found = verify(
+        select, ring, vault.tag, listing, skip, job.at, vault.horizon.result, job.page_rows
+    )
+    horizon = vault.horizon.result()
+    if job.at is not None and horizon is not None and job.at < horizon:
+        raise PointInTimePruned(
+            f"versions before {horizon} were pruned; the oldest point in time that "
+            f"restores completely is {horizon}"
+        )
     error = refusal(found)
     if error is not None and not job.salvage:
         raise error
@@ -254,56 +316,45 @@ def _problems(verified: Verified, fetched: _Fetched) -> tuple[dict[str, str], ..
 def _fetch(
     job: _Job,
     vault: _Vault,
-    select: Callable[[str, Args], ResultSet],
+    prefetch: Prefetch,
     pending: dict[str, Any] | None,
     verified: Verified,
+    totals: tuple[int, int],
 ) -> _Fetched:
-    """Step 1 (the critical state) while the totals and the first page are fetched, then
-    step 2 (the memories into the staging table)."""
-    tag = vault.tag
-    prefetch = Prefetch(
-        lambda after, limit: select(records.SELECT_PAGE, (tag, after, limit)),
-        lambda: select(
-            "SELECT count(*), COALESCE(sum(length(envelope)), 0) FROM records WHERE agent_tag = ?",
-            (tag,),
+    """Step 1 (the critical state) while the first pages arrive, then step 2 (the memories
+    into the staging table)."""
+    written, version, writer, envelope_len, skipped = _step_one(
+        job.home,
+        job.agent_id,
+        pending,
+        vault.critical,
+        vault.critical_rid,
+        job.at,
+        RestoreKeys(
+            job.base, vault.epoch, vault.key, vault.wraps, "", job.token_to_store, vault.tag
         ),
-        0 if pending is None else int(pending["cursor"]),
-        job.page_rows,
+        Marker(job.base, vault.critical_rid.hex(), job.at, "", job.clock()),
+        ring=vault.ring,
+        driver=job.driver,
+        clock=job.clock,
+        salvage=job.salvage,
+        unlisted=verified.unlisted,
     )
-    with prefetch:
-        written, version, writer, envelope_len, skipped = _step_one(
-            job.home,
-            job.agent_id,
-            pending,
-            select,
-            vault.ring,
-            vault.critical_rid,
-            job.at,
-            RestoreKeys(
-                job.base, vault.epoch, vault.key, vault.wraps, "", job.token_to_store, vault.tag
-            ),
-            Marker(job.base, vault.critical_rid.hex(), job.at, "", job.clock()),
-            driver=job.driver,
-            clock=job.clock,
-            salvage=job.salvage,
-            unlisted=verified.unlisted,
-        )
-        usable_seconds = time.perf_counter() - job.started
-        totals = prefetch.totals()
-        job.report(RestoreProgress("critical", 0, totals[0], 0, totals[1], 0, True))
-        streamed = stream_memories(
-            job.home,
-            job.agent_id,
-            vault.ring,
-            prefetch,
-            job.at,
-            {vault.critical_rid, prune_record_id(vault.ring)},
-            totals,
-            job.report,
-            driver=job.driver,
-            unlisted=frozenset(verified.unlisted),
-            salvage=job.salvage,
-        )
+    usable_seconds = time.perf_counter() - job.started
+    job.report(RestoreProgress("critical", 0, totals[0], 0, totals[1], 0, True))
+    streamed = stream_memories(
+        job.home,
+        job.agent_id,
+        vault.ring,
+        prefetch,
+        job.at,
+        {vault.critical_rid, prune_record_id(vault.ring)},
+        totals,
+        job.report,
+        driver=job.driver,
+        unlisted=frozenset(verified.unlisted),
+        salvage=job.salvage,
+    )
     return _Fetched(
         written, version, writer, envelope_len, usable_seconds, totals, streamed, skipped
     )
@@ -341,46 +392,54 @@ def _result(
     )
 
 
-def _open_vault(
+def _open(
     select: Callable[[str, Args], ResultSet],
     base: str,
     agent_id: str,
     recovery_key: bytes | None,
     passphrase: str | None,
-    at: str | None,
-) -> _Vault:
-    """Find and unlock the vault's newest epoch key (`vaults`); refuse a point in time older
-    than the prune horizon."""
-    unlocked: Unlock = "recovery-key"
+) -> tuple[vaults.Opened, Unlock]:
+    """Find the vault and unlock its newest epoch key (`vaults`), and say with what."""
     if recovery_key is not None:
-        opened = vaults.open_with_recovery_key(select, base, agent_id, recovery_key)
-    else:
-        assert passphrase is not None
-        opened = vaults.open_with_passphrase(select, base, agent_id, passphrase)
-        unlocked = "passphrase"
+        return vaults.open_with_recovery_key(select, base, agent_id, recovery_key), "recovery-key"
+    assert passphrase is not None
+    return vaults.open_with_passphrase(select, base, agent_id, passphrase), "passphrase"
+
+
+def _open_vault(
+    select: Callable[[str, Args], ResultSet],
+    pool: ThreadPoolExecutor,
+    agent_id: str,
+    opened: vaults.Opened,
+    unlocked: Unlock,
+    at: str | None,
+    pending: dict[str, Any] | None,
+) -> _Vault:
+    """The opened vault's key ring; the prune horizon and (unless resuming) the critical
+    states are then read in parallel with the check of the manifests."""
     tag, epoch, by_kind, vault_key = opened.tag, opened.epoch, opened.wraps, opened.key
     ring = KeyRing.unlocked(agent_id, epoch, vault_key, select, tag)
     critical_rid = records.record_id(ring.id_key, records.CRITICAL_TABLE, agent_id)
-    horizon = prune_horizon(select, ring, tag)
-    if at is not None and horizon is not None and at < horizon:
-        raise PointInTimePruned(
-            f"versions before {horizon} were pruned; the oldest point in time that "
-            f"restores completely is {horizon}"
-        )
-    return _Vault(tag, epoch, by_kind, vault_key, unlocked, ring, critical_rid, horizon)
+    horizon = pool.submit(prune_horizon, select, ring, tag)
+    critical = (
+        None
+        if pending is not None
+        else pool.submit(_critical_candidates, select, ring, critical_rid, at)
+    )
+    return _Vault(tag, epoch, by_kind, vault_key, unlocked, ring, critical_rid, horizon, critical)
 
 
 def _step_one(
     home: Path,
     agent_id: str,
     pending: dict[str, Any] | None,
-    select: Callable[[str, Args], ResultSet],
-    ring: KeyRing,
+    candidates: Future[list[tuple[str, bytes, bytes]]] | None,
     critical_rid: bytes,
     at: str | None,
     vault: RestoreKeys,
     marker: Marker,
     *,
+    ring: KeyRing,
     driver: str | None,
     clock: Callable[[], float],
     salvage: bool,
@@ -405,7 +464,8 @@ def _step_one(
         remove_stale_restores(home.absolute())
         return usable_home(home, agent, driver), str(pending["version"]), "", 0, ()
     skipped: list[tuple[str, str, str]] = []
-    for version, writer, envelope in _critical_candidates(select, ring, critical_rid, at):
+    assert candidates is not None  # read whenever no restore is pending
+    for version, writer, envelope in candidates.result():
         if (critical_rid, version) in unlisted:
             continue
         try:

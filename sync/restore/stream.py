@@ -4,13 +4,16 @@ cursor), the next page fetched while the current one is stored."""
 
 from __future__ import annotations
 
+import functools
+import queue
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from tiermem.core import reinforce, rows
+from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.core.errors import StorageError
 from tiermem.sync import crypto, graphsync, hlc, records
@@ -33,58 +36,89 @@ class Streamed:
 
 
 _STAGED_NAMES: Final = rows.NAMES[1:]
-_STAGE: Final = (
-    f"INSERT INTO restore_staging (agent_id, id, version, deleted, "
-    f"{rows.column_list(_STAGED_NAMES)}) VALUES ({', '.join('?' * (4 + len(_STAGED_NAMES)))}) "
-    "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version, "
-    "deleted = excluded.deleted, "
-    + ", ".join(f"{name} = excluded.{name}" for name in _STAGED_NAMES)
-    + " WHERE excluded.version > restore_staging.version"
-)
+_STAGE_ROWS: Final = 50
+"""Rows per staging statement: 50 × 19 parameters stay under the 999 of older SQLite builds,
+and one statement per 50 rows costs the driver a third of one per row."""
+
+
+@functools.cache
+def _stage_sql(n: int) -> str:
+    """The staging upsert of `n` rows (a newer version of an id replaces an older one, also
+    within one statement)."""
+    row = f"({', '.join('?' * (4 + len(_STAGED_NAMES)))})"
+    return (
+        f"INSERT INTO restore_staging (agent_id, id, version, deleted, "
+        f"{rows.column_list(_STAGED_NAMES)}) VALUES {', '.join([row] * n)} "
+        "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version, "
+        "deleted = excluded.deleted, "
+        + ", ".join(f"{name} = excluded.{name}" for name in _STAGED_NAMES)
+        + " WHERE excluded.version > restore_staging.version"
+    )
+
+
+def _stage_rows(db: Database, batch: list[tuple[object, ...]]) -> None:
+    for lo in range(0, len(batch), _STAGE_ROWS):
+        chunk = batch[lo : lo + _STAGE_ROWS]
+        db.execute(_stage_sql(len(chunk)), [value for row in chunk for value in row])
 
 
 class Prefetch:
-    """Remote pages in commit order, each fetched while the caller works on the one before (a
-    high-latency link then costs about one round trip per page, not two). Started before the
-    critical state is written, with the totals for the progress bar first."""
+    """Remote pages in commit order, fetched by a thread that runs at most `ahead` pages ahead
+    of the caller (memory stays flat however large the vault): a high-latency link then costs
+    about one round trip per page, overlapped with storing the one before. Started before the
+    vault is opened and checked, so the first pages are on their way meanwhile."""
 
     def __init__(
-        self,
-        fetch: Callable[[int, int], ResultSet],
-        totals: Callable[[], ResultSet],
-        after: int,
-        limit: int,
+        self, fetch: Callable[[int, int], ResultSet], after: int, limit: int, ahead: int = 2
     ) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tiermem-restore")
         self._fetch = fetch
         self._limit = limit
         self.after = after
-        self._totals: Future[ResultSet] = self._pool.submit(totals)
-        self._next: Future[tuple[ResultSet, int]] | None = self._pool.submit(self._page, after)
+        self._queue: queue.Queue[list[records.RemoteRow] | BaseException | None] = queue.Queue(
+            maxsize=max(ahead - 1, 1)
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tiermem-restore", daemon=True)
+        self._thread.start()
 
-    def _page(self, after: int) -> tuple[ResultSet, int]:
-        return records.fit_page(lambda n: self._fetch(after, n), self._limit)
+    def _run(self) -> None:
+        after, limit = self.after, self._limit
+        try:
+            while not self._stop.is_set():
+                result, limit = records.fit_page(functools.partial(self._fetch, after), limit)
+                page = [records.remote_row(tuple(r)) for r in result.rows]
+                if page:
+                    self._put(page)
+                if len(page) < limit:
+                    break
+                after = page[-1].seq
+            self._put(None)
+        except BaseException as exc:  # handed to the caller, raised where it reads the page
+            self._put(exc)
 
-    def totals(self) -> tuple[int, int]:
-        row = self._totals.result().rows[0]
-        return int(str(row[0])), int(str(row[1]))
+    def _put(self, item: list[records.RemoteRow] | BaseException | None) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
 
     def pages(self) -> Iterator[list[records.RemoteRow]]:
-        while self._next is not None:
-            result, self._limit = self._next.result()
-            page = [records.remote_row(tuple(r)) for r in result.rows]
-            more = len(page) == self._limit
-            self._next = self._pool.submit(self._page, page[-1].seq) if more else None
-            if page:
-                yield page
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
 
     def __enter__(self) -> Prefetch:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._next is not None:
-            self._next.cancel()
-        self._pool.shutdown(wait=True)
+        self._stop.set()
+        self._thread.join()
 
 
 def stream_memories(
@@ -125,8 +159,7 @@ def stream_memories(
             rows += len(page)
             pages += 1
             with db.transaction():
-                if batch:
-                    db.executemany(_STAGE, batch)
+                _stage_rows(db, batch)
                 for memory_id, counters in counts:
                     reinforce.merge(mem.memories, memory_id, counters)
                 if peers:
@@ -180,6 +213,7 @@ class _Sorter:
         self.damaged: list[tuple[str, str, str]] = []
         self.metrics: list[tuple[str, str, Days]] = []
         self.graph: list[graphsync.GraphItem] = []
+        self.versions: set[str] = set()  # checked already (a push gives its rows one version)
 
     def page(
         self, page: list[records.RemoteRow]
@@ -232,7 +266,7 @@ class _Sorter:
         """A memory row into the staging parameters (and its read counters into `counts`), or
         an episode or entity record into `self.graph`."""
         try:
-            params, counters = _memory_params(self.ring, self.agent_id, r)
+            params, counters = _memory_params(self.ring, self.agent_id, r, self.versions)
         except crypto.TamperedData as exc:
             key = self.ring.key(r.epoch)
             self.graph.append(graphsync.open_or(exc, key, self.agent_id, self.ring.id_key, r))
@@ -265,15 +299,17 @@ def _peer_params(ring: KeyRing, agent_id: str, r: records.RemoteRow) -> tuple[ob
 
 
 def _memory_params(
-    ring: KeyRing, agent_id: str, r: records.RemoteRow
+    ring: KeyRing, agent_id: str, r: records.RemoteRow, versions: set[str]
 ) -> tuple[tuple[object, ...], records.Counters]:
     """Authenticate and decode one memory record into staging-table parameters (staged by
     its content version, so a record that only carries read counters never wins over a
     newer edit or forget) and its read counters."""
-    try:
-        hlc.parse(r.version)
-    except ValueError:
-        raise crypto.TamperedData("a record has a malformed version") from None
+    if r.version not in versions:
+        try:
+            hlc.parse(r.version)
+        except ValueError:
+            raise crypto.TamperedData("a record has a malformed version") from None
+        versions.add(r.version)
     plaintext = records.open_row(ring.key(r.epoch), agent_id, records.MEMORY_TABLE, r)
     got = records.decode_memory_version(plaintext)
     item, version = got.item, got.content_version(r.version)

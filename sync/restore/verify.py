@@ -27,12 +27,12 @@ from tiermem.sync import crypto, records
 from tiermem.sync.hrana import Args, ResultSet
 from tiermem.sync.keyring import KeyRing
 
-__all__ = ["Finding", "Verified", "refusal", "verify"]
+__all__ = ["Finding", "Listing", "Verified", "read_listing", "refusal", "verify"]
 
 Kind = Literal["rollback", "replay", "deletion", "damaged"]
 ORDER: Final[tuple[Kind, ...]] = ("damaged", "rollback", "replay", "deletion")
 _INDEX: Final = (
-    "SELECT seq, record_id, version, device_id FROM records "
+    "SELECT seq, record_id, version, device_id, length(envelope) FROM records "
     "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
 _MANIFESTS: Final = (
@@ -73,22 +73,60 @@ class _Index:
 Select = Callable[[str, Args], ResultSet]
 
 
+@dataclass
+class Listing:
+    """Every row of the vault as the server lists it: the versions of each record id and the
+    writer of each version (`verify` takes these over), read before the vault is opened, with
+    the totals a progress bar shows."""
+
+    present: dict[bytes, list[str]] = field(default_factory=dict)
+    writer: dict[tuple[bytes, str], bytes] = field(default_factory=dict)
+    total_rows: int = 0
+    total_bytes: int = 0
+
+
+def read_listing(select: Select, tag: bytes, page_rows: int) -> Listing:
+    """Every row's metadata, in large pages (it needs no key, so it runs while the vault is
+    being opened). One object per distinct version and writer: a push gives its rows one."""
+    out = Listing()
+    versions: dict[str, str] = {}
+    devices: dict[bytes, bytes] = {}
+    after, limit = 0, max(page_rows, _INDEX_PAGE)
+    while True:
+        result, limit = records.fit_page(
+            functools.partial(_page, select, _INDEX, (tag, after)), limit
+        )
+        for _seq, rid, version, device, length in result.rows:
+            rid_b = records.server_blob(rid)
+            v = versions.setdefault(records.server_str(version), records.server_str(version))
+            out.present.setdefault(rid_b, []).append(v)
+            d = records.server_blob(device)
+            out.writer[(rid_b, v)] = devices.setdefault(d, d)
+            out.total_bytes += records.server_int(length)
+        out.total_rows += len(result.rows)
+        if len(result.rows) < limit:
+            return out
+        after = records.server_int(result.rows[-1][0])
+
+
 def verify(
     select: Select,
     ring: KeyRing,
     tag: bytes,
+    listing: Listing,
     skip: set[bytes],
     at: str | None,
-    horizon: str | None,
+    horizon: Callable[[], str | None],
     page_rows: int,
 ) -> Verified:
-    """Check the server's copy of the vault against its manifests (module docstring). `skip`:
-    record ids that are not records of a push (the prune horizon)."""
+    """Check the server's copy of the vault (`listing`, taken over) against its manifests (module
+    docstring). `skip`: record ids that are not records of a push (the prune horizon);
+    `horizon` gives the prune horizon (read meanwhile, needed after the manifests)."""
     out = Verified()
-    index = _read_index(select, tag, skip, max(page_rows, _INDEX_PAGE), out)
+    index = _read_index(listing, skip, out)
     _read_manifests(select, ring, tag, index, page_rows, out)
     _check_numbering(index, out)
-    listed = _check_lines(index, at or _LATEST, horizon, out)
+    listed = _check_lines(index, at or _LATEST, horizon(), out)
     for key in index.writer:
         if key not in listed and key not in index.manifest_versions:
             out.unlisted.add(key)
@@ -128,26 +166,15 @@ def refusal(found: Verified) -> TiermemError | None:
     return None
 
 
-def _read_index(
-    select: Select, tag: bytes, skip: set[bytes], page_rows: int, out: Verified
-) -> _Index:
-    index = _Index()
-    after = 0
-    while True:
-        result, page_rows = records.fit_page(
-            functools.partial(_page, select, _INDEX, (tag, after)), page_rows
-        )
-        for _seq, rid, version, device in result.rows:
-            rid_b = records.server_blob(rid)
-            if rid_b in skip:
-                continue
-            v = records.server_str(version)
-            index.present.setdefault(rid_b, []).append(v)
-            index.writer[(rid_b, v)] = records.server_blob(device)
-            out.rows += 1
-        if len(result.rows) < page_rows:
-            return index
-        after = records.server_int(result.rows[-1][0])
+def _read_index(listing: Listing, skip: set[bytes], out: Verified) -> _Index:
+    """The listing without the `skip` record ids (taken over, not copied)."""
+    index = _Index(listing.present, listing.writer)
+    out.rows = listing.total_rows
+    for rid in skip:
+        for version in index.present.pop(rid, []):
+            index.writer.pop((rid, version), None)
+            out.rows -= 1
+    return index
 
 
 def _read_manifests(

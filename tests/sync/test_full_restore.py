@@ -3,10 +3,12 @@ swapped in at once, as of a point in time, and pruning that keeps what restores 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.conftest import START, Clock
@@ -15,7 +17,14 @@ from tests.sync.sqld import SqldServer
 from tiermem.core import snapshot
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
-from tiermem.sync import crypto
+from tiermem.sync import crypto, records, roster
+from tiermem.sync.crypto.roster import (
+    RECOVERY,
+    RosterView,
+    recovery_signing_key,
+    signing_public_bytes,
+    verify_roster,
+)
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import (
@@ -155,6 +164,84 @@ def test_the_home_is_usable_before_the_memories_arrive_and_local_writes_survive(
         )
         assert [r[0] for r in dirty] == [local]  # only the local write is queued for pushing
         assert again.push(policy()).memories == 1
+
+
+def test_a_device_signed_on_while_a_restore_streams_does_not_keep_it_off_the_roster(
+    tmp_path: Path, source: Source, sqld: SqldServer
+) -> None:
+    mem, _, key, _ = source
+    tag = tag_of(mem)
+    owner = recovery_signing_key(key)
+    other = bytes(range(16))
+
+    def read(client: HranaClient) -> RosterView:
+        bodies = roster.read_bodies(client.execute, tag)
+        return verify_roster(mem.agent_id, bodies, recovery_public=signing_public_bytes(owner))
+
+    def another_device_joins(p: RestoreProgress) -> None:
+        if p.phase == "critical":  # the restore read the roster before this
+            with HranaClient(sqld.url, sqld.token) as client:
+                draft = roster.Draft(mem.agent_id, tag, read(client))
+                box = crypto.device_public_bytes(crypto.generate_device_key())
+                draft.add(other, box, None, owner, RECOVERY)
+                client.batch(draft.statements)
+
+    target = tmp_path / "new"
+    restore(
+        target,
+        mem.agent_id,
+        sqld.url,
+        sqld.token,
+        recovery_key=key,
+        page_rows=10,
+        progress=another_device_joins,
+    )
+    with Memory(target, mem.agent_id) as restored, SyncEngine(restored) as again:
+        s = again.settings()
+        assert s is not None
+        with HranaClient(sqld.url, sqld.token) as client:
+            devices = read(client).devices
+        assert s.device_id in devices and other in devices
+        assert again.push(policy()).pushed is False  # on the roster: nothing refused, in sync
+
+
+class _PageCounter(httpx.HTTPTransport):
+    """Counts the requests for pages of records (what a restore holds in memory)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pages = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if records.SELECT_PAGE.encode() in request.read():
+            self.pages += 1
+        return super().handle_request(request)
+
+
+def test_a_restore_fetches_at_most_two_pages_ahead_of_what_it_stored(
+    tmp_path: Path, source: Source, sqld: SqldServer
+) -> None:
+    mem, _, key, _ = source
+    counter = _PageCounter()
+    ahead: list[int] = []
+
+    def progress(p: RestoreProgress) -> None:
+        if p.phase == "memories":
+            time.sleep(0.05)  # a slow disk: the fetching thread must wait, not run on
+            ahead.append(counter.pages - len(ahead) - 1)
+
+    result = restore(
+        tmp_path / "new",
+        mem.agent_id,
+        sqld.url,
+        sqld.token,
+        recovery_key=key,
+        page_rows=10,
+        progress=progress,
+        transport=counter,
+    )
+    assert result.pages >= 12 and len(ahead) == result.pages
+    assert max(ahead) <= 2 and counter.pages - result.pages in (0, 1)  # and the empty end
 
 
 def test_an_interrupted_restore_resumes_from_its_last_page_without_duplicates(

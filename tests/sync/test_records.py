@@ -62,6 +62,65 @@ def test_malformed_memory_payloads_are_damage(payload: bytes) -> None:
         records.decode_memory(payload)
 
 
+ODD_VALUES = st.sampled_from(
+    [None, True, False, 0, -1, 1, 2.5, 1e300, "", "warm", "x", [], ["a"], [1], {}, {"a": 1}]
+)
+FIELDS = st.sampled_from(
+    [
+        "id", "deleted", "text", "category", "importance", "created_at", "access_count",
+        "last_access", "tier", "tier_changed_at", "urls", "commands", "paths", "source",
+        "size_bytes", "tokens", "pinned", "changed", "reinforced", "format",
+    ]
+)  # fmt: skip
+
+
+def _outcome(decode: object, payload: bytes, arg: str | None = None) -> object:
+    try:
+        return decode(payload, arg)  # type: ignore[operator]
+    except crypto.CryptoError as exc:
+        return type(exc), str(exc)
+
+
+@given(rows, FIELDS, ODD_VALUES | st.just(...), st.booleans())
+def test_the_fast_memory_decoder_agrees_with_the_checked_one(
+    row: records.MemoryRow, field: str, value: object, tombstone: bool
+) -> None:
+    item = records.Tombstone(row.id) if tombstone else row
+    data = json.loads(records.encode_memory(item))
+    if value is ...:
+        data.pop(field, None)
+    else:
+        data[field] = value
+    payload = json.dumps(data).encode()
+    fast = _outcome(records.decode_memory_version, payload)
+    assert fast == _outcome(records._general_memory, payload)
+
+
+@given(
+    st.sampled_from(["device", "n", "records", "seen", "format", "line", "table"]),
+    ODD_VALUES | st.just(...),
+)
+def test_the_fast_manifest_decoder_agrees_with_the_checked_one(field: str, value: object) -> None:
+    line = ["memory", "ab" * 16, VERSION, "cd" * 32]
+    data: dict[str, object] = {
+        "format": 1,
+        "device": DEVICE.hex(),
+        "n": 3,
+        "records": [line, ["metrics", "ef" * 16, VERSION, "01" * 32]],
+        "seen": {"11" * 16: 2},
+    }
+    if field in ("line", "table"):
+        line[0 if field == "table" else 2] = None if value is ... else value  # type: ignore[call-overload]
+    elif value is ...:
+        data.pop(field)
+    else:
+        data[field] = value
+    payload = json.dumps(data).encode()
+    for device in (None, DEVICE.hex()):
+        fast = _outcome(records.decode_manifest, payload, device)
+        assert fast == _outcome(records._general_manifest, payload, device)
+
+
 def test_a_memory_core_would_reject_is_damage() -> None:
     good = records.MemoryRow("0123456789abcdef", "t", "c", 0.5, 1.0, 0, None, "warm", 1.0)
     data = json.loads(records.encode_memory(good))
