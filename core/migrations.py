@@ -869,6 +869,21 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE sync_state ADD COLUMN agent_tag BLOB;
     """,
+    # Token counts are derived from the text and may be filled in by a later read: storing a
+    # count is not a change to upload (a new version would outrank a concurrent forget).
+    """
+    DROP TRIGGER sync_dirty_au;
+    CREATE TRIGGER sync_dirty_au AFTER UPDATE ON memories
+    WHEN (old.id IS NOT new.id OR old.text IS NOT new.text OR old.category IS NOT new.category
+        OR old.importance IS NOT new.importance OR old.created_at IS NOT new.created_at
+        OR old.tier IS NOT new.tier OR old.tier_changed_at IS NOT new.tier_changed_at
+        OR old.urls IS NOT new.urls OR old.commands IS NOT new.commands
+        OR old.paths IS NOT new.paths OR old.source IS NOT new.source
+        OR old.size_bytes IS NOT new.size_bytes OR old.pinned IS NOT new.pinned)
+        AND EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -118,3 +118,24 @@ def test_a_read_is_not_pushed_as_a_new_version(pair: tuple[Device, Device]) -> N
     assert b.engine.push(policy()).memories == 1  # its counters travel
     assert b.mem.db.scalar("SELECT version FROM sync_versions WHERE id = ?", (fid,)) == version
     assert b.engine.push(policy()).note == "nothing to push"  # and only once
+
+
+def test_a_read_that_counts_tokens_creates_no_version(pair: tuple[Device, Device]) -> None:
+    """`tiermem store` leaves a memory's token count to the first read that needs it. That read
+    storing the count on another device is not a change to upload: it must not outrank the
+    owner's concurrent forget."""
+    a, b = pair
+    fid = a.mem.store("the bike lock code is 4711", "home", 0.5, count_tokens=False).id
+    for dev in (a, b, a):
+        dev.engine.sync(policy())
+    curate.move_to_forgotten(a.mem, fid)
+    assert [h.memory.id for h in b.mem.retrieve("bike lock").hits] == [fid]  # counts it
+    b.mem.flush_reinforcement()  # what closing the read's Memory does
+    stored = b.mem.db.scalar("SELECT tokens FROM memories WHERE id = ?", (fid,))
+    assert stored is not None and int(stored) > 0
+    assert not b.mem.db.query("SELECT id FROM sync_dirty WHERE agent_id = ?", (b.mem.agent_id,))
+    for device, step in [(b, "push"), (a, "push"), (b, "pull"), (a, "pull")]:
+        device.run(step)
+    for dev in (a, b):
+        with pytest.raises(NotFound):
+            dev.mem.get(fid)
