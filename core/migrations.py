@@ -884,6 +884,44 @@ MIGRATIONS: list[str] = [
         INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (new.agent_id, new.id);
     END;
     """,
+    # Tags, expiry and links in the memory's sync record (sync/extras.py, sync/records.py): a
+    # change of them marks the memory for upload (both memories of a link), for agents that
+    # sync and memories that exist (a mark without a row would be pushed as a tombstone).
+    # `restore_staging.extras`: the tags, expiry and links a staged record carries (JSON).
+    """
+    ALTER TABLE restore_staging ADD COLUMN extras TEXT;
+    CREATE TRIGGER sync_dirty_extras_ai AFTER INSERT ON memory_extras
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) SELECT m.agent_id, m.id FROM memories m
+        WHERE m.agent_id = new.agent_id AND m.id IN (new.id);
+    END;
+    CREATE TRIGGER sync_dirty_extras_au AFTER UPDATE ON memory_extras
+    WHEN (old.tags IS NOT new.tags OR old.expires_at IS NOT new.expires_at)
+        AND EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) SELECT m.agent_id, m.id FROM memories m
+        WHERE m.agent_id = new.agent_id AND m.id IN (old.id, new.id);
+    END;
+    CREATE TRIGGER sync_dirty_extras_ad AFTER DELETE ON memory_extras
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) SELECT m.agent_id, m.id FROM memories m
+        WHERE m.agent_id = old.agent_id AND m.id IN (old.id);
+    END;
+    CREATE TRIGGER sync_dirty_links_ai AFTER INSERT ON memory_links
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) SELECT m.agent_id, m.id FROM memories m
+        WHERE m.agent_id = new.agent_id AND m.id IN (new.a, new.b);
+    END;
+    CREATE TRIGGER sync_dirty_links_au AFTER UPDATE OF a, b ON memory_links
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) SELECT m.agent_id, m.id FROM memories m
+        WHERE m.agent_id = new.agent_id AND m.id IN (old.a, old.b, new.a, new.b);
+    END;
+    CREATE TRIGGER sync_dirty_links_ad AFTER DELETE ON memory_links
+    WHEN EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = old.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) SELECT m.agent_id, m.id FROM memories m
+        WHERE m.agent_id = old.agent_id AND m.id IN (old.a, old.b);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -24,7 +24,7 @@ from typing import Any, Final
 from tiermem.core import reinforce, rows, snapshot
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
-from tiermem.sync import crypto, graphsync, hlc, journal, keys, merge, metrics_sync
+from tiermem.sync import crypto, extras, graphsync, hlc, journal, keys, merge, metrics_sync
 from tiermem.sync import records as records_fmt
 from tiermem.sync.hrana import HranaClient, HranaError, ResultSet
 from tiermem.sync.push import TOUCH_DEVICE
@@ -378,7 +378,7 @@ def _apply_decoded(session: Session, s: Settings, page: _Page, t: _PullTotals) -
     for got, version in page.memories:
         counters = {d: c for d, c in got.reinforced.items() if d != own}
         grown = reinforce.merge(session.mem.memories, got.item.id, counters)
-        if _apply_memory(session, got.item, version, inflight_up_to) or grown:
+        if _apply_memory(session, got, version, inflight_up_to) or grown:
             t.applied += 1
             t.memories += 1
         else:
@@ -402,13 +402,12 @@ def _apply_decoded(session: Session, s: Settings, page: _Page, t: _PullTotals) -
 
 
 def _apply_memory(
-    session: Session,
-    item: records_fmt.MemoryRow | records_fmt.Tombstone,
-    version: str,
-    inflight: int,
+    session: Session, got: records_fmt.MemoryVersion, version: str, inflight: int
 ) -> bool:
-    """Apply one remote memory version if its content version is newer than what this device
-    holds (the caller's transaction). Returns whether it was applied."""
+    """Apply one remote memory version, with its tags, expiry and links, if its content
+    version is newer than what this device holds (the caller's transaction). Returns whether
+    it was applied."""
+    item = got.item
     dirty = session.db.scalar(
         "SELECT seq FROM sync_dirty WHERE agent_id = ? AND id = ?", (session.agent_id, item.id)
     )
@@ -423,6 +422,8 @@ def _apply_memory(
     if known and version <= str(known):
         return False
     apply_memory(session.mem, item)
+    if not isinstance(item, records_fmt.Tombstone):
+        extras.write(session.db, session.agent_id, item.id, got.extras, session.mem.now())
     session.db.execute(
         "DELETE FROM sync_dirty WHERE agent_id = ? AND id = ?", (session.agent_id, item.id)
     )

@@ -35,6 +35,11 @@ sorted keys, no whitespace; every payload has ``"format": 1``):
   later store of the same fact is a newer version again. `encode_memory` / `decode_memory` →
   `MemoryRow` | `Tombstone`.
 
+  A row may carry ``"tags"`` (strings), ``"expires_at"`` (a number) and ``"links"`` (the ids of
+  the memories it is linked to, sorted), each only when set: a record without them (also one
+  sealed by an older tiermem) means no tags, no expiry, no links (`Extras`). Decoders ignore
+  fields they do not know, so older devices read these records.
+
   Reads are not changes (`core.reinforce`): a record may also carry ``"reinforced": {"<device
   hex>": [count, last_access or null], …}``, the per-device read counters its writer knows
   (merged by every reader: per device the larger count and newer access), and ``"changed":
@@ -72,16 +77,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal
 
 import msgspec
 
 from tiermem.core.errors import InvalidInput
 from tiermem.core.rows import TIERS, MemoryRow
 from tiermem.sync import crypto, hlc
-from tiermem.sync.hrana import SqlError
+from tiermem.sync.server_rows import RemoteRow, remote_row
+from tiermem.sync.server_rows import fit_page as fit_page
+from tiermem.sync.server_rows import server_blob as server_blob
+from tiermem.sync.server_rows import server_int as server_int
+from tiermem.sync.server_rows import server_str as server_str
 
 __all__ = [
     "CRITICAL_TABLE",
@@ -95,6 +104,7 @@ __all__ = [
     "SELECT_PAGE",
     "TABLES",
     "Counters",
+    "Extras",
     "Manifest",
     "ManifestEntry",
     "MemoryRow",
@@ -201,51 +211,6 @@ def seal(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class RemoteRow:
-    """One row of a pull page."""
-
-    seq: int
-    record_id: bytes
-    version: str
-    epoch: int
-    device_id: bytes
-    envelope: bytes
-
-
-_T = TypeVar("_T")
-
-
-def fit_page(fetch: Callable[[int], _T], limit: int) -> tuple[_T, int]:
-    """`fetch(limit)`, halving `limit` while the server refuses the answer as too large.
-
-    sqld and Turso cap the size of one response, and sealed memories are padded to at least
-    8 KiB, so a page of a thousand rows can exceed the cap. Returns the result and the limit
-    that fitted: callers keep it for the next pages and compare a page's length with it."""
-    while True:
-        try:
-            return fetch(limit), limit
-        except SqlError as exc:
-            if exc.code != "RESPONSE_TOO_LARGE" or limit == 1:
-                raise
-            limit //= 2
-
-
-def remote_row(row: tuple[object, ...] | list[object]) -> RemoteRow:
-    """A `SELECT_PAGE` row, type-checked (a malformed row is damage, not a crash)."""
-    seq, rid, version, epoch, device, envelope = row
-    if not (
-        isinstance(seq, int)
-        and isinstance(rid, bytes)
-        and isinstance(version, str)
-        and isinstance(epoch, int)
-        and isinstance(device, bytes)
-        and isinstance(envelope, bytes)
-    ):
-        raise crypto.TamperedData("the server returned a malformed record row")
-    return RemoteRow(seq, rid, version, epoch, device, envelope)
-
-
 def open_row(key: bytes, agent_id: str, table: str, row: RemoteRow) -> bytes:
     """Authenticate and decrypt `row` as a record of `table` (TamperedData otherwise)."""
     env = crypto.parse_envelope(row.envelope)
@@ -290,13 +255,23 @@ Counters = dict[str, tuple[int, float | None]]
 
 
 @dataclass(frozen=True, slots=True)
+class Extras:
+    """A memory's tags, expiry and links (ids of the memories it is linked to, sorted)."""
+
+    tags: tuple[str, ...] = ()
+    expires_at: float | None = None
+    links: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryVersion:
     """A decoded memory record: the row or tombstone, the content version it stands for when
-    not the record's own (`changed`), and the read counters it carries."""
+    not the record's own (`changed`), the read counters it carries and its extras."""
 
     item: MemoryRow | Tombstone
     changed: str | None = None
     reinforced: Counters = field(default_factory=dict)
+    extras: Extras = Extras()
 
     def content_version(self, version: str) -> str:
         """The version the content is ordered by (`version`: the record's)."""
@@ -308,7 +283,10 @@ class MemoryVersion:
 
 
 def encode_memory(
-    item: MemoryRow | Tombstone, changed: str | None = None, reinforced: Counters | None = None
+    item: MemoryRow | Tombstone,
+    changed: str | None = None,
+    reinforced: Counters | None = None,
+    extras: Extras = Extras(),
 ) -> bytes:
     extra: dict[str, Any] = {}
     if changed is not None:
@@ -317,6 +295,8 @@ def encode_memory(
         extra["reinforced"] = {d: [c, t] for d, (c, t) in sorted(reinforced.items())}
     if isinstance(item, Tombstone):
         return canonical({"format": FORMAT, "id": item.id, "deleted": True, **extra})
+    set_extras = (("tags", list(extras.tags)), ("expires_at", extras.expires_at))
+    extra.update((k, v) for k, v in (*set_extras, ("links", list(extras.links))) if v)
     return canonical(
         {
             **extra,
@@ -340,25 +320,6 @@ def encode_memory(
             "pinned": item.pinned,
         }
     )
-
-
-def server_int(value: object) -> int:
-    """A column the server returned, checked: a malformed row is damage, not a crash."""
-    if not isinstance(value, int):
-        raise crypto.TamperedData("the server returned a malformed row")
-    return value
-
-
-def server_blob(value: object) -> bytes:
-    if not isinstance(value, bytes):
-        raise crypto.TamperedData("the server returned a malformed row")
-    return value
-
-
-def server_str(value: object) -> str:
-    if not isinstance(value, str):
-        raise crypto.TamperedData("the server returned a malformed row")
-    return value
 
 
 def _strs(value: object) -> tuple[str, ...]:
@@ -415,6 +376,9 @@ class _MemoryPayload(msgspec.Struct):
     pinned: Any = msgspec.UNSET
     changed: Any = None
     reinforced: Any = msgspec.field(default_factory=dict)
+    tags: list[str] = msgspec.field(default_factory=list)
+    expires_at: float | None = None
+    links: list[str] = msgspec.field(default_factory=list)
 
 
 _MEMORY_DECODER: Final = msgspec.json.Decoder(_MemoryPayload)
@@ -442,7 +406,8 @@ def _typed_memory(plaintext: bytes, memory_id: str | None) -> MemoryVersion | No
         if msgspec.UNSET in (*scalars, *lists, *rest, p.pinned) or p.tier not in TIERS:
             return None
         args: tuple[Any, ...] = (p.id, *scalars, *map(tuple, lists), *rest, bool(p.pinned))
-        return MemoryVersion(MemoryRow(*args), changed, reinforced)
+        extras = _extras(p.id, p.tags, p.expires_at, p.links)
+        return MemoryVersion(MemoryRow(*args), changed, reinforced, extras)
     except (TypeError, ValueError, InvalidInput):
         return None
 
@@ -460,11 +425,26 @@ def _general_memory(plaintext: bytes, memory_id: str | None) -> MemoryVersion:
         if changed is not None:
             changed = str(hlc.parse(_str(changed)))
         reinforced = _counters(data.get("reinforced", {}))
-        return MemoryVersion(_memory_item(data, memory_id), changed, reinforced)
+        item = _memory_item(data, memory_id)
+        if isinstance(item, Tombstone):
+            return MemoryVersion(item, changed, reinforced)
+        expires = data.get("expires_at")
+        tags, links = _strs(data.get("tags", [])), _strs(data.get("links", []))
+        extras = _extras(item.id, tags, None if expires is None else _num(expires), links)
+        return MemoryVersion(item, changed, reinforced, extras)
     except (KeyError, TypeError, ValueError, InvalidInput) as exc:
         if isinstance(exc, crypto.TamperedData):
             raise
         raise crypto.TamperedData(f"a memory record is malformed ({exc})") from None
+
+
+def _extras(
+    memory_id: str, tags: Sequence[str], expires_at: float | None, links: Sequence[str]
+) -> Extras:
+    """Checked extras: a tag is stored on its own line, a memory is never linked to itself."""
+    if any(not t or "\n" in t for t in tags) or memory_id in links:
+        raise ValueError("malformed tags or links")
+    return Extras(tuple(dict.fromkeys(tags)), expires_at, tuple(sorted(set(links))))
 
 
 def _counters(value: object) -> Counters:

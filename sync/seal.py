@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from tiermem.core import reinforce, rows
-from tiermem.sync import graphsync, hlc, keys, merge
+from tiermem.sync import extras, graphsync, hlc, keys, merge
 from tiermem.sync import records as records_fmt
 from tiermem.sync.metrics_sync import own_metrics
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, METRICS_TABLE
@@ -430,4 +430,6 @@ def _memory_body(session: Session, sealer: _Sealer, r: Sequence[Any], changed: s
         row = rows.MemoryRow.from_db(r[1:])
         counted = sum(count for count, _ in counters.values())
         item = dataclasses.replace(row, access_count=max(row.access_count - counted, 0))
+        carried = extras.read(session.db, session.agent_id, item.id)
+        return records_fmt.encode_memory(item, changed, counters, carried)
     return records_fmt.encode_memory(item, changed, counters)

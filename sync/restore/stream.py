@@ -5,6 +5,7 @@ cursor), the next page fetched while the current one is stored."""
 from __future__ import annotations
 
 import functools
+import json
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -35,10 +36,11 @@ class Streamed:
     damaged: tuple[tuple[str, str, str], ...] = ()  # salvage: (record id, version, why)
 
 
-_STAGED_NAMES: Final = rows.NAMES[1:]
-_STAGE_ROWS: Final = 50
-"""Rows per staging statement: 50 × 19 parameters stay under the 999 of older SQLite builds,
-and one statement per 50 rows costs the driver a third of one per row."""
+_STAGED_NAMES: Final = (*rows.NAMES[1:], "extras")
+"""The row's columns and its tags, expiry and links (JSON, NULL when it has none)."""
+_STAGE_ROWS: Final = 45
+"""Rows per staging statement: 45 × 20 parameters stay under the 999 of older SQLite builds,
+and one statement per 45 rows costs the driver a third of one per row."""
 
 
 @functools.cache
@@ -317,4 +319,8 @@ def _memory_params(
         raise crypto.TamperedData("a memory record was moved to another record id")
     if isinstance(item, records.Tombstone):
         return (agent_id, item.id, version, 1, *([None] * len(_STAGED_NAMES))), got.reinforced
-    return (agent_id, item.id, version, 0, *item.columns()), got.reinforced
+    carried = got.extras
+    staged = None
+    if carried != records.Extras():
+        staged = json.dumps([list(carried.tags), carried.expires_at, list(carried.links)])
+    return (agent_id, item.id, version, 0, *item.columns(), staged), got.reinforced

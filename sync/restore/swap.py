@@ -3,14 +3,17 @@ transaction, and incremental sync told that those rows are in sync."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from tiermem.core import rows
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.core.warm import MemoryStore
+from tiermem.sync import extras, records
 
 # ----------------------------------------------------------------------- step 3: the swap
 
@@ -45,11 +48,37 @@ def swap(home: Path, agent_id: str, *, driver: str | None, clock: Callable[[], f
             assert counts is not None
             tombstones, kept_local = int(counts[0]), int(counts[1])
             dirty_before = int(db.scalar("SELECT COALESCE(MAX(seq), 0) FROM sync_dirty"))
+            carried = _staged_extras(db, agent_id)
             restored = rows.insert_staged(store, "restore_staging")
+            for memory_id, staged in carried:
+                extras.write(db, agent_id, memory_id, staged, clock())
             _adopt(db, agent_id, dirty_before)
             db.execute("DELETE FROM restore_staging WHERE agent_id = ?", (agent_id,))
             db.execute("DELETE FROM restore_progress WHERE agent_id = ?", (agent_id,))
         return Swapped(restored, tombstones, kept_local)
+
+
+_NEW: Final = (
+    "FROM restore_staging s WHERE agent_id = ? AND deleted = 0 AND NOT EXISTS "
+    "(SELECT 1 FROM memories m WHERE m.agent_id = s.agent_id AND m.id = s.id)"
+)
+
+
+def _staged_extras(db: Database, agent_id: str) -> list[tuple[str, records.Extras]]:
+    """The tags, expiry and links of the staged memories about to be restored (not those
+    kept local); local extras of a restored memory without any are dropped."""
+    db.execute(
+        f"DELETE FROM memory_extras WHERE agent_id = ? AND id IN (SELECT id {_NEW} "
+        "AND extras IS NULL)",
+        (agent_id, agent_id),
+    )
+    out = []
+    for memory_id, text in db.query(
+        f"SELECT id, extras {_NEW} AND extras IS NOT NULL", (agent_id,)
+    ):
+        tags, expires_at, links = json.loads(str(text))
+        out.append((str(memory_id), records.Extras(tuple(tags), expires_at, tuple(links))))
+    return out
 
 
 def _adopt(db: Database, agent_id: str, dirty_before: int) -> None:

@@ -63,13 +63,15 @@ def test_malformed_memory_payloads_are_damage(payload: bytes) -> None:
 
 
 ODD_VALUES = st.sampled_from(
-    [None, True, False, 0, -1, 1, 2.5, 1e300, "", "warm", "x", [], ["a"], [1], {}, {"a": 1}]
-)
+    [None, True, False, 0, -1, 1, 2.5, 1e300, "", "warm", "x", [], ["a"], [1], {}, {"a": 1},
+     ["a\nb"], [""], ["b", "a", "a"]]
+)  # fmt: skip
 FIELDS = st.sampled_from(
     [
         "id", "deleted", "text", "category", "importance", "created_at", "access_count",
         "last_access", "tier", "tier_changed_at", "urls", "commands", "paths", "source",
-        "size_bytes", "tokens", "pinned", "changed", "reinforced", "format",
+        "size_bytes", "tokens", "pinned", "changed", "reinforced", "format", "tags",
+        "expires_at", "links",
     ]
 )  # fmt: skip
 
@@ -81,12 +83,49 @@ def _outcome(decode: object, payload: bytes, arg: str | None = None) -> object:
         return type(exc), str(exc)
 
 
-@given(rows, FIELDS, ODD_VALUES | st.just(...), st.booleans())
+extras = st.builds(
+    records.Extras,
+    tags=st.lists(st.text(min_size=1).filter(lambda t: "\n" not in t), max_size=3, unique=True).map(
+        tuple
+    ),
+    expires_at=st.none() | st.floats(0, 2e9),
+    links=st.lists(st.text("0123456789", min_size=3, max_size=3), max_size=3, unique=True)
+    .map(sorted)
+    .map(tuple),
+)
+
+
+@given(rows, extras)
+def test_tags_expiry_and_links_round_trip(row: records.MemoryRow, carried: records.Extras) -> None:
+    got = records.decode_memory_version(records.encode_memory(row, extras=carried), row.id)
+    assert (got.item, got.extras) == (row, carried)
+
+
+def test_a_record_without_tags_expiry_or_links_has_none() -> None:
+    row = records.MemoryRow("0123456789abcdef", "t", "c", 0.5, 1.0, 0, None, "warm", 1.0)
+    got = records.decode_memory_version(records.encode_memory(row))
+    assert got.extras == records.Extras()
+    assert "tags" not in json.loads(records.encode_memory(row))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("tags", "a"), ("tags", [1]), ("tags", ["a\nb"]), ("expires_at", "soon"),
+     ("expires_at", True), ("links", "abc"), ("links", ["0123456789abcdef"])],
+)  # fmt: skip
+def test_malformed_tags_expiry_or_links_are_damage(field: str, value: object) -> None:
+    row = records.MemoryRow("0123456789abcdef", "t", "c", 0.5, 1.0, 0, None, "warm", 1.0)
+    data = {**json.loads(records.encode_memory(row)), field: value}
+    with pytest.raises(crypto.TamperedData):
+        records.decode_memory_version(json.dumps(data).encode())
+
+
+@given(rows, extras, FIELDS, ODD_VALUES | st.just(...), st.booleans())
 def test_the_fast_memory_decoder_agrees_with_the_checked_one(
-    row: records.MemoryRow, field: str, value: object, tombstone: bool
+    row: records.MemoryRow, carried: records.Extras, field: str, value: object, tombstone: bool
 ) -> None:
     item = records.Tombstone(row.id) if tombstone else row
-    data = json.loads(records.encode_memory(item))
+    data = json.loads(records.encode_memory(item, extras=carried))
     if value is ...:
         data.pop(field, None)
     else:
