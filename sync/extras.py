@@ -22,11 +22,15 @@ def read(db: Database, agent_id: str, memory_id: str) -> Extras:
     return Extras(tags, expires, tuple(sorted(_links(db, agent_id, memory_id))))
 
 
-def write(db: Database, agent_id: str, memory_id: str, extras: Extras, now: float) -> None:
-    """Replace the tags, expiry and links of `memory_id` with a record's (inside the caller's
-    transaction). Links are stored by id: one to a memory not here yet is kept (`core.links`
-    follows only links between existing memories). The upload marks the link triggers put on
-    the other memory of a link are undone: an applied change is not a local one."""
+def write(
+    db: Database, agent_id: str, memory_id: str, extras: Extras, version: str, now: float
+) -> None:
+    """Replace the tags, expiry and links of `memory_id` with those of its record of content
+    `version` (inside the caller's transaction). A link belongs to both its memories: the newer
+    record of the two decides it, so devices agree whichever arrives first. Links are stored
+    by id: one to a memory not here yet is kept (`core.links` follows only links between
+    existing memories). Upload marks the link triggers put on the other memory are undone: an
+    applied change is not a local one."""
     if extras.tags or extras.expires_at is not None:
         db.execute(
             "INSERT INTO memory_extras (agent_id, id, tags, expires_at) VALUES (?, ?, ?, ?) "
@@ -38,20 +42,20 @@ def write(db: Database, agent_id: str, memory_id: str, extras: Extras, now: floa
     else:
         db.execute("DELETE FROM memory_extras WHERE agent_id = ? AND id = ?", (agent_id, memory_id))
     old, new = _links(db, agent_id, memory_id), set(extras.links)
-    if old == new:
+    changed = sorted(o for o in old ^ new if _known(db, agent_id, o) <= version)
+    if not changed:
         return
-    others = json.dumps(sorted(old ^ new))
+    others = json.dumps(changed)
     marks = db.query(
         "SELECT seq, id FROM sync_dirty WHERE agent_id = ? AND id IN "
         "(SELECT value FROM json_each(?))",
         (agent_id, others),
     )
-    pairs = [(agent_id, *sorted((memory_id, other))) for other in old - new]
+    pairs = [(agent_id, *sorted((memory_id, o))) for o in changed]
     db.executemany("DELETE FROM memory_links WHERE agent_id = ? AND a = ? AND b = ?", pairs)
     db.executemany(
-        "INSERT INTO memory_links (agent_id, a, b, created_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (agent_id, a, b) DO NOTHING",
-        [(agent_id, *sorted((memory_id, other)), now) for other in new - old],
+        "INSERT INTO memory_links (agent_id, a, b, created_at) VALUES (?, ?, ?, ?)",
+        [(*pair, now) for pair, o in zip(pairs, changed, strict=True) if o in new],
     )
     db.execute(
         "DELETE FROM sync_dirty WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
@@ -60,6 +64,20 @@ def write(db: Database, agent_id: str, memory_id: str, extras: Extras, now: floa
     db.executemany(
         "INSERT INTO sync_dirty (seq, agent_id, id) VALUES (?, ?, ?)",
         [(seq, agent_id, other) for seq, other in marks],
+    )
+
+
+def _known(db: Database, agent_id: str, memory_id: str) -> str:
+    """The newest content version of `memory_id` this device holds ('' for none): applied,
+    pushed, or staged by a restore."""
+    return str(
+        db.scalar(
+            "SELECT max(COALESCE((SELECT version FROM sync_versions WHERE agent_id = ? "
+            "AND id = ?), ''), COALESCE((SELECT max(COALESCE(changed, version)) "
+            "FROM sync_outgoing WHERE agent_id = ? AND tbl = 'memory' AND key = ?), ''), "
+            "COALESCE((SELECT version FROM restore_staging WHERE agent_id = ? AND id = ?), ''))",
+            (agent_id, memory_id) * 3,
+        )
     )
 
 

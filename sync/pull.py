@@ -423,7 +423,7 @@ def _apply_memory(
         return False
     apply_memory(session.mem, item)
     if not isinstance(item, records_fmt.Tombstone):
-        extras.write(session.db, session.agent_id, item.id, got.extras, session.mem.now())
+        extras.write(session.db, session.agent_id, item.id, got.extras, version, session.mem.now())
     session.db.execute(
         "DELETE FROM sync_dirty WHERE agent_id = ? AND id = ?", (session.agent_id, item.id)
     )

@@ -295,8 +295,12 @@ def encode_memory(
         extra["reinforced"] = {d: [c, t] for d, (c, t) in sorted(reinforced.items())}
     if isinstance(item, Tombstone):
         return canonical({"format": FORMAT, "id": item.id, "deleted": True, **extra})
-    set_extras = (("tags", list(extras.tags)), ("expires_at", extras.expires_at))
-    extra.update((k, v) for k, v in (*set_extras, ("links", list(extras.links))) if v)
+    if extras.tags:
+        extra["tags"] = list(extras.tags)
+    if extras.expires_at is not None:
+        extra["expires_at"] = extras.expires_at
+    if extras.links:
+        extra["links"] = list(extras.links)
     return canonical(
         {
             **extra,

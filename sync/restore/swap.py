@@ -50,8 +50,8 @@ def swap(home: Path, agent_id: str, *, driver: str | None, clock: Callable[[], f
             dirty_before = int(db.scalar("SELECT COALESCE(MAX(seq), 0) FROM sync_dirty"))
             carried = _staged_extras(db, agent_id)
             restored = rows.insert_staged(store, "restore_staging")
-            for memory_id, staged in carried:
-                extras.write(db, agent_id, memory_id, staged, clock())
+            for memory_id, version, staged in carried:
+                extras.write(db, agent_id, memory_id, staged, version, clock())
             _adopt(db, agent_id, dirty_before)
             db.execute("DELETE FROM restore_staging WHERE agent_id = ?", (agent_id,))
             db.execute("DELETE FROM restore_progress WHERE agent_id = ?", (agent_id,))
@@ -64,7 +64,7 @@ _NEW: Final = (
 )
 
 
-def _staged_extras(db: Database, agent_id: str) -> list[tuple[str, records.Extras]]:
+def _staged_extras(db: Database, agent_id: str) -> list[tuple[str, str, records.Extras]]:
     """The tags, expiry and links of the staged memories about to be restored (not those
     kept local); local extras of a restored memory without any are dropped."""
     db.execute(
@@ -73,11 +73,12 @@ def _staged_extras(db: Database, agent_id: str) -> list[tuple[str, records.Extra
         (agent_id, agent_id),
     )
     out = []
-    for memory_id, text in db.query(
-        f"SELECT id, extras {_NEW} AND extras IS NOT NULL", (agent_id,)
+    for memory_id, version, text in db.query(
+        f"SELECT id, version, extras {_NEW} AND extras IS NOT NULL", (agent_id,)
     ):
         tags, expires_at, links = json.loads(str(text))
-        out.append((str(memory_id), records.Extras(tuple(tags), expires_at, tuple(links))))
+        carried = records.Extras(tuple(tags), expires_at, tuple(links))
+        out.append((str(memory_id), str(version), carried))
     return out
 
 

@@ -108,6 +108,14 @@ def test_a_record_without_tags_expiry_or_links_has_none() -> None:
     assert "tags" not in json.loads(records.encode_memory(row))
 
 
+def test_fields_the_decoder_does_not_know_are_ignored() -> None:
+    row = records.MemoryRow("0123456789abcdef", "t", "c", 0.5, 1.0, 0, None, "warm", 1.0)
+    data = {**json.loads(records.encode_memory(row)), "added_later": {"x": [1]}}
+    payload = json.dumps(data).encode()
+    assert records.decode_memory_version(payload) == records._general_memory(payload, None)
+    assert records.decode_memory(payload) == row
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [("tags", "a"), ("tags", [1]), ("tags", ["a\nb"]), ("expires_at", "soon"),

@@ -131,3 +131,25 @@ def test_a_tag_change_without_sync_marks_nothing(tmp_path: Path, agent_id: str) 
         hygiene.set_extras(mem, x, ["bins"], EXPIRY)
         links.link(mem, x, y)
         assert mem.db.scalar("SELECT count(*) FROM sync_dirty") == 0
+
+
+@pytest.mark.parametrize("first", ["linker", "editor"])
+def test_a_link_and_a_concurrent_edit_end_the_same_on_both_devices(
+    pair: tuple[Device, Device, bytes], first: str
+) -> None:
+    a, b, _ = pair
+    x = _store(a, "the dentist is on harbour street")
+    y = _store(a, "the dentist appointment is every six months")
+    a.engine.push(policy())
+    b.engine.pull(policy())
+    links.link(a.mem, x, y)  # a links, b edits x without knowing the link
+    curate.edit(b.mem, x, importance=0.8)
+    pushers = [a, b] if first == "linker" else [b, a]
+    for dev in pushers:
+        dev.engine.push(policy())
+    for _ in range(2):
+        for dev in (a, b):
+            dev.engine.sync(policy())
+    assert a.links(x) == b.links(x) and a.links(y) == b.links(y)
+    assert a.mem.get(x).importance == b.mem.get(x).importance
+    assert not a.engine.has_work() and not b.engine.has_work()
