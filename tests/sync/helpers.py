@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from tiermem.core.engine import Memory
 from tiermem.sync import crypto
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import HranaClient
+from tiermem.sync.restore import restore
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.state import CRITICAL_TABLE, Settings, read_settings
 
@@ -134,3 +137,23 @@ def tag_of(mem: Memory) -> bytes:
     s = read_settings(mem.db, mem.agent_id)
     assert s is not None
     return s.tag
+
+
+@contextlib.contextmanager
+def desktop_and_phone(
+    tmp_path: Path, url: str, token: str, agent_id: str
+) -> Iterator[tuple[tuple[Memory, SyncEngine], tuple[Memory, SyncEngine], bytes]]:
+    """A desktop set up for sync and a phone restored from it (each a memory and its sync
+    engine), and the recovery key; both closed afterwards."""
+    mem_a = Memory(tmp_path / "desktop", agent_id)
+    engine_a, key = init_engine(mem_a, url, token)
+    engine_a.push(policy())
+    restore(tmp_path / "phone", agent_id, url, token, recovery_key=key, policy=policy())
+    mem_b = Memory(tmp_path / "phone", agent_id)
+    engine_b = SyncEngine(mem_b, timeout=10.0)
+    try:
+        yield (mem_a, engine_a), (mem_b, engine_b), key
+    finally:
+        for engine, mem in ((engine_a, mem_a), (engine_b, mem_b)):
+            engine.close()
+            mem.close()

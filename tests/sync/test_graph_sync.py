@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sync.helpers import init_engine, policy, tag_of
+from tests.sync.helpers import desktop_and_phone, init_engine, policy, tag_of
 from tests.sync.sqld import SqldServer
 from tiermem.core import episodes
 from tiermem.core import graph as graphmod
@@ -53,18 +53,8 @@ class Device:
 def devices(
     tmp_path: Path, sqld: SqldServer, agent_id: str
 ) -> Iterator[tuple[Device, Device, bytes]]:
-    mem_a = Memory(tmp_path / "desktop", agent_id)
-    engine_a, key = init_engine(mem_a, sqld.url, sqld.token)
-    engine_a.push(policy())
-    restore(tmp_path / "phone", agent_id, sqld.url, sqld.token, recovery_key=key, policy=policy())
-    mem_b = Memory(tmp_path / "phone", agent_id)
-    engine_b = SyncEngine(mem_b, timeout=10.0)
-    try:
-        yield Device(mem_a, engine_a), Device(mem_b, engine_b), key
-    finally:
-        for engine, mem in ((engine_a, mem_a), (engine_b, mem_b)):
-            engine.close()
-            mem.close()
+    with desktop_and_phone(tmp_path, sqld.url, sqld.token, agent_id) as (a, b, key):
+        yield Device(*a), Device(*b), key
 
 
 def restored(tmp_path: Path, sqld: SqldServer, agent_id: str, key: bytes) -> Memory:
