@@ -336,7 +336,7 @@ class Memory:
             mode=chosen,
             vectors=vectors,
             llm_paths=paths,
-            signals=graphsignal.GraphSignals(self.db, self.agent_id, self.cfg.graph, True)
+            signals=graphsignal.GraphSignals(self.db, self.agent_id, self.cfg.graph)
             if graphed and self.cfg.graph.retrieval_signal
             else None,
             tags=tags,

@@ -21,31 +21,18 @@ EPISODE_MIN_RELEVANCE = 0.5
 
 @dataclass
 class GraphSignals:
-    """One agent's graph signal (retrieve.search's `signals`)."""
+    """One agent's graph signal (retrieve.search's `signals`), built only for an agent that has
+    a graph or an episode (the read cache knows which)."""
 
     db: Database
     agent_id: str
     cfg: GraphConfig
-    known_present: bool = False
-    """The caller already knows there is a graph or an episode (`present` is not asked)."""
-
-    def present(self) -> bool:
-        """Whether there is any graph or episode to consult (one cheap lookup)."""
-        return bool(
-            self.db.query_one(
-                "SELECT 1 FROM entity_names WHERE agent_id = ? UNION ALL "
-                "SELECT 1 FROM episodes WHERE agent_id = ? LIMIT 1",
-                (self.agent_id, self.agent_id),
-            )
-        )
 
     def apply(
         self, query: str, found: list[Candidate], where: tuple[str, list[object]]
     ) -> list[Candidate]:
         """`found` with the signal's boosts and reasons, plus memories reached only through an
         entity of the query (within the same filters)."""
-        if not self.known_present and not self.present():
-            return found
         reached = self._entity_paths(query)
         linked = self._episode_facts(query)
         by_id = {str(c.row[0]): c for c in found}
