@@ -423,13 +423,10 @@ def _memory_body(session: Session, sealer: _Sealer, r: Sequence[Any], changed: s
         sealer.device_hex if device == reinforce.LOCAL else device: value
         for device, value in reinforce.counters(session.db, session.agent_id, str(r[0])).items()
     }
-    item: records_fmt.MemoryRow | records_fmt.Tombstone
     if r[1] is None:
-        item = records_fmt.Tombstone(str(r[0]))
-    else:
-        row = rows.MemoryRow.from_db(r[1:])
-        counted = sum(count for count, _ in counters.values())
-        item = dataclasses.replace(row, access_count=max(row.access_count - counted, 0))
-        carried = extras.read(session.db, session.agent_id, item.id)
-        return records_fmt.encode_memory(item, changed, counters, carried)
-    return records_fmt.encode_memory(item, changed, counters)
+        return records_fmt.encode_memory(records_fmt.Tombstone(str(r[0])), changed, counters)
+    row = rows.MemoryRow.from_db(r[1:])
+    counted = sum(count for count, _ in counters.values())
+    item = dataclasses.replace(row, access_count=max(row.access_count - counted, 0))
+    carried = extras.read(session.db, session.agent_id, item.id)
+    return records_fmt.encode_memory(item, changed, counters, carried)

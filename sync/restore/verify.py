@@ -76,8 +76,8 @@ Select = Callable[[str, Args], ResultSet]
 @dataclass
 class Listing:
     """Every row of the vault as the server lists it: the versions of each record id and the
-    writer of each version (`verify` takes these over), read before the vault is opened, with
-    the totals a progress bar shows."""
+    writer of each version (`verify` takes these over), read while the manifests are fetched,
+    with the totals a progress bar shows."""
 
     present: dict[bytes, list[str]] = field(default_factory=dict)
     writer: dict[tuple[bytes, str], bytes] = field(default_factory=dict)
@@ -86,8 +86,8 @@ class Listing:
 
 
 def read_listing(select: Select, tag: bytes, page_rows: int) -> Listing:
-    """Every row's metadata, in large pages (it needs no key, so it runs while the vault is
-    being opened). One object per distinct version and writer: a push gives its rows one."""
+    """Every row's metadata, in large pages (it needs no key, so it runs beside the other
+    early reads). One object per distinct version and writer: a push gives its rows one."""
     out = Listing()
     versions: dict[str, str] = {}
     devices: dict[bytes, bytes] = {}
@@ -98,7 +98,8 @@ def read_listing(select: Select, tag: bytes, page_rows: int) -> Listing:
         )
         for _seq, rid, version, device, length in result.rows:
             rid_b = records.server_blob(rid)
-            v = versions.setdefault(records.server_str(version), records.server_str(version))
+            text = records.server_str(version)
+            v = versions.setdefault(text, text)
             out.present.setdefault(rid_b, []).append(v)
             d = records.server_blob(device)
             out.writer[(rid_b, v)] = devices.setdefault(d, d)

@@ -36,29 +36,13 @@ PATIENCE = 60.0
 TABLES = ("critical", "memory", "manifest", "metrics")
 
 
-@dataclass(frozen=True)
-class Row:
-    seq: int
-    record_id: bytes
-    version: str
-    epoch: int
-    device_id: bytes
-    envelope: bytes
-
-
-def _rows(client: HranaClient, tag: bytes, after: int = 0) -> list[Row]:
+def _rows(client: HranaClient, tag: bytes, after: int = 0) -> list[records.RemoteRow]:
     rows = client.execute(
         "SELECT seq, record_id, version, epoch, device_id, envelope FROM records "
         "WHERE agent_tag = ? AND seq > ? ORDER BY seq",
         (tag, after),
     ).rows
-    out = []
-    for seq, rid, version, epoch, device, envelope in rows:
-        assert isinstance(seq, int) and isinstance(rid, bytes) and isinstance(version, str)
-        assert isinstance(epoch, int) and isinstance(device, bytes)
-        assert isinstance(envelope, bytes)
-        out.append(Row(seq, rid, version, epoch, device, envelope))
-    return out
+    return [records.remote_row(row) for row in rows]  # type-checked, as a pull checks them
 
 
 def _last_seq(client: HranaClient, tag: bytes) -> int:
@@ -66,7 +50,7 @@ def _last_seq(client: HranaClient, tag: bytes) -> int:
     return rows[-1].seq if rows else 0
 
 
-def _opens_as(key: bytes, agent_id: str, row: Row) -> str | None:
+def _opens_as(key: bytes, agent_id: str, row: records.RemoteRow) -> str | None:
     """The table `row` opens as under `key`, or None when the key opens it as nothing."""
     for table in TABLES:
         context = crypto.RecordContext(agent_id, table, row.record_id, row.version, row.device_id)
@@ -87,11 +71,8 @@ def _manifest_numbers(engine: SyncEngine, client: HranaClient) -> list[int]:
     for row in _rows(client, s.tag):
         if row.record_id != rid:
             continue
-        remote = records.RemoteRow(
-            row.seq, row.record_id, row.version, row.epoch, row.device_id, row.envelope
-        )
         key = engine.epoch_key(row.epoch)
-        plain = records.open_row(key, engine.agent_id, records.MANIFEST_TABLE, remote)
+        plain = records.open_row(key, engine.agent_id, records.MANIFEST_TABLE, row)
         out.append(records.decode_manifest(plain, device_hex).n)
     return out
 
