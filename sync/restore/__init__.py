@@ -22,7 +22,8 @@ of the same command finishes an interrupted restore.
 **Streaming with bounded memory.** Pages of `page_rows` remote rows are read in the server's
 commit order (``seq``) by a thread that runs at most two pages ahead of the one being decrypted
 and stored, so a high-latency link costs about one round trip per page. It starts, with the
-listing of every row and the roster, before the vault is opened. Every row is authenticated; a
+listing of every row and the roster, as soon as the vault is found and opened (its tag says
+where its rows are). Every row is authenticated; a
 memory record must also carry the memory id its record id was derived from (no swapped rows).
 Per memory id the highest version wins (a tombstone wins like any version and is not restored).
 

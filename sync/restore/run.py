@@ -220,7 +220,7 @@ def _remote_steps(
 
     opened, unlocked = _open(select, job.base, job.agent_id, recovery_key, passphrase)
     tag = opened.tag
-    # Reads that need no key start at once, in parallel: the listing of every row, the
+    # Reads that need no more keys start at once, in parallel: the listing of every row, the
     # roster, and the first pages (bounded: at most two ahead of what is stored).
     with (
         ThreadPoolExecutor(4, thread_name_prefix="tiermem-restore") as pool,

@@ -67,8 +67,8 @@ def _stage_rows(db: Database, batch: list[tuple[object, ...]]) -> None:
 class Prefetch:
     """Remote pages in commit order, fetched by a thread that runs at most `ahead` pages ahead
     of the caller (memory stays flat however large the vault): a high-latency link then costs
-    about one round trip per page, overlapped with storing the one before. Started before the
-    vault is opened and checked, so the first pages are on their way meanwhile."""
+    about one round trip per page, overlapped with storing the one before. Started as soon as
+    the vault is opened, so the first pages are on their way while it is checked."""
 
     def __init__(
         self, fetch: Callable[[int, int], ResultSet], after: int, limit: int, ahead: int = 2
