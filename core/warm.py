@@ -18,7 +18,7 @@ from tiermem.core.config import DedupConfig, ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.lazy import lazy_import
-from tiermem.core.rows import RECORD_NAMES, check_importance, column_list, insert_sql
+from tiermem.core.rows import RECORD_NAMES, check_importance, column_list, insert_parts
 from tiermem.core.rows import TIERS as TIERS
 from tiermem.core.rows import Tier as Tier
 from tiermem.core.rows import memory_id as memory_id
@@ -38,7 +38,7 @@ MAX_METADATA_ITEMS = 50
 COLUMNS = column_list(RECORD_NAMES)
 FILL_WINDOW = 1000
 """How many of an agent's newest memories a write looks through for counts to store."""
-INSERT_RECORD = insert_sql(RECORD_NAMES)
+INSERT_HEAD, INSERT_MARKS = insert_parts(RECORD_NAMES)
 
 
 SLOT_BITS = 32
@@ -258,10 +258,9 @@ class MemoryStore:
         return self._near_match(near, candidates)
 
     def _flush(self, rows: list[tuple[object, ...]]) -> None:
-        """Insert the pending rows in one statement and forget them."""
-        if rows:
-            self.db.executemany(INSERT_RECORD, rows)
-            rows.clear()
+        """Insert the pending rows and forget them."""
+        self.db.insert_values(INSERT_HEAD, INSERT_MARKS, rows)
+        rows.clear()
 
     def _near_index(self, cfg: DedupConfig) -> NearIndex:
         """The newest `cfg.window` memories, indexed for near-duplicate lookups. Kept between
@@ -549,7 +548,7 @@ def _insert_row(
     n_tokens: int,
     seen: tuple[int, float | None],
 ) -> tuple[object, ...]:
-    """The parameters of `INSERT_RECORD` for a new memory (`seen`: reads counted before)."""
+    """The parameters of an insert (`INSERT_HEAD`) of a new memory (`seen`: reads counted before)."""
     size = len(fact.text.encode()) + sum(
         len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
     )
