@@ -100,8 +100,30 @@ def canonical_json(value: Any) -> str:
     return _CANONICAL.encode(value)
 
 
-def digest(value: Any) -> str:
+def _digest(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:16]
+
+
+_DIGESTS: dict[tuple[type, Any], str] = {}
+"""Digests of scalar values by (type, value): a push digests every clocked field of the state
+to find what changed, and nearly all of them are the same texts and numbers as last time."""
+_DIGESTS_MAX = 16_384
+
+
+def digest(value: Any) -> str:
+    """The first 16 hex digits of SHA-256 of the value's canonical JSON (what `crit_clocks`
+    stores). Texts, integers and non-zero floats are remembered by type and value (1, 1.0 and
+    True differ in JSON, and so do 0.0 and -0.0, which are equal keys: zeros are not kept)."""
+    cls = value.__class__
+    if not (cls is str or cls is int or (cls is float and value)):
+        return _digest(value)
+    key = (cls, value)
+    known = _DIGESTS.get(key)
+    if known is None:
+        if len(_DIGESTS) >= _DIGESTS_MAX:
+            _DIGESTS.clear()
+        known = _DIGESTS[key] = _digest(value)
+    return known
 
 
 def field_digests(values: dict[str, dict[str, Any]], clocks: Clocks) -> dict[tuple[str, str], str]:
@@ -210,16 +232,27 @@ def current_values(db: Database, agent_id: str) -> dict[str, dict[str, Any]]:
 
 def read(db: Database, agent_id: str) -> tuple[Clocks, dict[str, str]]:
     """(clocks, seen): seen maps writer device (LOCAL for this one) → newest stamp merged."""
-    clocks: Clocks = {}
-    for item, field, stamp, device in db.query(
-        "SELECT item, field, stamp, device FROM crit_clocks WHERE agent_id = ?", (agent_id,)
+    table, _, seen = _read_all(db, agent_id)
+    return table, seen
+
+
+def _read_all(
+    db: Database, agent_id: str
+) -> tuple[Clocks, dict[tuple[str, str], str], dict[str, str]]:
+    """(clocks, digest per (item, field), seen), each table read once."""
+    table: Clocks = {}
+    digests: dict[tuple[str, str], str] = {}
+    for item, field, stamp_, device, d in db.query(
+        "SELECT item, field, stamp, device, digest FROM crit_clocks WHERE agent_id = ?",
+        (agent_id,),
     ):
-        clocks.setdefault(item, {})[field] = (stamp, device)
+        table.setdefault(item, {})[field] = (stamp_, device)
+        digests[str(item), str(field)] = str(d)
     seen = {
         str(d): str(s)
         for d, s in db.query("SELECT device, stamp FROM crit_seen WHERE agent_id = ?", (agent_id,))
     }
-    return clocks, seen
+    return table, digests, seen
 
 
 def write(
@@ -305,11 +338,51 @@ def stamp(db: Database, agent_id: str, now: float) -> str | None:
     }
     last = db.scalar("SELECT max(stamp) FROM crit_seen WHERE agent_id = ?", (agent_id,))
     todo, drop = changes(values, stored)
+    return _stamp(db, agent_id, now, None if last is None else str(last), todo, drop)
+
+
+def stamped(
+    db: Database, agent_id: str, now: float, values: dict[str, dict[str, Any]]
+) -> tuple[Clocks, dict[str, str]]:
+    """`stamp` for the state `values` (inside the caller's transaction), then the clocks and
+    seen vector as `read` gives them; the tables are read once when there is nothing to write,
+    the usual case (every change is stamped when it is made)."""
+    table, stored, seen = _read_all(db, agent_id)
+    last = max(seen.values()) if seen else None
+    todo, drop = changes(values, stored)
+    if not todo and not drop and (last is None or not _forgettable(table, stored, last)):
+        return table, seen
+    _stamp(db, agent_id, now, last, todo, drop)
+    return read(db, agent_id)
+
+
+def _forgettable(table: Clocks, stored: dict[tuple[str, str], str], newest: str) -> bool:
+    """Whether `forget_tombstones(newest)` would drop any of these clocks."""
+    wall = int(newest.partition(".")[0]) - TOMBSTONE_DAYS * 86_400_000
+    if wall <= 0:
+        return False
+    before = stamp_text(wall, 0)
+    return any(
+        stored.get((item, field)) == DEAD and stamp_ < before
+        for item, fields in table.items()
+        for field, (stamp_, _) in fields.items()
+    )
+
+
+def _stamp(
+    db: Database,
+    agent_id: str,
+    now: float,
+    last: str | None,
+    todo: list[tuple[str, str, str]],
+    drop: list[tuple[str, str]],
+) -> str | None:
+    """Write the stamps `changes` found, one new stamp after `last` for all of them."""
     if not todo and not drop:
         if last is not None:
-            forget_tombstones(db, agent_id, str(last))
+            forget_tombstones(db, agent_id, last)
         return None
-    new = next_stamp(None if last is None else str(last), int(now * 1000))
+    new = next_stamp(last, int(now * 1000))
     if todo:
         db.executemany(
             "INSERT INTO crit_clocks (agent_id, item, field, stamp, device, digest) "
@@ -327,5 +400,5 @@ def stamp(db: Database, agent_id: str, now: float) -> str | None:
         "ON CONFLICT (agent_id, device) DO UPDATE SET stamp = max(stamp, excluded.stamp)",
         (agent_id, LOCAL, new),
     )
-    forget_tombstones(db, agent_id, max(new, str(last or "")))
+    forget_tombstones(db, agent_id, max(new, last or ""))
     return new

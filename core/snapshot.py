@@ -100,12 +100,40 @@ def document(mem: Memory, device_hex: str) -> dict[str, Any]:
     engine seals as the `critical` record and `tiermem.sync.merge` merges. Call
     `clocks.stamp` first (in a transaction) so that every change is stamped."""
     clock_rows, seen_rows = clocks.read(mem.db, mem.agent_id)
+    hot = mem.hot()
+    tree = tree_rows(mem)
+    conflicts = conflictmod.synced(mem.db, mem.agent_id)
+    values = clocks.item_values(hot, [(n["path"], n["description"]) for n in tree])
+    return _document(mem.agent_id, device_hex, hot, tree, values, clock_rows, seen_rows, conflicts)
+
+
+def stamped_document(mem: Memory, device_hex: str) -> dict[str, Any]:
+    """`clocks.stamp`, then `document`, in one transaction that reads each table once: what
+    a push seals. Writes nothing when every change was stamped as it was made."""
+    db, agent_id = mem.db, mem.agent_id
+    with db.transaction():
+        hot = mem.hot()
+        tree = tree_rows(mem)
+        values = clocks.item_values(hot, [(n["path"], n["description"]) for n in tree])
+        clock_rows, seen_rows = clocks.stamped(db, agent_id, mem.now(), values)
+        conflicts = conflictmod.synced(db, agent_id)
+    return _document(agent_id, device_hex, hot, tree, values, clock_rows, seen_rows, conflicts)
+
+
+def _document(
+    agent_id: str,
+    device_hex: str,
+    hot: hotmod.HotState,
+    tree: list[dict[str, Any]],
+    values: dict[str, dict[str, Any]],
+    clock_rows: clocks.Clocks,
+    seen_rows: dict[str, str],
+    conflicts: list[dict[str, Any]],
+) -> dict[str, Any]:
     seen: dict[str, str] = {}
     for device, stamp in seen_rows.items():
         writer = device or device_hex
         seen[writer] = max(seen.get(writer, ""), clocks.version(stamp, writer))
-    hot = mem.hot()
-    tree = tree_rows(mem)
     table = {
         item: {
             field: clocks.version(stamp, device or device_hex)
@@ -113,15 +141,14 @@ def document(mem: Memory, device_hex: str) -> dict[str, Any]:
         }
         for item, fields in clock_rows.items()
     }
-    values = clocks.item_values(hot, [(n["path"], n["description"]) for n in tree])
     return {
         "format": DOCUMENT_FORMAT,
-        "agent_id": mem.agent_id,
+        "agent_id": agent_id,
         "hot": canonical_hot(hot),
         "tree": tree,
         "clocks": clocks.compact(table, values),
         "seen": seen,
-        "conflicts": conflictmod.synced(mem.db, mem.agent_id),
+        "conflicts": conflicts,
     }
 
 

@@ -137,24 +137,27 @@ def read_progress(mem: Memory) -> Progress:
     )
 
 
-def clock_ahead(mem: Memory) -> str | None:
+def clock_ahead(mem: Memory, clock: str | None = None) -> str | None:
     """This device's sync clock when it is further past the wall clock than any version may
-    move it (a clock poisoned by an older tiermem), else None."""
-    row = mem.db.query_one("SELECT hlc FROM sync_state WHERE agent_id = ?", (mem.agent_id,))
-    if row is None or not row[0]:
+    move it (a clock poisoned by an older tiermem), else None. `clock`: the clock as the
+    caller just read it (`Settings.hlc`), else it is read here."""
+    if clock is None:
+        row = mem.db.query_one("SELECT hlc FROM sync_state WHERE agent_id = ?", (mem.agent_id,))
+        clock = None if row is None else row[0]
+    if not clock:
         return None
     try:
-        clock = hlc.parse(str(row[0]))
+        parsed = hlc.parse(str(clock))
     except ValueError:
-        return str(row[0])
-    return str(clock) if hlc.ahead(clock, int(mem.now() * 1000)) else None
+        return str(clock)
+    return str(parsed) if hlc.ahead(parsed, int(mem.now() * 1000)) else None
 
 
-def repair_clock(mem: Memory, device_hex: str) -> str | None:
+def repair_clock(mem: Memory, device_hex: str, clock: str | None = None) -> str | None:
     """Set a poisoned clock back to the newest authenticated version this home holds (pushed
     here or applied from a record that authenticated), or the wall clock when that is later.
-    Returns the clock set, or None when the clock was fine."""
-    poisoned = clock_ahead(mem)
+    Returns the clock set, or None when the clock was fine. `clock`: as for `clock_ahead`."""
+    poisoned = clock_ahead(mem, clock)
     if poisoned is None:
         return None
     agent = mem.agent_id

@@ -70,6 +70,8 @@ class _Totals:
     resealed: bool = False
     version: str | None = None
     note: str = "nothing to push"
+    logged: bool = False
+    """The push's history line is written (with the last confirmation, no work left)."""
 
     def count(self, b: Batch) -> None:
         """`b` is confirmed on the server."""
@@ -88,6 +90,11 @@ class _StaleEpoch(Exception):
 def has_work(session: Session) -> bool:
     """Something to push: outbox rows, changed memories, reads counted here, or a push in
     flight."""
+    return _queued(session) or session.mem.reads_pending()
+
+
+def _queued(session: Session) -> bool:
+    """`has_work` without the reads this process holds (the push writes those first)."""
     row = session.db.query_one(
         "SELECT EXISTS (SELECT 1 FROM outbox WHERE agent_id = ?) OR EXISTS ("
         "SELECT 1 FROM sync_dirty WHERE agent_id = ?) OR EXISTS ("
@@ -97,7 +104,7 @@ def has_work(session: Session) -> bool:
         "SELECT 1 FROM sync_state WHERE agent_id = ? AND inflight_version IS NOT NULL)",
         (session.agent_id,) * 6,
     )
-    return bool(row and row[0]) or session.mem.reads_pending()
+    return bool(row and row[0])
 
 
 def push(session: Session, batch_bytes: int, policy: RetryPolicy | None = None) -> PushResult:
@@ -111,8 +118,8 @@ def push(session: Session, batch_bytes: int, policy: RetryPolicy | None = None) 
     policy = policy or RetryPolicy()
     s = session.require_ready()
     session.mem.flush_reinforcement()  # reads of this process count in this push
-    journal.ensure_progress(session.mem)
-    journal.repair_clock(session.mem, s.device_id.hex())
+    if journal.repair_clock(session.mem, s.device_id.hex(), s.hlc) is not None:
+        s = session.settings_or_fail()
     t = _Totals()
     while True:
         batches = inflight_batches(session)
@@ -124,10 +131,10 @@ def push(session: Session, batch_bytes: int, policy: RetryPolicy | None = None) 
                 batches.append(fresh)
         if not batches:
             break
-        s = session.settings_or_fail()
-        _send_batches(session, s, batches, policy, t)
-        if not has_work(session):  # one query instead of sealing nothing once more
-            break
+        if not s.registered:  # its device row carries the clock the seal just moved
+            s = session.settings_or_fail()
+        if not _send_batches(session, s, batches, policy, t):
+            break  # one query instead of sealing nothing once more
         s = session.settings_or_fail()
     return _result(session, t, started)
 
@@ -155,8 +162,9 @@ TOUCH_DEVICE: Final = "UPDATE devices SET last_seen = ? WHERE device_id = ? AND 
 
 def _send_batches(
     session: Session, s: Settings, batches: list[Batch], policy: RetryPolicy, t: _Totals
-) -> None:
-    """Send the batches in flight as one request; on a stale epoch, settle and adopt."""
+) -> bool:
+    """Send the batches in flight as one request; on a stale epoch, settle and adopt.
+    Returns whether there is more to push (`has_work`)."""
     statements = _push_statements(session, s, batches)
     remote = session.remote(s)
     client = remote.client
@@ -177,15 +185,20 @@ def _send_batches(
         _adopt_epoch(session)
         t.requests += client.requests_sent - before
         t.attempts += 1
-        return
+        return has_work(session)
     t.requests, t.attempts = t.requests + req, t.attempts + att
-    t.changes += _acknowledge(session, batches)
-    for b in batches:
-        t.count(b)
+    with session.db.relaxed_transaction():  # as `_acknowledge`'s: no fsync wait
+        t.changes += _acknowledge(session, batches)
+        for b in batches:
+            t.count(b)
+        more = _queued(session) or session.mem.reads_pending()
+        if not more:  # the last confirmation of this push: its history line goes with it
+            _log_push(session, t)
+    return more
 
 
 def _result(session: Session, t: _Totals, started: float) -> PushResult:
-    quiet = _acknowledge_unchanged(session)
+    quiet = 0 if t.logged else _acknowledge_unchanged(session)  # logged: the outbox was empty
     t.changes += quiet
     if t.requests == 0:
         s = session.settings_or_fail()
@@ -203,9 +216,8 @@ def _result(session: Session, t: _Totals, started: float) -> PushResult:
     note = t.note
     if t.resealed:
         note += f" (key epoch {session.settings_or_fail().epoch} adopted: sealed again)"
-    journal.log_event(
-        session.mem, "push", t.version, t.records, t.bytes, f"{t.memories} memory records"
-    )
+    if not t.logged:
+        _log_push(session, t)
     return PushResult(
         t.version is not None,
         t.changes,
@@ -221,6 +233,13 @@ def _result(session: Session, t: _Totals, started: float) -> PushResult:
     )
 
 
+def _log_push(session: Session, t: _Totals) -> None:
+    journal.log_event(
+        session.mem, "push", t.version, t.records, t.bytes, f"{t.memories} memory records"
+    )
+    t.logged = True
+
+
 def _guarded_batch(client: HranaClient, statements: list[tuple[str, Args]]) -> list[ResultSet]:
     """A push batch whose statement 0 is `keys.epoch_guard`: its failure is `_StaleEpoch`."""
     try:
@@ -234,76 +253,76 @@ def _guarded_batch(client: HranaClient, statements: list[tuple[str, Args]]) -> l
 def _acknowledge(session: Session, batches: list[Batch]) -> int:
     """The server confirmed `batches`: drop them, their dirty marks and outbox rows, and
     remember the versions pushed. Returns the outbox rows acknowledged."""
-    dirty_up_to = max(b.dirty_up_to for b in batches)
-    counts_up_to = max(b.counts_up_to for b in batches)
-    graph_up_to = max(b.graph_up_to for b in batches)
-    outbox_up_to = max(b.outbox_up_to for b in batches)
+    db, agent = session.db, session.agent_id
     last = batches[-1]
     critical = [b for b in batches if b.digest is not None]
+    numbers = ", ".join("?" * len(batches))
     # Without waiting for fsync: should a power cut undo it, the batches are still in flight
     # and are resent byte for byte, which the server takes as already there.
-    with session.db.relaxed_transaction():
-        covered = int(
-            session.db.scalar(
-                "SELECT count(*) FROM outbox WHERE agent_id = ? AND seq <= ?",
-                (session.agent_id, outbox_up_to),
+    with db.relaxed_transaction():
+        covered = len(
+            db.query(
+                "DELETE FROM outbox WHERE agent_id = ? AND seq <= ? RETURNING seq",
+                (agent, max(b.outbox_up_to for b in batches)),
             )
         )
-        snapshot.acknowledge(session.db, session.agent_id, outbox_up_to)
-        session.db.execute(
-            "DELETE FROM sync_dirty WHERE agent_id = ? AND seq <= ?",
-            (session.agent_id, dirty_up_to),
+        for table, up_to in (
+            ("sync_dirty", max(b.dirty_up_to for b in batches)),
+            ("reinforce_dirty", max(b.counts_up_to for b in batches)),
+            ("graph_dirty", max(b.graph_up_to for b in batches)),
+        ):
+            if up_to > 0:  # a mark of 0 covers nothing (seq counts from 1)
+                db.execute(f"DELETE FROM {table} WHERE agent_id = ? AND seq <= ?", (agent, up_to))
+        db.executemany(
+            "INSERT INTO sync_versions (agent_id, id, version) VALUES (?, ?, ?) "
+            "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version "
+            "WHERE excluded.version > sync_versions.version",
+            [
+                (agent, r[1], b.changed.get(r[1], r[3]))
+                for b in batches
+                for r in b.rows
+                if r[0] == MEMORY_TABLE
+            ],
         )
-        session.db.execute(
-            "DELETE FROM reinforce_dirty WHERE agent_id = ? AND seq <= ?",
-            (session.agent_id, counts_up_to),
+        ns = tuple(b.n for b in batches)
+        db.execute(
+            f"DELETE FROM sync_outgoing WHERE agent_id = ? AND n IN ({numbers})", (agent, *ns)
         )
-        session.db.execute(
-            "DELETE FROM graph_dirty WHERE agent_id = ? AND seq <= ?",
-            (session.agent_id, graph_up_to),
+        db.execute(
+            f"DELETE FROM sync_batches WHERE agent_id = ? AND n IN ({numbers})", (agent, *ns)
         )
-        for b in batches:
-            session.db.executemany(
-                "INSERT INTO sync_versions (agent_id, id, version) VALUES (?, ?, ?) "
-                "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version "
-                "WHERE excluded.version > sync_versions.version",
-                [
-                    (session.agent_id, r[1], b.changed.get(r[1], r[3]))
-                    for r in b.rows
-                    if r[0] == MEMORY_TABLE
-                ],
-            )
-            session.db.execute(
-                "DELETE FROM sync_outgoing WHERE agent_id = ? AND n = ?", (session.agent_id, b.n)
-            )
-            session.db.execute(
-                "DELETE FROM sync_batches WHERE agent_id = ? AND n = ?", (session.agent_id, b.n)
-            )
+        versions = tuple(b.version for b in critical)
         if critical:
-            newest = critical[-1]
-            session.db.execute(
-                "UPDATE sync_state SET last_digest = ? WHERE agent_id = ?",
-                (newest.digest, session.agent_id),
-            )
-            session.db.execute(
+            db.execute(
                 "UPDATE sync_progress SET critical_version = ? "
                 "WHERE agent_id = ? AND critical_version < ?",
-                (newest.version, session.agent_id, newest.version),
+                (versions[-1], agent, versions[-1]),
             )
-        session.db.execute(
-            "UPDATE sync_state SET registered = 1, last_push_at = ?, last_push_version = ?, "
-            "pushes = pushes + 1, last_error = NULL, last_error_at = NULL, retry_at = NULL "
-            "WHERE agent_id = ?",
-            (session.mem.now(), last.version, session.agent_id),
+        digest = (critical[-1].digest,) if critical else ()
+        db.execute(
+            _pushed_sql(len(versions)),
+            (session.mem.now(), last.version, *digest, *(versions * len(_INFLIGHT)), agent),
         )
-        for b in critical:
-            session.db.execute(
-                "UPDATE sync_state SET inflight_version = NULL, inflight_envelope = NULL, "
-                "inflight_seq = NULL, inflight_digest = NULL "
-                "WHERE agent_id = ? AND inflight_version = ?",
-                (session.agent_id, b.version),
-            )
     return covered
+
+
+_INFLIGHT: Final = ("inflight_version", "inflight_envelope", "inflight_seq", "inflight_digest")
+
+
+def _pushed_sql(critical: int) -> str:
+    """The settings after a confirmed push: the device registered, the error cleared; with
+    `critical` batches carrying the critical state, its digest, and the state in flight
+    cleared when it is one of theirs (every SET reads the row as it was before)."""
+    sets = (
+        "registered = 1, last_push_at = ?, last_push_version = ?, pushes = pushes + 1, "
+        "last_error = NULL, last_error_at = NULL, retry_at = NULL"
+    )
+    if critical:
+        theirs = f"inflight_version IN ({', '.join('?' * critical)})"
+        sets += ", last_digest = ?" + "".join(
+            f", {c} = CASE WHEN {theirs} THEN NULL ELSE {c} END" for c in _INFLIGHT
+        )
+    return f"UPDATE sync_state SET {sets} WHERE agent_id = ?"
 
 
 def _settle_stale(

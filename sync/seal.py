@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tiermem.core import reinforce, rows
-from tiermem.sync import extras, graphsync, hlc, keys, merge
+from tiermem.core import reinforce, rows, snapshot
+from tiermem.sync import extras, graphsync, hlc, keys
 from tiermem.sync import records as records_fmt
 from tiermem.sync.metrics_sync import own_metrics
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, METRICS_TABLE
@@ -104,33 +104,60 @@ def inflight_batches(session: Session) -> list[Batch]:
 
 
 def critical_candidate(
-    session: Session, s: Settings, outbox_after: int
+    session: Session, s: Settings, outbox_after: int, newest: int | None = None
 ) -> tuple[int, bytes, str] | None:
-    """(outbox up_to, body, digest) when the outbox holds changes after `outbox_after`."""
-    up_to = session.db.scalar(
-        "SELECT MAX(seq) FROM outbox WHERE agent_id = ? AND seq > ?",
-        (session.agent_id, outbox_after),
-    )
+    """(outbox up_to, body, digest) when the outbox holds changes after `outbox_after`;
+    `newest`: its newest row's seq, when the caller has just read it."""
+    up_to = newest
     if up_to is None:
+        up_to = session.db.scalar(
+            "SELECT MAX(seq) FROM outbox WHERE agent_id = ? AND seq > ?",
+            (session.agent_id, outbox_after),
+        )
+    if up_to is None or up_to <= outbox_after:
         return None
     body = records_fmt.encode_critical(critical_document(session, s))
     return int(up_to), body, state_digest(body)
 
 
-def _seal_marks(session: Session) -> _Marks:
-    """What a sealed batch builds on: (dirty and outbox marks of the batches in flight,
-    the last HLC issued, the manifest counter, the epoch)."""
-    row = session.db.query_one(
-        "SELECT (SELECT COALESCE(MAX(dirty_up_to), 0) FROM sync_batches WHERE agent_id = ?), "
-        "(SELECT COALESCE(MAX(outbox_up_to), 0) FROM sync_batches WHERE agent_id = ?), "
-        "(SELECT COALESCE(MAX(counts_up_to), 0) FROM sync_batches WHERE agent_id = ?), "
-        "(SELECT hlc FROM sync_state WHERE agent_id = ?), "
-        "(SELECT manifest_n FROM sync_progress WHERE agent_id = ?), "
-        "(SELECT epoch FROM sync_state WHERE agent_id = ?), "
-        "(SELECT COALESCE(MAX(graph_up_to), 0) FROM sync_batches WHERE agent_id = ?)",
-        (session.agent_id,) * 7,
-    )
-    assert row is not None
+_MARKS_SQL: Final = (
+    "SELECT (SELECT COALESCE(MAX(dirty_up_to), 0) FROM sync_batches WHERE agent_id = ?1), "
+    "(SELECT COALESCE(MAX(outbox_up_to), 0) FROM sync_batches WHERE agent_id = ?1), "
+    "(SELECT COALESCE(MAX(counts_up_to), 0) FROM sync_batches WHERE agent_id = ?1), "
+    "(SELECT hlc FROM sync_state WHERE agent_id = ?1), "
+    "(SELECT manifest_n FROM sync_progress WHERE agent_id = ?1), "
+    "(SELECT epoch FROM sync_state WHERE agent_id = ?1), "
+    "(SELECT COALESCE(MAX(graph_up_to), 0) FROM sync_batches WHERE agent_id = ?1)"
+)
+_VIEW_SQL: Final = (
+    _MARKS_SQL + ", "
+    "(SELECT digest FROM sync_batches WHERE agent_id = ?1 AND digest IS NOT NULL "
+    "ORDER BY n DESC LIMIT 1), "
+    "(SELECT last_digest FROM sync_state WHERE agent_id = ?1), "
+    "(SELECT MAX(seq) FROM outbox WHERE agent_id = ?1), "
+    "EXISTS (SELECT 1 FROM sync_dirty WHERE agent_id = ?1), "
+    "EXISTS (SELECT 1 FROM reinforce_dirty WHERE agent_id = ?1), "
+    "EXISTS (SELECT 1 FROM graph_dirty WHERE agent_id = ?1), "
+    "(SELECT digest FROM sync_metrics_pushed WHERE agent_id = ?1)"
+)
+
+
+@dataclass(frozen=True)
+class _View:
+    """What sealing reads first, in one statement: the marks it builds on and what is there
+    to seal (queues found empty are not read again)."""
+
+    marks: _Marks
+    sealed_digest: str | None
+    """The critical state's digest in the newest batch in flight, else the last pushed."""
+    newest_outbox: int | None
+    dirty: bool
+    counts: bool
+    graph: bool
+    metrics_digest: str | None
+
+
+def _marks(row: Sequence[Any]) -> _Marks:
     return (
         int(row[0]),
         int(row[1]),
@@ -139,6 +166,29 @@ def _seal_marks(session: Session) -> _Marks:
         int(row[4] or 0),
         int(row[5]),
         int(row[6]),
+    )
+
+
+def _seal_marks(session: Session) -> _Marks:
+    """What a sealed batch builds on: (dirty and outbox marks of the batches in flight,
+    the last HLC issued, the manifest counter, the epoch)."""
+    row = session.db.query_one(_MARKS_SQL, (session.agent_id,))
+    assert row is not None
+    return _marks(row)
+
+
+def _seal_view(session: Session) -> _View:
+    row = session.db.query_one(_VIEW_SQL, (session.agent_id,))
+    assert row is not None
+    sealed = row[7] or row[8]
+    return _View(
+        _marks(row),
+        None if sealed is None else str(sealed),
+        None if row[9] is None else int(row[9]),
+        bool(row[10]),
+        bool(row[11]),
+        bool(row[12]),
+        None if row[13] is None else str(row[13]),
     )
 
 
@@ -152,8 +202,9 @@ def seal_batch(session: Session, s: Settings, budget: int) -> Batch | None:
     checks that nothing it built on moved meanwhile (another push, a pull), else it seals
     again."""
     while True:
-        marks = _seal_marks(session)
-        sealed = _seal_rows(session, s, budget, marks)
+        view = _seal_view(session)
+        marks = view.marks
+        sealed = _seal_rows(session, s, budget, view)
         if sealed is None:
             return None
         batch, metrics_digest = sealed
@@ -171,27 +222,29 @@ def seal_batch(session: Session, s: Settings, budget: int) -> Batch | None:
 
 
 def _seal_rows(
-    session: Session, s: Settings, budget: int, marks: _Marks
+    session: Session, s: Settings, budget: int, view: _View
 ) -> tuple[Batch, str | None] | None:
     """Seal the critical state (if it changed), the next changed memory rows up to `budget`
     bytes (then the read counters of memories only read, then changed episodes and entities),
     this device's daily metrics (if they changed) and the manifest numbering them; None when
     there is nothing to seal. Returns the batch and the metrics' digest."""
-    dirty_after, outbox_after, counts_after, last_hlc, manifest_n, epoch, graph_after = marks
-    current = session.settings_or_fail()
+    dirty_after, _, counts_after, last_hlc, manifest_n, epoch, graph_after = view.marks
     last = hlc.parse(last_hlc) if last_hlc else None
     version = str(hlc.tick(last, int(session.mem.now() * 1000), s.device_id.hex()))
     epoch, key = keys.sealing_key(session, epoch)  # never under an epoch older than the floor
     sealer = _Sealer(session, s, key, keys.id_key(session), epoch, version)
-    outbox_up_to, digest = _seal_critical(session, current, outbox_after, sealer)
-    dirty_up_to, done = _seal_memories(session, dirty_after, budget, sealer)
+    outbox_up_to, digest = _seal_critical(session, s, view, sealer)
+    dirty_up_to, done = dirty_after, True
+    if view.dirty:
+        dirty_up_to, done = _seal_memories(session, dirty_after, budget, sealer)
     counts_up_to, graph_up_to = counts_after, graph_after
-    if done:
+    if done and view.counts:
         counts_up_to = _seal_counts(session, dirty_after, counts_after, budget, sealer)
+    if done and view.graph:
         graph_up_to = graphsync.seal(session.db, session.agent_id, graph_after, budget, sealer)
     if not sealer.rows:
         return None
-    metrics_digest = _seal_metrics(session, s, sealer, budget)
+    metrics_digest = _seal_metrics(session, s, sealer, budget, view.metrics_digest)
     n = manifest_n + 1
     device_hex = s.device_id.hex()
     manifest = records_fmt.Manifest(
@@ -218,17 +271,16 @@ def _seal_rows(
     return batch, metrics_digest
 
 
-def _seal_metrics(session: Session, s: Settings, sealer: _Sealer, budget: int) -> str | None:
+def _seal_metrics(
+    session: Session, s: Settings, sealer: _Sealer, budget: int, last: str | None
+) -> str | None:
     """Seal this device's daily metrics into a batch that carries changes anyway, when they
-    changed since last sealed and fit the budget; their digest. (Metrics alone never make a
-    push: a retrieval would then cost a request.)"""
+    changed since last sealed (digest `last`) and fit the budget; their digest. (Metrics
+    alone never make a push: a retrieval would then cost a request.)"""
     own = own_metrics(session.db, session.agent_id, s.device_id.hex())
     if own is None:
         return None
     body, digest = own
-    last = session.db.scalar(
-        "SELECT digest FROM sync_metrics_pushed WHERE agent_id = ?", (session.agent_id,)
-    )
     if last == digest:
         return None
     row = sealer.seal(METRICS_TABLE, s.device_id.hex(), body)
@@ -280,17 +332,13 @@ class _Sealer:
 
 
 def _seal_critical(
-    session: Session, current: Settings, outbox_after: int, sealer: _Sealer
+    session: Session, s: Settings, view: _View, sealer: _Sealer
 ) -> tuple[int, str | None]:
     """Seal the critical state when the outbox holds changes and it is not on the server or
     on its way already; returns (outbox up_to, its digest or None)."""
-    last_sealed_digest = session.db.scalar(
-        "SELECT digest FROM sync_batches WHERE agent_id = ? AND digest IS NOT NULL "
-        "ORDER BY n DESC LIMIT 1",
-        (session.agent_id,),
-    )
-    critical = critical_candidate(session, current, outbox_after)
-    if critical is None or critical[2] == (last_sealed_digest or current.last_digest):
+    outbox_after = view.marks[1]
+    critical = critical_candidate(session, s, outbox_after, view.newest_outbox or 0)
+    if critical is None or critical[2] == view.sealed_digest:
         return outbox_after, None  # nothing new, or the same state is on its way
     outbox_up_to, body, digest = critical
     sealer.add(CRITICAL_TABLE, session.agent_id, body)
@@ -363,9 +411,10 @@ def _content_version(session: Session, memory_id: str) -> str | None:
 
 def _save_batch(session: Session, b: Batch) -> None:
     """Save a sealed batch as in flight (inside the caller's transaction)."""
-    session.db.executemany(
+    session.db.insert_values(
         "INSERT INTO sync_outgoing (agent_id, n, pos, tbl, key, record_id, version, "
-        "epoch, envelope, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "epoch, envelope, changed)",
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 session.agent_id,
@@ -396,23 +445,27 @@ def _save_batch(session: Session, b: Batch) -> None:
             b.graph_up_to,
         ),
     )
-    session.db.execute(
-        "UPDATE sync_progress SET manifest_n = ? WHERE agent_id = ?", (b.n, session.agent_id)
+    session.db.execute(  # the progress row is made by the first batch saved
+        "INSERT INTO sync_progress (agent_id, manifest_n) VALUES (?, ?) "
+        "ON CONFLICT (agent_id) DO UPDATE SET manifest_n = excluded.manifest_n",
+        (session.agent_id, b.n),
     )
-    session.db.execute(
-        "UPDATE sync_state SET hlc = ? WHERE agent_id = ?", (b.version, session.agent_id)
-    )
-    if b.digest is not None:
+    if b.digest is None:
         session.db.execute(
-            "UPDATE sync_state SET inflight_version = ?, inflight_envelope = ?, "
+            "UPDATE sync_state SET hlc = ? WHERE agent_id = ?", (b.version, session.agent_id)
+        )
+    else:
+        session.db.execute(
+            "UPDATE sync_state SET hlc = ?, inflight_version = ?, inflight_envelope = ?, "
             "inflight_seq = ?, inflight_digest = ? WHERE agent_id = ?",
-            (b.version, b.rows[0][6], b.outbox_up_to, b.digest, session.agent_id),
+            (b.version, b.version, b.rows[0][6], b.outbox_up_to, b.digest, session.agent_id),
         )
 
 
 def critical_document(session: Session, s: Settings) -> dict[str, Any]:
-    """What a `critical` record holds: the critical state with per-item clocks."""
-    return merge.critical_document(session.mem, s.device_id.hex())
+    """What a `critical` record holds: the critical state with per-item clocks (the same
+    document as `merge.critical_document`, the state read once)."""
+    return snapshot.stamped_document(session.mem, s.device_id.hex())
 
 
 def _memory_body(session: Session, sealer: _Sealer, r: Sequence[Any], changed: str | None) -> bytes:
