@@ -83,14 +83,14 @@ def _unique(items: list[_Item]) -> list[_Item]:
 
 
 def tree_rows(mem: Memory) -> list[dict[str, Any]]:
+    """The tree's nodes by path (SQLite's text order is Python's: UTF-8 keeps code points)."""
     return [
-        {
-            "path": n.path,
-            "description": n.description,
-            "created_at": n.created_at,
-            "last_activity": n.last_activity,
-        }
-        for _, n in sorted(mem.trees.load().nodes.items())
+        {"path": path, "description": description, "created_at": c, "last_activity": a}
+        for path, description, c, a in mem.db.query(
+            "SELECT path, description, created_at, last_activity FROM tree_nodes "
+            "WHERE agent_id = ? ORDER BY path",
+            (mem.agent_id,),
+        )
     ]
 
 
@@ -134,10 +134,9 @@ def _document(
     for device, stamp in seen_rows.items():
         writer = device or device_hex
         seen[writer] = max(seen.get(writer, ""), clocks.version(stamp, writer))
-    table = {
+    table = {  # clocks.version, inline: a few hundred fields
         item: {
-            field: clocks.version(stamp, device or device_hex)
-            for field, (stamp, device) in fields.items()
+            field: f"{stamp}.{device or device_hex}" for field, (stamp, device) in fields.items()
         }
         for item, fields in clock_rows.items()
     }

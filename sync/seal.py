@@ -120,20 +120,18 @@ def critical_candidate(
     return int(up_to), body, state_digest(body)
 
 
-_MARKS_SQL: Final = (
-    "SELECT (SELECT COALESCE(MAX(dirty_up_to), 0) FROM sync_batches WHERE agent_id = ?1), "
-    "(SELECT COALESCE(MAX(outbox_up_to), 0) FROM sync_batches WHERE agent_id = ?1), "
-    "(SELECT COALESCE(MAX(counts_up_to), 0) FROM sync_batches WHERE agent_id = ?1), "
-    "(SELECT hlc FROM sync_state WHERE agent_id = ?1), "
-    "(SELECT manifest_n FROM sync_progress WHERE agent_id = ?1), "
-    "(SELECT epoch FROM sync_state WHERE agent_id = ?1), "
-    "(SELECT COALESCE(MAX(graph_up_to), 0) FROM sync_batches WHERE agent_id = ?1)"
+_MARKS_WITH: Final = (
+    "SELECT COALESCE(MAX(b.dirty_up_to), 0), COALESCE(MAX(b.outbox_up_to), 0), "
+    "COALESCE(MAX(b.counts_up_to), 0), s.hlc, p.manifest_n, s.epoch, "
+    "COALESCE(MAX(b.graph_up_to), 0){} FROM sync_state s "
+    "LEFT JOIN sync_progress p ON p.agent_id = s.agent_id "
+    "LEFT JOIN sync_batches b ON b.agent_id = s.agent_id WHERE s.agent_id = ?1"
 )
-_VIEW_SQL: Final = (
-    _MARKS_SQL + ", "
-    "(SELECT digest FROM sync_batches WHERE agent_id = ?1 AND digest IS NOT NULL "
-    "ORDER BY n DESC LIMIT 1), "
-    "(SELECT last_digest FROM sync_state WHERE agent_id = ?1), "
+"""The marks (`_seal_marks`) and `{}`, more columns (`_seal_view`)."""
+_MARKS_SQL: Final = _MARKS_WITH.format("")
+_VIEW_SQL: Final = _MARKS_WITH.format(
+    ", (SELECT digest FROM sync_batches WHERE agent_id = ?1 AND digest IS NOT NULL "
+    "ORDER BY n DESC LIMIT 1), s.last_digest, "
     "(SELECT MAX(seq) FROM outbox WHERE agent_id = ?1), "
     "EXISTS (SELECT 1 FROM sync_dirty WHERE agent_id = ?1), "
     "EXISTS (SELECT 1 FROM reinforce_dirty WHERE agent_id = ?1), "
