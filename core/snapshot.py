@@ -134,18 +134,12 @@ def _document(
     for device, stamp in seen_rows.items():
         writer = device or device_hex
         seen[writer] = max(seen.get(writer, ""), clocks.version(stamp, writer))
-    table = {  # clocks.version, inline: a few hundred fields
-        item: {
-            field: f"{stamp}.{device or device_hex}" for field, (stamp, device) in fields.items()
-        }
-        for item, fields in clock_rows.items()
-    }
     return {
         "format": DOCUMENT_FORMAT,
         "agent_id": agent_id,
         "hot": canonical_hot(hot),
         "tree": tree,
-        "clocks": clocks.compact(table, values),
+        "clocks": clocks.document_clocks(clock_rows, values, device_hex),
         "seen": seen,
         "conflicts": conflicts,
     }

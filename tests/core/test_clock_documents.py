@@ -81,3 +81,20 @@ def test_clock_digests_tell_apart_values_json_tells_apart() -> None:
         ]
         assert digests == expected
     assert len(set(digests)) == len(values)
+
+
+def test_document_clocks_are_compact_clocks_after_every_change(mem: Memory, clock) -> None:
+    fill(mem)
+    for round_ in range(3):
+        for device in (DEVICE, "cd" * 16):
+            doc = snapshot.stamped_document(mem, device)
+            rows, _ = clocks.read(mem.db, mem.agent_id)
+            table = {
+                item: {f: clocks.version(s, d or device) for f, (s, d) in fields.items()}
+                for item, fields in rows.items()
+            }
+            values = clocks.current_values(mem.db, mem.agent_id)
+            assert doc["clocks"] == clocks.compact(table, values)
+        clock.advance(7)
+        mem.update_hot("identity", {"agent_name": f"Claw {round_}"})
+        mem.add_event(f"conversation {round_} ended")
