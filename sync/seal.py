@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import msgspec
+
 from tiermem.core import reinforce, rows, snapshot
 from tiermem.sync import extras, graphsync, hlc, keys
 from tiermem.sync import records as records_fmt
@@ -136,7 +138,9 @@ _VIEW_SQL: Final = _MARKS_WITH.format(
     "EXISTS (SELECT 1 FROM sync_dirty WHERE agent_id = ?1), "
     "EXISTS (SELECT 1 FROM reinforce_dirty WHERE agent_id = ?1), "
     "EXISTS (SELECT 1 FROM graph_dirty WHERE agent_id = ?1), "
-    "(SELECT digest FROM sync_metrics_pushed WHERE agent_id = ?1)"
+    "(SELECT digest FROM sync_metrics_pushed WHERE agent_id = ?1), "
+    "(SELECT json_group_array(json_array(device_id, last_n)) FROM sync_peers "
+    "WHERE agent_id = ?1 AND last_n > 0)"
 )
 
 
@@ -153,6 +157,8 @@ class _View:
     counts: bool
     graph: bool
     metrics_digest: str | None
+    peers: list[tuple[str, int]]
+    """Per device, the highest push of it applied here."""
 
 
 def _marks(row: Sequence[Any]) -> _Marks:
@@ -187,6 +193,7 @@ def _seal_view(session: Session) -> _View:
         bool(row[11]),
         bool(row[12]),
         None if row[13] is None else str(row[13]),
+        msgspec.json.decode(row[14], type=list[tuple[str, int]]),
     )
 
 
@@ -252,7 +259,7 @@ def _seal_rows(
             records_fmt.ManifestEntry(t, rid.hex(), v, records_fmt.envelope_digest(env))
             for t, _, rid, v, _, _, env in sealer.rows
         ),
-        _seen(session, device_hex),
+        _seen(view.peers, device_hex),
     )
     sealer.add(MANIFEST_TABLE, device_hex, records_fmt.encode_manifest(manifest))
     batch = Batch(
@@ -288,16 +295,10 @@ def _seal_metrics(
     return digest
 
 
-def _seen(session: Session, device_hex: str) -> tuple[tuple[str, int], ...]:
-    """Per other device, the highest push of it applied here (the manifest's witness)."""
-    return tuple(
-        (str(d), int(n))
-        for d, n in session.db.query(
-            "SELECT device_id, last_n FROM sync_peers WHERE agent_id = ? AND device_id != ? "
-            "AND last_n > 0 ORDER BY device_id",
-            (session.agent_id, device_hex),
-        )
-    )
+def _seen(peers: list[tuple[str, int]], device_hex: str) -> tuple[tuple[str, int], ...]:
+    """Per other device, the highest push of it applied here (the manifest's witness), in
+    device order."""
+    return tuple(sorted((d, n) for d, n in peers if d != device_hex))
 
 
 class _Sealer:
