@@ -59,6 +59,7 @@ from tiermem.core.terms import (
     query_terms,
     unfinished_word,
 )
+from tiermem.core.tokens import UNCOUNTED
 from tiermem.core.tree import TreeIndex, normalize_path
 from tiermem.core.warm import TIERS, MemoryStore, Tier
 
@@ -496,15 +497,16 @@ def _keyword_candidates(
     rows = store.db.query(sql, params)
     if not rows:
         return []
-    found = [(int(r[0]), float(r[1]), with_count(r[2:])) for r in rows]
-    factors = length_factors([int(row[ROW_TOKENS]) for _, _, row in found], retrieval)
-    weighted = [
-        (-bm25 * f, f, seq, bm25, row) for f, (seq, bm25, row) in zip(factors, found, strict=True)
-    ]
-    best = max(w[0] for w in weighted) or 1.0
+    found = [r[2:] for r in rows]
+    for i, row in enumerate(found):
+        if row[ROW_TOKENS] == UNCOUNTED:
+            found[i] = with_count(row)
+    factors = length_factors([int(row[ROW_TOKENS]) for row in found], retrieval)
+    weighted = [-float(r[1]) * f for r, f in zip(rows, factors, strict=True)]
+    best = max(weighted) or 1.0
     out = [
-        Candidate(seq=seq, row=row, bm25=bm25, relevance=w / best, length_factor=f)
-        for w, f, seq, bm25, row in weighted
+        Candidate(int(r[0]), row, float(r[1]), w / best, f)
+        for r, row, w, f in zip(rows, found, weighted, factors, strict=True)
     ]
     out.sort(key=lambda c: (-c.relevance, c.seq))
     for i, c in enumerate(out, 1):
