@@ -405,6 +405,13 @@ _IN_RANGE = "memories_fts.rowid BETWEEN ? << 32 AND (? << 32) + 4294967295"
 
 _BM25 = "bm25(memories_fts, 1.0, 0.5, 0.25, 0.25, 0.25)"
 
+_POOL = (
+    f"SELECT f.rowid, f.r, {ROW_FIELDS} FROM (SELECT rowid, {_BM25} AS r FROM memories_fts "
+    f"WHERE memories_fts MATCH ? AND {_IN_RANGE} ORDER BY r LIMIT ?) AS f "
+    "JOIN memories m ON m.seq = f.rowid ORDER BY f.r"
+)
+"""The best BM25 matches of the agent's range, then their rows (no tier or category filter)."""
+
 
 @dataclass(frozen=True)
 class _Filters:
@@ -421,7 +428,7 @@ class _Filters:
     @property
     def any(self) -> bool:
         return (
-            set(self.tiers) != set(TIERS)
+            (self.tiers is not TIERS and set(self.tiers) != set(TIERS))
             or bool(self.category)
             or bool(self.within)
             or self.ids is not None
@@ -480,11 +487,7 @@ def _keyword_candidates(
     otherwise only the pool's rows are looked up."""
     params: list[object] = [fts_match(terms, prefixes, pairs), store.slot, store.slot]
     if not filters.any:
-        sql = (
-            f"SELECT f.rowid, f.r, {ROW_FIELDS} FROM (SELECT rowid, {_BM25} AS r FROM memories_fts "
-            f"WHERE memories_fts MATCH ? AND {_IN_RANGE} ORDER BY r LIMIT ?) AS f "
-            "JOIN memories m ON m.seq = f.rowid ORDER BY f.r"
-        )
+        sql = _POOL
     else:
         where, extra = filters.sql()
         sql = (

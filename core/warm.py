@@ -114,6 +114,8 @@ def _join(values: Sequence[str]) -> str:
 
 
 def _split(value: str) -> tuple[str, ...]:
+    if not value:  # most memories have no URLs, commands or paths
+        return ()
     return tuple(v for v in value.split("\n") if v)
 
 
