@@ -37,15 +37,18 @@ WORD_VARIANT = 0.8
 Guard = tuple[tuple[str, ...], frozenset[str], frozenset[str]]
 
 
-def near_key(text: str) -> str:
-    """The text as near-duplicate detection sees it."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(_PUNCT.sub(" ", folded).split())
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
-def guard(text: str) -> Guard:
+def near_key(text: str, folded: str | None = None) -> str:
+    """The text as near-duplicate detection sees it (`folded`: `text` already folded)."""
+    return " ".join(_PUNCT.sub(" ", _fold(text) if folded is None else folded).split())
+
+
+def guard(text: str, folded: str | None = None) -> Guard:
     """What must be equal for two texts to be the same fact: numbers, URLs, negations."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    folded = _fold(text) if folded is None else folded
     negations = frozenset(m.group(0).replace("’", "'") for m in _NEGATION.finditer(folded))
     return (tuple(_DIGITS.findall(folded)), negations, frozenset(find_urls(text)))
 
@@ -90,7 +93,8 @@ class NearIndex:
         self.capacity = capacity
         """Beyond this many entries the oldest ones leave (None: no limit)."""
         self._entries: dict[str, tuple[Guard, _Entry]] = {}
-        self._buckets: dict[Guard, dict[str, list[str]]] = {}
+        self._buckets: dict[Guard, dict[str, dict[str, None]]] = {}
+        """Per guard, word → the ids holding it (a dict: insertion order, O(1) removal)."""
         self._last: tuple[str, Guard, str, frozenset[str]] | None = None
 
     def __len__(self) -> int:
@@ -100,8 +104,9 @@ class NearIndex:
         last = self._last
         if last is not None and last[0] == text:
             return last[1], last[2], last[3]
-        key = near_key(text)
-        result = (guard(text), key, _content_words(key))
+        folded = _fold(text)
+        key = near_key(text, folded)
+        result = (guard(text, folded), key, _content_words(key))
         self._last = (text, *result)
         return result
 
@@ -113,7 +118,7 @@ class NearIndex:
         self._entries[memory_id] = (where, entry)
         postings = self._buckets.setdefault(where, {})
         for word in entry.words:
-            postings.setdefault(word, []).append(memory_id)
+            postings.setdefault(word, {})[memory_id] = None
         if self.capacity is not None and len(self._entries) > self.capacity:
             self.remove(next(iter(self._entries)))  # the oldest entry
 
@@ -125,10 +130,8 @@ class NearIndex:
         postings = self._buckets.get(where, {})
         for word in entry.words:
             ids = postings.get(word)
-            if ids and memory_id in ids:
-                ids.remove(memory_id)
-                if not ids:
-                    del postings[word]
+            if ids is not None and ids.pop(memory_id, 0) is None and not ids:
+                del postings[word]
         if not postings:
             self._buckets.pop(where, None)
 
@@ -140,7 +143,7 @@ class NearIndex:
             return []
         shared: Counter[str] = Counter()
         for word in words:
-            shared.update(postings.get(word, ()))
+            shared.update(postings.get(word, {}).keys())
         out: list[tuple[str, float]] = []
         for memory_id, n in shared.items():
             entry = self._entries[memory_id][1]

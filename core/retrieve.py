@@ -167,7 +167,7 @@ def search(
     if terms and mode != "vector":
         keyword = _keyword_pool(store, query, terms, last, prefixes, filters, retrieval, tagged)
     if signals is not None and mode == "keyword":
-        keyword = signals.apply(query, keyword, filters.sql())
+        keyword = signals.apply(query, keyword, filters.sql(picked_by="id"))
     similar: list[Candidate] = []
     if mode != "keyword" and vectors is not None:  # (vector and hybrid modes require it)
         similar = _vector_candidates(vectors, query, filters, retrieval)
@@ -434,9 +434,13 @@ class _Filters:
             or self.ids is not None
         )
 
-    def sql(self) -> tuple[str, list[object]]:
-        """Conditions on `m` (memories) for the agent, tier and category filters."""
-        sql = f" AND m.agent_id = ? AND m.tier IN ({','.join('?' * len(self.tiers))})"
+    def sql(self, picked_by: Literal["id", "seq"] | None = None) -> tuple[str, list[object]]:
+        """Conditions on `m` (memories) for the agent, tier and category filters. `picked_by`:
+        the rows are picked by id or seq; the unary plus keeps the planner from walking a
+        whole tier (or, for seqs, all the agent's ids) instead, as it does without stats."""
+        agent = "+m.agent_id" if picked_by == "seq" else "m.agent_id"
+        tier = "+m.tier" if picked_by else "m.tier"
+        sql = f" AND {agent} = ? AND {tier} IN ({','.join('?' * len(self.tiers))})"
         params: list[object] = [self.store.agent_id, *self.tiers]
         for group in ([self.category] if self.category else [], self.within):
             paths = [normalize_path(p) for p in group]
@@ -525,7 +529,7 @@ def _vector_candidates(
     if not similar:
         return []
     marks = ",".join(["CAST(? AS INTEGER)"] * len(similar))
-    where, params = filters.sql()
+    where, params = filters.sql(picked_by="seq")
     rows = filters.store.db.query(
         f"SELECT m.seq, {ROW_FIELDS} FROM memories m WHERE m.seq IN ({marks}){where}",
         [*(str(seq) for seq, _ in similar), *params],

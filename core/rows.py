@@ -33,6 +33,7 @@ __all__ = [
     "counted_reads",
     "delete",
     "holds_memory",
+    "insert_parts",
     "insert_sql",
     "insert_staged",
     "memory_id",
@@ -85,11 +86,18 @@ def column_list(names: Sequence[str] = NAMES, alias: str = "") -> str:
     return ", ".join(prefix + name for name in names)
 
 
-def insert_sql(names: Sequence[str] = NAMES) -> str:
-    """An INSERT of one row: the 64-bit `seq` is bound as text (driver trap), then the agent."""
+def insert_parts(names: Sequence[str] = NAMES) -> tuple[str, str]:
+    """The head of an INSERT into `memories` and one row's marks (`Database.insert_values`):
+    the 64-bit `seq` is bound as text (driver trap), then the agent, then `names`."""
     marks = ", ".join("?" * (len(names) + 2))
-    marks = "CAST(? AS INTEGER)" + marks[1:]
-    return f"INSERT INTO memories (seq, agent_id, {column_list(names)}) VALUES ({marks})"
+    marks = "(CAST(? AS INTEGER)" + marks[1:] + ")"
+    return f"INSERT INTO memories (seq, agent_id, {column_list(names)})", marks
+
+
+def insert_sql(names: Sequence[str] = NAMES) -> str:
+    """An INSERT of one row (`insert_parts`)."""
+    head, marks = insert_parts(names)
+    return f"{head} VALUES {marks}"
 
 
 def check_importance(value: object) -> None:

@@ -18,7 +18,7 @@ from tiermem.core.config import DedupConfig, ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.lazy import lazy_import
-from tiermem.core.rows import RECORD_NAMES, check_importance, column_list, insert_sql
+from tiermem.core.rows import RECORD_NAMES, check_importance, column_list, insert_parts
 from tiermem.core.rows import TIERS as TIERS
 from tiermem.core.rows import Tier as Tier
 from tiermem.core.rows import memory_id as memory_id
@@ -38,7 +38,7 @@ MAX_METADATA_ITEMS = 50
 COLUMNS = column_list(RECORD_NAMES)
 FILL_WINDOW = 1000
 """How many of an agent's newest memories a write looks through for counts to store."""
-INSERT_RECORD = insert_sql(RECORD_NAMES)
+INSERT_HEAD, INSERT_MARKS = insert_parts(RECORD_NAMES)
 
 
 SLOT_BITS = 32
@@ -260,10 +260,9 @@ class MemoryStore:
         return self._near_match(near, candidates)
 
     def _flush(self, rows: list[tuple[object, ...]]) -> None:
-        """Insert the pending rows in one statement and forget them."""
-        if rows:
-            self.db.executemany(INSERT_RECORD, rows)
-            rows.clear()
+        """Insert the pending rows and forget them."""
+        self.db.insert_values(INSERT_HEAD, INSERT_MARKS, rows)
+        rows.clear()
 
     def _near_index(self, cfg: DedupConfig) -> NearIndex:
         """The newest `cfg.window` memories, indexed for near-duplicate lookups. Kept between
@@ -367,32 +366,38 @@ class MemoryStore:
         )
         return [MemoryRecord.from_row(r) for r in rows]
 
+    def after(self, last: int) -> tuple[str, tuple[str, str, str]]:
+        """The condition (and its parameters) for this agent's rows with `seq > last`: a walk
+        of the rowid range. On `agent_id` a tier index is scanned and sorted for every chunk,
+        which grows with the square of the archive."""
+        low = str(max(last + 1, self.seq_low))
+        return (
+            "seq BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER) AND +agent_id = ?",
+            (low, str(self.seq_high), self.agent_id),
+        )
+
     def iter_tier(self, tier: Tier, chunk: int = 2000) -> Iterator[list[MemoryRecord]]:
         """Rows of a tier in chunks by seq, so the archive is never loaded whole."""
-        last = 0
-        while True:
-            rows = self.db.query(
-                f"SELECT seq, {COLUMNS} FROM memories WHERE agent_id = ? AND tier = ? AND seq > ? "
-                "ORDER BY seq LIMIT ?",
-                (self.agent_id, tier, last, chunk),
-            )
-            if not rows:
-                return
-            last = int(rows[-1][0])
+        for rows in self._chunks("+tier = ?", (tier,), chunk):
             yield [MemoryRecord.from_row(r[1:]) for r in rows]
 
     def iter_all(self, chunk: int = 2000) -> Iterator[list[MemoryRecord]]:
+        for rows in self._chunks("1", (), chunk):
+            yield [MemoryRecord.from_row(r[1:]) for r in rows]
+
+    def _chunks(self, where: str, params: tuple[object, ...], chunk: int) -> Iterator[list[Row]]:
         last = 0
         while True:
+            rows_after, after = self.after(last)
             rows = self.db.query(
-                f"SELECT seq, {COLUMNS} FROM memories WHERE agent_id = ? AND seq > ? "
+                f"SELECT seq, {COLUMNS} FROM memories WHERE {rows_after} AND {where} "
                 "ORDER BY seq LIMIT ?",
-                (self.agent_id, last, chunk),
+                (*after, *params, chunk),
             )
             if not rows:
                 return
             last = int(rows[-1][0])
-            yield [MemoryRecord.from_row(r[1:]) for r in rows]
+            yield rows
 
     def move(self, ids: Sequence[str], tier: Tier, now: float) -> None:
         for chunk in _chunks(list(ids), 500):
@@ -551,7 +556,7 @@ def _insert_row(
     n_tokens: int,
     seen: tuple[int, float | None],
 ) -> tuple[object, ...]:
-    """The parameters of `INSERT_RECORD` for a new memory (`seen`: reads counted before)."""
+    """The parameters of an insert (`INSERT_HEAD`) of a new memory (`seen`: reads counted before)."""
     size = len(fact.text.encode()) + sum(
         len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
     )

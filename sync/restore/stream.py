@@ -38,30 +38,22 @@ class Streamed:
 
 _STAGED_NAMES: Final = (*rows.NAMES[1:], "extras")
 """The row's columns and its tags, expiry and links (JSON, NULL when it has none)."""
-_STAGE_ROWS: Final = 45
-"""Rows per staging statement: 45 × 20 parameters stay under the 999 of older SQLite builds,
-and one statement per 45 rows costs the driver a third of one per row."""
-
-
-@functools.cache
-def _stage_sql(n: int) -> str:
-    """The staging upsert of `n` rows (a newer version of an id replaces an older one, also
-    within one statement)."""
-    row = f"({', '.join('?' * (4 + len(_STAGED_NAMES)))})"
-    return (
-        f"INSERT INTO restore_staging (agent_id, id, version, deleted, "
-        f"{rows.column_list(_STAGED_NAMES)}) VALUES {', '.join([row] * n)} "
-        "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version, "
-        "deleted = excluded.deleted, "
-        + ", ".join(f"{name} = excluded.{name}" for name in _STAGED_NAMES)
-        + " WHERE excluded.version > restore_staging.version"
-    )
+_STAGE_HEAD: Final = (
+    f"INSERT INTO restore_staging (agent_id, id, version, deleted, "
+    f"{rows.column_list(_STAGED_NAMES)})"
+)
+_STAGE_MARKS: Final = f"({', '.join('?' * (4 + len(_STAGED_NAMES)))})"
+_STAGE_UPSERT: Final = (
+    "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version, "
+    "deleted = excluded.deleted, "
+    + ", ".join(f"{name} = excluded.{name}" for name in _STAGED_NAMES)
+    + " WHERE excluded.version > restore_staging.version"
+)
+"""A newer version of an id replaces an older one, also within one statement."""
 
 
 def _stage_rows(db: Database, batch: list[tuple[object, ...]]) -> None:
-    for lo in range(0, len(batch), _STAGE_ROWS):
-        chunk = batch[lo : lo + _STAGE_ROWS]
-        db.execute(_stage_sql(len(chunk)), [value for row in chunk for value in row])
+    db.insert_values(_STAGE_HEAD, _STAGE_MARKS, batch, _STAGE_UPSERT)
 
 
 class Prefetch:

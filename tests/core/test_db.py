@@ -87,6 +87,18 @@ def test_list_parameters_are_accepted(db: Database) -> None:
     assert db.query("SELECT ? + ?", [1, 2]) == [(3,)]
 
 
+def test_insert_values_stores_every_row_across_statements_and_applies_the_tail(
+    db: Database,
+) -> None:
+    db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, a TEXT, b REAL, c BLOB)")
+    rows = [(k, f"text {k}", k / 7, bytes([k % 256])) for k in range(1000)]  # 250 per statement
+    db.insert_values("INSERT INTO t (k, a, b, c)", "(?, ?, ?, ?)", rows)
+    assert db.query("SELECT k, a, b, c FROM t ORDER BY k") == rows
+    again = [(k, "new", 0.0, b"") for k in (0, 999)]
+    db.insert_values("INSERT INTO t (k, a, b, c)", "(?, ?, ?, ?)", again, "ON CONFLICT DO NOTHING")
+    assert db.scalar("SELECT COUNT(*) FROM t WHERE a = 'new'") == 0
+
+
 def test_times_as_real_round_trip_exactly(db: Database) -> None:
     db.execute("CREATE TABLE t (ts REAL)")
     ts = 1_767_225_600.123456
