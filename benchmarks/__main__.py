@@ -64,6 +64,7 @@ def local_figures(tmp: Path, sizes: Sizes, say: Callable[[str], None]) -> list[F
     out += figures.store_figures(tmp, figures.facts_for(sizes.facts), sizes.singles)
     say(f"retrieve at {sizes.retrieve:,}")
     out.append(figures.retrieve_figure(tmp, sizes.retrieve, sizes.queries))
+    out.append(figures.retrieve_figure(tmp, sizes.retrieve, sizes.queries, consolidated=True))
     say("TUI first paint")
     tui_home = tmp / "tui-home"
     build_home(tui_home, sizes.tui_home, 7)

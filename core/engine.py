@@ -503,10 +503,11 @@ class Memory:
         out: dict[str, list[str]] = {}
         last = 0
         while True:
+            rows_after, params = self.memories.after(last)
             rows = self.db.query(
-                "SELECT seq, id, urls FROM memories WHERE agent_id = ? AND urls != '' AND seq > ? "
+                f"SELECT seq, id, urls FROM memories WHERE {rows_after} AND urls != '' "
                 "ORDER BY seq LIMIT 2000",
-                (self.agent_id, last),
+                params,
             )
             if not rows:
                 return out

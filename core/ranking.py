@@ -129,11 +129,10 @@ def with_count(row: Row) -> Row:
 def match_tree(tree: TreeIndex, terms: Sequence[str]) -> list[CategoryMatch]:
     """Tree nodes whose path segments or description share a (stemmed) term with the query."""
     stems = {stem(t): t for t in terms}
+    by_word = _tree_words(tuple((p, n.description) for p, n in tree.nodes.items()))
     matches = []
-    for path in sorted(tree.nodes):
+    for path in sorted({p for s in stems for p in by_word.get(s, ())}):
         segment_words, desc_words = _node_words(path, tree.nodes[path].description)
-        if segment_words.isdisjoint(stems) and desc_words.isdisjoint(stems):
-            continue  # most nodes share no word with the query
         in_path = [stems[s] for s in stems if s in segment_words]
         in_desc = [stems[s] for s in stems if s in desc_words and stems[s] not in in_path]
         reasons = []
@@ -160,14 +159,14 @@ def length_factors(tokens: Sequence[int], cfg: RetrievalConfig) -> list[float]:
     of ln tokens): 0 up to `length_spread_min`, the full penalty from `length_spread_full`,
     linear between. Where memories are alike in length (turns of a chat between people, facts)
     a longer one is not less about a word, and the prior only adds noise."""
-    sizes = [max(1, t) for t in tokens]
+    sizes = [t if t > 1 else 1 for t in tokens]
     if not sizes or cfg.length_penalty == 0:
         return [1.0] * len(sizes)
     alpha = cfg.length_penalty
     if cfg.length_spread_full > 0:
-        logs = [math.log(t) for t in sizes]
+        logs = list(map(math.log, sizes))
         mean = sum(logs) / len(logs)
-        spread = math.sqrt(sum((x - mean) ** 2 for x in logs) / len(logs))
+        spread = math.sqrt(sum([(x - mean) ** 2 for x in logs]) / len(logs))
         low, full = cfg.length_spread_min, max(cfg.length_spread_full, cfg.length_spread_min)
         share = 1.0 if spread >= full else (0.0 if spread <= low else (spread - low) / (full - low))
         alpha *= share
@@ -222,34 +221,45 @@ class RankContext:
     def rank(self, found: list[Candidate]) -> list[Candidate]:
         """Boosts and the tie-break on top of each candidate's relevance, best first."""
         reasons = {c.path for c in self.categories}
-        cfg, s = self.retrieval, self.scoring
         labelled = [(w, w.describe()) for w in self.windows]
+        cfg, s = self.retrieval, self.scoring
+        now, tau, per_read, tiebreak = self.now, s.tau_days, s.reinforcement, cfg.tier_tiebreak
+        exp = math.exp
         for c in found:
             row = c.row
-            matched = deepest_match(row[ROW_CATEGORY], reasons) if reasons else None
-            boost = cfg.category_boost if matched else 0.0
             created = float(row[_CREATED])
-            window = (
-                next((label for w, label in labelled if w.contains(created)), None)
-                if labelled
-                else None
-            )
-            time_boost = cfg.temporal_boost if window else 0.0
-            age_days = max(0.0, (self.now - created) / DAY)
-            tier_score = (
+            if reasons or labelled:
+                self._boost(c, created, reasons, labelled)
+            else:
+                c.boost = c.time_boost = 0.0
+                c.matched_category = c.time_match = None
+            age_days = max(0.0, (now - created) / DAY)
+            c.tier_score = tier_score = (
                 float(row[_IMPORTANCE])
-                * math.exp(-age_days / s.tau_days)
-                * (1.0 + s.reinforcement * int(row[_ACCESS]))
+                * exp(-age_days / tau)
+                * (1.0 + per_read * int(row[_ACCESS]))
             )
-            c.boost, c.matched_category = boost, matched
-            c.time_boost, c.time_match = time_boost, window
-            c.tier_score = tier_score
             c.score = (
-                c.relevance * (1.0 + boost) * (1.0 + time_boost) * (1.0 + c.signal_boost)
-                + cfg.tier_tiebreak * tier_score
+                c.relevance * (1.0 + c.boost) * (1.0 + c.time_boost) * (1.0 + c.signal_boost)
+                + tiebreak * tier_score
             )
-        ranked = sorted(found, key=lambda c: (-c.score, c.seq))
-        return ranked
+        return sorted(found, key=lambda c: (-c.score, c.seq))
+
+    def _boost(
+        self,
+        c: Candidate,
+        created: float,
+        reasons: set[str],
+        labelled: list[tuple[TimeWindow, str]],
+    ) -> None:
+        """The category boost (inside a tree match) and the time boost (dated inside a window
+        the query names) of one candidate."""
+        matched = deepest_match(c.row[ROW_CATEGORY], reasons) if reasons else None
+        window = next((label for w, label in labelled if w.contains(created)), None)
+        c.boost = self.retrieval.category_boost if matched else 0.0
+        c.matched_category = matched
+        c.time_boost = self.retrieval.temporal_boost if window else 0.0
+        c.time_match = window
 
 
 def explain(
@@ -264,22 +274,20 @@ def explain(
     unfinished = prefixes[0] if prefixes else None
     stems = {stem(t): t for t in terms if t != unfinished}
     stems |= {p: f"{unfinished}…" for p in prefixes}
+    open_ended = frozenset(prefixes)
     hits = []
     for c in chosen:
         memory = MemoryRecord.from_row(c.row)
         searchable = " ".join(
             (memory.text, memory.category, *memory.urls, *memory.commands, *memory.paths)
         )
+        found = matched_terms(searchable, stems, open_ended)
         explanation = Explanation(
             path=tree.node_for(memory.category),
             tree_match=f"{c.matched_category}: {reasons[c.matched_category]}"
             if c.matched_category
             else None,
-            matched_terms=tuple(
-                dict.fromkeys(
-                    (*matched_terms(searchable, stems, frozenset(prefixes)), *c.tag_terms)
-                )
-            ),
+            matched_terms=tuple(dict.fromkeys((*found, *c.tag_terms))) if c.tag_terms else found,
             bm25=c.bm25,
             relevance=c.relevance,
             category_boost=c.boost,
@@ -300,6 +308,18 @@ def explain(
         )
         hits.append(Hit(memory, explanation))
     return hits
+
+
+@lru_cache(maxsize=16)
+def _tree_words(nodes: tuple[tuple[str, str], ...]) -> dict[str, tuple[str, ...]]:
+    """Stemmed word → the nodes (path, description) whose path or description has it: a
+    query looks up its few terms instead of testing every node (cached per tree)."""
+    out: dict[str, list[str]] = {}
+    for path, description in nodes:
+        segment, desc = _node_words(path, description)
+        for word in segment | desc:
+            out.setdefault(word, []).append(path)
+    return {word: tuple(paths) for word, paths in out.items()}
 
 
 @lru_cache(maxsize=1024)

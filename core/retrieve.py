@@ -59,6 +59,7 @@ from tiermem.core.terms import (
     query_terms,
     unfinished_word,
 )
+from tiermem.core.tokens import UNCOUNTED
 from tiermem.core.tree import TreeIndex, normalize_path
 from tiermem.core.warm import TIERS, MemoryStore, Tier
 
@@ -166,7 +167,7 @@ def search(
     if terms and mode != "vector":
         keyword = _keyword_pool(store, query, terms, last, prefixes, filters, retrieval, tagged)
     if signals is not None and mode == "keyword":
-        keyword = signals.apply(query, keyword, filters.sql())
+        keyword = signals.apply(query, keyword, filters.sql(picked_by="id"))
     similar: list[Candidate] = []
     if mode != "keyword" and vectors is not None:  # (vector and hybrid modes require it)
         similar = _vector_candidates(vectors, query, filters, retrieval)
@@ -404,6 +405,13 @@ _IN_RANGE = "memories_fts.rowid BETWEEN ? << 32 AND (? << 32) + 4294967295"
 
 _BM25 = "bm25(memories_fts, 1.0, 0.5, 0.25, 0.25, 0.25)"
 
+_POOL = (
+    f"SELECT f.rowid, f.r, {ROW_FIELDS} FROM (SELECT rowid, {_BM25} AS r FROM memories_fts "
+    f"WHERE memories_fts MATCH ? AND {_IN_RANGE} ORDER BY r LIMIT ?) AS f "
+    "JOIN memories m ON m.seq = f.rowid ORDER BY f.r"
+)
+"""The best BM25 matches of the agent's range, then their rows (no tier or category filter)."""
+
 
 @dataclass(frozen=True)
 class _Filters:
@@ -420,15 +428,19 @@ class _Filters:
     @property
     def any(self) -> bool:
         return (
-            set(self.tiers) != set(TIERS)
+            (self.tiers is not TIERS and set(self.tiers) != set(TIERS))
             or bool(self.category)
             or bool(self.within)
             or self.ids is not None
         )
 
-    def sql(self) -> tuple[str, list[object]]:
-        """Conditions on `m` (memories) for the agent, tier and category filters."""
-        sql = f" AND m.agent_id = ? AND m.tier IN ({','.join('?' * len(self.tiers))})"
+    def sql(self, picked_by: Literal["id", "seq"] | None = None) -> tuple[str, list[object]]:
+        """Conditions on `m` (memories) for the agent, tier and category filters. `picked_by`:
+        the rows are picked by id or seq; the unary plus keeps the planner from walking a
+        whole tier (or, for seqs, all the agent's ids) instead, as it does without stats."""
+        agent = "+m.agent_id" if picked_by == "seq" else "m.agent_id"
+        tier = "+m.tier" if picked_by else "m.tier"
+        sql = f" AND {agent} = ? AND {tier} IN ({','.join('?' * len(self.tiers))})"
         params: list[object] = [self.store.agent_id, *self.tiers]
         for group in ([self.category] if self.category else [], self.within):
             paths = [normalize_path(p) for p in group]
@@ -479,11 +491,7 @@ def _keyword_candidates(
     otherwise only the pool's rows are looked up."""
     params: list[object] = [fts_match(terms, prefixes, pairs), store.slot, store.slot]
     if not filters.any:
-        sql = (
-            f"SELECT f.rowid, f.r, {ROW_FIELDS} FROM (SELECT rowid, {_BM25} AS r FROM memories_fts "
-            f"WHERE memories_fts MATCH ? AND {_IN_RANGE} ORDER BY r LIMIT ?) AS f "
-            "JOIN memories m ON m.seq = f.rowid ORDER BY f.r"
-        )
+        sql = _POOL
     else:
         where, extra = filters.sql()
         sql = (
@@ -496,15 +504,16 @@ def _keyword_candidates(
     rows = store.db.query(sql, params)
     if not rows:
         return []
-    found = [(int(r[0]), float(r[1]), with_count(r[2:])) for r in rows]
-    factors = length_factors([int(row[ROW_TOKENS]) for _, _, row in found], retrieval)
-    weighted = [
-        (-bm25 * f, f, seq, bm25, row) for f, (seq, bm25, row) in zip(factors, found, strict=True)
-    ]
-    best = max(w[0] for w in weighted) or 1.0
+    found = [r[2:] for r in rows]
+    for i, row in enumerate(found):
+        if row[ROW_TOKENS] == UNCOUNTED:
+            found[i] = with_count(row)
+    factors = length_factors([int(row[ROW_TOKENS]) for row in found], retrieval)
+    weighted = [-float(r[1]) * f for r, f in zip(rows, factors, strict=True)]
+    best = max(weighted) or 1.0
     out = [
-        Candidate(seq=seq, row=row, bm25=bm25, relevance=w / best, length_factor=f)
-        for w, f, seq, bm25, row in weighted
+        Candidate(int(r[0]), row, float(r[1]), w / best, f)
+        for r, row, w, f in zip(rows, found, weighted, factors, strict=True)
     ]
     out.sort(key=lambda c: (-c.relevance, c.seq))
     for i, c in enumerate(out, 1):
@@ -520,7 +529,7 @@ def _vector_candidates(
     if not similar:
         return []
     marks = ",".join(["CAST(? AS INTEGER)"] * len(similar))
-    where, params = filters.sql()
+    where, params = filters.sql(picked_by="seq")
     rows = filters.store.db.query(
         f"SELECT m.seq, {ROW_FIELDS} FROM memories m WHERE m.seq IN ({marks}){where}",
         [*(str(seq) for seq, _ in similar), *params],

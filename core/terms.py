@@ -109,20 +109,21 @@ def matched_terms(
     approximation of Porter stemming made only to explain; plain substring searches (no regex
     built per query)."""
     folded = text.casefold()
+    size = len(folded)
     found = []
     for s, term in stems.items():
         at = folded.find(s)
         while at >= 0:
-            end = at + len(s)
-            tail = end
-            while tail < len(folded) and tail - end <= 4 and _is_word(folded[tail]):
-                tail += 1
-            if (at == 0 or not _is_word(folded[at - 1])) and (tail - end <= 4 or s in prefixes):
-                found.append(term)
-                break
+            if at == 0 or not folded[at - 1].isalnum():  # a word start: check what follows
+                end = at + len(s)
+                if s in prefixes:
+                    found.append(term)
+                    break
+                tail = end
+                while tail < size and tail - end <= 4 and folded[tail].isalnum():
+                    tail += 1
+                if tail - end <= 4:
+                    found.append(term)
+                    break
             at = folded.find(s, at + 1)
     return tuple(dict.fromkeys(found))
-
-
-def _is_word(char: str) -> bool:
-    return char.isalnum()

@@ -129,6 +129,8 @@ class TreeIndex:
 
     def node_for(self, category: str) -> str:
         """The existing node a memory of `category` belongs to ('' for the root)."""
+        if category in self.nodes:
+            return category
         for prefix in reversed(ancestors(category)):
             if prefix in self.nodes:
                 return prefix

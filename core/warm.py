@@ -114,6 +114,8 @@ def _join(values: Sequence[str]) -> str:
 
 
 def _split(value: str) -> tuple[str, ...]:
+    if not value:  # most memories have no URLs, commands or paths
+        return ()
     return tuple(v for v in value.split("\n") if v)
 
 
@@ -364,32 +366,38 @@ class MemoryStore:
         )
         return [MemoryRecord.from_row(r) for r in rows]
 
+    def after(self, last: int) -> tuple[str, tuple[str, str, str]]:
+        """The condition (and its parameters) for this agent's rows with `seq > last`: a walk
+        of the rowid range. On `agent_id` a tier index is scanned and sorted for every chunk,
+        which grows with the square of the archive."""
+        low = str(max(last + 1, self.seq_low))
+        return (
+            "seq BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER) AND +agent_id = ?",
+            (low, str(self.seq_high), self.agent_id),
+        )
+
     def iter_tier(self, tier: Tier, chunk: int = 2000) -> Iterator[list[MemoryRecord]]:
         """Rows of a tier in chunks by seq, so the archive is never loaded whole."""
-        last = 0
-        while True:
-            rows = self.db.query(
-                f"SELECT seq, {COLUMNS} FROM memories WHERE agent_id = ? AND tier = ? AND seq > ? "
-                "ORDER BY seq LIMIT ?",
-                (self.agent_id, tier, last, chunk),
-            )
-            if not rows:
-                return
-            last = int(rows[-1][0])
+        for rows in self._chunks("+tier = ?", (tier,), chunk):
             yield [MemoryRecord.from_row(r[1:]) for r in rows]
 
     def iter_all(self, chunk: int = 2000) -> Iterator[list[MemoryRecord]]:
+        for rows in self._chunks("1", (), chunk):
+            yield [MemoryRecord.from_row(r[1:]) for r in rows]
+
+    def _chunks(self, where: str, params: tuple[object, ...], chunk: int) -> Iterator[list[Row]]:
         last = 0
         while True:
+            rows_after, after = self.after(last)
             rows = self.db.query(
-                f"SELECT seq, {COLUMNS} FROM memories WHERE agent_id = ? AND seq > ? "
+                f"SELECT seq, {COLUMNS} FROM memories WHERE {rows_after} AND {where} "
                 "ORDER BY seq LIMIT ?",
-                (self.agent_id, last, chunk),
+                (*after, *params, chunk),
             )
             if not rows:
                 return
             last = int(rows[-1][0])
-            yield [MemoryRecord.from_row(r[1:]) for r in rows]
+            yield rows
 
     def move(self, ids: Sequence[str], tier: Tier, now: float) -> None:
         for chunk in _chunks(list(ids), 500):

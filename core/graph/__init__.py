@@ -123,10 +123,11 @@ def index_memories(mem: Memory, limit: int | None = BATCH) -> IndexReport:
         last = mem.db.scalar(
             "SELECT memory_seq FROM graph_progress WHERE agent_id = ?", (mem.agent_id,)
         )
+        rows_after, params = mem.memories.after(int(last or 0))
         rows = mem.db.query(
-            "SELECT seq, id, text FROM memories WHERE agent_id = ? AND seq > ? AND category != 'conversations' "
-            "ORDER BY seq LIMIT ?",
-            (mem.agent_id, int(last or 0), -1 if limit is None else limit),
+            f"SELECT seq, id, text FROM memories WHERE {rows_after} "
+            "AND category != 'conversations' ORDER BY seq LIMIT ?",
+            (*params, -1 if limit is None else limit),
         )
         for _, memory_id, text in rows:
             index_text(graph, str(text), "memory", str(memory_id), now, report)
