@@ -401,12 +401,18 @@ def forget_tombstones(db: Database, agent_id: str, newest: str) -> None:
     clock, so every device holding the same state drops the same ones). Without this the
     document would grow forever (events roll over every conversation). A device that was
     offline for longer may bring such an item back: the usual price of a bounded history."""
-    wall = int(newest.partition(".")[0]) - TOMBSTONE_DAYS * 86_400_000
-    if wall > 0:
+    horizon = _tombstone_horizon(newest)
+    if horizon is not None:
         db.execute(
             "DELETE FROM crit_clocks WHERE agent_id = ? AND digest = ? AND stamp < ?",
-            (agent_id, DEAD, stamp_text(wall, 0)),
+            (agent_id, DEAD, horizon),
         )
+
+
+def _tombstone_horizon(newest: str) -> str | None:
+    """The stamp before which `forget_tombstones(newest)` drops tombstones (None: none)."""
+    wall = int(newest.partition(".")[0]) - TOMBSTONE_DAYS * 86_400_000
+    return stamp_text(wall, 0) if wall > 0 else None
 
 
 def stamp(db: Database, agent_id: str, now: float) -> str | None:
@@ -442,8 +448,8 @@ def _forgettable(oldest: str | None, newest: str | None) -> bool:
     """Whether `forget_tombstones(newest)` would drop the tombstone stamped `oldest`."""
     if oldest is None or newest is None:
         return False
-    wall = int(newest.partition(".")[0]) - TOMBSTONE_DAYS * 86_400_000
-    return wall > 0 and oldest < stamp_text(wall, 0)
+    horizon = _tombstone_horizon(newest)
+    return horizon is not None and oldest < horizon
 
 
 def _stamp(

@@ -100,10 +100,7 @@ def _device(device_id_hex: str) -> str:
 def critical_document(mem: Memory, device_id_hex: str) -> dict[str, Any]:
     """The critical-state payload (hot + tree + per-field clocks + seen vector + conflicts)
     that the sync engine seals as the `critical` record. Stamps pending changes first."""
-    device = _device(device_id_hex)
-    with mem.db.transaction():
-        clocks.stamp(mem.db, mem.agent_id, mem.now())
-    return snapshot.document(mem, device)
+    return snapshot.stamped_document(mem, _device(device_id_hex))
 
 
 @dataclass

@@ -16,8 +16,8 @@ from typing import Any, Final
 
 import msgspec
 
-from tiermem.core import reinforce, rows, snapshot
-from tiermem.sync import extras, graphsync, hlc, keys
+from tiermem.core import reinforce, rows
+from tiermem.sync import extras, graphsync, hlc, keys, merge
 from tiermem.sync import records as records_fmt
 from tiermem.sync.metrics_sync import own_metrics
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, METRICS_TABLE
@@ -462,9 +462,8 @@ def _save_batch(session: Session, b: Batch) -> None:
 
 
 def critical_document(session: Session, s: Settings) -> dict[str, Any]:
-    """What a `critical` record holds: the critical state with per-item clocks (the same
-    document as `merge.critical_document`, the state read once)."""
-    return snapshot.stamped_document(session.mem, s.device_id.hex())
+    """What a `critical` record holds: the critical state with per-item clocks."""
+    return merge.critical_document(session.mem, s.device_id.hex())
 
 
 def _memory_body(session: Session, sealer: _Sealer, r: Sequence[Any], changed: str | None) -> bytes:
