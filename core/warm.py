@@ -378,14 +378,15 @@ class MemoryStore:
 
     def iter_tier(self, tier: Tier, chunk: int = 2000) -> Iterator[list[MemoryRecord]]:
         """Rows of a tier in chunks by seq, so the archive is never loaded whole."""
-        for rows in self._chunks("+tier = ?", (tier,), chunk):
+        for rows in self._walk("+tier = ?", (tier,), chunk):
             yield [MemoryRecord.from_row(r[1:]) for r in rows]
 
     def iter_all(self, chunk: int = 2000) -> Iterator[list[MemoryRecord]]:
-        for rows in self._chunks("1", (), chunk):
+        for rows in self._walk("1", (), chunk):
             yield [MemoryRecord.from_row(r[1:]) for r in rows]
 
-    def _chunks(self, where: str, params: tuple[object, ...], chunk: int) -> Iterator[list[Row]]:
+    def _walk(self, where: str, params: tuple[object, ...], chunk: int) -> Iterator[list[Row]]:
+        """The agent's rows matching `where`, `chunk` at a time in seq order (`after`)."""
         last = 0
         while True:
             rows_after, after = self.after(last)
