@@ -187,20 +187,12 @@ def check_version(text: Any) -> str:
 # -- clocks in a document ---------------------------------------------------------------------
 
 
-def _fields_of(item: str, values: dict[str, dict[str, Any]]) -> set[str]:
-    """The clocked fields of a (non-mapping) item: all of them if present, else `alive`."""
-    name = kind(item)
-    if name not in FIELDS:
-        raise ValueError(f"unknown critical-state item {item[:40]!r}")
-    return {ALIVE, *FIELDS[name]} if item in values else {ALIVE}
-
-
 _FIELD_SETS: Final = {name: frozenset((ALIVE, *fields)) for name, fields in FIELDS.items()}
 _ALIVE_ONLY: Final = frozenset((ALIVE,))
 
 
 def _field_set(item: str, values: dict[str, dict[str, Any]]) -> frozenset[str]:
-    """`_fields_of`, shared rather than built for every item."""
+    """The clocked fields of a (non-mapping) item: all of them if present, else `alive`."""
     expected = _FIELD_SETS.get(kind(item))
     if expected is None:
         raise ValueError(f"unknown critical-state item {item[:40]!r}")
@@ -243,7 +235,7 @@ def document_clocks(rows: Clocks, values: dict[str, dict[str, Any]], device: str
             entry = known[3]
         else:
             texts = {
-                field: f"{stamp}.{writer or device}" for field, (stamp, writer) in fields.items()
+                field: version(stamp, writer or device) for field, (stamp, writer) in fields.items()
             }
             entry = compact({item: texts}, values).get(item)
             if len(_ENTRIES) >= _ENTRIES_MAX:
@@ -261,7 +253,7 @@ def expand(doc_clocks: Any, values: dict[str, dict[str, Any]]) -> dict[str, dict
     out: dict[str, dict[str, str]] = {}
     for item, entry in doc_clocks.items():
         if isinstance(entry, str) and item not in MAPPINGS:
-            out[str(item)] = {f: check_version(entry) for f in _fields_of(str(item), values)}
+            out[str(item)] = {f: check_version(entry) for f in _field_set(str(item), values)}
         elif isinstance(entry, dict):
             out[str(item)] = {str(f): check_version(v) for f, v in entry.items()}
         else:
@@ -317,6 +309,11 @@ class _Stored:
                 oldest = stamp_
         seen = dict(msgspec.json.decode(row[1], type=list[tuple[str, str]]))
         return cls(table, digests, seen, oldest)
+
+    @property
+    def newest_seen(self) -> str | None:
+        """The newest stamp merged from any device (what a new stamp must follow)."""
+        return max(self.seen.values()) if self.seen else None
 
 
 _ClockRows = list[tuple[str, str, str, str, str]]
@@ -418,15 +415,9 @@ def _tombstone_horizon(newest: str) -> str | None:
 def stamp(db: Database, agent_id: str, now: float) -> str | None:
     """Stamp every field changed since the last stamp with one new HLC stamp (inside the
     caller's transaction). Returns the stamp, or None when nothing changed."""
-    values = current_values(db, agent_id)
-    stored: Digests = {}
-    for item, field, d in db.query(
-        "SELECT item, field, digest FROM crit_clocks WHERE agent_id = ?", (agent_id,)
-    ):
-        stored.setdefault(str(item), {})[str(field)] = str(d)
-    last = db.scalar("SELECT max(stamp) FROM crit_seen WHERE agent_id = ?", (agent_id,))
-    todo, drop = _changes(values, stored)
-    return _stamp(db, agent_id, now, None if last is None else str(last), todo, drop)
+    stored = _Stored.read(db, agent_id)
+    todo, drop = _changes(current_values(db, agent_id), stored.digests)
+    return _stamp(db, agent_id, now, stored.newest_seen, todo, drop)
 
 
 def stamped(
@@ -436,7 +427,7 @@ def stamped(
     seen vector as `read` gives them; the tables are read once when there is nothing to write,
     the usual case (every change is stamped when it is made)."""
     stored = _Stored.read(db, agent_id)
-    last = max(stored.seen.values()) if stored.seen else None
+    last = stored.newest_seen
     todo, drop = _changes(values, stored.digests)
     if todo or drop or _forgettable(stored.oldest_tombstone, last):
         _stamp(db, agent_id, now, last, todo, drop)
