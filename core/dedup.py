@@ -130,8 +130,10 @@ class NearIndex:
         postings = self._buckets.get(where, {})
         for word in entry.words:
             ids = postings.get(word)
-            if ids is not None and ids.pop(memory_id, 0) is None and not ids:
-                del postings[word]
+            if ids is not None and memory_id in ids:
+                del ids[memory_id]
+                if not ids:
+                    del postings[word]
         if not postings:
             self._buckets.pop(where, None)
 
