@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from textual.app import App, ComposeResult
 from textual.widgets import Static
@@ -274,11 +274,13 @@ def memories_page_figure(home: Path, runs: int) -> Figure:
     in the same UI with no memory opened."""
     ours: list[tuple[float, float]] = []
     shell: list[tuple[float, float]] = []
-    for _ in range(runs):  # interleaved, each after a collection (see `tui_figure`)
-        gc.collect()
-        ours.append(asyncio.run(memories_first_page(TiermemApp(home, watch=False))))
-        gc.collect()
-        shell.append(asyncio.run(memories_first_page(_NoData(home, watch=False))))
+
+    def first_page(kind: type[TiermemApp]) -> tuple[float, float]:
+        return asyncio.run(memories_first_page(kind(home, watch=False)))
+
+    for _ in range(runs):  # interleaved (see `tui_figure`)
+        ours.append(_collected(lambda: first_page(TiermemApp)))
+        shell.append(_collected(lambda: first_page(_NoData)))
     return Figure(
         "TUI Memories screen, first page",
         median_ms([w for w, _ in ours]),
@@ -291,10 +293,13 @@ def memories_page_figure(home: Path, runs: int) -> Figure:
     )
 
 
-def _collected(paint: Callable[[], float]) -> float:
-    """One paint after a full garbage collection, so what earlier runs left is not its cost."""
+T = TypeVar("T")
+
+
+def _collected(run: Callable[[], T]) -> T:
+    """One run after a full garbage collection, so what earlier runs left is not its cost."""
     gc.collect()
-    return paint()
+    return run()
 
 
 def tui_figure(home: Path, runs: int) -> Figure:
