@@ -8,15 +8,18 @@ group, and are imported only when used (`registry.py` lists them).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
 from tiermem.core.environment import environment
-from tiermem.core.errors import EXIT_INTERNAL, EXIT_USAGE, TiermemError
+from tiermem.core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, TiermemError
 from tiermem.core.paths import DEFAULT_AGENT
 from tiermem.tui.cli.argv import check_utf8, hoist_globals
 from tiermem.tui.cli.lazy import LazyGroup
@@ -67,7 +70,25 @@ def app(ctx: click.Context, home: Path | None, agent_id: str, as_json: bool) -> 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI; turn every failure into one line on stderr and an exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    sys.exit(run(args))
+    code = run(args)
+    if code == EXIT_INTERRUPTED:
+        _exit_interrupted()
+    sys.exit(code)
+
+
+def _exit_interrupted() -> NoReturn:
+    """Exit an interrupted run with its documented code, not by the signal.
+
+    CPython kills its own process with SIGINT at exit when the interrupt landed inside an `eval`
+    (a namedtuple built during an import), even once it was handled. Committed writes are
+    already durable, so the exit skips that step; only the logs and streams are flushed.
+    """
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(EXIT_INTERRUPTED)
 
 
 def run(args: list[str]) -> int:
@@ -79,16 +100,16 @@ def run(args: list[str]) -> int:
     except TiermemError as exc:
         return _fail(args, str(exc), exc.exit_code, type(exc).__name__)
     except click.exceptions.Abort:
-        return _fail(args, "aborted", 130, "Aborted")
+        return _fail(args, "aborted", EXIT_INTERRUPTED, "Aborted")
     except click.ClickException as exc:
         return _fail(args, exc.format_message(), EXIT_USAGE, "UsageError")
     except KeyboardInterrupt:
-        return _fail(args, "interrupted", 130, "Interrupted")
+        return _fail(args, "interrupted", EXIT_INTERRUPTED, "Interrupted")
     except BrokenPipeError:
         return 0
     except Exception as exc:  # the last line of defence: still one line, never a traceback
         if _after_interrupt(exc):  # a clean-up that failed because ctrl-C cut it short
-            return _fail(args, "interrupted", 130, "Interrupted")
+            return _fail(args, "interrupted", EXIT_INTERRUPTED, "Interrupted")
         if environment().debug:
             raise
         message = f"internal error ({type(exc).__name__}); rerun with TIERMEM_DEBUG=1 for details"
