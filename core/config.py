@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
