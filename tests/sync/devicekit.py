@@ -77,7 +77,7 @@ def open_with(engine: SyncEngine, envelope: bytes, context: crypto.RecordContext
 PATIENCE = 60.0
 BOOT = (
     "import fcntl, os, sys, termios; os.setsid(); fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
-    "from tiermem.tui.cli import main; main(sys.argv[1:])"
+    "from tiermem.tui.entry import main; main(sys.argv[1:])"
 )
 
 

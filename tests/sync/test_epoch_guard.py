@@ -217,7 +217,7 @@ def test_the_removed_device_cannot_push_and_its_daemon_stops(
             [
                 sys.executable,
                 "-c",
-                "import sys; from tiermem.tui.cli import main; main(sys.argv[1:])",
+                "import sys; from tiermem.tui.entry import main; main(sys.argv[1:])",
                 "--home",
                 str(v.c),
                 "--agent-id",

@@ -12,13 +12,9 @@ import pytest
 
 PROBE = """
 import json, sys
-from tiermem.tui.cli import main
-code = 0
-try:
-    main(sys.argv[1:])
-except SystemExit as exc:
-    code = exc.code
-loaded = [n for n, m in sys.modules.items() if type(m).__name__ != "_LazyModule"]
+from tiermem.tui.cli import run
+code = run(sys.argv[1:])
+loaded = list(sys.modules)  # a module deferred until first use is not in it
 print(json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
 """
 

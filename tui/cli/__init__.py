@@ -8,13 +8,9 @@ group, and are imported only when used (`registry.py` lists them).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
@@ -67,32 +63,9 @@ def app(ctx: click.Context, home: Path | None, agent_id: str, as_json: bool) -> 
         ctx.invoke(tui)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Run the CLI; turn every failure into one line on stderr and an exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    code = run(args)
-    if code == EXIT_INTERRUPTED:
-        _exit_interrupted()
-    sys.exit(code)
-
-
-def _exit_interrupted() -> NoReturn:
-    """Exit an interrupted run with its documented code, not by the signal.
-
-    CPython kills its own process with SIGINT at exit when the interrupt landed inside an `eval`
-    (a namedtuple built during an import), even once it was handled. Committed writes are
-    already durable, so the exit skips that step; only the logs and streams are flushed.
-    """
-    if "logging" in sys.modules:
-        sys.modules["logging"].shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(EXIT_INTERRUPTED)
-
-
 def run(args: list[str]) -> int:
-    """Run the CLI in this process and return its exit code (the tests' entry point)."""
+    """Run the CLI in this process and return its exit code (`tiermem.tui.entry` exits with
+    it; the tests call it directly)."""
     try:
         check_utf8(args)
         result = app.main(args=hoist_globals(app, args), prog_name="tiermem", standalone_mode=False)

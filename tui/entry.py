@@ -1,0 +1,57 @@
+"""The `tiermem` command's entry point (the console script and `python -m tiermem.tui`).
+
+It loads the CLI inside its own guard, so Ctrl-C at any moment, even while the CLI is still
+being imported, ends with one line and exit code 130, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # not `typing`'s: this module imports nothing it does not need at once
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import NoReturn
+
+INTERRUPTED = 130
+"""`tiermem.core.errors.EXIT_INTERRUPTED`, written out: this module runs before any other loads."""
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """Run the CLI; every failure becomes one line on stderr and a documented exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        from tiermem.tui.cli import run
+
+        code = run(args)
+    except KeyboardInterrupt:  # the CLI was still loading; `run` handles it from then on
+        _say_interrupted(args)
+        code = INTERRUPTED
+    if code == INTERRUPTED:
+        exit_interrupted()
+    sys.exit(code)
+
+
+def _say_interrupted(args: list[str]) -> None:
+    if "--json" in args:
+        sys.stdout.write('{"error": "interrupted", "type": "Interrupted", "exit_code": 130}\n')
+    sys.stderr.write("tiermem: error: interrupted\n")
+
+
+def exit_interrupted() -> NoReturn:
+    """Exit an interrupted run with its documented code, not by the signal.
+
+    CPython ends its own process with SIGINT at exit when the interrupt landed inside an
+    `eval` (as when a namedtuple is built during an import), even once it was handled. Every
+    committed write is already durable, so the exit skips the interpreter's clean-up; only the
+    logs and the output streams are flushed.
+    """
+    import contextlib
+
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(INTERRUPTED)
