@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -58,3 +60,21 @@ def test_a_missing_module_fails_at_first_use_with_import_error(module_dir: Path)
 
 def test_a_loaded_module_is_returned_as_itself() -> None:
     assert lazy_import("sys") is sys
+
+
+def test_threads_touching_it_at_once_all_see_the_whole_module(module_dir: Path) -> None:
+    """The TUI's workers may be the first to use a module, several at a time."""
+    (module_dir / "lazy_probe_c.py").write_text(
+        "import time\ntime.sleep(0.05)  # a slow import: the threads overlap inside it\n"
+        "def answer():\n    return 42\n"
+    )
+    probe = lazy_import("lazy_probe_c")
+    start = threading.Barrier(8)
+
+    def use() -> int:
+        start.wait()
+        return int(probe.answer())
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: use(), range(8)))
+    assert answers == [42] * 8
