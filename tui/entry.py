@@ -29,21 +29,25 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         _say_interrupted(args)
         code = INTERRUPTED
     if code == INTERRUPTED:
-        exit_interrupted()
+        _exit_interrupted()
     sys.exit(code)
 
 
 def _say_interrupted(args: list[str]) -> None:
+    """What `run` says of an interrupt, for one that came before `run` could."""
     if "--json" in args:
-        sys.stdout.write('{"error": "interrupted", "type": "Interrupted", "exit_code": 130}\n')
+        import json
+
+        error = {"error": "interrupted", "type": "Interrupted", "exit_code": INTERRUPTED}
+        sys.stdout.write(json.dumps(error) + "\n")
     sys.stderr.write("tiermem: error: interrupted\n")
 
 
-def exit_interrupted() -> NoReturn:
+def _exit_interrupted() -> NoReturn:
     """Exit an interrupted run with its documented code, not by the signal.
 
-    CPython ends its own process with SIGINT at exit when the interrupt landed inside an
-    `eval` (as when a namedtuple is built during an import), even once it was handled. Every
+    CPython was seen ending its own process with SIGINT at exit, after an interrupt that landed
+    inside an `eval` (a namedtuple being built during an import) had been handled. Every
     committed write is already durable, so the exit skips the interpreter's clean-up; only the
     logs and the output streams are flushed.
     """
