@@ -10,6 +10,9 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from tests.tui.conftest import make_app, settle
+from tests.tui.demo import NOW, FixedClock
+from tiermem.core.engine import Memory
+from tiermem.core.graph.store import GraphStore
 from tiermem.tui.app import TiermemApp
 from tiermem.tui.app.screens.graph import GraphScreen
 
@@ -76,5 +79,22 @@ def test_the_dashboard_counts_episodes_entities_and_relations(demo_home: Path) -
         line = str(app.screen.query_one("#tier-graph", Static).render())
         assert line.startswith("episodes 3 (3 to dream) · entities ")
         assert "relations 3" in line
+
+    drive(app, body)
+
+
+def test_an_entity_named_like_markup_is_listed_as_written(tmp_path: Path) -> None:
+    """Entity names come from what the agent was told: `[/]` in one is text, not markup."""
+    home = tmp_path / "home"
+    with Memory(home, clock=FixedClock(NOW)) as mem, mem.db.transaction():
+        GraphStore(mem.db, mem.agent_id).resolve("Team [/] Alpha", "org", NOW)
+    app = make_app(home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("7")
+        await settle(pilot)
+        table = app.screen.query_one("#entities", DataTable)
+        assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == ["Team [/] Alpha"]
+        assert detail(app).startswith("Team [/] Alpha")
 
     drive(app, body)

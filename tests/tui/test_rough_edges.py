@@ -225,3 +225,31 @@ def test_quit_stays_in_the_footer_at_80_columns_on_every_screen(demo_home: Path)
 
     drive(app, body, size=(80, 24))
     assert app.return_code == 0
+
+
+LITERAL_TEXTS = (
+    "the closing tag [/] belongs in the template",
+    "wrap it as [bold]loud[/bold] in the docs",
+    "the status emoji code is :smile: in chat",
+)
+
+
+def test_memories_that_look_like_markup_are_listed_as_written(tmp_path: Path) -> None:
+    """Memory text is data: the table shows `[/]`, `[bold]` and `:smile:` literally (a markup
+    parse would fail on the first, style the second and draw an emoji for the third)."""
+    home = tmp_path / "home"
+    with Memory(home, clock=FixedClock(NOW)) as mem:
+        for text in LITERAL_TEXTS:
+            mem.store(text, "notes/markup", 0.5)
+    app = make_app(home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("3")
+        await settle(pilot)
+        table = app.screen.query_one(MemoryTable)
+        shown = [str(table.get_row_at(i)[-1]) for i in range(table.row_count)]
+        rendered = [table._get_row_renderables(i).cells[-1] for i in range(table.row_count)]
+        assert sorted(shown) == sorted(LITERAL_TEXTS)
+        assert sorted(r.plain for r in rendered) == sorted(LITERAL_TEXTS)  # type: ignore[union-attr]
+
+    drive(app, body, size=(200, 34))  # wide enough that no text is cut short

@@ -128,3 +128,32 @@ def test_status_push_now_and_restore(
     with Memory(empty, clock=FixedClock(NOW)) as restored:
         assert [x.text for x in restored.hot().critical_lessons] == lessons
         assert curate.count_memories(restored) == memories
+
+
+def test_an_error_with_brackets_is_shown_as_written(sqld: SqldServer, tmp_path: Path) -> None:
+    """Errors quote the OS and the server (`[Errno 111]`, a stray `[/]`): the dashboard and the
+    Sync screen show them literally (a markup parse failed the app's first screen)."""
+    home = tmp_path / "home"
+    error = "[Errno 111] Connection refused [/] (server said [bold]no[/bold])"
+    with Memory(home, clock=FixedClock(NOW)) as mem:
+        mem.store("a fact to push", "notes", 0.5)
+        engine, _ = init_engine(mem, sqld.url, sqld.token)
+        engine.close()
+        with mem.db.transaction():
+            mem.db.execute(
+                "UPDATE sync_state SET last_error = ?, last_error_at = ? WHERE agent_id = ?",
+                (error, NOW, mem.agent_id),
+            )
+
+    async def look() -> None:
+        app = make_app(home)
+        async with app.run_test(size=(200, 34)) as pilot:
+            await settle(pilot)
+            dashboard = str(app.screen.query_one("#dash-sync", Static).render())
+            assert f"last error {error}" in dashboard
+            await pilot.press("6")
+            await settle(pilot)
+            state = str(app.screen.query_one("#sync-state", Static).render())
+            assert f"last error {error}" in state
+
+    asyncio.run(look())

@@ -168,7 +168,7 @@ class DashboardScreen(DataScreen[DashboardData]):
             + (f" + {s.pending_memories} memories" if s.pending_memories else "")
             + " · last push "
             f"{stamp(s.last_push)} · next retry {stamp(s.next_retry) if s.next_retry else '-'}\n"
-            f"last error {s.last_error or '-'} · conflicts {s.open_conflicts} open"
+            f"last error {escape(s.last_error or '-')} · conflicts {s.open_conflicts} open"
         )
         widest = max((w + c for _, w, c in data.categories), default=0) or 1
         self.query_one("#dash-categories", Static).update(

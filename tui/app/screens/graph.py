@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.markup import escape
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -93,7 +94,7 @@ class GraphScreen(DataScreen[GraphData]):
         table = self.query_one("#entities", DataTable)
         table.clear()
         for e in data.entities:
-            table.add_row(one_line(e.name, 28), e.kind, count(e.mentions), key=e.id)
+            table.add_row(Text(one_line(e.name, 28)), Text(e.kind), count(e.mentions), key=e.id)
         table.border_subtitle = (
             f"{count(len(data.entities))} entities · {count(data.relations)} relations · "
             f"{count(data.episodes)} episodes"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import msgspec
+from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -428,7 +429,7 @@ class MemoriesScreen(DataScreen[Page]):
             self.notify("this memory has no URL", severity="warning")
             return
         self.app.open_url(record.urls[0])
-        self.notify(f"opening {record.urls[0]}")
+        self.notify(f"opening {escape(record.urls[0])}")
 
     def action_undo(self) -> None:
         self.tiermem.perform(lambda mem: f"brought back {curate.undo_forget(mem).id}")

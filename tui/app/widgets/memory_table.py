@@ -86,13 +86,13 @@ class MemoryTable(DataTable[str | Text]):
             if m.id in self.rows:
                 continue
             self._rows.append(row)
-            self.add_row(
-                Text("●", style="bold") if row.listed.pinned else "",
+            self.add_row(  # Text cells: a memory is data, never markup or emoji codes
+                Text("●", style="bold") if row.listed.pinned else Text(""),
                 Text(m.tier, style=_TIER_STYLE.get(m.tier, "")),
-                f"{row.score:.2f}",
-                day(m.created_at),
-                one_line(m.category, CATEGORY_WIDTH),
-                one_line(m.text, self.columns[ColumnKey("text")].width),
+                Text(f"{row.score:.2f}"),
+                Text(day(m.created_at)),
+                Text(one_line(m.category, CATEGORY_WIDTH)),
+                Text(one_line(m.text, self.columns[ColumnKey("text")].width)),
                 key=m.id,
             )
 
