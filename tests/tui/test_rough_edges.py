@@ -253,3 +253,26 @@ def test_memories_that_look_like_markup_are_listed_as_written(tmp_path: Path) ->
         assert sorted(r.plain for r in rendered) == sorted(LITERAL_TEXTS)  # type: ignore[union-attr]
 
     drive(app, body, size=(200, 34))  # wide enough that no text is cut short
+
+
+def test_a_category_that_looks_like_markup_is_shown_as_written(tmp_path: Path) -> None:
+    """Category names may hold any printable text: the Tree screen shows `[bold]` and `:smile:`
+    as typed (they were taken for a style and an emoji)."""
+    home = tmp_path / "home"
+    with Memory(home, clock=FixedClock(NOW)) as mem:
+        mem.store("a fact in an odd category", "notes/[bold]odd :smile: x", 0.5)
+    app = make_app(home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("2")
+        await settle(pilot)
+        for key in ("down", "space"):  # onto `notes`, then open it
+            await pilot.press(key)
+            await settle(pilot)
+        tree = app.screen.query_one(Tree)
+        [notes] = tree.root.children
+        assert [str(child.label).split("  ")[0] for child in notes.children] == [
+            "[bold]odd-:smile:-x"
+        ]
+
+    drive(app, body)

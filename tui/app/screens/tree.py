@@ -7,6 +7,8 @@ import contextlib
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.markup import escape
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -50,9 +52,12 @@ def node_rows(memory: Memory, path: str) -> NodeRows:
     return NodeRows(path, rows, curate.count_memories(memory, category=category))
 
 
-def label(name: str, warm: int, cold: int, last: float | None) -> str:
-    when = f"  [dim]{day(last)}[/dim]" if last is not None else ""
-    return f"{name}  [b]{warm}[/b]w [dim]{cold}c[/dim]{when}"
+def label(name: str, warm: int, cold: int, last: float | None) -> Text:
+    """A node's line; a Text, so its name is shown as written (never markup or emoji codes)."""
+    text = Text.assemble(name, "  ", (str(warm), "bold"), "w ", (f"{cold}c", "dim"))
+    if last is not None:
+        text.append("  ").append(day(last), style="dim")
+    return text
 
 
 class TreeScreen(DataScreen[TreeIndex]):
@@ -162,7 +167,7 @@ class TreeScreen(DataScreen[TreeIndex]):
         shown = len(data.rows)
         more = f" (newest {shown}; m opens all in Memories)" if shown < data.total else ""
         self.query_one("#node-title", Static).update(
-            f"[b]{data.path or 'all memories'}[/b] · {count(data.total)} memories{more}"
+            f"[b]{escape(data.path or 'all memories')}[/b] · {count(data.total)} memories{more}"
         )
         table = self.query_one("#node-memories", MemoryTable)
         table.fill(data.rows, keep=table.current_id())
