@@ -144,6 +144,10 @@ def test_an_error_with_brackets_is_shown_as_written(sqld: SqldServer, tmp_path: 
                 "UPDATE sync_state SET last_error = ?, last_error_at = ? WHERE agent_id = ?",
                 (error, NOW, mem.agent_id),
             )
+            mem.db.execute(  # the same error in the history tab, as a failed push logs it
+                "INSERT INTO sync_log (agent_id, at, kind, note) VALUES (?, ?, 'error', ?)",
+                (mem.agent_id, NOW, error),
+            )
 
     async def look() -> None:
         app = make_app(home)
@@ -155,5 +159,8 @@ def test_an_error_with_brackets_is_shown_as_written(sqld: SqldServer, tmp_path: 
             await settle(pilot)
             state = str(app.screen.query_one("#sync-state", Static).render())
             assert f"last error {error}" in state
+            history = app.screen.query_one("#history", DataTable)
+            notes = [str(history.get_row_at(i)[-1]) for i in range(history.row_count)]
+            assert error[:59] + "…" in notes  # the tab cuts notes to 60 characters
 
     asyncio.run(look())

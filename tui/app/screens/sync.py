@@ -521,8 +521,9 @@ class SyncScreen(DataScreen[SyncView]):
         table = self.query_one(f"#{tab}", DataTable)
         keep = table.cursor_row
         table.clear()
-        for row in part.rows:
-            table.add_row(*cells(row), key=key(row) if key else None)
+        for row in part.rows:  # str cells become Text: names, notes and values are data, not markup
+            shown = (Text(c) if isinstance(c, str) else c for c in cells(row))
+            table.add_row(*shown, key=key(row) if key else None)
         if part.rows:
             table.move_cursor(row=min(keep, len(part.rows) - 1), animate=False)
 
