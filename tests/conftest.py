@@ -68,6 +68,21 @@ def mem(open_memory: MemoryFactory) -> Memory:
     return open_memory()
 
 
+@pytest.fixture(autouse=True)
+def _isolated_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test touches the host's keyring or inherits sync secrets from the shell: a keyring one
+    process finds usable may be missing in the child it starts (`tests/sync/test_secrets.py`
+    chooses the store on purpose)."""
+    monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
+    for name in (
+        "TIERMEM_SYNC_URL",
+        "TIERMEM_SYNC_TOKEN",
+        "TIERMEM_RECOVERY_KEY",
+        "TIERMEM_PASSPHRASE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
 # -- secrets: nothing the suite hands to tiermem as a secret may come out of it -------------------
 
 

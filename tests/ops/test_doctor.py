@@ -19,12 +19,6 @@ from tiermem.ops.doctor import FAIL, OK, WARN, local_checks
 from tiermem.tui.cli import run
 
 
-@pytest.fixture(autouse=True)
-def _file_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
-    monkeypatch.delenv("TIERMEM_SYNC_TOKEN", raising=False)
-
-
 @pytest.fixture
 def home(tmp_path: Path, driver: str) -> Path:
     root = tmp_path / "home"

@@ -148,9 +148,7 @@ def test_cli_daemon_and_tui_at_once(
     tmp_path: Path,
     seed: int,
     figures: Record,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
     seconds = env_int("TIERMEM_CONCURRENCY_SECONDS", 60)
     home = tmp_path / "home"
     with Memory(home) as mem, SyncEngine(mem, timeout=10.0) as engine:

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.conftest import Record, env_int
-from tests.sync.conftest import _isolated_secrets  # noqa: F401 (used by name)
 from tests.sync.helpers import init_engine
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
@@ -144,7 +143,6 @@ def push_interrupt_run(
 
 
 @pytest.mark.crash
-@pytest.mark.usefixtures("_isolated_secrets")  # secrets in files, whatever keyring the host has
 def test_ctrl_c_at_random_moments_of_a_push(
     sqld: SqldServer, tmp_path: Path, seed: int, figures: Record
 ) -> None:

@@ -85,7 +85,6 @@ def test_every_sync_command_with_sentinel_secrets(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     caplog.set_level(logging.DEBUG, logger=logs.LOGGER)  # the log file's set-up chose INFO
-    monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
     monkeypatch.setenv("TIERMEM_SYNC_TOKEN", sqld.token)
     monkeypatch.setenv("TIERMEM_RECOVERY_KEY", crypto.format_recovery_key(SENTINEL_RECOVERY_KEY))
     monkeypatch.setenv("TIERMEM_PASSPHRASE", SENTINEL_PASSPHRASE)
@@ -145,7 +144,6 @@ def test_the_log_file_of_a_daemon_run_holds_no_secret(
 ) -> None:
     """A daemon pushes, pulls, is refused by the server and stops, with every secret in the
     environment and a module logging one on purpose: the log has entries, none of them."""
-    monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
     monkeypatch.setenv("TIERMEM_SYNC_TOKEN", sqld.token)
     monkeypatch.setenv("TIERMEM_RECOVERY_KEY", crypto.format_recovery_key(SENTINEL_RECOVERY_KEY))
     monkeypatch.setenv("TIERMEM_PASSPHRASE", SENTINEL_PASSPHRASE)

@@ -124,10 +124,7 @@ def keep_bounded(mem: Memory) -> None:
 
 
 @pytest.mark.chaos
-def test_soak(
-    sqld: SqldServer, tmp_path: Path, seed: int, figures: Record, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
+def test_soak(sqld: SqldServer, tmp_path: Path, seed: int, figures: Record) -> None:
     seconds = env_int("TIERMEM_SOAK_SECONDS", 120)
     every = env_int("TIERMEM_SOAK_EVERY", 20)
     rng = random.Random(seed)

@@ -58,19 +58,6 @@ def table_name() -> str:
     return f"t_{uuid.uuid4().hex[:12]}"
 
 
-@pytest.fixture(autouse=True)
-def _isolated_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Sync tests never touch the user's keyring or inherit sync secrets from the shell."""
-    monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
-    for name in (
-        "TIERMEM_SYNC_URL",
-        "TIERMEM_SYNC_TOKEN",
-        "TIERMEM_RECOVERY_KEY",
-        "TIERMEM_PASSPHRASE",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def agent_id() -> str:
     """An agent id no other test uses (vaults on the shared sqld are per agent)."""

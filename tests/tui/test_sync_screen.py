@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Static, TabbedContent
 
-from tests.sync.conftest import _isolated_secrets, sqld
+from tests.sync.conftest import sqld
 from tests.sync.helpers import init_engine
 from tests.sync.sqld import SqldServer
 from tests.tui.conftest import make_app, settle
@@ -23,7 +23,7 @@ from tiermem.tui.app.screens.hot import HotScreen
 from tiermem.tui.app.screens.modals import FormModal
 from tiermem.tui.app.screens.sync import RestoreModal, SyncScreen
 
-__all__ = ["_isolated_secrets", "sqld"]  # the sync tests' fixtures, reused here
+__all__ = ["sqld"]  # the sync tests' fixture, reused here
 
 
 def test_status_push_now_and_restore(
