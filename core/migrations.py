@@ -922,14 +922,6 @@ MIGRATIONS: list[str] = [
         WHERE m.agent_id = old.agent_id AND m.id IN (old.a, old.b);
     END;
     """,
-    # 22: smaller files. Every memory sat in two tier indexes, about 85 bytes of its ~400; the
-    # archive is walked by rowid instead, and only the warm tier (the one read whole) keeps an
-    # index, a partial one, so a consolidated home indexes a few hundred rows.
-    """
-    DROP INDEX memories_tier;
-    DROP INDEX memories_created;
-    CREATE INDEX memories_warm ON memories (agent_id) WHERE tier = 'warm';
-    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -360,12 +360,9 @@ class MemoryStore:
     def in_tier(self, tier: Tier) -> list[MemoryRecord]:
         """Every row of one tier. Only for warm (bounded by its size limit) or for chunks of
         cold via `iter_tier`."""
-        if tier not in TIERS:
-            raise ValueError(f"no tier {tier!r}")
-        # The tier as a literal: only then can the planner use the warm tier's partial index.
         rows = self.db.query(
-            f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND tier = '{tier}' ORDER BY seq",
-            (self.agent_id,),
+            f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND tier = ? ORDER BY seq",
+            (self.agent_id, tier),
         )
         return [MemoryRecord.from_row(r) for r in rows]
 

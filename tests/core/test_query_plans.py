@@ -17,7 +17,7 @@ from tiermem.core.warm import NewFact
 
 _BY_KEYS = re.compile(r"\b(?:m\.)?(?:id|seq) IN \(\s*(?:'|\?|CAST|\d)", re.IGNORECASE)
 _WALK = re.compile(r"ORDER BY seq LIMIT", re.IGNORECASE)
-_TIER_INDEXES = ("memories_warm",)
+_TIER_INDEXES = ("memories_tier", "memories_created")
 
 
 def _plan(mem: Memory, sql: str, params: tuple[object, ...] = ()) -> str:

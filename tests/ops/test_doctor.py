@@ -96,8 +96,8 @@ def test_index_out_of_step_with_its_table(capsys, home: Path) -> None:
     con = sqlite3.connect(home / "tiermem.db")
     con.execute("PRAGMA writable_schema = ON")
     con.execute(
-        "UPDATE sqlite_master SET sql = replace(sql, \"'warm'\", \"'cold'\") "
-        "WHERE name = 'memories_warm'"
+        "UPDATE sqlite_master SET sql = replace(sql, '(agent_id, tier, category)', "
+        "'(agent_id, category, tier)') WHERE name = 'memories_tier'"
     )
     con.commit()
     con.close()
@@ -105,7 +105,7 @@ def test_index_out_of_step_with_its_table(capsys, home: Path) -> None:
     assert code == 1
     failed = {c["name"]: c["detail"] for c in doc["checks"] if c["verdict"] == FAIL}
     assert list(failed) == ["integrity"]
-    assert "memories_warm" in failed["integrity"] and "tiermem restore" in failed["integrity"]
+    assert "memories_tier" in failed["integrity"] and "tiermem restore" in failed["integrity"]
 
 
 def test_not_a_database(capsys, home: Path) -> None:
