@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.markup import escape
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -22,6 +21,7 @@ from tiermem.core.graph.store import Entity
 from tiermem.tui.app.messages import ActionFailed, describe_error
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.widgets.format import count, one_line
+from tiermem.tui.app.widgets.plain_table import PlainTable
 
 ENTITIES = 500
 
@@ -71,8 +71,7 @@ class GraphScreen(DataScreen[GraphData]):
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(classes="split", id="graph-body"):
-            table: DataTable[str] = DataTable(id="entities", cursor_type="row", zebra_stripes=True)
-            yield table
+            yield PlainTable(id="entities", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="entity-side"):
                 yield Static("[dim]no entities yet: conversations add them[/dim]", id="entity")
 
@@ -94,7 +93,7 @@ class GraphScreen(DataScreen[GraphData]):
         table = self.query_one("#entities", DataTable)
         table.clear()
         for e in data.entities:
-            table.add_row(Text(one_line(e.name, 28)), Text(e.kind), count(e.mentions), key=e.id)
+            table.add_row(one_line(e.name, 28), e.kind, count(e.mentions), key=e.id)
         table.border_subtitle = (
             f"{count(len(data.entities))} entities · {count(data.relations)} relations · "
             f"{count(data.episodes)} episodes"

@@ -37,6 +37,7 @@ from tiermem.tui.app.messages import ActionDone, ActionFailed, describe_error
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.modals import Field, FormModal
 from tiermem.tui.app.widgets.format import one_line, stamp
+from tiermem.tui.app.widgets.plain_table import PlainTable
 
 if TYPE_CHECKING:
     from tiermem.sync.devices import DeviceInfo
@@ -367,7 +368,7 @@ class SyncScreen(DataScreen[SyncView]):
                 for tab in TABS:
                     with TabPane(tab.title(), id=f"tab-{tab}"):
                         yield Static("", id=f"{tab}-note", classes="tab-note")
-                        yield DataTable(id=tab, cursor_type="row", zebra_stripes=True)
+                        yield PlainTable(id=tab, cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         self.query_one("#sync-state").border_title = "Sync"
@@ -521,9 +522,8 @@ class SyncScreen(DataScreen[SyncView]):
         table = self.query_one(f"#{tab}", DataTable)
         keep = table.cursor_row
         table.clear()
-        for row in part.rows:  # str cells become Text: names, notes and values are data, not markup
-            shown = (Text(c) if isinstance(c, str) else c for c in cells(row))
-            table.add_row(*shown, key=key(row) if key else None)
+        for row in part.rows:
+            table.add_row(*cells(row), key=key(row) if key else None)
         if part.rows:
             table.move_cursor(row=min(keep, len(part.rows) - 1), animate=False)
 

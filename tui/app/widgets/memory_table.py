@@ -9,11 +9,11 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
 from tiermem.core.curate import Listed
 from tiermem.tui.app.widgets.format import day, one_line
+from tiermem.tui.app.widgets.plain_table import PlainTable
 
 TEXT_WIDTH = 56
 CATEGORY_WIDTH = 16
@@ -25,7 +25,7 @@ class MemoryRow:
     score: float
 
 
-class MemoryTable(DataTable[str | Text]):
+class MemoryTable(PlainTable):
     """Rows keyed by memory id: pin, tier, score, created, category, text."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -86,13 +86,13 @@ class MemoryTable(DataTable[str | Text]):
             if m.id in self.rows:
                 continue
             self._rows.append(row)
-            self.add_row(  # Text cells: a memory is data, never markup or emoji codes
-                Text("●", style="bold") if row.listed.pinned else Text(""),
+            self.add_row(
+                Text("●", style="bold") if row.listed.pinned else "",
                 Text(m.tier, style=_TIER_STYLE.get(m.tier, "")),
-                Text(f"{row.score:.2f}"),
-                Text(day(m.created_at)),
-                Text(one_line(m.category, CATEGORY_WIDTH)),
-                Text(one_line(m.text, self.columns[ColumnKey("text")].width)),
+                f"{row.score:.2f}",
+                day(m.created_at),
+                one_line(m.category, CATEGORY_WIDTH),
+                one_line(m.text, self.columns[ColumnKey("text")].width),
                 key=m.id,
             )
 
