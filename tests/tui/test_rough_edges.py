@@ -11,21 +11,30 @@ from pathlib import Path
 
 from textual.command import CommandList
 from textual.pilot import Pilot
-from textual.widgets import Static, Tree
+from textual.widgets import Select, Static, Tree
 from textual.widgets._footer import FooterKey
+from textual.widgets._select import SelectOverlay
+from textual.widgets._toast import Toast
 
 from tests.tui.conftest import make_app, settle
 from tests.tui.demo import NOW, FixedClock
+from tests.tui.test_app import fill_form
 from tiermem.core.engine import Memory
 from tiermem.tui.app import TiermemApp
+from tiermem.tui.app.screens.sync import RestoreModal
 from tiermem.tui.app.widgets.memory_table import MemoryTable
 
 Body = Callable[[Pilot[None]], Awaitable[None]]
 
 
-def drive(app: TiermemApp, body: Body, size: tuple[int, int] = (110, 34)) -> None:
+def drive(
+    app: TiermemApp, body: Body, size: tuple[int, int] = (110, 34), notifications: bool = False
+) -> None:
+    """`notifications=True` shows the toasts as a user sees them (Pilot hides them by default,
+    so a toast that cannot render would go unnoticed)."""
+
     async def main() -> None:
-        async with app.run_test(size=size) as pilot:
+        async with app.run_test(size=size, notifications=notifications) as pilot:
             await settle(pilot)
             await body(pilot)
 
@@ -274,5 +283,116 @@ def test_a_category_that_looks_like_markup_is_shown_as_written(tmp_path: Path) -
         assert [str(child.label).split("  ")[0] for child in notes.children] == [
             "[bold]odd-:smile:-x"
         ]
+
+    drive(app, body)
+
+
+def _toasts(app: TiermemApp) -> list[str]:
+    """What the visible toasts say, as rendered."""
+    return [str(toast.render().plain) for toast in app.screen.query(Toast)]
+
+
+def test_an_error_quoting_what_was_typed_is_shown_as_written(demo_home: Path) -> None:
+    """Notifications quote input, errors and paths: `[/]` typed as the importance used to crash
+    the app when its error toast was drawn (Textual read it as a closing tag)."""
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("3")
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        await fill_form(
+            pilot, {"text": "a fact", "category": "notes", "importance": "[/] :smile: [bold]x"}
+        )
+        await pilot.pause(0.2)
+        assert any("got '[/] :smile: [bold]x'" in toast for toast in _toasts(app)), _toasts(app)
+        app.save_screenshot(str(demo_home / "shot.svg"))  # draws every toast
+
+    drive(app, body, notifications=True)
+    assert app.return_code in (None, 0)
+
+
+def test_a_restore_of_an_agent_named_like_markup_shows_its_name(demo_home: Path) -> None:
+    """The restore dialog's title quotes the agent as typed (it crashed on `[/]`)."""
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("6")
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        await fill_form(pilot, {"url": "http://127.0.0.1:9", "agent": "odd[/]agent"})
+        modal = app.screen
+        assert isinstance(modal, RestoreModal)
+        dialog = modal.query_one(".dialog")
+        assert dialog.border_title is not None
+        assert "Restore 'odd[/]agent'" in str(dialog._border_title.plain)  # type: ignore[union-attr]
+        await pilot.pause(0.2)
+        app.save_screenshot(str(demo_home / "shot.svg"))
+        assert _toasts(app), "the failed restore says why"
+
+    drive(app, body, notifications=True)
+    assert app.return_code in (None, 0)
+
+
+def test_the_palette_shows_memories_and_nodes_that_look_like_markup_as_written(
+    tmp_path: Path,
+) -> None:
+    """A palette hit quotes a memory, its category and a tree node's path: `[/]` in one
+    crashed the palette as the hit was drawn."""
+    home = tmp_path / "home"
+    with Memory(home, clock=FixedClock(NOW)) as mem:
+        mem.store("the closing tag [/] belongs in the template", "notes/[bold]odd[/]", 0.5)
+    app = make_app(home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await _palette(pilot, "closing tag")
+        options = app.screen.query_one(CommandList)
+        lines = [
+            "".join(s.text for s in options.render_line(y)) for y in range(options.size.height)
+        ]
+        shown = "\n".join(lines)
+        assert "the closing tag [/] belongs" in shown, shown
+        assert "notes/[bold]odd[/]" in shown, shown
+
+    drive(app, body, size=(160, 40))
+
+
+def test_a_category_that_looks_like_markup_is_offered_as_written(tmp_path: Path) -> None:
+    """The Memories screen's category filter lists every category as written (`[bold]` in one
+    was taken for a style: the filter offered `notes/odd[`)."""
+    home = tmp_path / "home"
+    with Memory(home, clock=FixedClock(NOW)) as mem:
+        mem.store("a fact in an odd category", "notes/[bold]odd[/]", 0.5)
+    app = make_app(home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("3")
+        await settle(pilot)
+        category = app.screen.query_one("#category", Select)
+        category.focus()
+        await pilot.press("enter")  # open the list
+        await settle(pilot)
+        overlay = category.query_one(SelectOverlay)
+        lines = [
+            "".join(s.text for s in overlay.render_line(y)) for y in range(overlay.size.height)
+        ]
+        assert any("notes/[bold]odd[/]" in line for line in lines), lines
+
+    drive(app, body, size=(160, 40))
+
+
+def test_a_search_typed_with_brackets_is_quoted_as_written(demo_home: Path) -> None:
+    """The status line quotes the search: typing `[/]` crashed the Memories screen."""
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("3")
+        await settle(pilot)
+        await pilot.press("slash", *"deploy [/] [bold]x")
+        await settle(pilot)
+        status = str(app.screen.query_one("#mem-status", Static).render())
+        assert "for 'deploy [/] [bold]x'" in status, status
 
     drive(app, body)

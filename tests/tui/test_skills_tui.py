@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import OptionList, Static
 
 from tests.tui.conftest import make_app, settle
 from tests.tui.test_app import drive, goto, keys, open_home
@@ -94,5 +94,19 @@ def test_the_detail_pane_shows_tags_and_links(demo_home: Path) -> None:
         await settle(pilot)
         text = str(app.screen.query_one("#detail-main", Static).render())
         assert "tags keys" in text and f"linked to {b}" in text
+
+    drive(app, body)
+
+
+def test_the_list_shows_each_skills_status_and_name_as_written(demo_home: Path) -> None:
+    """`[proposed]` is data, not a style tag (a markup parse dropped it from the line)."""
+    name = propose(demo_home)
+    app = make_app(demo_home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await goto(pilot, "K")
+        listing = app.screen.query_one(OptionList)
+        line = "".join(segment.text for segment in listing.render_line(0))
+        assert f"[proposed] {name} (" in line, line
 
     drive(app, body)

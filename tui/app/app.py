@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import get_current_worker
@@ -138,6 +139,19 @@ class TiermemApp(App[None]):
             self.register_theme(theme)
         if DARK in self.available_themes:
             self.theme = DARK
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification is plain text, whatever the caller asked: they quote what was
+        typed, errors, paths and ids, where a `[/]` would crash the app as markup."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     # -- opening memories (always in a worker) ---------------------------------------------
 

@@ -1,5 +1,7 @@
 """The command palette also finds memories (by the read-only retrieval of the Memories screen)
-and tree nodes; choosing one opens it on its screen. Commands come from the app's own list."""
+and tree nodes; choosing one opens it on its screen. Commands come from the app's own list.
+A hit quotes memory text, categories and node descriptions: all of it is shown as written,
+never read as markup."""
 
 from __future__ import annotations
 
@@ -7,7 +9,10 @@ import asyncio
 from functools import partial
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from textual.command import Hit, Hits, Provider
+from textual.content import Content
+from textual.fuzzy import Matcher
 
 from tiermem.core.engine import Memory
 from tiermem.tui.app.screens.memories import MemoriesScreen, search_as_you_type
@@ -33,9 +38,10 @@ class MemoryProvider(Provider):
             if score > 0:
                 yield Hit(
                     score,
-                    matcher.highlight(f"Tree: {path}"),
+                    highlight(matcher, f"Tree: {path}"),
                     partial(self._open_node, path),
-                    help=node.description or None,
+                    text=f"Tree: {path}",
+                    help=escape(node.description) or None,
                 )
         result = await asyncio.to_thread(search_as_you_type, memory, query, None, None)
         for rank, hit in enumerate(result.hits[:MEMORY_HITS]):
@@ -43,9 +49,10 @@ class MemoryProvider(Provider):
             shown = text if len(text) <= 70 else text[:69] + "…"
             yield Hit(
                 0.9 - rank * 0.05,
-                f"Memory: {shown}",
+                Content(f"Memory: {shown}"),
                 partial(self._open_memory, hit.memory.text),
-                help=f"{hit.memory.category} · {hit.memory.tier}",
+                text=f"Memory: {shown}",
+                help=escape(f"{hit.memory.category} · {hit.memory.tier}"),
             )
 
     async def _open_node(self, path: str) -> None:
@@ -57,3 +64,14 @@ class MemoryProvider(Provider):
         await self.app.switch_mode("memories")
         if isinstance(self.app.screen, MemoriesScreen):
             self.app.screen.search_for(text)
+
+
+def highlight(matcher: Matcher, candidate: str) -> Content:
+    """`matcher.highlight` for text that is data: the same marks, but `candidate` is taken as
+    written (the matcher's own reads it as markup)."""
+    content = Content(candidate)
+    _, offsets = matcher.fuzzy_search.match(matcher.query, candidate)
+    for offset in offsets:
+        if not candidate[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content

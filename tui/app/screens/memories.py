@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import msgspec
-from rich.markup import escape
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -187,7 +187,7 @@ class MemoriesScreen(DataScreen[Page]):
         with Horizontal(id="mem-body", classes="split"):
             with Vertical(id="mem-left"):
                 yield MemoryTable(id="memories")
-                yield Static("…", id="mem-status")
+                yield Static("…", id="mem-status", markup=False)  # quotes the search as typed
             yield MemoryDetail(id="detail", classes="panel")
 
     def on_mount(self) -> None:
@@ -247,7 +247,9 @@ class MemoriesScreen(DataScreen[Page]):
             self._categories = data.categories
             current = category.value
             with self.prevent(Select.Changed):
-                category.set_options([("all categories", ANY), *((c, c) for c in data.categories)])
+                category.set_options(
+                    [("all categories", ANY), *((Text(c), c) for c in data.categories)]
+                )
                 category.value = current if current in data.categories else ANY
         agent = self.query_one("#agent-filter", Select)
         if data.agents != self._agents:
@@ -332,7 +334,7 @@ class MemoriesScreen(DataScreen[Page]):
         select = self.query_one("#category", Select)
         if category and category not in self._categories:
             self._categories = [*self._categories, category]
-            select.set_options([("all categories", ANY), *((c, c) for c in self._categories)])
+            select.set_options([("all categories", ANY), *((Text(c), c) for c in self._categories)])
         select.value = category or ANY
 
     def search_for(self, text: str) -> None:
@@ -429,7 +431,7 @@ class MemoriesScreen(DataScreen[Page]):
             self.notify("this memory has no URL", severity="warning")
             return
         self.app.open_url(record.urls[0])
-        self.notify(f"opening {escape(record.urls[0])}")
+        self.notify(f"opening {record.urls[0]}")
 
     def action_undo(self) -> None:
         self.tiermem.perform(lambda mem: f"brought back {curate.undo_forget(mem).id}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -59,7 +60,10 @@ class SkillsModal(ModalScreen[None]):
         keep = listing.highlighted
         listing.clear_options()
         listing.add_options(
-            [Option(f"[{s.status}] {s.name} ({s.conversations} conversations)") for s in found]
+            [
+                Option(Text(f"[{s.status}] {s.name} ({s.conversations} conversations)"))
+                for s in found
+            ]
             or [Option("no skills yet: they are proposed when conversations repeat actions")]
         )
         if found:

@@ -287,7 +287,7 @@ class RestoreModal(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog") as dialog:
-            dialog.border_title = f"Restore {self.values['agent'].strip()!r}"
+            dialog.border_title = Text(f"Restore {self.values['agent'].strip()!r}")  # as typed
             yield ProgressBar(total=None, show_eta=False, id="progress")
             yield Static("connecting…", id="stage", markup=False)
             yield Static("", id="report", markup=False)
