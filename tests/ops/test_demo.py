@@ -117,7 +117,7 @@ def test_the_tui_shows_the_demo(demo_home: Path) -> None:
     seen: dict[str, object] = {}
 
     async def main() -> None:
-        async with app.run_test(size=(120, 40)) as pilot:
+        async with app.run_test(size=(120, 40), notifications=True) as pilot:
             await settle(pilot)
             for key in "123456":
                 await pilot.press(key)

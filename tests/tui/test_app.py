@@ -45,8 +45,11 @@ Body = Callable[[Pilot[None]], Awaitable[None]]
 
 
 def drive(app: TiermemApp, body: Body, size: tuple[int, int] = (110, 34)) -> None:
+    """Run `body` against the app with its toasts shown as a user sees them (Pilot hides them
+    by default, so a notification that cannot be drawn would pass unnoticed)."""
+
     async def main() -> None:
-        async with app.run_test(size=size) as pilot:
+        async with app.run_test(size=size, notifications=True) as pilot:
             await settle(pilot)
             await body(pilot)
 

@@ -3,7 +3,6 @@ time spans and the memories and episodes that mention it; the dashboard counts t
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from textual.pilot import Pilot
@@ -11,19 +10,11 @@ from textual.widgets import DataTable, Static
 
 from tests.tui.conftest import make_app, settle
 from tests.tui.demo import NOW, FixedClock
+from tests.tui.test_app import drive
 from tiermem.core.engine import Memory
 from tiermem.core.graph.store import GraphStore
 from tiermem.tui.app import TiermemApp
 from tiermem.tui.app.screens.graph import GraphScreen
-
-
-def drive(app: TiermemApp, body: object, size: tuple[int, int] = (120, 40)) -> None:
-    async def main() -> None:
-        async with app.run_test(size=size) as pilot:
-            await settle(pilot)
-            await body(pilot)  # type: ignore[operator]
-
-    asyncio.run(main())
 
 
 def detail(app: TiermemApp) -> str:
@@ -53,7 +44,7 @@ def test_key_7_lists_entities_and_moving_down_shows_the_next_ones_relations(
         )
         assert "episodes (1)" in shown and "memories (" in shown
 
-    drive(app, body)
+    drive(app, body, size=(120, 40))
 
 
 def test_the_owners_relation_shows_its_time_span(demo_home: Path) -> None:
@@ -69,7 +60,7 @@ def test_the_owners_relation_shows_its_time_span(demo_home: Path) -> None:
         await settle(pilot)
         assert "User → lives_in → Paris (since 2026-01-01)" in detail(app)
 
-    drive(app, body)
+    drive(app, body, size=(120, 40))
 
 
 def test_the_dashboard_counts_episodes_entities_and_relations(demo_home: Path) -> None:
@@ -80,7 +71,7 @@ def test_the_dashboard_counts_episodes_entities_and_relations(demo_home: Path) -
         assert line.startswith("episodes 3 (3 to dream) · entities ")
         assert "relations 3" in line
 
-    drive(app, body)
+    drive(app, body, size=(120, 40))
 
 
 def test_an_entity_named_like_markup_is_listed_as_written(tmp_path: Path) -> None:
@@ -97,4 +88,4 @@ def test_an_entity_named_like_markup_is_listed_as_written(tmp_path: Path) -> Non
         assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == ["Team [/] Alpha"]
         assert detail(app).startswith("Team [/] Alpha")
 
-    drive(app, body)
+    drive(app, body, size=(120, 40))

@@ -42,7 +42,7 @@ def run(home: Path, fmt: str, path: str) -> list[str]:
                 break
 
     async def main() -> None:
-        async with app.run_test(size=(110, 34)) as pilot:
+        async with app.run_test(size=(110, 34), notifications=True) as pilot:
             await body(pilot)
 
     asyncio.run(main())

@@ -3,10 +3,8 @@ for another agent."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from textual.command import CommandList
@@ -18,27 +16,11 @@ from textual.widgets._toast import Toast
 
 from tests.tui.conftest import make_app, settle
 from tests.tui.demo import NOW, FixedClock
-from tests.tui.test_app import fill_form
+from tests.tui.test_app import drive, fill_form
 from tiermem.core.engine import Memory
 from tiermem.tui.app import TiermemApp
 from tiermem.tui.app.screens.sync import RestoreModal
 from tiermem.tui.app.widgets.memory_table import MemoryTable
-
-Body = Callable[[Pilot[None]], Awaitable[None]]
-
-
-def drive(
-    app: TiermemApp, body: Body, size: tuple[int, int] = (110, 34), notifications: bool = False
-) -> None:
-    """`notifications=True` shows the toasts as a user sees them (Pilot hides them by default,
-    so a toast that cannot render would go unnoticed)."""
-
-    async def main() -> None:
-        async with app.run_test(size=size, notifications=notifications) as pilot:
-            await settle(pilot)
-            await body(pilot)
-
-    asyncio.run(main())
 
 
 def test_the_chosen_theme_is_remembered_in_the_home(demo_home: Path) -> None:
@@ -309,7 +291,7 @@ def test_an_error_quoting_what_was_typed_is_shown_as_written(demo_home: Path) ->
         assert any("got '[/] :smile: [bold]x'" in toast for toast in _toasts(app)), _toasts(app)
         app.save_screenshot(str(demo_home / "shot.svg"))  # draws every toast
 
-    drive(app, body, notifications=True)
+    drive(app, body)
     assert app.return_code in (None, 0)
 
 
@@ -332,7 +314,7 @@ def test_a_restore_of_an_agent_named_like_markup_shows_its_name(demo_home: Path)
         app.save_screenshot(str(demo_home / "shot.svg"))
         assert _toasts(app), "the failed restore says why"
 
-    drive(app, body, notifications=True)
+    drive(app, body)
     assert app.return_code in (None, 0)
 
 

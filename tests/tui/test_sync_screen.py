@@ -42,7 +42,7 @@ def test_status_push_now_and_restore(
 
     async def push() -> None:
         app = make_app(demo_home)
-        async with app.run_test(size=(110, 34)) as pilot:
+        async with app.run_test(size=(110, 34), notifications=True) as pilot:
             await settle(pilot)
             await pilot.press("6")
             await settle(pilot)
@@ -89,7 +89,7 @@ def test_status_push_now_and_restore(
 
     async def restore() -> None:
         app = make_app(empty)
-        async with app.run_test(size=(110, 34)) as pilot:
+        async with app.run_test(size=(110, 34), notifications=True) as pilot:
             await settle(pilot)
             await pilot.press("ctrl+p")  # the restore flow is in the palette too
             await pilot.pause()
@@ -151,7 +151,7 @@ def test_an_error_with_brackets_is_shown_as_written(sqld: SqldServer, tmp_path: 
 
     async def look() -> None:
         app = make_app(home)
-        async with app.run_test(size=(200, 34)) as pilot:
+        async with app.run_test(size=(200, 34), notifications=True) as pilot:
             await settle(pilot)
             dashboard = str(app.screen.query_one("#dash-sync", Static).render())
             assert f"last error {error}" in dashboard
