@@ -300,3 +300,34 @@ def test_an_error_raised_while_ctrl_c_is_handled_is_reported_as_the_interruption
     monkeypatch.setattr(Home, "memory_md", interrupted_clean_up)
     code, _, err = cli(capsys, home, "hot")
     assert code == 130 and err.strip() == "tiermem: error: interrupted"
+
+
+CONTROLS = "evil \x1b[2J\x1b]0;owned\x07 \x1b[31mred\x1b[0m \u202ereversed about deploys"
+
+
+def test_stored_control_characters_never_reach_the_terminal(tmp_path: Path) -> None:
+    """A memory may hold escape sequences (pasted from a web page, written by an agent): the
+    human output of the real command shows them as escapes, so printing a memory cannot clear
+    the screen, retitle the window or reorder a line; `--json` keeps the text exact."""
+    env = {**os.environ, "TIERMEM_HOME": str(tmp_path / "home")}
+    base = [sys.executable, "-m", "tiermem.tui"]
+    stored = subprocess.run(
+        [*base, "store", "--text", CONTROLS, "--category", "notes"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert stored.returncode == 0, stored.stderr
+    shown = subprocess.run([*base, "retrieve", "deploys"], env=env, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    for char in "\x1b\x07\u202e":
+        assert char not in shown.stdout + stored.stdout, repr(shown.stdout)
+    assert "evil \\x1b[2J\\x1b]0;owned\\x07 \\x1b[31mred" in shown.stdout
+    exact = subprocess.run(
+        [*base, "--json", "retrieve", "deploys"], env=env, capture_output=True, text=True
+    )
+    assert json.loads(exact.stdout)["results"][0]["text"] == CONTROLS
+    refused = subprocess.run(
+        [*base, "retrieve", "x", "--tier", "\x1b[2Jwarm"], env=env, capture_output=True, text=True
+    )
+    assert refused.returncode != 0 and "\x1b" not in refused.stderr, repr(refused.stderr)

@@ -9,7 +9,9 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from tests.tui.conftest import make_app, settle
-from tests.tui.test_app import drive, goto, keys, open_home, select_row
+from tests.tui.demo import NOW, FixedClock
+from tests.tui.test_app import drive, fill_form, goto, keys, open_home, select_row
+from tiermem.core.engine import Memory
 from tiermem.tui.app.screens.hot import HotScreen
 from tiermem.tui.app.screens.modals import FormModal
 
@@ -87,3 +89,26 @@ def test_empty_hot_memory_says_updated_never(tmp_path: Path) -> None:
         assert "1970" not in app.screen.markdown
 
     drive(app, body)
+
+
+def test_a_field_shown_with_escapes_keeps_its_text_unless_edited(tmp_path: Path) -> None:
+    """The edit form shows a memory's control characters as escapes (they would reach the
+    terminal); changing only the importance saves the text exactly as it was."""
+    home = tmp_path / "home"
+    text = "beep \x07 and \x1b[31mred\x1b[0m after the deploy"
+    with Memory(home, clock=FixedClock(NOW)) as mem:
+        memory_id = mem.store(text, "notes", 0.5).id
+    app = make_app(home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await goto(pilot, "3")
+        await goto(pilot, "e")
+        area = app.screen.query_one("#f-text", TextArea)
+        assert "\x1b" not in area.text and "\\x1b[31mred" in area.text
+        await fill_form(pilot, {"importance": "0.9"})
+        await settle(pilot)
+
+    drive(app, body)
+    with open_home(home) as mem:
+        saved = mem.memories.get(memory_id)
+    assert saved.text == text and saved.importance == 0.9

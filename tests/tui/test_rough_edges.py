@@ -378,3 +378,29 @@ def test_a_search_typed_with_brackets_is_quoted_as_written(demo_home: Path) -> N
         assert "for 'deploy [/] [bold]x'" in status, status
 
     drive(app, body)
+
+
+def test_everyday_brackets_in_a_memory_are_shown_as_written(tmp_path: Path) -> None:
+    """An unclosed `[` (`the list [1, 2`) is ordinary text: Rich's escape left it alone and
+    Textual read it as the start of a tag, so the Memories screen crashed drawing the detail
+    panel, and the dashboard drawing its latest memories."""
+    home = tmp_path / "home"
+    texts = ("the list [1, 2 is unfinished", "a path ends in C:\\", "TODO [ ] ship it")
+    with Memory(home, clock=FixedClock(NOW)) as mem:
+        for text in texts:
+            mem.store(text, "notes", 0.5)
+    app = make_app(home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        latest = str(app.screen.query_one("#dash-latest", Static).render())
+        assert all(text in latest for text in texts), latest
+        await pilot.press("3")
+        await settle(pilot)
+        seen = []
+        for _ in texts:
+            seen.append(str(app.screen.query_one("#detail-main", Static).render()))
+            await pilot.press("down")
+            await settle(pilot)
+        assert all(any(text in shown for shown in seen) for text in texts), seen
+
+    drive(app, body, size=(160, 40))

@@ -25,6 +25,7 @@ from tiermem.core import hygiene
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
 from tiermem.core.paths import DEFAULT_AGENT
+from tiermem.core.printable import printable
 from tiermem.tui.app.messages import (
     ActionDone,
     ActionFailed,
@@ -150,8 +151,15 @@ class TiermemApp(App[None]):
         markup: bool = True,
     ) -> None:
         """Every notification is plain text, whatever the caller asked: they quote what was
-        typed, errors, paths and ids, where a `[/]` would crash the app as markup."""
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+        typed, errors, paths and ids, where a `[/]` would crash the app as markup (and a
+        control character would reach the terminal)."""
+        super().notify(
+            printable(message),
+            title=printable(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     # -- opening memories (always in a worker) ---------------------------------------------
 

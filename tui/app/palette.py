@@ -9,7 +9,6 @@ import asyncio
 from functools import partial
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
 from textual.command import Hit, Hits, Provider
 from textual.content import Content
 from textual.fuzzy import Matcher
@@ -17,6 +16,7 @@ from textual.fuzzy import Matcher
 from tiermem.core.engine import Memory
 from tiermem.tui.app.screens.memories import MemoriesScreen, search_as_you_type
 from tiermem.tui.app.screens.tree import TreeScreen
+from tiermem.tui.app.widgets.format import literal, printable
 
 if TYPE_CHECKING:
     from tiermem.core.tree import TreeIndex
@@ -41,18 +41,18 @@ class MemoryProvider(Provider):
                     highlight(matcher, f"Tree: {path}"),
                     partial(self._open_node, path),
                     text=f"Tree: {path}",
-                    help=escape(node.description) or None,
+                    help=literal(node.description) or None,
                 )
         result = await asyncio.to_thread(search_as_you_type, memory, query, None, None)
         for rank, hit in enumerate(result.hits[:MEMORY_HITS]):
-            text = " ".join(hit.memory.text.split())
+            text = printable(" ".join(hit.memory.text.split()))
             shown = text if len(text) <= 70 else text[:69] + "…"
             yield Hit(
                 0.9 - rank * 0.05,
                 Content(f"Memory: {shown}"),
                 partial(self._open_memory, hit.memory.text),
                 text=f"Memory: {shown}",
-                help=escape(f"{hit.memory.category} · {hit.memory.tier}"),
+                help=literal(f"{hit.memory.category} · {hit.memory.tier}"),
             )
 
     async def _open_node(self, path: str) -> None:

@@ -17,6 +17,7 @@ import click
 from tiermem.core.environment import environment
 from tiermem.core.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, TiermemError
 from tiermem.core.paths import DEFAULT_AGENT
+from tiermem.core.printable import printable
 from tiermem.tui.cli.argv import check_utf8, hoist_globals
 from tiermem.tui.cli.lazy import LazyGroup
 from tiermem.tui.cli.options import Options
@@ -105,5 +106,5 @@ def _fail(args: list[str], message: str, code: int, kind: str) -> int:
     message = " ".join(message.split())
     if "--json" in args:
         sys.stdout.write(json.dumps({"error": message, "type": kind, "exit_code": code}) + "\n")
-    sys.stderr.write(f"tiermem: error: {message}\n")
+    sys.stderr.write(f"tiermem: error: {printable(message)}\n")
     return code

@@ -18,6 +18,7 @@ from tiermem.core.environment import SESSION
 from tiermem.core.errors import StorageError
 from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import default_home
+from tiermem.core.printable import printable
 
 if TYPE_CHECKING:
     import msgspec
@@ -102,7 +103,7 @@ def emit(opts: Options, payload: dict[str, Any], text: str | Callable[[], str]) 
     if opts.json:
         sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=_json_default) + "\n")
     else:
-        sys.stdout.write((text() if callable(text) else text).rstrip("\n") + "\n")
+        sys.stdout.write(printable(text() if callable(text) else text).rstrip("\n") + "\n")
 
 
 def _json_default(value: Any) -> Any:

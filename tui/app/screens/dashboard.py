@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.markup import escape
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
@@ -18,7 +17,7 @@ from tiermem.core.scoring import DAY
 from tiermem.core.warm import MemoryRecord
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.sync import SyncView, sync_view
-from tiermem.tui.app.widgets.format import compact, count, day, kib, one_line, spark, stamp
+from tiermem.tui.app.widgets.format import compact, count, day, kib, literal, one_line, spark, stamp
 from tiermem.tui.app.widgets.gauge import Gauge
 
 
@@ -168,12 +167,12 @@ class DashboardScreen(DataScreen[DashboardData]):
             + (f" + {s.pending_memories} memories" if s.pending_memories else "")
             + " · last push "
             f"{stamp(s.last_push)} · next retry {stamp(s.next_retry) if s.next_retry else '-'}\n"
-            f"last error {escape(s.last_error or '-')} · conflicts {s.open_conflicts} open"
+            f"last error {literal(s.last_error or '-')} · conflicts {s.open_conflicts} open"
         )
         widest = max((w + c for _, w, c in data.categories), default=0) or 1
         self.query_one("#dash-categories", Static).update(
             "\n".join(
-                f"{escape(one_line(path, 14)):<14} {w + c:>6,}  "
+                f"{literal(one_line(path, 14)):<14} {w + c:>6,}  "
                 f"[$success]{'█' * round(w / widest * 16)}[/][dim]{'█' * round(c / widest * 16)}[/]"
                 for path, w, c in data.categories
             )
@@ -183,7 +182,7 @@ class DashboardScreen(DataScreen[DashboardData]):
         )
         self.query_one("#dash-latest", Static).update(
             "\n".join(
-                f"[dim]{day(m.created_at)}[/dim] {escape(one_line(m.text, 120))}"
+                f"[dim]{day(m.created_at)}[/dim] {literal(one_line(m.text, 120))}"
                 for m in data.latest
             )
             or "[dim]nothing stored yet: s stores a memory[/dim]"

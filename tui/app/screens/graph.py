@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -20,7 +19,7 @@ from tiermem.core.graph import view
 from tiermem.core.graph.store import Entity
 from tiermem.tui.app.messages import ActionFailed, describe_error
 from tiermem.tui.app.screens.base import DataScreen
-from tiermem.tui.app.widgets.format import count, one_line
+from tiermem.tui.app.widgets.format import count, literal, one_line
 from tiermem.tui.app.widgets.plain_table import PlainTable
 
 ENTITIES = 500
@@ -41,22 +40,22 @@ class EntityLoaded(Message, bubble=False):
 
 def entity_text(data: dict[str, Any]) -> str:
     """The detail pane: relations with spans, then what mentions the entity."""
-    lines = [f"[b]{escape(data['name'])}[/b] [dim]{data['kind']} · {data['id']}[/dim]"]
+    lines = [f"[b]{literal(data['name'])}[/b] [dim]{data['kind']} · {data['id']}[/dim]"]
     if data["aliases"]:
-        lines.append("[dim]also[/dim] " + escape(", ".join(data["aliases"])))
+        lines.append("[dim]also[/dim] " + literal(", ".join(data["aliases"])))
     lines.append("")
     lines.append("[b]relations[/b]" if data["relations"] else "[dim]no relations[/dim]")
     for r in data["relations"]:
         style = "" if r["current"] else "[dim]"
         end = "" if r["current"] else "[/dim]"
-        lines.append(f"{style}{escape(view.relation_line(r))}{end}")
+        lines.append(f"{style}{literal(view.relation_line(r))}{end}")
     if data["memories"]:
         lines += ["", f"[b]memories[/b] ({len(data['memories'])})"]
-        lines += [f"- {escape(one_line(m['text'], 100))}" for m in data["memories"]]
+        lines += [f"- {literal(one_line(m['text'], 100))}" for m in data["memories"]]
     if data["episodes"]:
         lines += ["", f"[b]episodes[/b] ({len(data['episodes'])})"]
         lines += [
-            f"- [dim]{e['started_at'][:10]}[/dim] {escape(one_line(e['abstract'], 100))}"
+            f"- [dim]{e['started_at'][:10]}[/dim] {literal(one_line(e['abstract'], 100))}"
             for e in data["episodes"]
         ]
     return "\n".join(lines)

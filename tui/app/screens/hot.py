@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.markdown import Markdown
-from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -23,7 +22,7 @@ from tiermem.core.tokens import count_tokens
 from tiermem.tui.app.editor import run_editor
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.modals import ConfirmModal, Field, FormModal, parse_importance
-from tiermem.tui.app.widgets.format import count, day, one_line
+from tiermem.tui.app.widgets.format import count, day, literal, one_line, printable
 from tiermem.tui.app.widgets.gauge import Gauge
 
 
@@ -221,7 +220,7 @@ class HotScreen(DataScreen[HotData]):
                 "Identity",
                 "identity",
                 [
-                    (f"{escape(k)}: {escape(str(v))}", Item("identity", k))
+                    (f"{literal(k)}: {literal(str(v))}", Item("identity", k))
                     for k, v in s.identity.items()
                 ],
             ),
@@ -229,7 +228,7 @@ class HotScreen(DataScreen[HotData]):
                 "Owner profile",
                 "owner_profile",
                 [
-                    (f"{escape(k)}: {escape(str(v))}", Item("owner_profile", k))
+                    (f"{literal(k)}: {literal(str(v))}", Item("owner_profile", k))
                     for k, v in s.owner_profile.items()
                 ],
             ),
@@ -237,7 +236,7 @@ class HotScreen(DataScreen[HotData]):
                 f"Projects ({len(ctx.projects)})",
                 "project",
                 [
-                    (f"{escape(p.name)} [dim]{escape(p.status)}[/dim]", Item("project", p.id))
+                    (f"{literal(p.name)} [dim]{literal(p.status)}[/dim]", Item("project", p.id))
                     for p in ctx.projects
                 ],
             ),
@@ -245,20 +244,23 @@ class HotScreen(DataScreen[HotData]):
                 f"Tasks ({pending}/{lim.max_pending_tasks} pending)",
                 "task",
                 [
-                    (f"{escape(f'[{t.status}]')} {escape(t.text)}", Item("task", t.id))
+                    (f"{literal(f'[{t.status}]')} {literal(t.text)}", Item("task", t.id))
                     for t in ctx.tasks
                 ],
             ),
             (
                 f"Events ({len(ctx.events)}/{lim.max_events})",
                 "event",
-                [(f"{day(e.timestamp)} {escape(e.text)}", Item("event", e.id)) for e in ctx.events],
+                [
+                    (f"{day(e.timestamp)} {literal(e.text)}", Item("event", e.id))
+                    for e in ctx.events
+                ],
             ),
             (
                 f"Lessons ({len(s.critical_lessons)}/{lim.max_lessons})",
                 "lesson",
                 [
-                    (f"{x.importance:.2f} {escape(x.text)}", Item("lesson", x.id))
+                    (f"{x.importance:.2f} {literal(x.text)}", Item("lesson", x.id))
                     for x in s.critical_lessons
                 ],
             ),
@@ -275,7 +277,7 @@ class HotScreen(DataScreen[HotData]):
         if target is not None:
             tree.move_cursor(target, animate=False)
         self.markdown = data.markdown
-        self.query_one("#memory-md", Static).update(Markdown(data.markdown))
+        self.query_one("#memory-md", Static).update(Markdown(printable(data.markdown)))
 
     # -- edits ------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from tiermem.core import importers
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
 from tiermem.core.importers.base import Conversation
+from tiermem.core.printable import printable
 from tiermem.tui.app.screens.modals import Field
 
 IMPORT_FIELDS = [
@@ -48,7 +49,7 @@ class ImportModal(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog") as dialog:
             dialog.border_title = f"Importing {self.fmt}"
-            yield Static(str(self.path), classes="note", markup=False)
+            yield Static(printable(str(self.path)), classes="note", markup=False)
             yield ProgressBar(id="import-progress", show_eta=False)
 
     def on_mount(self) -> None:

@@ -34,7 +34,7 @@ from tiermem.tui.app.screens.modals import (
     split_lines,
 )
 from tiermem.tui.app.widgets.detail import DetailData, MemoryDetail, load_detail
-from tiermem.tui.app.widgets.format import count, one_line
+from tiermem.tui.app.widgets.format import count, one_line, printable
 from tiermem.tui.app.widgets.memory_table import MemoryRow, MemoryTable
 
 PAGE = curate.PAGE
@@ -234,7 +234,7 @@ class MemoriesScreen(DataScreen[Page]):
             same = data.query == self._shown_query
             self._shown_query = data.query
             table.fill(data.rows, keep=table.current_id() if same else None, top=not same)
-            self.query_one("#mem-status", Static).update(data.status)
+            self.query_one("#mem-status", Static).update(printable(data.status))
             self._sync_selects(data)
             self._show_detail(table.current_id())
         self._more = data.more

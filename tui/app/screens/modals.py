@@ -18,6 +18,7 @@ from tiermem.core import curate
 from tiermem.core.consolidate import MODES, ConsolidationReport, steps
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
+from tiermem.core.printable import printable
 from tiermem.core.warm import MemoryRecord
 from tiermem.tui.app.messages import describe_error
 
@@ -121,7 +122,7 @@ class FormModal(ModalScreen[dict[str, str] | None]):
                 yield Label(field.label + (" *" if field.required else ""))
                 if field.lines > 1:
                     area = TextArea(
-                        field.value,
+                        printable(field.value),
                         placeholder=field.placeholder,
                         id=f"f-{field.name}",
                         compact=True,
@@ -132,7 +133,7 @@ class FormModal(ModalScreen[dict[str, str] | None]):
                     yield area
                 else:
                     yield Input(
-                        field.value,
+                        printable(field.value),
                         placeholder=field.placeholder,
                         id=f"f-{field.name}",
                         compact=True,
@@ -147,16 +148,20 @@ class FormModal(ModalScreen[dict[str, str] | None]):
             self.query_one(f"#f-{self.fields[0].name}").focus()
 
     def values(self) -> dict[str, str]:
+        """What each field holds. A field shows its value's control characters as escapes
+        (`core.printable`: they would reach the terminal); left as shown, it keeps the value
+        exactly as it was."""
         out: dict[str, str] = {}
         for f in self.fields:
             widget = self.query_one(f"#f-{f.name}")
-            out[f.name] = (
+            typed = (
                 widget.text
                 if isinstance(widget, TextArea)
                 else widget.value
                 if isinstance(widget, Input)
                 else ""
             )
+            out[f.name] = f.value if typed == printable(f.value) else typed
         return out
 
     def action_submit(self) -> None:
@@ -314,10 +319,10 @@ class ConsolidateModal(ModalScreen[None]):
         if self.seen and report is not None:
             self.query_one("#steps", Static).update(f"✓ {len(self.seen) - 1} steps done")
         if report is None:
-            self.query_one("#report", Static).update(f"failed: {error}\n\nesc closes")
+            self.query_one("#report", Static).update(f"failed: {printable(error)}\n\nesc closes")
             self.notify(error, severity="error")
             return
-        self.query_one("#report", Static).update(summary(report) + "\n\nesc closes")
+        self.query_one("#report", Static).update(printable(summary(report)) + "\n\nesc closes")
 
     def action_close(self) -> None:
         if not self.running:

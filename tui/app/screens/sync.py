@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -36,7 +35,7 @@ from tiermem.core.errors import InvalidInput
 from tiermem.tui.app.messages import ActionDone, ActionFailed, describe_error
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.modals import Field, FormModal
-from tiermem.tui.app.widgets.format import one_line, stamp
+from tiermem.tui.app.widgets.format import literal, one_line, printable, stamp
 from tiermem.tui.app.widgets.plain_table import PlainTable
 
 if TYPE_CHECKING:
@@ -323,12 +322,12 @@ class RestoreModal(ModalScreen[str | None]):
         bar = self.query_one(ProgressBar)
         if error:
             self.query_one("#stage", Static).update("restore failed")
-            self.query_one("#report", Static).update(f"{error}\n\nesc closes")
+            self.query_one("#report", Static).update(f"{printable(error)}\n\nesc closes")
             self.app.post_message(ActionFailed(error, "restore failed"))
             return
         self.ok = True
         bar.update(total=bar.total or 1, progress=bar.total or 1)
-        self.query_one("#report", Static).update(f"{text}\n\nesc closes")
+        self.query_one("#report", Static).update(f"{printable(text)}\n\nesc closes")
         self.app.post_message(ActionDone(text))
 
     def action_close(self) -> None:
@@ -432,21 +431,21 @@ class SyncScreen(DataScreen[SyncView]):
             memories += f" + {data.pending_graph} episodes/entities"
         lines = [
             f"[b]state[/b] {data.state}"
-            + (f" · {escape(data.url)} · epoch {data.epoch}" if data.url else "")
+            + (f" · {literal(data.url)} · epoch {data.epoch}" if data.url else "")
             + f"   [b]outbox[/b] {len(data.outbox)} pending{memories}",
             f"[b]last push[/b] {stamp(data.last_push)}"
             + (f" (version {data.last_version})" if data.last_version else "")
             + f" · {data.pushes} push(es) from this home   [b]next retry[/b] {retry}",
             f"[b]last pull[/b] {stamp(data.last_pull)} · {data.pulls} pull(s)"
             f"   [b]conflicts[/b] {unresolved} open",
-            f"[b]last error[/b] {escape(data.last_error or '-')}"
+            f"[b]last error[/b] {literal(data.last_error or '-')}"
             + (f" ({stamp(data.last_error_at)})" if data.last_error_at else ""),
         ]
         if data.device:
             lines.append(f"[b]this device[/b] {data.device[:16]}… · {data.secrets}")
         if data.inflight:
             lines.append(f"[b]in flight[/b] {data.inflight} (sent again until confirmed)")
-        lines += [f"[dim]{escape(n)}[/dim]" for n in data.notes]
+        lines += [f"[dim]{literal(n)}[/dim]" for n in data.notes]
         self.query_one("#sync-state", Static).update("\n".join(lines))
         self._fill(
             "outbox",
@@ -517,7 +516,7 @@ class SyncScreen(DataScreen[SyncView]):
         key: Callable[[Any], str] | None,
     ) -> None:
         note = self.query_one(f"#{tab}-note", Static)
-        note.update(f"[dim]{escape(part.note)}[/dim]" if part.note else "")
+        note.update(f"[dim]{literal(part.note)}[/dim]" if part.note else "")
         note.display = bool(part.note)
         table = self.query_one(f"#{tab}", DataTable)
         keep = table.cursor_row

@@ -7,7 +7,6 @@ import contextlib
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -25,7 +24,7 @@ from tiermem.tui.app.messages import ActionFailed, describe_error
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.memories import MemoriesScreen
 from tiermem.tui.app.screens.modals import ConfirmModal, Field, FormModal
-from tiermem.tui.app.widgets.format import count, day
+from tiermem.tui.app.widgets.format import count, day, literal
 from tiermem.tui.app.widgets.memory_table import MemoryRow, MemoryTable
 
 NODE_PAGE = 200
@@ -167,7 +166,7 @@ class TreeScreen(DataScreen[TreeIndex]):
         shown = len(data.rows)
         more = f" (newest {shown}; m opens all in Memories)" if shown < data.total else ""
         self.query_one("#node-title", Static).update(
-            f"[b]{escape(data.path or 'all memories')}[/b] · {count(data.total)} memories{more}"
+            f"[b]{literal(data.path or 'all memories')}[/b] · {count(data.total)} memories{more}"
         )
         table = self.query_one("#node-memories", MemoryTable)
         table.fill(data.rows, keep=table.current_id())

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.markup import escape
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Sparkline, Static
@@ -14,7 +13,7 @@ from tiermem.core import curate, hygiene, links
 from tiermem.core.curate import Listed, ScoreParts
 from tiermem.core.engine import Memory
 from tiermem.core.retrieve import Explanation
-from tiermem.tui.app.widgets.format import stamp
+from tiermem.tui.app.widgets.format import literal, stamp
 
 CURVE_DAYS = 90
 
@@ -57,19 +56,19 @@ def describe(data: DetailData) -> str:
     lines = [
         f"[b]{' · '.join(flags)}[/b]  [dim]{m.id}[/dim]",
         "",
-        escape(m.text),
+        literal(m.text),
         "",
-        f"[b]category[/b] {escape(m.category)}   [b]source[/b] {escape(m.source) or '-'}",
+        f"[b]category[/b] {literal(m.category)}   [b]source[/b] {literal(m.source) or '-'}",
         f"[b]created[/b] {stamp(m.created_at)}   [b]in tier since[/b] {stamp(m.tier_changed_at)}",
         f"[b]size[/b] {m.size_bytes} B, {m.tokens} tokens",
     ]
     if data.tags:
-        lines.append(f"[b]tags[/b] {escape(', '.join(data.tags))}")
+        lines.append(f"[b]tags[/b] {literal(', '.join(data.tags))}")
     if data.related_to:
-        lines.append(f"[b]linked to[/b] {escape(', '.join(data.related_to))}")
+        lines.append(f"[b]linked to[/b] {literal(', '.join(data.related_to))}")
     for label, values in (("urls", m.urls), ("commands", m.commands), ("paths", m.paths)):
         for value in values:
-            lines.append(f"[b]{label[:-1]}[/b] {escape(value)}")
+            lines.append(f"[b]{label[:-1]}[/b] {literal(value)}")
     lines += [
         "",
         f"[b]score {p.score:.3f}[/b] = importance {p.importance:.2f} × decay {p.decay:.3f} "
@@ -98,19 +97,19 @@ def describe_rest(data: DetailData) -> str:
         lines.append("[b]why here[/b] listed, not searched: type to search")
     else:
         lines.append("[b]why retrieval found it[/b]")
-        lines.append(f"  tree path {escape(e.path) or 'root'}")
+        lines.append(f"  tree path {literal(e.path) or 'root'}")
         if e.tree_match:
-            lines.append(f"  tree match {escape(e.tree_match)}")
-        lines.append(f"  matched terms {escape(', '.join(e.matched_terms)) or '-'}")
+            lines.append(f"  tree match {literal(e.tree_match)}")
+        lines.append(f"  matched terms {literal(', '.join(e.matched_terms)) or '-'}")
         boost = f" + {e.category_boost:.0%} category" if e.category_boost else ""
         length = f", length ×{e.length_factor:.2f}" if e.length_factor != 1.0 else ""
         lines.append(f"  relevance {e.relevance:.2f} (bm25 {e.bm25:.2f}{length}){boost}")
         if e.time_match:
-            lines.append(f"  time {escape(e.time_match)} (+{e.time_boost:.0%})")
+            lines.append(f"  time {literal(e.time_match)} (+{e.time_boost:.0%})")
         if e.found_by != "keyword":
-            lines.append(f"  found by {escape(e.found_by)}")
+            lines.append(f"  found by {literal(e.found_by)}")
         if e.via:
-            lines.append(f"  via {escape(e.via)}")
+            lines.append(f"  via {literal(e.via)}")
         lines.append(f"  tier score {e.tier_score:.3f} (tie-break) → final {e.score:.3f}")
     return "\n".join(lines)
 

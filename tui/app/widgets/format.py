@@ -1,8 +1,21 @@
-"""Formatting shared by the screens (UTC times, so what is shown never depends on the host)."""
+"""Formatting shared by the screens (UTC times, so what is shown never depends on the host).
+Stored text reaches the screen through `literal` (inside markup), `one_line` or `printable`:
+its control characters shown as escapes (`core.printable`), never sent to the terminal."""
 
 from __future__ import annotations
 
 import time
+
+from tiermem.core.printable import printable as printable
+
+
+def literal(text: str) -> str:
+    """Stored text inside a markup string, shown as written. Textual reads every `[` not after
+    a backslash as a tag (Rich's `escape` only escapes tag-like ones, so `[1, 2` broke the
+    markup around it); a final backslash would escape the tag after it, so a zero-width space
+    follows it. Control characters are shown as escapes."""
+    shown = printable(text).replace("[", "\\[")
+    return shown + "\u200b" if shown.endswith("\\") else shown
 
 
 def day(ts: float | None) -> str:
@@ -32,7 +45,8 @@ def compact(n: int) -> str:
 
 
 def one_line(text: str, width: int) -> str:
-    flat = " ".join(text.split())
+    """`text` on one line of at most `width` characters, control characters shown."""
+    flat = printable(" ".join(text.split()))
     return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
 
 

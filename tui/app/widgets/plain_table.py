@@ -13,10 +13,13 @@ from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
+from tiermem.core.printable import printable
+
 
 def plain(cell: object) -> object:
-    """A `str` cell as literal Text; anything else (Text, numbers) unchanged."""
-    return Text(cell) if isinstance(cell, str) else cell
+    """A `str` cell as literal Text, control characters shown (`core.printable`); anything
+    else (Text, numbers) unchanged."""
+    return Text(printable(cell)) if isinstance(cell, str) else cell
 
 
 class PlainTable(DataTable[Any]):
