@@ -331,3 +331,35 @@ def test_stored_control_characters_never_reach_the_terminal(tmp_path: Path) -> N
         [*base, "retrieve", "x", "--tier", "\x1b[2Jwarm"], env=env, capture_output=True, text=True
     )
     assert refused.returncode != 0 and "\x1b" not in refused.stderr, repr(refused.stderr)
+
+
+def _on_a_terminal(command: list[str], env: dict[str, str]) -> bytes:
+    """What `command` writes to standard output when that is a terminal (a pty)."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(command, stdout=slave, stderr=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    out = bytearray()
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the writer closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    return bytes(out)
+
+
+def test_an_export_to_a_terminal_shows_controls_and_to_a_pipe_is_exact(tmp_path: Path) -> None:
+    env = {**os.environ, "TIERMEM_HOME": str(tmp_path / "home")}
+    base = [sys.executable, "-m", "tiermem.tui"]
+    subprocess.run([*base, "store", "--text", CONTROLS, "--category", "notes"], env=env, check=True)
+    export = [*base, "export", "--format", "markdown"]
+    piped = subprocess.run(export, env=env, capture_output=True, text=True, check=True).stdout
+    assert CONTROLS in piped
+    shown = _on_a_terminal(export, env)
+    assert b"\x1b[2J" not in shown and b"\\x1b[2J" in shown

@@ -404,3 +404,30 @@ def test_everyday_brackets_in_a_memory_are_shown_as_written(tmp_path: Path) -> N
         assert all(any(text in shown for shown in seen) for text in texts), seen
 
     drive(app, body, size=(160, 40))
+
+
+def test_hot_items_that_look_like_markup_are_shown_as_written(tmp_path: Path) -> None:
+    """The Hot screen's tree lists lessons as written: brackets, backslashes and control
+    characters included (its labels were markup)."""
+    home = tmp_path / "home"
+    lessons = ("keep [1, 2 and [bold]x[/bold] apart", "a path ends in C:\\", "beep \x07 here")
+    with Memory(home, clock=FixedClock(NOW)) as mem:
+        for text in lessons:
+            mem.add_lesson(text, 0.9)
+    app = make_app(home)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("4")
+        await settle(pilot)
+        tree: Tree[object] = app.screen.query_one("#hot-tree", Tree)
+        labels = []
+        stack = [tree.root]
+        while stack:
+            node = stack.pop()
+            labels.append(str(node.label))
+            stack.extend(node.children)
+        shown = "\n".join(labels)
+        assert "keep [1, 2 and [bold]x[/bold] apart" in shown, shown
+        assert "a path ends in C:\\" in shown and "beep \\x07 here" in shown, shown
+
+    drive(app, body)

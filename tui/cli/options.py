@@ -87,10 +87,11 @@ def when(ts: float | None, never: str = "never") -> str:
 
 def write_stream(pieces: Iterable[str], output: Path | None) -> None:
     """Streamed text to standard output, or to `output` whole or not at all (a temporary file
-    renamed over it)."""
+    renamed over it). Exact, except on a terminal, where control characters show as escapes."""
     if output is None:
+        shown = printable if sys.stdout.isatty() else str
         for piece in pieces:
-            sys.stdout.write(piece)
+            sys.stdout.write(shown(piece))
         return
     tmp = output.with_name(f".{output.name}.tmp")
     with tmp.open("w", encoding="utf-8") as handle:

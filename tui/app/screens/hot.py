@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.markdown import Markdown
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -22,7 +23,7 @@ from tiermem.core.tokens import count_tokens
 from tiermem.tui.app.editor import run_editor
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.modals import ConfirmModal, Field, FormModal, parse_importance
-from tiermem.tui.app.widgets.format import count, day, literal, one_line, printable
+from tiermem.tui.app.widgets.format import count, day, one_line, printable
 from tiermem.tui.app.widgets.gauge import Gauge
 
 
@@ -215,20 +216,17 @@ class HotScreen(DataScreen[HotData]):
         tree.clear()
         s, ctx = data.state, data.state.active_context
         pending = sum(1 for t in ctx.tasks if t.status == "pending")
-        sections: list[tuple[str, str, list[tuple[str, Item]]]] = [
+        sections: list[tuple[str, str, list[tuple[Text, Item]]]] = [
             (
                 "Identity",
                 "identity",
-                [
-                    (f"{literal(k)}: {literal(str(v))}", Item("identity", k))
-                    for k, v in s.identity.items()
-                ],
+                [(shown(f"{k}: {v}"), Item("identity", k)) for k, v in s.identity.items()],
             ),
             (
                 "Owner profile",
                 "owner_profile",
                 [
-                    (f"{literal(k)}: {literal(str(v))}", Item("owner_profile", k))
+                    (shown(f"{k}: {v}"), Item("owner_profile", k))
                     for k, v in s.owner_profile.items()
                 ],
             ),
@@ -236,31 +234,25 @@ class HotScreen(DataScreen[HotData]):
                 f"Projects ({len(ctx.projects)})",
                 "project",
                 [
-                    (f"{literal(p.name)} [dim]{literal(p.status)}[/dim]", Item("project", p.id))
+                    (shown(p.name, " ", (p.status, "dim")), Item("project", p.id))
                     for p in ctx.projects
                 ],
             ),
             (
                 f"Tasks ({pending}/{lim.max_pending_tasks} pending)",
                 "task",
-                [
-                    (f"{literal(f'[{t.status}]')} {literal(t.text)}", Item("task", t.id))
-                    for t in ctx.tasks
-                ],
+                [(shown(f"[{t.status}] {t.text}"), Item("task", t.id)) for t in ctx.tasks],
             ),
             (
                 f"Events ({len(ctx.events)}/{lim.max_events})",
                 "event",
-                [
-                    (f"{day(e.timestamp)} {literal(e.text)}", Item("event", e.id))
-                    for e in ctx.events
-                ],
+                [(shown(f"{day(e.timestamp)} {e.text}"), Item("event", e.id)) for e in ctx.events],
             ),
             (
                 f"Lessons ({len(s.critical_lessons)}/{lim.max_lessons})",
                 "lesson",
                 [
-                    (f"{x.importance:.2f} {literal(x.text)}", Item("lesson", x.id))
+                    (shown(f"{x.importance:.2f} {x.text}"), Item("lesson", x.id))
                     for x in s.critical_lessons
                 ],
             ),
@@ -467,3 +459,12 @@ def _read_back(mem: Memory) -> str:
     if not report.edited:
         return "MEMORY.md unchanged"
     return f"MEMORY.md read back: {len(report.applied)} changes, {len(report.stored_ids)} new facts"
+
+
+def shown(*parts: str | tuple[str, str]) -> Text:
+    """A tree line of stored text, as written: a Text, never markup (Rich and Textual read
+    brackets and backslashes differently, so no one escape suits the Tree's labels), control
+    characters shown as escapes. A part may be (text, style)."""
+    return Text.assemble(
+        *(printable(p) if isinstance(p, str) else (printable(p[0]), p[1]) for p in parts)
+    )

@@ -10,10 +10,10 @@ from tiermem.core.printable import printable as printable
 
 
 def literal(text: str) -> str:
-    """Stored text inside a markup string, shown as written. Textual reads every `[` not after
-    a backslash as a tag (Rich's `escape` only escapes tag-like ones, so `[1, 2` broke the
-    markup around it); a final backslash would escape the tag after it, so a zero-width space
-    follows it. Control characters are shown as escapes."""
+    """Stored text inside a Textual markup string, shown as written. Textual reads every `[`
+    not after a backslash as a tag (Rich's `escape` only escapes tag-like ones, so `[1, 2`
+    broke the markup around it); a final backslash would escape the tag after it, so a
+    zero-width space follows it. Control characters are shown as escapes."""
     shown = printable(text).replace("[", "\\[")
     return shown + "\u200b" if shown.endswith("\\") else shown
 
