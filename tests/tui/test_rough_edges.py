@@ -218,6 +218,15 @@ def test_quit_stays_in_the_footer_at_80_columns_on_every_screen(demo_home: Path)
     assert app.return_code == 0
 
 
+def _app_with(tmp_path: Path, *facts: tuple[str, str]) -> TiermemApp:
+    """The app on a new home holding `facts` (text, category)."""
+    home = tmp_path / "home"
+    with Memory(home, clock=FixedClock(NOW)) as mem:
+        for text, category in facts:
+            mem.store(text, category, 0.5)
+    return make_app(home)
+
+
 LITERAL_TEXTS = (
     "the closing tag [/] belongs in the template",
     "wrap it as [bold]loud[/bold] in the docs",
@@ -228,11 +237,7 @@ LITERAL_TEXTS = (
 def test_memories_that_look_like_markup_are_listed_as_written(tmp_path: Path) -> None:
     """Memory text is data: the table shows `[/]`, `[bold]` and `:smile:` literally (a markup
     parse would fail on the first, style the second and draw an emoji for the third)."""
-    home = tmp_path / "home"
-    with Memory(home, clock=FixedClock(NOW)) as mem:
-        for text in LITERAL_TEXTS:
-            mem.store(text, "notes/markup", 0.5)
-    app = make_app(home)
+    app = _app_with(tmp_path, *((text, "notes/markup") for text in LITERAL_TEXTS))
 
     async def body(pilot: Pilot[None]) -> None:
         await pilot.press("3")
@@ -249,10 +254,7 @@ def test_memories_that_look_like_markup_are_listed_as_written(tmp_path: Path) ->
 def test_a_category_that_looks_like_markup_is_shown_as_written(tmp_path: Path) -> None:
     """Category names may hold any printable text: the Tree screen shows `[bold]` and `:smile:`
     as typed (they were taken for a style and an emoji)."""
-    home = tmp_path / "home"
-    with Memory(home, clock=FixedClock(NOW)) as mem:
-        mem.store("a fact in an odd category", "notes/[bold]odd :smile: x", 0.5)
-    app = make_app(home)
+    app = _app_with(tmp_path, ("a fact in an odd category", "notes/[bold]odd :smile: x"))
 
     async def body(pilot: Pilot[None]) -> None:
         await pilot.press("2")
@@ -323,10 +325,7 @@ def test_the_palette_shows_memories_and_nodes_that_look_like_markup_as_written(
 ) -> None:
     """A palette hit quotes a memory, its category and a tree node's path: `[/]` in one
     crashed the palette as the hit was drawn."""
-    home = tmp_path / "home"
-    with Memory(home, clock=FixedClock(NOW)) as mem:
-        mem.store("the closing tag [/] belongs in the template", "notes/[bold]odd[/]", 0.5)
-    app = make_app(home)
+    app = _app_with(tmp_path, ("the closing tag [/] belongs in the template", "notes/[bold]odd[/]"))
 
     async def body(pilot: Pilot[None]) -> None:
         await _palette(pilot, "closing tag")
@@ -344,10 +343,7 @@ def test_the_palette_shows_memories_and_nodes_that_look_like_markup_as_written(
 def test_a_category_that_looks_like_markup_is_offered_as_written(tmp_path: Path) -> None:
     """The Memories screen's category filter lists every category as written (`[bold]` in one
     was taken for a style: the filter offered `notes/odd[`)."""
-    home = tmp_path / "home"
-    with Memory(home, clock=FixedClock(NOW)) as mem:
-        mem.store("a fact in an odd category", "notes/[bold]odd[/]", 0.5)
-    app = make_app(home)
+    app = _app_with(tmp_path, ("a fact in an odd category", "notes/[bold]odd[/]"))
 
     async def body(pilot: Pilot[None]) -> None:
         await pilot.press("3")
@@ -384,12 +380,8 @@ def test_everyday_brackets_in_a_memory_are_shown_as_written(tmp_path: Path) -> N
     """An unclosed `[` (`the list [1, 2`) is ordinary text: Rich's escape left it alone and
     Textual read it as the start of a tag, so the Memories screen crashed drawing the detail
     panel, and the dashboard drawing its latest memories."""
-    home = tmp_path / "home"
     texts = ("the list [1, 2 is unfinished", "a path ends in C:\\", "TODO [ ] ship it")
-    with Memory(home, clock=FixedClock(NOW)) as mem:
-        for text in texts:
-            mem.store(text, "notes", 0.5)
-    app = make_app(home)
+    app = _app_with(tmp_path, *((text, "notes") for text in texts))
 
     async def body(pilot: Pilot[None]) -> None:
         latest = str(app.screen.query_one("#dash-latest", Static).render())
