@@ -17,6 +17,7 @@ from textual.widgets.option_list import Option
 
 from tiermem.core import skills
 from tiermem.core.engine import Memory
+from tiermem.core.printable import printable
 from tiermem.core.skills import Skill
 from tiermem.tui.app.messages import describe_error
 from tiermem.tui.app.screens.modals import Field, FormModal
@@ -61,7 +62,7 @@ class SkillsModal(ModalScreen[None]):
         listing.clear_options()
         listing.add_options(
             [
-                Option(Text(f"[{s.status}] {s.name} ({s.conversations} conversations)"))
+                Option(Text(printable(f"[{s.status}] {s.name} ({s.conversations} conversations)")))
                 for s in found
             ]
             or [Option("no skills yet: they are proposed when conversations repeat actions")]

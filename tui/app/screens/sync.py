@@ -286,7 +286,7 @@ class RestoreModal(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog") as dialog:
-            dialog.border_title = Text(f"Restore {self.values['agent'].strip()!r}")  # as typed
+            dialog.border_title = Text(printable(f"Restore {self.values['agent'].strip()!r}"))
             yield ProgressBar(total=None, show_eta=False, id="progress")
             yield Static("connecting…", id="stage", markup=False)
             yield Static("", id="report", markup=False)
