@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from textual.content import Content
 
-from tiermem.tui.app.widgets.format import literal, printable
+from tiermem.core.printable import printable
+from tiermem.tui.app.widgets.format import literal
 
 TEMPLATE = "[b]x[/b] {} [dim]y[/dim] [b]{}[/b]"
 TRICKY = st.text(alphabet=st.sampled_from("[]\\/$@#=:ab05m \x1b\x07\u202e"), max_size=16)

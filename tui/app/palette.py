@@ -14,9 +14,10 @@ from textual.content import Content
 from textual.fuzzy import Matcher
 
 from tiermem.core.engine import Memory
+from tiermem.core.printable import printable
 from tiermem.tui.app.screens.memories import MemoriesScreen, search_as_you_type
 from tiermem.tui.app.screens.tree import TreeScreen
-from tiermem.tui.app.widgets.format import literal, printable
+from tiermem.tui.app.widgets.format import literal
 
 if TYPE_CHECKING:
     from tiermem.core.tree import TreeIndex

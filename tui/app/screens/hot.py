@@ -19,11 +19,12 @@ from textual.widgets.tree import TreeNode as UINode
 from tiermem.core.config import HotConfig
 from tiermem.core.engine import Memory
 from tiermem.core.hot import HotState, HotStore, replace_item
+from tiermem.core.printable import printable
 from tiermem.core.tokens import count_tokens
 from tiermem.tui.app.editor import run_editor
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.modals import ConfirmModal, Field, FormModal, parse_importance
-from tiermem.tui.app.widgets.format import count, day, one_line, printable
+from tiermem.tui.app.widgets.format import count, day, one_line, shown
 from tiermem.tui.app.widgets.gauge import Gauge
 
 
@@ -459,12 +460,3 @@ def _read_back(mem: Memory) -> str:
     if not report.edited:
         return "MEMORY.md unchanged"
     return f"MEMORY.md read back: {len(report.applied)} changes, {len(report.stored_ids)} new facts"
-
-
-def shown(*parts: str | tuple[str, str]) -> Text:
-    """A tree line of stored text, as written: a Text, never markup (Rich and Textual read
-    brackets and backslashes differently, so no one escape suits the Tree's labels), control
-    characters shown as escapes. A part may be (text, style)."""
-    return Text.assemble(
-        *(printable(p) if isinstance(p, str) else (printable(p[0]), p[1]) for p in parts)
-    )

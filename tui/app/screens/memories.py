@@ -21,6 +21,7 @@ from textual.worker import get_current_worker
 from tiermem.core import curate
 from tiermem.core.curate import Listed
 from tiermem.core.engine import Memory, tiers_for
+from tiermem.core.printable import printable
 from tiermem.core.retrieve import Explanation, RetrievalResult, search
 from tiermem.core.warm import MemoryRecord
 from tiermem.tui.app.editor import run_editor
@@ -34,7 +35,7 @@ from tiermem.tui.app.screens.modals import (
     split_lines,
 )
 from tiermem.tui.app.widgets.detail import DetailData, MemoryDetail, load_detail
-from tiermem.tui.app.widgets.format import count, one_line, printable
+from tiermem.tui.app.widgets.format import count, one_line
 from tiermem.tui.app.widgets.memory_table import MemoryRow, MemoryTable
 
 PAGE = curate.PAGE

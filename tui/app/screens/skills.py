@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -17,10 +16,10 @@ from textual.widgets.option_list import Option
 
 from tiermem.core import skills
 from tiermem.core.engine import Memory
-from tiermem.core.printable import printable
 from tiermem.core.skills import Skill
 from tiermem.tui.app.messages import describe_error
 from tiermem.tui.app.screens.modals import Field, FormModal
+from tiermem.tui.app.widgets.format import shown
 
 HINT = "a accept · e edit and accept · r reject · esc close"
 
@@ -62,7 +61,7 @@ class SkillsModal(ModalScreen[None]):
         listing.clear_options()
         listing.add_options(
             [
-                Option(Text(printable(f"[{s.status}] {s.name} ({s.conversations} conversations)")))
+                Option(shown(f"[{s.status}] {s.name} ({s.conversations} conversations)"))
                 for s in found
             ]
             or [Option("no skills yet: they are proposed when conversations repeat actions")]

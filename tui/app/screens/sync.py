@@ -32,10 +32,11 @@ from tiermem.core import snapshot
 from tiermem.core.conflicts import Conflict
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
+from tiermem.core.printable import printable
 from tiermem.tui.app.messages import ActionDone, ActionFailed, describe_error
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.modals import Field, FormModal
-from tiermem.tui.app.widgets.format import literal, one_line, printable, stamp
+from tiermem.tui.app.widgets.format import literal, one_line, shown, stamp
 from tiermem.tui.app.widgets.plain_table import PlainTable
 
 if TYPE_CHECKING:
@@ -286,7 +287,7 @@ class RestoreModal(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog") as dialog:
-            dialog.border_title = Text(printable(f"Restore {self.values['agent'].strip()!r}"))
+            dialog.border_title = shown(f"Restore {self.values['agent'].strip()!r}")
             yield ProgressBar(total=None, show_eta=False, id="progress")
             yield Static("connecting…", id="stage", markup=False)
             yield Static("", id="report", markup=False)

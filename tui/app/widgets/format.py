@@ -1,12 +1,14 @@
 """Formatting shared by the screens (UTC times, so what is shown never depends on the host).
-Stored text reaches the screen through `literal` (inside markup), `one_line` or `printable`:
-its control characters shown as escapes (`core.printable`), never sent to the terminal."""
+Stored text reaches the screen through `literal` (inside markup), `shown` (a Text), `one_line`
+or `core.printable`: its control characters shown as escapes, never sent to the terminal."""
 
 from __future__ import annotations
 
 import time
 
-from tiermem.core.printable import printable as printable
+from rich.text import Text
+
+from tiermem.core.printable import printable
 
 
 def literal(text: str) -> str:
@@ -14,8 +16,17 @@ def literal(text: str) -> str:
     not after a backslash as a tag (Rich's `escape` only escapes tag-like ones, so `[1, 2`
     broke the markup around it); a final backslash would escape the tag after it, so a
     zero-width space follows it. Control characters are shown as escapes."""
-    shown = printable(text).replace("[", "\\[")
-    return shown + "\u200b" if shown.endswith("\\") else shown
+    escaped = printable(text).replace("[", "\\[")
+    return escaped + "\u200b" if escaped.endswith("\\") else escaped
+
+
+def shown(*parts: str | tuple[str, str]) -> Text:
+    """Stored text as a Text, as written: never markup (Rich and Textual read brackets and
+    backslashes differently, so no one escape suits both), control characters shown as
+    escapes. A part may be (text, style)."""
+    return Text.assemble(
+        *(printable(p) if isinstance(p, str) else (printable(p[0]), p[1]) for p in parts)
+    )
 
 
 def day(ts: float | None) -> str:

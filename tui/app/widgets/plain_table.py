@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
-from tiermem.core.printable import printable
+from tiermem.tui.app.widgets.format import shown
 
 
 def plain(cell: object) -> object:
     """A `str` cell as literal Text, control characters shown (`core.printable`); anything
     else (Text, numbers) unchanged."""
-    return Text(printable(cell)) if isinstance(cell, str) else cell
+    return shown(cell) if isinstance(cell, str) else cell
 
 
 class PlainTable(DataTable[Any]):
