@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.terminal import open_terminal, read_until
 from tiermem.tui.cli import run
 
 SEED = Path(__file__).parent / "fixtures" / "seed"
@@ -335,20 +336,9 @@ def test_stored_control_characters_never_reach_the_terminal(tmp_path: Path) -> N
 
 def _on_a_terminal(command: list[str], env: dict[str, str]) -> bytes:
     """What `command` writes to standard output when that is a terminal (a pty)."""
-    import pty
-
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(command, stdout=slave, stderr=subprocess.DEVNULL, env=env)
-    os.close(slave)
+    proc, master = open_terminal(command, env)
     out = bytearray()
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # the writer closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
+    read_until(master, out, None, 60)
     os.close(master)
     assert proc.wait(timeout=60) == 0
     return bytes(out)

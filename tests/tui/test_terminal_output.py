@@ -4,17 +4,11 @@ runs here as a user starts it, in a pty, and its output bytes are read."""
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
-import select
-import struct
-import subprocess
 import sys
-import termios
-import time
 from pathlib import Path
 
+from tests.terminal import open_terminal, read_until
 from tiermem.core.engine import Memory
 
 TITLE = "\x1b]0;OWNEDTITLE\x07"  # would retitle the terminal window
@@ -22,48 +16,24 @@ BLINK = "\x1b[5mBLINKY\x1b[0m"  # would restyle the terminal
 TEXT = f"zzmarker {TITLE} then {BLINK} after the deploy"
 
 
-def _read_until(master: int, out: bytearray, needle: bytes, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.1)
-        if ready:
-            try:
-                out += os.read(master, 65536)
-            except OSError:  # the app closed the terminal
-                return needle in out
-        if needle in out:
-            return True
-    return False
-
-
 def _tui_output(home: Path) -> bytes:
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
     env = {**os.environ, "TERM": "xterm-256color", "TIERMEM_HOME": str(home)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tiermem.tui", "tui"],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        start_new_session=True,
-    )
-    os.close(slave)
+    proc, master = open_terminal([sys.executable, "-m", "tiermem.tui", "tui"], env)
     out = bytearray()
     try:
-        assert _read_until(master, out, b"zzmarker", 60), bytes(out[-2000:])  # the dashboard
+        assert read_until(master, out, b"zzmarker", 60), bytes(out[-2000:])  # the dashboard
         os.write(master, b"3")  # the Memories screen: its table and the detail panel
         out.clear()
-        assert _read_until(master, out, b"zzmarker", 30), bytes(out[-2000:])
-        _read_until(master, out, b"\x00never", 1.0)  # the rest of the screen
+        assert read_until(master, out, b"zzmarker", 30), bytes(out[-2000:])
+        read_until(master, out, None, 1.0)  # the rest of the screen
         os.write(master, b"e")  # the edit form holds the text in its fields
-        assert _read_until(master, out, b"Edit memory", 30), bytes(out[-2000:])
-        _read_until(master, out, b"\x00never", 1.0)
+        assert read_until(master, out, b"Edit memory", 30), bytes(out[-2000:])
+        read_until(master, out, None, 1.0)
         os.write(master, b"\x1b")  # escape: cancel
-        _read_until(master, out, b"\x00never", 1.0)
+        read_until(master, out, None, 1.0)
         os.write(master, b"q")
         proc.wait(timeout=30)
-        _read_until(master, out, b"\x00never", 0.5)
+        read_until(master, out, None, 0.5)
     finally:
         if proc.poll() is None:
             proc.kill()
