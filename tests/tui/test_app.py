@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from textual import events
 from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import (
     DataTable,
     ProgressBar,
@@ -266,25 +267,53 @@ def unlike(i: int) -> str:
 
 
 def test_large_home_is_paged_lazily(tmp_path: Path) -> None:
-    home = tmp_path / "big"
-    with open_home(home) as mem:
-        mem.store_many(NewFact(unlike(i), f"topic{i % 7}") for i in range(450))
-    app = make_app(home)
+    app = make_app(big_home(tmp_path, 450))
 
     async def body(pilot: Pilot[None]) -> None:
         await goto(pilot, "3")
         table = app.screen.query_one(MemoryTable)
         assert table.row_count == 200
         assert "450 memories" in str(app.screen.query_one("#mem-status", Static).render())
-        table.move_cursor(row=190)
+        await pilot.press(*["pagedown"] * 6)  # the cursor nears the last row loaded
         await settle(pilot)
         assert table.row_count == 400
-        table.move_cursor(row=399)
+        await pilot.press("G")
+        await settle(pilot)
+        await pilot.press("G")
         await settle(pilot)
         assert table.row_count == 450
         assert len(set(row_ids(app))) == 450
 
     drive(app, body)
+
+
+def test_wheel_to_the_end_loads_the_next_page(tmp_path: Path) -> None:
+    """The mouse wheel scrolls the view, not the cursor: reaching the last rows loads more."""
+    app = make_app(big_home(tmp_path, 450))
+
+    async def body(pilot: Pilot[None]) -> None:
+        await goto(pilot, "3")
+        table = app.screen.query_one(MemoryTable)
+        assert table.row_count == 200
+        await wheel(pilot, table, 90)
+        await settle(pilot)
+        assert table.cursor_row == 0 and table.row_count == 400
+
+    drive(app, body)
+
+
+def big_home(tmp_path: Path, n: int) -> Path:
+    home = tmp_path / "big"
+    with open_home(home) as mem:
+        mem.store_many(NewFact(unlike(i), f"topic{i % 7}") for i in range(n))
+    return home
+
+
+async def wheel(pilot: Pilot[None], widget: Widget, turns: int) -> None:
+    """Turn the mouse wheel down over `widget`, as the terminal driver reports it (Pilot has no
+    public wheel)."""
+    for _ in range(turns):
+        await pilot._post_mouse_events([events.MouseScrollDown], widget, offset=(5, 5))
 
 
 # -- actions ----------------------------------------------------------------------------------

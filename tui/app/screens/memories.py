@@ -241,6 +241,7 @@ class MemoriesScreen(DataScreen[Page]):
         self._more = data.more
         if data.rows and not data.explanations:
             self._last_seq = data.rows[-1].listed.seq
+        self._load_more_if_near_end()
 
     def _sync_selects(self, data: Page) -> None:
         category = self.query_one("#category", Select)
@@ -320,12 +321,23 @@ class MemoriesScreen(DataScreen[Page]):
             self.tiermem.open_agent(event.value)
 
     @on(DataTable.RowHighlighted, "#memories")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def _highlighted(self) -> None:
+        self._show_detail(self.query_one(MemoryTable).current_id())
+        self._load_more_if_near_end()
+
+    @on(MemoryTable.ViewMoved)
+    def _scrolled(self) -> None:
+        self._load_more_if_near_end()
+
+    def _load_more_if_near_end(self) -> None:
+        """The next page, once the cursor or the bottom of the view (mouse wheel, a table that
+        does not fill its view) is within `PREFETCH` rows of the last row loaded."""
         table = self.query_one(MemoryTable)
-        self._show_detail(table.current_id())
         memory = self.tiermem.memory
-        near_end = event.cursor_row >= table.row_count - PREFETCH
-        if near_end and self._more and not self._paging and self._last_seq and memory:
+        if not (self._more and not self._paging and self._last_seq and memory):
+            return
+        last_seen = max(table.cursor_row, int(table.scroll_y) + table.size.height)
+        if last_seen >= table.row_count - PREFETCH:
             self._paging = True
             params = Params(self._params.query, self._params.tier, self._params.category, PAGE)
             self._next_page(memory, params, self._serial, self._last_seq)

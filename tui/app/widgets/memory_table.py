@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
 from tiermem.core.curate import Listed
@@ -32,6 +33,9 @@ class MemoryTable(PlainTable):
         Binding("g", "scroll_top", "Top", show=False),
         Binding("G", "scroll_bottom", "Bottom", show=False),
     ]
+
+    class ViewMoved(Message):
+        """The view scrolled or resized, which may bring the last row into sight."""
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
@@ -76,7 +80,12 @@ class MemoryTable(PlainTable):
     def append(self, rows: Sequence[MemoryRow]) -> None:
         self._add(rows)
 
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self.post_message(self.ViewMoved())
+
     def on_resize(self) -> None:
+        self.post_message(self.ViewMoved())
         if self._rows and self._text_width() != self._width:
             self.fill(list(self._rows), keep=self.current_id())
 
