@@ -2,7 +2,7 @@
 
     python -m benchmarks                 # default sizes (a few minutes)
     python -m benchmarks --quick         # small sizes, for CI (under 2 minutes)
-    python -m benchmarks --size 100000   # retrieval at 100k (or 300k) memories
+    python -m benchmarks --size 300000   # retrieval at 300k memories (default 100k, the goal's size)
 
 Prints a table (tiermem, baseline, ratio, goal) with the machine's load average before and
 after, and writes it as JSON to benchmarks/out/ (one file per run). On a shared machine the load
@@ -48,7 +48,7 @@ class Sizes:
 
 
 QUICK = Sizes(2_000, 50, 3_000, 40, 5, 1_000, 2, 10, 5, 3, 10.0)
-FULL = Sizes(20_000, 300, 20_000, 200, 20, 10_000, 5, 50, 20, 10, 60.0)
+FULL = Sizes(20_000, 300, 100_000, 200, 20, 10_000, 5, 50, 20, 10, 60.0)
 
 
 def load() -> str:

@@ -86,6 +86,12 @@ def _connect(path: Path, driver: str, read_only: bool) -> _Connection:
     )
 
 
+CACHE_KIB = 32 * 1024
+"""Page cache per connection, filled only as pages are read. SQLite's default 2 MiB makes a
+search at 100,000 memories (about 40 MB) re-read the rows it ranks from the OS on every query;
+32 MiB keeps them (`benchmarks`: retrieve at 100,000, about 0.5 ms less)."""
+
+
 class Database:
     """A connection with explicit transactions (`BEGIN IMMEDIATE`), WAL and FULL sync.
 
@@ -115,6 +121,7 @@ class Database:
 
     def _setup(self) -> None:
         self._conn.execute("PRAGMA busy_timeout = 10000").fetchall()
+        self._conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}").fetchall()
         if self.read_only:  # a reader changes nothing, not even the journal mode
             self._conn.execute("PRAGMA query_only = ON").fetchall()
             return
