@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.widgets import Static
 
 from tiermem.core import curate, episodes
@@ -17,7 +18,17 @@ from tiermem.core.scoring import DAY
 from tiermem.core.warm import MemoryRecord
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.sync import SyncView, sync_view
-from tiermem.tui.app.widgets.format import compact, count, day, kib, literal, one_line, spark, stamp
+from tiermem.tui.app.widgets.format import (
+    compact,
+    count,
+    day,
+    kib,
+    markup,
+    markup_lines,
+    one_line,
+    spark,
+    stamp,
+)
 from tiermem.tui.app.widgets.gauge import Gauge
 
 
@@ -69,6 +80,26 @@ def busiest(mem: Memory, n: int = TOP_CATEGORIES) -> list[tuple[str, int, int]]:
     tree = mem.tree()
     top = [(p, tree.nodes[p].warm, tree.nodes[p].cold) for p in tree.children("")]
     return sorted(top, key=lambda x: (-(x[1] + x[2]), x[0]))[:n]
+
+
+def category_bars(categories: list[tuple[str, int, int]]) -> Content | str:
+    """One bar per busy category: its warm memories, then its archived ones."""
+    if not categories:
+        return "[dim]no categories yet[/dim]"
+    widest = max(w + c for _, w, c in categories) or 1
+    return markup_lines(
+        [
+            *(
+                markup(
+                    f"$path {w + c:>6,}  [$success]{'█' * round(w / widest * 16)}[/]"
+                    f"[dim]{'█' * round(c / widest * 16)}[/]",
+                    path=f"{one_line(path, 14):<14}",
+                )
+                for path, w, c in categories
+            ),
+            markup("[dim]warm █ · archived █[/dim]"),
+        ]
+    )
 
 
 class DashboardScreen(DataScreen[DashboardData]):
@@ -163,27 +194,22 @@ class DashboardScreen(DataScreen[DashboardData]):
         )
         s = data.sync
         self.query_one("#dash-sync", Static).update(
-            f"{s.state} · outbox [b]{len(s.outbox)}[/b] pending"
-            + (f" + {s.pending_memories} memories" if s.pending_memories else "")
-            + " · last push "
-            f"{stamp(s.last_push)} · next retry {stamp(s.next_retry) if s.next_retry else '-'}\n"
-            f"last error {literal(s.last_error or '-')} · conflicts {s.open_conflicts} open"
-        )
-        widest = max((w + c for _, w, c in data.categories), default=0) or 1
-        self.query_one("#dash-categories", Static).update(
-            "\n".join(
-                f"{literal(one_line(path, 14)):<14} {w + c:>6,}  "
-                f"[$success]{'█' * round(w / widest * 16)}[/][dim]{'█' * round(c / widest * 16)}[/]"
-                for path, w, c in data.categories
+            markup(
+                f"$state · outbox [b]{len(s.outbox)}[/b] pending"
+                + (f" + {s.pending_memories} memories" if s.pending_memories else "")
+                + f" · last push {stamp(s.last_push)} · next retry "
+                f"{stamp(s.next_retry) if s.next_retry else '-'}\n"
+                f"last error $error · conflicts {s.open_conflicts} open",
+                state=s.state,
+                error=s.last_error or "-",
             )
-            + "\n[dim]warm █ · archived █[/dim]"
-            if data.categories
-            else "[dim]no categories yet[/dim]"
         )
+        self.query_one("#dash-categories", Static).update(category_bars(data.categories))
         self.query_one("#dash-latest", Static).update(
-            "\n".join(
-                f"[dim]{day(m.created_at)}[/dim] {literal(one_line(m.text, 120))}"
+            markup_lines(
+                markup("[dim]$day[/dim] $text", day=day(m.created_at), text=one_line(m.text, 120))
                 for m in data.latest
             )
-            or "[dim]nothing stored yet: s stores a memory[/dim]"
+            if data.latest
+            else "[dim]nothing stored yet: s stores a memory[/dim]"
         )

@@ -9,6 +9,7 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
@@ -19,7 +20,7 @@ from tiermem.core.graph import view
 from tiermem.core.graph.store import Entity
 from tiermem.tui.app.messages import ActionFailed, describe_error
 from tiermem.tui.app.screens.base import DataScreen
-from tiermem.tui.app.widgets.format import count, literal, one_line
+from tiermem.tui.app.widgets.format import count, markup, markup_lines, one_line
 from tiermem.tui.app.widgets.plain_table import PlainTable
 
 ENTITIES = 500
@@ -38,27 +39,37 @@ class EntityLoaded(Message, bubble=False):
         self.data = data
 
 
-def entity_text(data: dict[str, Any]) -> str:
+def entity_text(data: dict[str, Any]) -> Content:
     """The detail pane: relations with spans, then what mentions the entity."""
-    lines = [f"[b]{literal(data['name'])}[/b] [dim]{data['kind']} · {data['id']}[/dim]"]
+    lines = [
+        markup(
+            "[b]$name[/b] [dim]$kind · $id[/dim]",
+            name=data["name"],
+            kind=data["kind"],
+            id=data["id"],
+        )
+    ]
     if data["aliases"]:
-        lines.append("[dim]also[/dim] " + literal(", ".join(data["aliases"])))
-    lines.append("")
-    lines.append("[b]relations[/b]" if data["relations"] else "[dim]no relations[/dim]")
+        lines.append(markup("[dim]also[/dim] $aliases", aliases=", ".join(data["aliases"])))
+    lines.append(markup(""))
+    lines.append(markup("[b]relations[/b]" if data["relations"] else "[dim]no relations[/dim]"))
     for r in data["relations"]:
-        style = "" if r["current"] else "[dim]"
-        end = "" if r["current"] else "[/dim]"
-        lines.append(f"{style}{literal(view.relation_line(r))}{end}")
+        template = "$line" if r["current"] else "[dim]$line[/dim]"
+        lines.append(markup(template, line=view.relation_line(r)))
     if data["memories"]:
-        lines += ["", f"[b]memories[/b] ({len(data['memories'])})"]
-        lines += [f"- {literal(one_line(m['text'], 100))}" for m in data["memories"]]
+        lines += [markup(""), markup(f"[b]memories[/b] ({len(data['memories'])})")]
+        lines += [markup("- $text", text=one_line(m["text"], 100)) for m in data["memories"]]
     if data["episodes"]:
-        lines += ["", f"[b]episodes[/b] ({len(data['episodes'])})"]
+        lines += [markup(""), markup(f"[b]episodes[/b] ({len(data['episodes'])})")]
         lines += [
-            f"- [dim]{e['started_at'][:10]}[/dim] {literal(one_line(e['abstract'], 100))}"
+            markup(
+                "- [dim]$day[/dim] $abstract",
+                day=e["started_at"][:10],
+                abstract=one_line(e["abstract"], 100),
+            )
             for e in data["episodes"]
         ]
-    return "\n".join(lines)
+    return markup_lines(lines)
 
 
 class GraphScreen(DataScreen[GraphData]):

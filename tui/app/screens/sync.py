@@ -36,7 +36,7 @@ from tiermem.core.printable import printable
 from tiermem.tui.app.messages import ActionDone, ActionFailed, describe_error
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.modals import Field, FormModal
-from tiermem.tui.app.widgets.format import literal, one_line, shown, stamp
+from tiermem.tui.app.widgets.format import markup, markup_lines, one_line, shown, stamp
 from tiermem.tui.app.widgets.plain_table import PlainTable
 
 if TYPE_CHECKING:
@@ -430,24 +430,40 @@ class SyncScreen(DataScreen[SyncView]):
         memories = f" + {data.pending_memories} memories" if data.pending_memories else ""
         if data.pending_graph:
             memories += f" + {data.pending_graph} episodes/entities"
+        where = f" · $url · epoch {data.epoch}" if data.url else ""
         lines = [
-            f"[b]state[/b] {data.state}"
-            + (f" · {literal(data.url)} · epoch {data.epoch}" if data.url else "")
-            + f"   [b]outbox[/b] {len(data.outbox)} pending{memories}",
-            f"[b]last push[/b] {stamp(data.last_push)}"
-            + (f" (version {data.last_version})" if data.last_version else "")
-            + f" · {data.pushes} push(es) from this home   [b]next retry[/b] {retry}",
-            f"[b]last pull[/b] {stamp(data.last_pull)} · {data.pulls} pull(s)"
-            f"   [b]conflicts[/b] {unresolved} open",
-            f"[b]last error[/b] {literal(data.last_error or '-')}"
-            + (f" ({stamp(data.last_error_at)})" if data.last_error_at else ""),
+            markup(
+                f"[b]state[/b] $state{where}   [b]outbox[/b] {len(data.outbox)} pending{memories}",
+                state=data.state,
+                url=data.url,
+            ),
+            markup(
+                f"[b]last push[/b] {stamp(data.last_push)}"
+                + (f" (version {data.last_version})" if data.last_version else "")
+                + f" · {data.pushes} push(es) from this home   [b]next retry[/b] {retry}"
+            ),
+            markup(
+                f"[b]last pull[/b] {stamp(data.last_pull)} · {data.pulls} pull(s)"
+                f"   [b]conflicts[/b] {unresolved} open"
+            ),
+            markup(
+                "[b]last error[/b] $error"
+                + (f" ({stamp(data.last_error_at)})" if data.last_error_at else ""),
+                error=data.last_error or "-",
+            ),
         ]
         if data.device:
-            lines.append(f"[b]this device[/b] {data.device[:16]}… · {data.secrets}")
+            lines.append(
+                markup(
+                    "[b]this device[/b] $device… · $secrets",
+                    device=data.device[:16],
+                    secrets=data.secrets,
+                )
+            )
         if data.inflight:
-            lines.append(f"[b]in flight[/b] {data.inflight} (sent again until confirmed)")
-        lines += [f"[dim]{literal(n)}[/dim]" for n in data.notes]
-        self.query_one("#sync-state", Static).update("\n".join(lines))
+            lines.append(markup(f"[b]in flight[/b] {data.inflight} (sent again until confirmed)"))
+        lines += [markup("[dim]$note[/dim]", note=n) for n in data.notes]
+        self.query_one("#sync-state", Static).update(markup_lines(lines))
         self._fill(
             "outbox",
             Part(data.outbox[-500:], "" if data.outbox else "nothing waiting to be pushed"),
@@ -517,7 +533,7 @@ class SyncScreen(DataScreen[SyncView]):
         key: Callable[[Any], str] | None,
     ) -> None:
         note = self.query_one(f"#{tab}-note", Static)
-        note.update(f"[dim]{literal(part.note)}[/dim]" if part.note else "")
+        note.update(markup("[dim]$note[/dim]", note=part.note) if part.note else "")
         note.display = bool(part.note)
         table = self.query_one(f"#{tab}", DataTable)
         keep = table.cursor_row

@@ -24,7 +24,7 @@ from tiermem.tui.app.messages import ActionFailed, describe_error
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.memories import MemoriesScreen
 from tiermem.tui.app.screens.modals import ConfirmModal, Field, FormModal
-from tiermem.tui.app.widgets.format import count, day, literal
+from tiermem.tui.app.widgets.format import count, day, markup
 from tiermem.tui.app.widgets.memory_table import MemoryRow, MemoryTable
 
 NODE_PAGE = 200
@@ -166,7 +166,10 @@ class TreeScreen(DataScreen[TreeIndex]):
         shown = len(data.rows)
         more = f" (newest {shown}; m opens all in Memories)" if shown < data.total else ""
         self.query_one("#node-title", Static).update(
-            f"[b]{literal(data.path or 'all memories')}[/b] · {count(data.total)} memories{more}"
+            markup(
+                f"[b]$path[/b] · {count(data.total)} memories{more}",
+                path=data.path or "all memories",
+            )
         )
         table = self.query_one("#node-memories", MemoryTable)
         table.fill(data.rows, keep=table.current_id())

@@ -7,13 +7,14 @@ from dataclasses import dataclass
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.widgets import Sparkline, Static
 
 from tiermem.core import curate, hygiene, links
 from tiermem.core.curate import Listed, ScoreParts
 from tiermem.core.engine import Memory
 from tiermem.core.retrieve import Explanation
-from tiermem.tui.app.widgets.format import literal, stamp
+from tiermem.tui.app.widgets.format import markup, markup_lines, stamp
 
 CURVE_DAYS = 90
 
@@ -46,72 +47,94 @@ def load_detail(mem: Memory, memory_id: str, explanation: Explanation | None) ->
     )
 
 
-def describe(data: DetailData) -> str:
-    """The pane's text as Rich markup."""
+def describe(data: DetailData) -> Content:
+    """The pane's text: the memory, its metadata and its score."""
     m = data.listed.record
     p = data.parts
     flags = (
         [m.tier] + (["pinned"] if data.listed.pinned else []) + (["in hot"] if data.in_hot else [])
     )
     lines = [
-        f"[b]{' · '.join(flags)}[/b]  [dim]{m.id}[/dim]",
-        "",
-        literal(m.text),
-        "",
-        f"[b]category[/b] {literal(m.category)}   [b]source[/b] {literal(m.source) or '-'}",
-        f"[b]created[/b] {stamp(m.created_at)}   [b]in tier since[/b] {stamp(m.tier_changed_at)}",
-        f"[b]size[/b] {m.size_bytes} B, {m.tokens} tokens",
+        markup("[b]$flags[/b]  [dim]$id[/dim]", flags=" · ".join(flags), id=m.id),
+        markup(""),
+        markup("$text", text=m.text),
+        markup(""),
+        markup(
+            "[b]category[/b] $category   [b]source[/b] $source",
+            category=m.category,
+            source=m.source or "-",
+        ),
+        markup(
+            "[b]created[/b] $created   [b]in tier since[/b] $since",
+            created=stamp(m.created_at),
+            since=stamp(m.tier_changed_at),
+        ),
+        markup(f"[b]size[/b] {m.size_bytes} B, {m.tokens} tokens"),
     ]
     if data.tags:
-        lines.append(f"[b]tags[/b] {literal(', '.join(data.tags))}")
+        lines.append(markup("[b]tags[/b] $tags", tags=", ".join(data.tags)))
     if data.related_to:
-        lines.append(f"[b]linked to[/b] {literal(', '.join(data.related_to))}")
-    for label, values in (("urls", m.urls), ("commands", m.commands), ("paths", m.paths)):
-        for value in values:
-            lines.append(f"[b]{label[:-1]}[/b] {literal(value)}")
+        lines.append(markup("[b]linked to[/b] $ids", ids=", ".join(data.related_to)))
+    for label, values in (("url", m.urls), ("command", m.commands), ("path", m.paths)):
+        lines += [markup(f"[b]{label}[/b] $value", value=value) for value in values]
     lines += [
-        "",
-        f"[b]score {p.score:.3f}[/b] = importance {p.importance:.2f} × decay {p.decay:.3f} "
-        f"× reinforcement {p.reinforcement:.2f}",
-        f"  decay: age {p.age_days:.1f} d, τ {p.tau_days:g} d (half-life {p.half_life_days:.1f} d)",
-        f"  reinforcement: {p.access_count} access{'es' if p.access_count != 1 else ''}",
-        f"  the score alone points to [b]{p.band}[/b]",
+        markup(""),
+        markup(
+            f"[b]score {p.score:.3f}[/b] = importance {p.importance:.2f} × decay {p.decay:.3f} "
+            f"× reinforcement {p.reinforcement:.2f}"
+        ),
+        markup(
+            f"  decay: age {p.age_days:.1f} d, τ {p.tau_days:g} d "
+            f"(half-life {p.half_life_days:.1f} d)"
+        ),
+        markup(f"  reinforcement: {p.access_count} access{'es' if p.access_count != 1 else ''}"),
+        markup(f"  the score alone points to [b]{p.band}[/b]"),
     ]
-    return "\n".join(lines)
+    return markup_lines(lines)
 
 
-def describe_rest(data: DetailData) -> str:
+def describe_rest(data: DetailData) -> Content:
+    """The pane's text below the decay curve: accesses, and why retrieval found the memory."""
     lines = [
-        f"[dim]score over the next {CURVE_DAYS} days if unused: "
-        f"{data.curve[0]:.3f} → {data.curve[-1]:.3f}[/dim]",
-        "",
+        markup(
+            f"[dim]score over the next {CURVE_DAYS} days if unused: "
+            f"{data.curve[0]:.3f} → {data.curve[-1]:.3f}[/dim]"
+        ),
+        markup(""),
     ]
     if data.history:
-        lines.append(f"[b]accessed[/b] {len(data.history)} time(s), newest first:")
-        lines += [f"  {stamp(t)}" for t in data.history[:10]]
+        lines.append(markup(f"[b]accessed[/b] {len(data.history)} time(s), newest first:"))
+        lines += [markup(f"  {stamp(t)}") for t in data.history[:10]]
     else:
-        lines.append("[b]accessed[/b] never")
-    lines.append("")
+        lines.append(markup("[b]accessed[/b] never"))
+    lines.append(markup(""))
     e = data.explanation
     if e is None:
-        lines.append("[b]why here[/b] listed, not searched: type to search")
+        lines.append(markup("[b]why here[/b] listed, not searched: type to search"))
     else:
-        lines.append("[b]why retrieval found it[/b]")
-        lines.append(f"  tree path {literal(e.path) or 'root'}")
-        if e.tree_match:
-            lines.append(f"  tree match {literal(e.tree_match)}")
-        lines.append(f"  matched terms {literal(', '.join(e.matched_terms)) or '-'}")
-        boost = f" + {e.category_boost:.0%} category" if e.category_boost else ""
-        length = f", length ×{e.length_factor:.2f}" if e.length_factor != 1.0 else ""
-        lines.append(f"  relevance {e.relevance:.2f} (bm25 {e.bm25:.2f}{length}){boost}")
-        if e.time_match:
-            lines.append(f"  time {literal(e.time_match)} (+{e.time_boost:.0%})")
-        if e.found_by != "keyword":
-            lines.append(f"  found by {literal(e.found_by)}")
-        if e.via:
-            lines.append(f"  via {literal(e.via)}")
-        lines.append(f"  tier score {e.tier_score:.3f} (tie-break) → final {e.score:.3f}")
-    return "\n".join(lines)
+        lines += _why_found(e)
+    return markup_lines(lines)
+
+
+def _why_found(e: Explanation) -> list[Content]:
+    lines = [
+        markup("[b]why retrieval found it[/b]"),
+        markup("  tree path $path", path=e.path or "root"),
+    ]
+    if e.tree_match:
+        lines.append(markup("  tree match $match", match=e.tree_match))
+    lines.append(markup("  matched terms $terms", terms=", ".join(e.matched_terms) or "-"))
+    boost = f" + {e.category_boost:.0%} category" if e.category_boost else ""
+    length = f", length ×{e.length_factor:.2f}" if e.length_factor != 1.0 else ""
+    lines.append(markup(f"  relevance {e.relevance:.2f} (bm25 {e.bm25:.2f}{length}){boost}"))
+    if e.time_match:
+        lines.append(markup(f"  time $cue (+{e.time_boost:.0%})", cue=e.time_match))
+    if e.found_by != "keyword":
+        lines.append(markup("  found by $how", how=e.found_by))
+    if e.via:
+        lines.append(markup("  via $via", via=e.via))
+    lines.append(markup(f"  tier score {e.tier_score:.3f} (tie-break) → final {e.score:.3f}"))
+    return lines
 
 
 class MemoryDetail(VerticalScroll):

@@ -1,23 +1,38 @@
 """Formatting shared by the screens (UTC times, so what is shown never depends on the host).
-Stored text reaches the screen through `literal` (inside markup), `shown` (a Text), `one_line`
-or `core.printable`: its control characters shown as escapes, never sent to the terminal."""
+Stored text reaches the screen through `markup` (as a value in our markup), `shown` (a Text),
+`one_line` or `core.printable`: its control characters shown as escapes, never sent to the terminal."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from rich.text import Text
+from textual.content import Content
 
 from tiermem.core.printable import printable
 
 
+def markup(template: str, **values: object) -> Content:
+    """Textual markup of ours with each `$name` filled by `values` as plain text. Textual reads
+    the tags before it fills the values, so stored text is never read as markup, whatever its
+    brackets and backslashes; control characters are shown as escapes."""
+    return Content.from_markup(template, **{k: printable(str(v)) for k, v in values.items()})
+
+
 def literal(text: str) -> str:
-    """Stored text inside a Textual markup string, shown as written. Textual reads every `[`
-    not after a backslash as a tag (Rich's `escape` only escapes tag-like ones, so `[1, 2`
-    broke the markup around it); a final backslash would escape the tag after it, so a
-    zero-width space follows it. Control characters are shown as escapes."""
+    """Stored text as a markup string, for the Textual APIs that take only a string (the
+    command palette's help line); `markup` is for the rest. Textual reads every `[` not after a
+    backslash as a tag (its and Rich's `escape` only escape tag-like ones, so `[1, 2` broke the
+    markup around it); a final backslash would escape the tag after it, so a zero-width space
+    follows it. Control characters are shown as escapes."""
     escaped = printable(text).replace("[", "\\[")
     return escaped + "\u200b" if escaped.endswith("\\") else escaped
+
+
+def markup_lines(lines: Iterable[Content]) -> Content:
+    """Lines made by `markup`, one below the other."""
+    return Content("\n").join(lines)
 
 
 def shown(*parts: str | tuple[str, str]) -> Text:
