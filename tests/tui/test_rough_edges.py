@@ -19,7 +19,7 @@ from tests.tui.demo import NOW, FixedClock
 from tests.tui.test_app import drive, fill_form
 from tiermem.core.engine import Memory
 from tiermem.tui.app import TiermemApp
-from tiermem.tui.app.screens.sync import RestoreModal
+from tiermem.tui.app.screens.restore import RestoreModal
 from tiermem.tui.app.widgets.memory_table import MemoryTable
 
 

@@ -21,7 +21,8 @@ from tiermem.core.engine import Memory
 from tiermem.sync import crypto
 from tiermem.tui.app.screens.hot import HotScreen
 from tiermem.tui.app.screens.modals import FormModal
-from tiermem.tui.app.screens.sync import RestoreModal, SyncScreen
+from tiermem.tui.app.screens.restore import RestoreModal
+from tiermem.tui.app.screens.sync import SyncScreen
 
 __all__ = ["sqld"]  # the sync tests' fixture, reused here
 

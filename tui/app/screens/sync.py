@@ -1,7 +1,7 @@
 """Sync: the engine's state (this device, last push and pull, errors, next retry), then tabs
 for the outbox of critical-state changes waiting to be pushed, the push/pull history (errors
 included), the vault's devices and the conflicts merges recorded; push, pull or sync now,
-resolve a conflict, and the restore flow with its progress.
+resolve a conflict, and restore an agent (`screens.restore`).
 
 The sync engine (`tiermem.sync`) is imported only inside the workers: it brings httpx and
 cryptography, which the first paint does not need. The device list needs the network, so it
@@ -14,35 +14,32 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
+from textual.content import Content
 from textual.message import Message
-from textual.screen import ModalScreen
-from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from tiermem.core import conflicts as conflicts_mod
 from tiermem.core import snapshot
 from tiermem.core.conflicts import Conflict
 from tiermem.core.engine import Memory
-from tiermem.core.errors import InvalidInput
-from tiermem.core.printable import printable
-from tiermem.tui.app.messages import ActionDone, ActionFailed, describe_error
+from tiermem.tui.app.messages import describe_error
 from tiermem.tui.app.screens.base import DataScreen
-from tiermem.tui.app.screens.modals import Field, FormModal
-from tiermem.tui.app.widgets.format import markup, markup_lines, one_line, shown, stamp
+from tiermem.tui.app.screens.modals import FormModal
+from tiermem.tui.app.screens.restore import RestoreModal, restore_fields
+from tiermem.tui.app.widgets.format import markup, one_line, stamp
 from tiermem.tui.app.widgets.plain_table import PlainTable
 
 if TYPE_CHECKING:
     from tiermem.sync.devices import DeviceInfo
     from tiermem.sync.engine import PullResult, PushResult, SyncEvent
-    from tiermem.sync.restore import RestoreProgress
 
 T = TypeVar("T")
 TABS = ("outbox", "history", "devices", "conflicts")
@@ -212,130 +209,6 @@ def resolve(mem: Memory, conflict_id: str, take: str) -> str:
     return f"{closed.item} {closed.field}: {conflicts_mod.show(chosen, 40)} stays"
 
 
-# -- restore -----------------------------------------------------------------------------------
-
-
-def restore_fields(agent_id: str) -> list[Field]:
-    return [
-        Field("url", "Database URL", placeholder="libsql://…", required=True),
-        Field("token", "Token", placeholder="empty: $TIERMEM_SYNC_TOKEN or none"),
-        Field("agent", "Agent", agent_id, required=True),
-        Field("recovery_key", "Recovery key", placeholder="the key shown at `sync init`"),
-        Field("passphrase", "or passphrase", placeholder="if the vault has one"),
-        Field("at", "As of", placeholder="empty: newest; or 2026-11-20T14:30, or a version"),
-    ]
-
-
-def restore_agent(
-    home: Path, values: dict[str, str], progress: Callable[[RestoreProgress], None] | None = None
-) -> str:
-    """Restore an agent into this home (it must hold no memory of it): the critical state
-    first, then every memory, swapped in at once."""
-    # lazy: the sync engine brings httpx and cryptography, not needed for the first paint
-    from tiermem.sync import crypto
-    from tiermem.sync.restore import restore
-    from tiermem.sync.secrets import ENV_TOKEN, env_secret
-
-    key, passphrase = values["recovery_key"].strip(), values["passphrase"]
-    if bool(key) == bool(passphrase):
-        raise InvalidInput("give the recovery key or the passphrase (one of them)")
-    token = values["token"].strip() or env_secret(ENV_TOKEN) or None
-    result = restore(
-        home,
-        values["agent"].strip(),
-        values["url"].strip(),
-        token,
-        recovery_key=crypto.parse_recovery_key(key) if key else None,
-        passphrase=passphrase or None,
-        store_token=bool(values["token"].strip()),
-        at=values.get("at", "").strip() or None,
-        progress=progress,
-    )
-    return (
-        f"restored {result.agent_id!r}: {result.memories} memories, {result.lessons} "
-        f"lesson(s), {result.tree_nodes} tree node(s), version {result.version}"
-    )
-
-
-class RestoreStep(Message):
-    def __init__(self, progress: RestoreProgress) -> None:
-        super().__init__()
-        self.progress = progress
-
-
-PHASES = {
-    "critical": "hot memory and tree",
-    "memories": "memories",
-    "swap": "swapping in",
-    "done": "done",
-}
-
-
-class RestoreModal(ModalScreen[str | None]):
-    """Runs a restore, shows its progress (rows read of the total, the phase, when the home
-    became usable), then its outcome; returns the restored agent id."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close")]
-
-    def __init__(self, home: Path, values: dict[str, str]) -> None:
-        super().__init__(classes="modal")
-        self.home = home
-        self.values = values
-        self.running = True
-        self.ok = False
-        self.seen: list[RestoreProgress] = []
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(classes="dialog") as dialog:
-            dialog.border_title = shown(f"Restore {self.values['agent'].strip()!r}")
-            yield ProgressBar(total=None, show_eta=False, id="progress")
-            yield Static("connecting…", id="stage", markup=False)
-            yield Static("", id="report", markup=False)
-
-    def on_mount(self) -> None:
-        self._run()
-
-    @work(thread=True, exclusive=True, group="restore", exit_on_error=False)
-    def _run(self) -> None:
-        def progress(step: RestoreProgress) -> None:
-            self.post_message(RestoreStep(step))
-
-        try:
-            text = restore_agent(self.home, self.values, progress)
-        except Exception as exc:
-            self.app.call_from_thread(self._finished, "", describe_error(exc))
-            return
-        self.app.call_from_thread(self._finished, text, "")
-
-    def on_restore_step(self, message: RestoreStep) -> None:
-        p = message.progress
-        self.seen.append(p)
-        self.query_one(ProgressBar).update(total=max(1, p.total_rows), progress=p.rows)
-        usable = " · usable now" if p.usable else ""
-        self.query_one("#stage", Static).update(
-            f"{PHASES.get(p.phase, p.phase)}: {p.rows:,}/{p.total_rows:,} rows, "
-            f"{p.bytes / 1024:,.0f}/{p.total_bytes / 1024:,.0f} KB, {p.memories:,} memories"
-            f"{usable}"
-        )
-
-    def _finished(self, text: str, error: str) -> None:
-        self.running = False
-        bar = self.query_one(ProgressBar)
-        if error:
-            self.query_one("#stage", Static).update("restore failed")
-            self.query_one("#report", Static).update(f"{printable(error)}\n\nesc closes")
-            self.app.post_message(ActionFailed(error, "restore failed"))
-            return
-        self.ok = True
-        bar.update(total=bar.total or 1, progress=bar.total or 1)
-        self.query_one("#report", Static).update(f"{printable(text)}\n\nesc closes")
-        self.app.post_message(ActionDone(text))
-
-    def action_close(self) -> None:
-        if not self.running:
-            self.dismiss(self.values["agent"].strip() if self.ok else None)
-
-
 # -- the screen -------------------------------------------------------------------------------
 
 
@@ -343,6 +216,38 @@ class DevicesLoaded(Message, bubble=False):
     def __init__(self, part: Part[DeviceInfo]) -> None:
         super().__init__()
         self.part = part
+
+
+def state_text(data: SyncView) -> Content:
+    """The state panel: where this home syncs to, what waits, the last push, pull and error."""
+    pending = f" + {data.pending_memories} memories" if data.pending_memories else ""
+    pending += f" + {data.pending_graph} episodes/entities" if data.pending_graph else ""
+    where = f" · $url · epoch {data.epoch}" if data.url else ""
+    version = f" (version {data.last_version})" if data.last_version else ""
+    error_at = f" ({stamp(data.last_error_at)})" if data.last_error_at else ""
+    retry = stamp(data.next_retry) if data.next_retry else "-"
+    template = (
+        f"[b]state[/b] $state{where}   [b]outbox[/b] {len(data.outbox)} pending{pending}\n"
+        f"[b]last push[/b] {stamp(data.last_push)}{version} · {data.pushes} push(es) from this "
+        f"home   [b]next retry[/b] {retry}\n"
+        f"[b]last pull[/b] {stamp(data.last_pull)} · {data.pulls} pull(s)   "
+        f"[b]conflicts[/b] {data.open_conflicts} open\n[b]last error[/b] $error{error_at}"
+    )
+    if data.device:
+        template += "\n[b]this device[/b] $device… · $secrets"
+    if data.inflight:
+        template += f"\n[b]in flight[/b] {data.inflight} (sent again until confirmed)"
+    notes = {f"note{i}": note for i, note in enumerate(data.notes)}
+    template += "".join(f"\n[dim]${name}[/dim]" for name in notes)
+    return markup(
+        template,
+        state=data.state,
+        url=data.url,
+        error=data.last_error or "-",
+        device=(data.device or "")[:16],
+        secrets=data.secrets,
+        **notes,
+    )
 
 
 class SyncScreen(DataScreen[SyncView]):
@@ -425,45 +330,7 @@ class SyncScreen(DataScreen[SyncView]):
 
     def show(self, data: SyncView) -> None:
         self.view = data
-        retry = stamp(data.next_retry) if data.next_retry else "-"
-        unresolved = data.open_conflicts
-        memories = f" + {data.pending_memories} memories" if data.pending_memories else ""
-        if data.pending_graph:
-            memories += f" + {data.pending_graph} episodes/entities"
-        where = f" · $url · epoch {data.epoch}" if data.url else ""
-        lines = [
-            markup(
-                f"[b]state[/b] $state{where}   [b]outbox[/b] {len(data.outbox)} pending{memories}",
-                state=data.state,
-                url=data.url,
-            ),
-            markup(
-                f"[b]last push[/b] {stamp(data.last_push)}"
-                + (f" (version {data.last_version})" if data.last_version else "")
-                + f" · {data.pushes} push(es) from this home   [b]next retry[/b] {retry}"
-            ),
-            markup(
-                f"[b]last pull[/b] {stamp(data.last_pull)} · {data.pulls} pull(s)"
-                f"   [b]conflicts[/b] {unresolved} open"
-            ),
-            markup(
-                "[b]last error[/b] $error"
-                + (f" ({stamp(data.last_error_at)})" if data.last_error_at else ""),
-                error=data.last_error or "-",
-            ),
-        ]
-        if data.device:
-            lines.append(
-                markup(
-                    "[b]this device[/b] $device… · $secrets",
-                    device=data.device[:16],
-                    secrets=data.secrets,
-                )
-            )
-        if data.inflight:
-            lines.append(markup(f"[b]in flight[/b] {data.inflight} (sent again until confirmed)"))
-        lines += [markup("[dim]$note[/dim]", note=n) for n in data.notes]
-        self.query_one("#sync-state", Static).update(markup_lines(lines))
+        self.query_one("#sync-state", Static).update(state_text(data))
         self._fill(
             "outbox",
             Part(data.outbox[-500:], "" if data.outbox else "nothing waiting to be pushed"),
@@ -502,7 +369,7 @@ class SyncScreen(DataScreen[SyncView]):
         tabs.get_tab("tab-history").label = (
             f"History ({data.errors} errors)" if data.errors else "History"
         )
-        tabs.get_tab("tab-conflicts").label = f"Conflicts ({unresolved})"
+        tabs.get_tab("tab-conflicts").label = f"Conflicts ({data.open_conflicts})"
 
     def on_devices_loaded(self, message: DevicesLoaded) -> None:
         self.devices = message.part
