@@ -423,3 +423,17 @@ def test_hot_items_that_look_like_markup_are_shown_as_written(tmp_path: Path) ->
         assert "a path ends in C:\\" in shown and "beep \\x07 here" in shown, shown
 
     drive(app, body)
+
+
+def test_the_dashboards_category_bars_line_up_whatever_the_names_hold(tmp_path: Path) -> None:
+    """Each category's count sits in the same column: a name with brackets was padded after
+    its escapes were added, so its line came out shifted by them."""
+    app = _app_with(tmp_path, ("one fact", "[x]y"), ("two facts", "plain"), ("three", "plain"))
+
+    async def body(pilot: Pilot[None]) -> None:
+        bars = str(app.screen.query_one("#dash-categories", Static).render()).splitlines()
+        counts = {line.split()[0]: line.index(line.split()[1]) for line in bars[:2]}
+        assert set(counts) == {"[x]y", "plain"}, bars
+        assert len(set(counts.values())) == 1, bars
+
+    drive(app, body)
