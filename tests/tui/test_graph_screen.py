@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
@@ -14,6 +15,7 @@ from tests.tui.test_app import drive
 from tiermem.core.engine import Memory
 from tiermem.core.graph.store import GraphStore
 from tiermem.tui.app import TiermemApp
+from tiermem.tui.app.screens import graph as graph_screen
 from tiermem.tui.app.screens.graph import GraphScreen
 
 
@@ -87,5 +89,44 @@ def test_an_entity_named_like_markup_is_listed_as_written(tmp_path: Path) -> Non
         table = app.screen.query_one("#entities", DataTable)
         assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == ["Team [/] Alpha"]
         assert detail(app).startswith("Team [/] Alpha")
+
+    drive(app, body, size=(120, 40))
+
+
+def test_typing_a_filter_finds_an_entity_beyond_the_listed_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table lists the most mentioned entities only (`ENTITIES`); `/` and a name reach the
+    rest, and the count says how many are listed of how many."""
+    monkeypatch.setattr(graph_screen, "ENTITIES", 3)
+    home = tmp_path / "home"
+    with Memory(home, clock=FixedClock(NOW)) as mem, mem.db.transaction():
+        store = GraphStore(mem.db, mem.agent_id)
+        for name in ("Alpha", "Bravo", "Charlie", "Delta", "Zephyrine"):
+            store.resolve(name, "person", NOW)
+    app = make_app(home)
+
+    def listed() -> list[str]:
+        table = app.screen.query_one("#entities", DataTable)
+        return [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+
+    def subtitle() -> str:
+        return str(app.screen.query_one("#entities", DataTable).border_subtitle)
+
+    async def body(pilot: Pilot[None]) -> None:
+        await pilot.press("7")
+        await settle(pilot)
+        assert len(listed()) == 3 and "Zephyrine" not in listed()
+        assert subtitle().startswith("3 of 5 entities")
+        await pilot.press("slash", *"zeph")
+        await settle(pilot)
+        assert listed() == ["Zephyrine"] and detail(app).startswith("Zephyrine")
+        assert subtitle().startswith("1 of 5 entities match the filter")
+        await pilot.press(*"xx")
+        await settle(pilot)
+        assert listed() == [] and "no entity matches the filter" in detail(app)
+        await pilot.press("escape", "escape")  # back to the table, then the filter cleared
+        await settle(pilot)
+        assert len(listed()) == 3
 
     drive(app, body, size=(120, 40))

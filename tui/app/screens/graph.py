@@ -1,17 +1,19 @@
-"""Graph: the knowledge graph's entities, most mentioned first; the highlighted one's relations
-with their time spans, and the memories and episodes that mention it."""
+"""Graph: the knowledge graph's entities, most mentioned first (`/` filters them by name or
+alias); the highlighted one's relations with their time spans, and the memories and episodes
+that mention it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Input, Static
 
 from tiermem.core import episodes
 from tiermem.core import graph as graphmod
@@ -24,13 +26,17 @@ from tiermem.tui.app.widgets.format import count, markup, markup_lines, one_line
 from tiermem.tui.app.widgets.plain_table import PlainTable
 
 ENTITIES = 500
+"""Entities listed at once; the filter reaches the others."""
+NO_ENTITIES = "no entities yet: conversations add them"
 
 
 @dataclass(frozen=True)
 class GraphData:
     entities: list[Entity]
+    total: int  # the agent's entities, listed or not
     relations: int
     episodes: int
+    filtered: bool = False
 
 
 class EntityLoaded(Message, bubble=False):
@@ -72,18 +78,35 @@ def entity_text(data: dict[str, Any]) -> Content:
     return markup_lines(lines)
 
 
+def entities_shown(data: GraphData) -> str:
+    """How many entities the table lists, of how many (the list stops at `ENTITIES`)."""
+    listed, total = count(len(data.entities)), count(data.total)
+    if data.filtered:
+        return f"{listed} of {total} entities match the filter"
+    return (
+        f"{total} entities" if len(data.entities) == data.total else f"{listed} of {total} entities"
+    )
+
+
 class GraphScreen(DataScreen[GraphData]):
     MODE = "graph"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "Filter"),
+        Binding("escape", "leave_filter", "Table", show=False),
+    ]
 
     def __init__(self) -> None:
         super().__init__()
         self._selected: str | None = None
+        self._filter = ""
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(classes="split", id="graph-body"):
-            yield PlainTable(id="entities", cursor_type="row", zebra_stripes=True)
+            with Vertical(id="graph-left"):
+                yield Input(placeholder="/ filter by name…", id="entity-filter", compact=True)
+                yield PlainTable(id="entities", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="entity-side"):
-                yield Static("[dim]no entities yet: conversations add them[/dim]", id="entity")
+                yield Static(f"[dim]{NO_ENTITIES}[/dim]", id="entity")
 
     def on_mount(self) -> None:
         table = self.query_one("#entities", DataTable)
@@ -92,12 +115,17 @@ class GraphScreen(DataScreen[GraphData]):
         self.query_one("#entity-side").border_title = "Relations and mentions"
         table.focus()
 
+    def reload(self) -> None:
+        if self.is_mounted:
+            self._filter = self.query_one("#entity-filter", Input).value
+        super().reload()
+
     def fetch(self, memory: Memory) -> GraphData:
         store = graphmod.store_for(memory)
-        _, relations = store.count()
-        return GraphData(
-            store.entities(limit=ENTITIES), relations, episodes.count(memory.db, memory.agent_id)
-        )
+        total, relations = store.count()
+        listed = store.entities(query=self._filter, limit=ENTITIES)
+        found = episodes.count(memory.db, memory.agent_id)
+        return GraphData(listed, total, relations, found, bool(self._filter.strip()))
 
     def show(self, data: GraphData) -> None:
         table = self.query_one("#entities", DataTable)
@@ -105,7 +133,7 @@ class GraphScreen(DataScreen[GraphData]):
         for e in data.entities:
             table.add_row(one_line(e.name, 28), e.kind, count(e.mentions), key=e.id)
         table.border_subtitle = (
-            f"{count(len(data.entities))} entities · {count(data.relations)} relations · "
+            f"{entities_shown(data)} · {count(data.relations)} relations · "
             f"{count(data.episodes)} episodes"
         )
         if data.entities:
@@ -113,6 +141,28 @@ class GraphScreen(DataScreen[GraphData]):
             row = ids.index(self._selected) if self._selected in ids else 0
             table.move_cursor(row=row, animate=False)
             self._open(ids[row])
+            return
+        self._selected = None
+        empty = "no entity matches the filter" if data.filtered else NO_ENTITIES
+        self.query_one("#entity", Static).update(f"[dim]{empty}[/dim]")
+
+    @on(Input.Changed, "#entity-filter")
+    def _filter_changed(self) -> None:
+        self.reload()
+
+    @on(Input.Submitted, "#entity-filter")
+    def _filter_submitted(self) -> None:
+        self.query_one("#entities", DataTable).focus()
+
+    def action_filter(self) -> None:
+        self.query_one("#entity-filter", Input).focus()
+
+    def action_leave_filter(self) -> None:
+        box = self.query_one("#entity-filter", Input)
+        if box.has_focus:
+            self.query_one("#entities", DataTable).focus()
+        elif box.value:
+            box.value = ""
 
     @on(DataTable.RowHighlighted, "#entities")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
