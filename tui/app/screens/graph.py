@@ -81,8 +81,9 @@ def entity_text(data: dict[str, Any]) -> Content:
 def entities_shown(data: GraphData) -> str:
     """How many entities the table lists, of how many (the list stops at `ENTITIES`)."""
     listed, total = count(len(data.entities)), count(data.total)
-    if data.filtered:
-        return f"{listed} of {total} entities match the filter"
+    if data.filtered:  # at the cap, more may match than are listed
+        more = "+" if len(data.entities) >= ENTITIES else ""
+        return f"{listed}{more} of {total} entities match the filter"
     return (
         f"{total} entities" if len(data.entities) == data.total else f"{listed} of {total} entities"
     )
