@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,12 @@ from hypothesis import HealthCheck, settings
 
 from tiermem.core.engine import Memory
 from tiermem.core.scoring import DAY
+
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    # A runner started in the background of a non-interactive shell ignores ctrl-C, and the
+    # processes the tests start would inherit that, so a test that interrupts one would see it
+    # finish instead. A handler of our own becomes the default again in a child.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile(
     "ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
