@@ -9,6 +9,8 @@ similar their letters; "the certificate" and "the certificates." are one.
 
 `NearIndex` holds the newest memories of one agent in memory, bucketed by that guard and indexed
 by word, so a lookup compares only texts that share at least half of their content words.
+`candidates_index` fills one with only the stored texts that share a word with a few new ones,
+found through the full-text index: a one-fact write reads a handful of rows, not the window.
 """
 
 from __future__ import annotations
@@ -18,9 +20,13 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from typing import TYPE_CHECKING
 
 from tiermem.core.metadata import find_urls
-from tiermem.core.terms import STOPWORDS
+from tiermem.core.terms import STOPWORDS, TERM, fts_match
+
+if TYPE_CHECKING:
+    from tiermem.core.db import Database
 
 _PUNCT = re.compile(r"[^\w\s]|_")
 _DIGITS = re.compile(r"\d+")
@@ -165,3 +171,39 @@ class NearIndex:
     def key_of(self, memory_id: str) -> str | None:
         found = self._entries.get(memory_id)
         return None if found is None else found[1].key
+
+
+def probe_words(text: str) -> frozenset[str]:
+    """The words a stored near-duplicate of `text` must share at least one of: its content
+    words as `NearIndex` sees them, and as the full-text index reads the raw text (the two
+    differ where case folding or NFKC changes a word, as "Straße" and "strasse")."""
+    raw = [w.casefold() for w in TERM.findall(text)]
+    return _content_words(near_key(text)) | frozenset(w for w in raw if w not in STOPWORDS)
+
+
+def candidates_index(
+    db: Database, agent_rows: tuple[int, int], window: int, texts: list[str], threshold: float
+) -> NearIndex:
+    """A `NearIndex` of the memories among the agent's newest `window` (rowids in `agent_rows`)
+    whose text shares a word with one of `texts`: every memory `find` could return for them.
+    A text that shares none of its words with a stored one is not its near-duplicate, since
+    `find` asks for half of them."""
+    index = NearIndex(threshold)
+    words = sorted(frozenset().union(*(probe_words(t) for t in texts)))
+    if not words:
+        return index
+    low, high = (str(n) for n in agent_rows)
+    floor = db.scalar(
+        "SELECT seq FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER) "
+        "ORDER BY seq DESC LIMIT 1 OFFSET ?",
+        (low, high, window - 1),
+    )
+    rows = db.query(
+        "SELECT m.id, m.text FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
+        "WHERE memories_fts MATCH ? AND memories_fts.rowid BETWEEN CAST(? AS INTEGER) "
+        "AND CAST(? AS INTEGER) ORDER BY memories_fts.rowid",
+        ("text : (" + fts_match(words) + ")", low if floor is None else str(floor), high),
+    )
+    for memory_id, text in rows:
+        index.add(memory_id, text)
+    return index

@@ -11,23 +11,29 @@ kept out of `repr`, and every error message is built without it (and scrubbed be
 
 from __future__ import annotations
 
-import http.client
 import ipaddress
 import json
-import logging
-import socket
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiermem.core.config import LLMConfig
 from tiermem.core.environment import environment
+from tiermem.core.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import http.client as httpclient
+    import logging
+    import urllib.error as urlerror
+    import urllib.request as urlrequest
+else:  # the HTTP stack (email, ssl, ...) loads on the first request: `store` starts faster
+    httpclient = lazy_import("http.client")
+    urlerror = lazy_import("urllib.error")
+    urlrequest = lazy_import("urllib.request")
+    logging = lazy_import("logging")  # only a failed call logs
 
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
-log = logging.getLogger(__name__)
 
 Transport = Callable[[str, bytes, dict[str, str], float], bytes]
 """(url, body, headers, timeout seconds) → response body; raises LLMError."""
@@ -99,13 +105,15 @@ def chat_json(
         raw = send(url, body, headers, settings.timeout)
     except LLMError as exc:
         message = _scrub(str(exc), settings.api_key)
-        log.warning("LLM call to %s failed: %s", _origin(url), message)
+        logging.getLogger(__name__).warning("LLM call to %s failed: %s", _origin(url), message)
         raise LLMError(message) from None
     try:
         reply = json.loads(raw)
         content = reply["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError, RecursionError):
-        log.warning("LLM endpoint %s: the answer is not a chat completion", _origin(url))
+        logging.getLogger(__name__).warning(
+            "LLM endpoint %s: the answer is not a chat completion", _origin(url)
+        )
         raise LLMError("the LLM endpoint's answer is not an OpenAI chat completion") from None
     if not isinstance(content, str):
         raise LLMError("the LLM's answer has no text content")
@@ -117,26 +125,26 @@ def urllib_transport(url: str, body: bytes, headers: dict[str, str], timeout: fl
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname or ":?" in _origin(url):
         raise LLMError(f"invalid LLM base URL {_origin(url)!r}: use http(s)://host[:port]/path")
-    handlers: list[urllib.request.BaseHandler] = []
+    handlers: list[urlrequest.BaseHandler] = []
     if is_loopback(parts.hostname):
-        handlers.append(urllib.request.ProxyHandler({}))
-    opener = urllib.request.build_opener(*handlers)
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        handlers.append(urlrequest.ProxyHandler({}))
+    opener = urlrequest.build_opener(*handlers)
+    request = urlrequest.Request(url, data=body, headers=headers, method="POST")
     where = _origin(url)
     try:
         with opener.open(request, timeout=timeout) as response:
             data: bytes = response.read(MAX_RESPONSE_BYTES + 1)
-    except urllib.error.HTTPError as exc:
+    except urlerror.HTTPError as exc:
         raise LLMError(f"HTTP {exc.code} from the LLM endpoint {where}") from None
-    except urllib.error.URLError as exc:
+    except urlerror.URLError as exc:
         reason = exc.reason
-        if isinstance(reason, TimeoutError | socket.timeout):
+        if isinstance(reason, TimeoutError):  # socket.timeout is TimeoutError
             raise LLMError(f"the LLM endpoint {where} timed out after {timeout:g} s") from None
         text = getattr(reason, "strerror", None) or str(reason)
         raise LLMError(f"cannot reach the LLM endpoint {where}: {text}") from None
     except TimeoutError:
         raise LLMError(f"the LLM endpoint {where} timed out after {timeout:g} s") from None
-    except (http.client.HTTPException, OSError) as exc:
+    except (httpclient.HTTPException, OSError) as exc:
         raise LLMError(
             f"connection to the LLM endpoint {where} failed ({type(exc).__name__})"
         ) from None

@@ -39,6 +39,9 @@ COLUMNS = column_list(RECORD_NAMES)
 FILL_WINDOW = 1000
 """How many of an agent's newest memories a write looks through for counts to store."""
 INSERT_HEAD, INSERT_MARKS = insert_parts(RECORD_NAMES)
+PROBE_BATCH = 32
+"""Up to this many facts, a write without a kept near-duplicate index looks up candidates in
+the full-text index instead of loading the whole window (`WarmStore._near_index`)."""
 
 
 SLOT_BITS = 32
@@ -207,7 +210,7 @@ class MemoryStore:
         seen_before = reinforce.totals_many(self.db, self.agent_id, ids)
         texts = [f.text for f, _ in facts]
         tokens = count_tokens_many(texts) if count else [UNCOUNTED] * len(texts)
-        near = self._near_index(dedup) if dedup is not None and dedup.near else None
+        near = self._near_index(dedup, texts) if dedup is not None and dedup.near else None
         outcomes: list[StoreOutcome] = []
         rows: list[tuple[object, ...]] = []  # inserted with one executemany
         next_seq = self._next_seq()
@@ -264,23 +267,30 @@ class MemoryStore:
         self.db.insert_values(INSERT_HEAD, INSERT_MARKS, rows)
         rows.clear()
 
-    def _near_index(self, cfg: DedupConfig) -> NearIndex:
+    def _near_index(self, cfg: DedupConfig, texts: list[str]) -> NearIndex:
         """The newest `cfg.window` memories, indexed for near-duplicate lookups. Kept between
         writes of this connection; rebuilt when another connection committed (`data_version`)
-        (the oldest entries leave as new ones come: it holds at most the window)."""
+        (the oldest entries leave as new ones come: it holds at most the window). Without a
+        kept one, a write of a few facts indexes only the stored texts sharing a word with
+        them (`dedup.candidates_index`) and keeps nothing."""
         version = float(self.db.scalar("PRAGMA data_version"))
         mark = (cfg.window, version)
         index = self._near
-        if index is None or self._near_mark != mark or index.threshold != cfg.similarity:
-            index = dedup.NearIndex(cfg.similarity, capacity=cfg.window)
-            rows = self.db.query(
-                "SELECT id, text FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) "
-                "AND CAST(? AS INTEGER) AND +agent_id = ? ORDER BY seq DESC LIMIT ?",
-                (str(self.seq_low), str(self.seq_high), self.agent_id, cfg.window),
+        if index is not None and self._near_mark == mark and index.threshold == cfg.similarity:
+            return index
+        if len(texts) <= PROBE_BATCH:
+            return dedup.candidates_index(
+                self.db, (self.seq_low, self.seq_high), cfg.window, texts, cfg.similarity
             )
-            for row in reversed(rows):
-                index.add(row[0], row[1])
-            self._near, self._near_mark = index, mark
+        index = dedup.NearIndex(cfg.similarity, capacity=cfg.window)
+        rows = self.db.query(
+            "SELECT id, text FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) "
+            "AND CAST(? AS INTEGER) AND +agent_id = ? ORDER BY seq DESC LIMIT ?",
+            (str(self.seq_low), str(self.seq_high), self.agent_id, cfg.window),
+        )
+        for row in reversed(rows):
+            index.add(row[0], row[1])
+        self._near, self._near_mark = index, mark
         return index
 
     def _near_match(

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import MemoryFactory
 from tests.write.conftest import cli_json
 from tiermem.core.config import Config, DedupConfig
-from tiermem.core.dedup import NearIndex, guard, similarity
+from tiermem.core.dedup import NearIndex, candidates_index, guard, similarity
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
 
@@ -134,3 +137,71 @@ def test_cli_store_says_where_it_merged(capsys, home: Path) -> None:
     assert first["deduplicated"] is False and first["merged_into"] is None
     assert near["deduplicated"] is True and near["merged_into"] == first["id"]
     assert near["similarity"] == 1.0  # punctuation only: the same once normalized
+
+
+_VOCAB = [
+    "deploy",
+    "Deploy",
+    "deploys",
+    "the",
+    "shop",
+    "certificate",
+    "certificates",
+    "renew",
+    "TLS",
+    "port",
+    "8080",
+    "8081",
+    "not",
+    "café",
+    "cafe",
+    "team",
+    "blog",
+    "garden",
+    "hose",
+    "Friday",
+]
+_text = st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=8).map(" ".join)
+
+
+def _variant(text: str, how: int) -> str:
+    """A near copy of `text`: punctuation, case, a word in the plural, one word dropped or
+    doubled."""
+    words = text.split()
+    if how >= 4:
+        at = how % len(words)
+        return " ".join([*words[:at], words[at] + "s", *words[at + 1 :]])
+    if how == 0:
+        return text + "!"
+    if how == 1:
+        return text.upper()
+    if how == 2 and len(words) > 1:
+        return " ".join(words[:-1])
+    return " ".join([*words, words[-1]])
+
+
+@settings(max_examples=250, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    stored=st.lists(_text, min_size=1, max_size=25),
+    pick=st.integers(0, 24),
+    how=st.integers(0, 12),
+    window=st.integers(1, 30),
+)
+def test_the_word_lookup_finds_what_the_whole_window_finds(
+    open_memory: MemoryFactory, stored: list[str], pick: int, how: int, window: int
+) -> None:
+    """A one-fact store indexes only the stored texts sharing a word with it, found through the
+    full-text index; it must find every near-duplicate the whole window's index finds."""
+    mem = open_memory(f"agent-{uuid.uuid4().hex}", config=Config(dedup=DedupConfig(near=False)))
+    mem.store_many([NewFact(t, "c") for t in stored])
+    new = _variant(stored[pick % len(stored)], how)
+    store = mem.memories
+    rows = mem.db.query(
+        "SELECT id, text FROM memories WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
+        (mem.agent_id, window),
+    )
+    whole = NearIndex(0.9)
+    for memory_id, text in reversed(rows):
+        whole.add(memory_id, text)
+    lookup = candidates_index(mem.db, (store.seq_low, store.seq_high), window, [new], 0.9)
+    assert lookup.find(new) == whole.find(new)
