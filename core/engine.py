@@ -311,7 +311,7 @@ class Memory:
                 if chosen != "keyword":
                     raise
                 notes.append(f"vector fallback unavailable: {exc}")
-        tree, tagged, graphed = self.reads.view()
+        tree, tagged, (entities, episodes) = self.reads.view()
         if llm:
             tree = self.trees.load(with_counts=True)
         paths = None
@@ -336,8 +336,10 @@ class Memory:
             mode=chosen,
             vectors=vectors,
             llm_paths=paths,
-            signals=graphsignal.GraphSignals(self.db, self.agent_id, self.cfg.graph)
-            if graphed and self.cfg.graph.retrieval_signal
+            signals=graphsignal.GraphSignals(
+                self.db, self.agent_id, self.cfg.graph, entities=entities, episodes=episodes
+            )
+            if (entities or episodes) and self.cfg.graph.retrieval_signal
             else None,
             tags=tags,
             tagged=tagged,

@@ -1,7 +1,7 @@
 """What a read reuses from the previous read while nothing was written: the tree index, whether
 any memory of the agent carries a tag (most homes have none, so a search skips its two tag
-queries) and whether the agent has any graph or episode to consult (if not, a search neither
-asks the graph nor loads its code).
+queries) and whether the agent has any entity or episode to consult (if neither, a search
+neither asks the graph nor loads its code; without episodes it skips their search).
 
 The mark is SQLite's own: `data_version` moves when another connection commits and
 `total_changes()` when this one changes a row. Inside a transaction nothing is cached (a
@@ -17,6 +17,9 @@ from tiermem.core.tree import TreeIndex, TreeStore
 
 _MARK = "SELECT total_changes(), data_version FROM pragma_data_version"
 
+GraphKinds = tuple[bool, bool]
+"""Whether the agent has (any entity, any episode)."""
+
 
 class ReadCache:
     """Per-connection results of reads, dropped whenever the database changed."""
@@ -27,7 +30,7 @@ class ReadCache:
         self._mark: tuple[object, ...] | None = None
         self._tree: TreeIndex | None = None
         self._tagged: bool | None = None
-        self._graphed: bool | None = None
+        self._graphed: GraphKinds | None = None
         self._lock = threading.Lock()  # a front end reads from several threads
 
     def _valid(self) -> bool:
@@ -39,14 +42,14 @@ class ReadCache:
             self._mark, self._tree, self._tagged, self._graphed = mark, None, None, None
         return True
 
-    def view(self) -> tuple[TreeIndex, bool, bool]:
+    def view(self) -> tuple[TreeIndex, bool, GraphKinds]:
         """The agent's tree index without counts (shared between reads: never change it),
-        whether any memory of the agent carries a tag, and whether the agent has any entity or
-        episode."""
+        whether any memory of the agent carries a tag, and whether the agent has any entity and
+        any episode."""
         with self._lock:
             return self._view()
 
-    def _view(self) -> tuple[TreeIndex, bool, bool]:
+    def _view(self) -> tuple[TreeIndex, bool, GraphKinds]:
         if not self._valid():
             return self.trees.load(), self._any_tags(), self._any_graph()
         if self._tree is None:
@@ -65,12 +68,11 @@ class ReadCache:
             )
         )
 
-    def _any_graph(self) -> bool:
+    def _any_graph(self) -> GraphKinds:
         agent = self.trees.agent_id
-        return bool(
-            self.db.query_one(
-                "SELECT 1 FROM entity_names WHERE agent_id = ? UNION ALL "
-                "SELECT 1 FROM episodes WHERE agent_id = ? LIMIT 1",
-                (agent, agent),
-            )
+        row = self.db.query_one(
+            "SELECT EXISTS (SELECT 1 FROM entity_names WHERE agent_id = ?), "
+            "EXISTS (SELECT 1 FROM episodes WHERE agent_id = ?)",
+            (agent, agent),
         )
+        return (False, False) if row is None else (bool(row[0]), bool(row[1]))

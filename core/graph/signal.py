@@ -27,6 +27,10 @@ class GraphSignals:
     db: Database
     agent_id: str
     cfg: GraphConfig
+    entities: bool = True
+    """The agent has an entity: the query's names are looked up."""
+    episodes: bool = True
+    """The agent has an episode: episodes are searched."""
 
     def apply(
         self, query: str, found: list[Candidate], where: tuple[str, list[object]]
@@ -49,6 +53,8 @@ class GraphSignals:
 
     def _entity_paths(self, query: str) -> dict[str, tuple[float, str]]:
         """memory id → (boost, "via …") for memories mentioning a query entity or a neighbour."""
+        if not self.entities:
+            return {}
         graph = GraphStore(self.db, self.agent_id)
         hits = known_mentions(self.db, self.agent_id, ngram_keys(query, capitalised=False))
         if not hits:
@@ -74,7 +80,7 @@ class GraphSignals:
 
     def _episode_facts(self, query: str) -> dict[str, tuple[float, str]]:
         out: dict[str, tuple[float, str]] = {}
-        if self.cfg.episode_boost <= 0:
+        if self.cfg.episode_boost <= 0 or not self.episodes:
             return out
         for episode, relevance in episodes.search(self.db, self.agent_id, query, EPISODES):
             if relevance < EPISODE_MIN_RELEVANCE:

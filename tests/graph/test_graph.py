@@ -214,3 +214,17 @@ def test_he_or_she_stands_for_the_person_named_before(tmp_path: Path, clock: Clo
         said = {(names[e.subject], e.predicate, names[e.object]) for e in edges}
     assert ("Maya", "lives_in", "Porto") in said and ("Maya", "works_on", "Ledgerly") in said
     assert not any(s in ("She", "User") and p == "lives_in" for s, p, _ in said)
+
+
+def test_an_episode_raises_its_facts_in_a_home_with_no_entity(tmp_path: Path, clock: Clock) -> None:
+    """A search remembers what the agent has (no entity, no episode); the episode a
+    conversation then writes is searched, though the graph still has no entity."""
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        mem.store("water the basil on the balcony daily", "garden")
+        before = mem.retrieve("water the tomatoes", reinforce=False).hits
+        converse(mem, "user: remember to water the tomatoes every second morning")
+        assert graph.store_for(mem).count() == (0, 0)
+        hits = mem.retrieve("water the tomatoes", reinforce=False).hits
+    assert all(h.explanation.via is None for h in before)
+    via = {h.memory.text: h.explanation.via or "" for h in hits}
+    assert any("tomatoes" in text and v.startswith("episode ") for text, v in via.items()), via
