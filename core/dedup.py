@@ -9,8 +9,9 @@ similar their letters; "the certificate" and "the certificates." are one.
 
 `NearIndex` holds the newest memories of one agent in memory, bucketed by that guard and indexed
 by word, so a lookup compares only texts that share at least half of their content words.
-`candidates_index` fills one with only the stored texts that share a word with a few new ones,
-found through the full-text index: a one-fact write reads a handful of rows, not the window.
+`candidates_index` fills one with only the stored texts that share half of the words of a few
+new ones, counted through the full-text index: a one-fact write reads a handful of rows, not
+the whole window.
 """
 
 from __future__ import annotations
@@ -173,37 +174,65 @@ class NearIndex:
         return None if found is None else found[1].key
 
 
-def probe_words(text: str) -> frozenset[str]:
-    """The words a stored near-duplicate of `text` must share at least one of: its content
-    words as `NearIndex` sees them, and as the full-text index reads the raw text (the two
-    differ where case folding or NFKC changes a word, as "Straße" and "strasse")."""
-    raw = [w.casefold() for w in TERM.findall(text)]
-    return _content_words(near_key(text)) | frozenset(w for w in raw if w not in STOPWORDS)
+PROBE_MAX_WORDS = 64
+"""A text with more content words than this is looked up in the whole window instead: each
+word is one term of the lookup's statement."""
+
+
+def word_forms(text: str) -> dict[str, set[str]]:
+    """`text`'s content words as `NearIndex` sees them, each with the forms the full-text index
+    may hold it under: itself and the raw word lower-cased (the two differ where NFKC or case
+    folding changes a word, as "Straße" and "strasse")."""
+    forms: dict[str, set[str]] = {w: {w} for w in _content_words(near_key(text))}
+    for raw in TERM.findall(text):
+        key = near_key(raw).split()
+        if len(key) == 1 and key[0] in forms:
+            forms[key[0]].add(raw.lower())
+    return forms
 
 
 def candidates_index(
     db: Database, agent_rows: tuple[int, int], window: int, texts: list[str], threshold: float
-) -> NearIndex:
+) -> NearIndex | None:
     """A `NearIndex` of the memories among the agent's newest `window` (rowids in `agent_rows`)
-    whose text shares a word with one of `texts`: every memory `find` could return for them.
-    A text that shares none of its words with a stored one is not its near-duplicate, since
-    `find` asks for half of them."""
+    that share at least half of the content words of one of `texts`, counted through the
+    full-text index: every memory `find` could return for them, since `find` asks for that
+    half. None when a text has more than `PROBE_MAX_WORDS` words."""
+    looked_up = [word_forms(t) for t in texts]
+    if any(len(forms) > PROBE_MAX_WORDS for forms in looked_up):
+        return None
     index = NearIndex(threshold)
-    words = sorted(frozenset().union(*(probe_words(t) for t in texts)))
-    if not words:
-        return index
     low, high = (str(n) for n in agent_rows)
     floor = db.scalar(
         "SELECT seq FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER) "
         "ORDER BY seq DESC LIMIT 1 OFFSET ?",
         (low, high, window - 1),
     )
-    rows = db.query(
-        "SELECT m.id, m.text FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
-        "WHERE memories_fts MATCH ? AND memories_fts.rowid BETWEEN CAST(? AS INTEGER) "
-        "AND CAST(? AS INTEGER) ORDER BY memories_fts.rowid",
-        ("text : (" + fts_match(words) + ")", low if floor is None else str(floor), high),
-    )
-    for memory_id, text in rows:
-        index.add(memory_id, text)
+    rows = (low if floor is None else str(floor), high)
+    for forms in looked_up:
+        for memory_id, text in _sharing_half(db, forms, rows) if forms else []:
+            index.add(memory_id, text)
     return index
+
+
+_ONE_WORD = (
+    "SELECT rowid AS seq FROM memories_fts WHERE memories_fts MATCH ? "
+    "AND rowid BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER)"
+)
+
+
+def _sharing_half(
+    db: Database, forms: dict[str, set[str]], rows: tuple[str, str]
+) -> list[tuple[str, str]]:
+    """(id, text) of the memories in rowids `rows` whose text holds at least half of the words
+    (any form of each), in rowid order."""
+    union = " UNION ALL ".join([_ONE_WORD] * len(forms))
+    params: list[object] = []
+    for word in sorted(forms):
+        params += ["text : (" + fts_match(sorted(forms[word])) + ")", *rows]
+    found = db.query(
+        f"SELECT m.id, m.text FROM (SELECT seq FROM ({union}) GROUP BY seq "
+        "HAVING 2 * count(*) >= ?) AS shared JOIN memories m USING (seq) ORDER BY m.seq",
+        [*params, len(forms)],
+    )
+    return [(str(r[0]), str(r[1])) for r in found]

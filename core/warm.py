@@ -271,17 +271,18 @@ class MemoryStore:
         """The newest `cfg.window` memories, indexed for near-duplicate lookups. Kept between
         writes of this connection; rebuilt when another connection committed (`data_version`)
         (the oldest entries leave as new ones come: it holds at most the window). Without a
-        kept one, a write of a few facts indexes only the stored texts sharing a word with
-        them (`dedup.candidates_index`) and keeps nothing."""
+        kept one, a write of a few facts indexes only the stored texts sharing half of their
+        words (`dedup.candidates_index`) and keeps nothing."""
         version = float(self.db.scalar("PRAGMA data_version"))
         mark = (cfg.window, version)
         index = self._near
         if index is not None and self._near_mark == mark and index.threshold == cfg.similarity:
             return index
         if len(texts) <= PROBE_BATCH:
-            return dedup.candidates_index(
-                self.db, (self.seq_low, self.seq_high), cfg.window, texts, cfg.similarity
-            )
+            agent_rows = (self.seq_low, self.seq_high)
+            found = dedup.candidates_index(self.db, agent_rows, cfg.window, texts, cfg.similarity)
+            if found is not None:
+                return found
         index = dedup.NearIndex(cfg.similarity, capacity=cfg.window)
         rows = self.db.query(
             "SELECT id, text FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) "

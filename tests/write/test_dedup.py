@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from tests.conftest import MemoryFactory
 from tests.write.conftest import cli_json
 from tiermem.core.config import Config, DedupConfig
-from tiermem.core.dedup import NearIndex, candidates_index, guard, similarity
+from tiermem.core.dedup import (
+    PROBE_MAX_WORDS,
+    NearIndex,
+    candidates_index,
+    guard,
+    similarity,
+)
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
 
@@ -190,8 +196,8 @@ def _variant(text: str, how: int) -> str:
 def test_the_word_lookup_finds_what_the_whole_window_finds(
     open_memory: MemoryFactory, stored: list[str], pick: int, how: int, window: int
 ) -> None:
-    """A one-fact store indexes only the stored texts sharing a word with it, found through the
-    full-text index; it must find every near-duplicate the whole window's index finds."""
+    """A one-fact store indexes only the stored texts sharing half of its words, counted through
+    the full-text index; it must find every near-duplicate the whole window's index finds."""
     mem = open_memory(f"agent-{uuid.uuid4().hex}", config=Config(dedup=DedupConfig(near=False)))
     mem.store_many([NewFact(t, "c") for t in stored])
     new = _variant(stored[pick % len(stored)], how)
@@ -204,4 +210,13 @@ def test_the_word_lookup_finds_what_the_whole_window_finds(
     for memory_id, text in reversed(rows):
         whole.add(memory_id, text)
     lookup = candidates_index(mem.db, (store.seq_low, store.seq_high), window, [new], 0.9)
-    assert lookup.find(new) == whole.find(new)
+    assert lookup is not None and lookup.find(new) == whole.find(new)
+
+
+def test_a_long_fact_is_looked_up_in_the_whole_window(open_memory: MemoryFactory) -> None:
+    """Past `PROBE_MAX_WORDS` content words the word lookup steps aside; the near-duplicate is
+    still found (by a second connection, which has no index kept from the first store)."""
+    words = [f"term{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(PROBE_MAX_WORDS + 6)]
+    first = open_memory().store(" ".join(words), "long")
+    again = open_memory().store(" ".join(words[:-1]) + " " + words[-1] + "s", "long")
+    assert again.created is False and again.merged_into == first.id
