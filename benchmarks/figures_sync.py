@@ -14,7 +14,15 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.figures import Figure, child_env, median_ms, run_measured, run_timed, timed
+from benchmarks.figures import (
+    Figure,
+    child_env,
+    installed,
+    median_ms,
+    run_measured,
+    run_timed,
+    timed,
+)
 from benchmarks.sync_bench import fill_critical_state, small_hot_change
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
@@ -94,7 +102,8 @@ def conversation_end_figure(vault: Vault, n: int) -> Figure:
     """From `conversation-end` exiting to its record on the server, no daemon running."""
     env = child_env(TIERMEM_SYNC_TOKEN=vault.server.token)
     home = ["--home", str(vault.home), "--agent-id", AGENT]
-    command = [sys.executable, "-m", "tiermem.tui", *home, "conversation-end", "-"]
+    python, tiermem = installed(vault.tmp / "installed-venv")
+    command = [tiermem, *home, "conversation-end", "-"]
     delays = []
     with HranaClient(vault.server.url, vault.server.token) as raw:
         for i in range(n):
@@ -107,7 +116,7 @@ def conversation_end_figure(vault: Vault, n: int) -> Figure:
                 time.sleep(0.002)
             delays.append(time.perf_counter() - exited)
             _wait_pusher_done(vault.home)
-        base = [_bare_process_insert(vault.server, env) for _ in range(n)]
+        base = [_bare_process_insert(python, vault.server, env) for _ in range(n)]
     return Figure(
         f"conversation-end exit -> record on server ({n}x)",
         median_ms(delays),
@@ -125,8 +134,8 @@ httpx.post(sys.argv[1] + "/v2/pipeline", json=body, headers={"Authorization": "B
 """
 
 
-def _bare_process_insert(server: SqldServer, env: dict[str, str]) -> float:
-    return run_timed([sys.executable, "-c", BARE_INSERT, server.url, server.token], env)
+def _bare_process_insert(python: str, server: SqldServer, env: dict[str, str]) -> float:
+    return run_timed([python, "-c", BARE_INSERT, server.url, server.token], env)
 
 
 def restore_figures(vault: Vault, n: int) -> list[Figure]:
@@ -143,8 +152,10 @@ def restore_figures(vault: Vault, n: int) -> list[Figure]:
         TIERMEM_RECOVERY_KEY=crypto.format_recovery_key(vault.key),
     )
 
+    _, tiermem = installed(tmp / "installed-venv")
+
     def command(home: Path) -> list[str]:
-        cli = [sys.executable, "-m", "tiermem.tui", "--agent-id", AGENT, "--home", str(home)]
+        cli = [tiermem, "--agent-id", AGENT, "--home", str(home)]
         return [*cli, "restore", "--url", server.url]
 
     run_timed(command(tmp / "cli-warm"), env)
