@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import Final, Literal, TypeAlias
 
 import httpx
+import msgspec
 
 from tiermem.core.errors import (
     AuthFailed,
@@ -313,7 +314,7 @@ class HranaClient:
         """Send ``requests`` + ``close`` on a new stream; return the results for ``requests``."""
         body = {"baton": None, "requests": [*requests, {"type": "close"}]}
         try:
-            payload = json.dumps(body, allow_nan=False, ensure_ascii=False).encode()
+            payload = msgspec.json.encode(body)  # floats were checked finite by _encode_value
         except ValueError:  # e.g. a lone surrogate in a str cannot be encoded as UTF-8
             raise InvalidInput("a statement argument cannot be encoded as UTF-8 JSON") from None
         self.requests_sent += 1

@@ -226,9 +226,11 @@ def test_empty_batch_sends_nothing(captured: list[httpx.Request]) -> None:
 def test_unencodable_args_are_invalid_input_before_sending(
     captured: list[httpx.Request], args: Any
 ) -> None:
-    with mock_client(replying(captured, {})) as client, pytest.raises(InvalidInput):
-        client.execute("SELECT ?", args)
+    with mock_client(replying(captured, {})) as client:
+        with pytest.raises(InvalidInput):
+            client.execute("SELECT ?", args)
         assert client.requests_sent == 0
+    assert captured == []
 
 
 @pytest.mark.parametrize("token", ["tok en", "tok\nen", "tökén"])
