@@ -45,10 +45,11 @@ class Sizes:
     ends: int  # conversation-ends
     restores: int
     idle: float  # seconds of daemon idling per mode
+    restore_mb: float  # records of the fully restored agent
 
 
-QUICK = Sizes(2_000, 50, 3_000, 40, 5, 1_000, 2, 10, 5, 3, 10.0)
-FULL = Sizes(20_000, 300, 100_000, 200, 20, 10_000, 5, 50, 20, 10, 60.0)
+QUICK = Sizes(2_000, 50, 3_000, 40, 5, 1_000, 2, 10, 5, 3, 10.0, 1.0)
+FULL = Sizes(20_000, 300, 100_000, 200, 20, 10_000, 5, 50, 20, 10, 60.0, 5.0)
 
 
 def load() -> str:
@@ -86,6 +87,8 @@ def sync_figures(tmp: Path, sizes: Sizes, say: Callable[[str], None]) -> list[Fi
         out.append(figures_sync.conversation_end_figure(vault, sizes.ends))
         say("restore as a command")
         out += figures_sync.restore_figures(vault, sizes.restores)
+        say(f"full restore ({sizes.restore_mb:g} MB, loopback and 100 ms RTT)")
+        out += figures_sync.full_restore_figures(tmp, server, sizes.restore_mb, 0.1)
         say(f"daemon idle CPU ({2 * sizes.idle:.0f} s)")
         out.append(figures_sync.daemon_figure(vault, sizes.idle))
         return out

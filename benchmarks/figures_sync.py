@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import restore_bench
 from benchmarks.figures import (
     Figure,
     child_env,
@@ -24,6 +25,7 @@ from benchmarks.figures import (
     timed,
 )
 from benchmarks.sync_bench import fill_critical_state, small_hot_change
+from tests.sync.faultproxy import FaultProxy
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto, pusher
@@ -179,6 +181,33 @@ def restore_figures(vault: Vault, n: int) -> list[Figure]:
             note,
         ),
     ]
+
+
+def full_restore_figures(tmp: Path, server: SqldServer, size_mb: float, rtt: float) -> list[Figure]:
+    """A whole generated agent (about `size_mb` of records) restored in a fresh process against
+    the raw paged read of the same rows (bare SELECTs, nothing decrypted or written), on
+    loopback and through a proxy that adds `rtt` to every request."""
+    key, _ = restore_bench.build_source(tmp / "full-source", server, size_mb, seed=7)
+    tag = crypto.keyed_agent_tag(key, restore_bench.AGENT)
+    out = []
+    with FaultProxy(server.url, latency=rtt) as slow:
+        slow.upstream.headers["Accept-Encoding"] = "identity"  # the link's cost, not gzip's
+        paths = (("loopback", server.url), (f"{rtt * 1000:.0f} ms RTT", slow.url))
+        for i, (label, url) in enumerate(paths):
+            raw_s, raw_bytes, _ = restore_bench.raw_read(url, server.token, 1000, tag)
+            done = restore_bench.restore_in_child(url, server.token, key, tmp / f"full-{i}", 1000)
+            out.append(
+                Figure(
+                    f"full restore, {raw_bytes / 1e6:.1f} MB, {label}",
+                    float(done["seconds"]),
+                    raw_s,
+                    "s",
+                    2.0,
+                    f"baseline: raw paged read of the same rows; <= 2x its time is >= 0.5x its "
+                    f"throughput; peak RSS {done['maxrss_mb']:.0f} MB",
+                )
+            )
+    return out
 
 
 def _cpu_seconds(pid: int) -> float:

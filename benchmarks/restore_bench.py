@@ -67,7 +67,8 @@ def run(tmp: Path, size_mb: float, rtt: float, page_rows: int, seed: int) -> Non
     server = SqldServer(tmp / "sqld")
     server.start()
     try:
-        key = build_source(tmp / "source", server, size_mb, seed)
+        key, described = build_source(tmp / "source", server, size_mb, seed)
+        print(described)
         tag = crypto.keyed_agent_tag(key, AGENT)  # where the server files the vault's rows
         total_bytes = remote_bytes(server, tag)
         with FaultProxy(server.url, latency=rtt) as slow:
@@ -107,7 +108,8 @@ def run(tmp: Path, size_mb: float, rtt: float, page_rows: int, seed: int) -> Non
         server.stop()
 
 
-def build_source(home: Path, server: SqldServer, size_mb: float, seed: int) -> bytes:
+def build_source(home: Path, server: SqldServer, size_mb: float, seed: int) -> tuple[bytes, str]:
+    """The recovery key of a generated agent pushed to `server`, and a line describing it."""
     n = max(100, int(size_mb * 1e6 / BYTES_PER_MEMORY))
     now = time.time()
     start = now - 5 * YEAR
@@ -133,13 +135,13 @@ def build_source(home: Path, server: SqldServer, size_mb: float, seed: int) -> b
             pushed = time.perf_counter()
             result = engine.push()
             push_s = time.perf_counter() - pushed
-    print(
+    described = (
         f"source: {n:,} generated facts over 5 years -> {sum(counts.values()):,} memories "
         f"({', '.join(f'{v:,} {k}' for k, v in counts.items())}), built in {built:.1f} s; "
         f"pushed {result.records:,} records ({result.bytes / 1e6:.1f} MB) in "
         f"{result.requests} requests, {push_s:.1f} s"
     )
-    return key
+    return key, described
 
 
 def remote_bytes(server: SqldServer, tag: bytes) -> int:
