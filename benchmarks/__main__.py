@@ -88,7 +88,7 @@ def sync_figures(tmp: Path, sizes: Sizes, say: Callable[[str], None]) -> list[Fi
         say("restore as a command")
         out += figures_sync.restore_figures(vault, sizes.restores)
         say(f"full restore ({sizes.restore_mb:g} MB, loopback and 100 ms RTT)")
-        out += figures_sync.full_restore_figures(tmp, server, sizes.restore_mb, 0.1)
+        out += figures_sync.full_restore_figures(tmp, sizes.restore_mb, 0.1)
         say(f"daemon idle CPU ({2 * sizes.idle:.0f} s)")
         out.append(figures_sync.daemon_figure(vault, sizes.idle))
         return out

@@ -183,31 +183,40 @@ def restore_figures(vault: Vault, n: int) -> list[Figure]:
     ]
 
 
-def full_restore_figures(tmp: Path, server: SqldServer, size_mb: float, rtt: float) -> list[Figure]:
+def full_restore_figures(tmp: Path, size_mb: float, rtt: float) -> list[Figure]:
     """A whole generated agent (about `size_mb` of records) restored in a fresh process against
     the raw paged read of the same rows (bare SELECTs, nothing decrypted or written), on
-    loopback and through a proxy that adds `rtt` to every request."""
-    key, _ = restore_bench.build_source(tmp / "full-source", server, size_mb, seed=7)
-    tag = crypto.keyed_agent_tag(key, restore_bench.AGENT)
-    out = []
-    with FaultProxy(server.url, latency=rtt) as slow:
-        slow.upstream.headers["Accept-Encoding"] = "identity"  # the link's cost, not gzip's
-        paths = (("loopback", server.url), (f"{rtt * 1000:.0f} ms RTT", slow.url))
-        for i, (label, url) in enumerate(paths):
-            raw_s, raw_bytes, _ = restore_bench.raw_read(url, server.token, 1000, tag)
-            done = restore_bench.restore_in_child(url, server.token, key, tmp / f"full-{i}", 1000)
-            out.append(
-                Figure(
-                    f"full restore, {raw_bytes / 1e6:.1f} MB, {label}",
-                    float(done["seconds"]),
-                    raw_s,
-                    "s",
-                    2.0,
-                    f"baseline: raw paged read of the same rows; <= 2x its time is >= 0.5x its "
-                    f"throughput; peak RSS {done['maxrss_mb']:.0f} MB",
-                )
-            )
-    return out
+    loopback and through a proxy that adds `rtt` to every request; on a server of its own (a
+    server holding another vault refuses a new one)."""
+    server = SqldServer(tmp / "sqld-full-restore")
+    server.start()
+    try:
+        key, _ = restore_bench.build_source(tmp / "full-source", server, size_mb, seed=7)
+        tag = crypto.keyed_agent_tag(key, restore_bench.AGENT)
+        with FaultProxy(server.url, latency=rtt) as slow:
+            slow.upstream.headers["Accept-Encoding"] = "identity"  # the link's cost, not gzip's
+            paths = (("loopback", server.url), (f"{rtt * 1000:.0f} ms RTT", slow.url))
+            return [
+                _full_restore(server, key, tag, tmp / f"full-{i}", *p) for i, p in enumerate(paths)
+            ]
+    finally:
+        server.stop()
+
+
+def _full_restore(
+    server: SqldServer, key: bytes, tag: bytes, target: Path, label: str, url: str
+) -> Figure:
+    raw_s, raw_bytes, _ = restore_bench.raw_read(url, server.token, 1000, tag)
+    done = restore_bench.restore_in_child(url, server.token, key, target, 1000)
+    return Figure(
+        f"full restore, {raw_bytes / 1e6:.1f} MB, {label}",
+        float(done["seconds"]),
+        raw_s,
+        "s",
+        2.0,
+        "baseline: raw paged read of the same rows; <= 2x its time is >= 0.5x its throughput; "
+        f"peak RSS {done['maxrss_mb']:.0f} MB",
+    )
 
 
 def _cpu_seconds(pid: int) -> float:
