@@ -180,14 +180,17 @@ word is one term of the lookup's statement."""
 
 
 def word_forms(text: str) -> dict[str, set[str]]:
-    """`text`'s content words as `NearIndex` sees them, each with the forms the full-text index
-    may hold it under: itself and the raw word lower-cased (the two differ where NFKC or case
-    folding changes a word, as "Straße" and "strasse")."""
+    """`text`'s content words as `NearIndex` sees them, each with the raw pieces of `text` that
+    hold it: a word and each whitespace-separated chunk around it, as typed. The full-text
+    index reads those with its own tokenizer, which splits and folds some text differently
+    ("Straße", a code point Python does not know as a letter)."""
     forms: dict[str, set[str]] = {w: {w} for w in _content_words(near_key(text))}
-    for raw in TERM.findall(text):
-        key = near_key(raw).split()
-        if len(key) == 1 and key[0] in forms:
-            forms[key[0]].add(raw.lower())
+    for chunk in {*text.split(), *TERM.findall(text)} - {""}:
+        if "\x00" in chunk:
+            continue  # FTS5 would read a NUL as the end of the query (stores refuse NUL)
+        for word in near_key(chunk).split():
+            if word in forms:
+                forms[word].add(chunk)
     return forms
 
 
@@ -197,7 +200,11 @@ def candidates_index(
     """A `NearIndex` of the memories among the agent's newest `window` (rowids in `agent_rows`)
     that share at least half of the content words of one of `texts`, counted through the
     full-text index: every memory `find` could return for them, since `find` asks for that
-    half. None when a text has more than `PROBE_MAX_WORDS` words."""
+    half. None (search the whole window) when a text has more than `PROBE_MAX_WORDS` words or
+    is not in NFKC form: the full-text index holds the raw text, and a compatibility character
+    ("㋀", a ligature) may be a word to `NearIndex` and nothing to the index."""
+    if not all(unicodedata.is_normalized("NFKC", t) for t in texts):
+        return None
     looked_up = [word_forms(t) for t in texts]
     if any(len(forms) > PROBE_MAX_WORDS for forms in looked_up):
         return None

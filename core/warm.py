@@ -41,7 +41,7 @@ FILL_WINDOW = 1000
 INSERT_HEAD, INSERT_MARKS = insert_parts(RECORD_NAMES)
 PROBE_BATCH = 32
 """Up to this many facts, a write without a kept near-duplicate index looks up candidates in
-the full-text index instead of loading the whole window (`WarmStore._near_index`)."""
+the full-text index instead of loading the whole window (`MemoryStore._near_index`)."""
 
 
 SLOT_BITS = 32

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from pathlib import Path
 
@@ -18,8 +19,10 @@ from tiermem.core.dedup import (
     candidates_index,
     guard,
     similarity,
+    word_forms,
 )
 from tiermem.core.engine import Memory
+from tiermem.core.errors import InvalidInput
 from tiermem.core.warm import NewFact
 
 
@@ -220,3 +223,25 @@ def test_a_long_fact_is_looked_up_in_the_whole_window(open_memory: MemoryFactory
     first = open_memory().store(" ".join(words), "long")
     again = open_memory().store(" ".join(words[:-1]) + " " + words[-1] + "s", "long")
     assert again.created is False and again.merged_into == first.id
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(min_size=1, max_size=60))
+def test_the_word_lookup_takes_any_text(open_memory: MemoryFactory, text: str) -> None:
+    """Whatever a fact holds (symbols, quotes, FTS5 syntax, any script), the lookup's
+    full-text query is well formed, and it finds the fact's own copy once stored."""
+    mem = open_memory(f"agent-{uuid.uuid4().hex}")
+    store = mem.memories
+    rows = (store.seq_low, store.seq_high)
+    empty = candidates_index(mem.db, rows, 2000, [text], 0.9)
+    if empty is None:  # the whole window is searched instead
+        assert not unicodedata.is_normalized("NFKC", text)
+        return
+    assert empty.find(text) == []
+    try:
+        stored = mem.store(text, "c")
+    except InvalidInput:  # empty, or a NUL: refused before any lookup
+        return
+    lookup = candidates_index(mem.db, rows, 2000, [text], 0.9)
+    expected = [stored.id] if word_forms(text) else []
+    assert lookup is not None and [m for m, _ in lookup.find(text)] == expected
