@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import unicodedata
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import MemoryFactory
+from tests.conftest import Clock, MemoryFactory
 from tests.write.conftest import cli_json
 from tiermem.core.config import Config, DedupConfig
 from tiermem.core.dedup import (
@@ -148,6 +150,21 @@ def test_cli_store_says_where_it_merged(capsys, home: Path) -> None:
     assert near["similarity"] == 1.0  # punctuation only: the same once normalized
 
 
+AgentFactory = Callable[..., Memory]
+
+
+@pytest.fixture
+def new_agent(tmp_path: Path, clock: Clock, driver: str) -> AgentFactory:
+    """A `Memory` of a new agent on one home, for one example of a property: used with `with`,
+    so a run of hundreds of examples does not keep hundreds of connections open."""
+
+    def factory(**kwargs: Any) -> Memory:
+        agent = f"agent-{uuid.uuid4().hex}"
+        return Memory(tmp_path / "home", agent, clock=clock, driver=driver, **kwargs)
+
+    return factory
+
+
 _VOCAB = [
     "deploy",
     "Deploy",
@@ -197,13 +214,16 @@ def _variant(text: str, how: int) -> str:
     window=st.integers(1, 30),
 )
 def test_the_word_lookup_finds_what_the_whole_window_finds(
-    open_memory: MemoryFactory, stored: list[str], pick: int, how: int, window: int
+    new_agent: AgentFactory, stored: list[str], pick: int, how: int, window: int
 ) -> None:
     """A one-fact store indexes only the stored texts sharing half of its words, counted through
     the full-text index; it must find every near-duplicate the whole window's index finds."""
-    mem = open_memory(f"agent-{uuid.uuid4().hex}", config=Config(dedup=DedupConfig(near=False)))
+    with new_agent(config=Config(dedup=DedupConfig(near=False))) as mem:
+        _finds_what_the_window_finds(mem, stored, _variant(stored[pick % len(stored)], how), window)
+
+
+def _finds_what_the_window_finds(mem: Memory, stored: list[str], new: str, window: int) -> None:
     mem.store_many([NewFact(t, "c") for t in stored])
-    new = _variant(stored[pick % len(stored)], how)
     store = mem.memories
     rows = mem.db.query(
         "SELECT id, text FROM memories WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
@@ -227,10 +247,14 @@ def test_a_long_fact_is_looked_up_in_the_whole_window(open_memory: MemoryFactory
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(min_size=1, max_size=60))
-def test_the_word_lookup_takes_any_text(open_memory: MemoryFactory, text: str) -> None:
+def test_the_word_lookup_takes_any_text(new_agent: AgentFactory, text: str) -> None:
     """Whatever a fact holds (symbols, quotes, FTS5 syntax, any script), the lookup's
     full-text query is well formed, and it finds the fact's own copy once stored."""
-    mem = open_memory(f"agent-{uuid.uuid4().hex}")
+    with new_agent() as mem:
+        _finds_its_copy(mem, text)
+
+
+def _finds_its_copy(mem: Memory, text: str) -> None:
     store = mem.memories
     rows = (store.seq_low, store.seq_high)
     empty = candidates_index(mem.db, rows, 2000, [text], 0.9)
