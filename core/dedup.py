@@ -200,10 +200,10 @@ def candidates_index(
     """A `NearIndex` of the memories among the agent's newest `window` (rowids in `agent_rows`)
     that share at least half of the content words of one of `texts`, counted through the
     full-text index: every memory `find` could return for them, since `find` asks for that
-    half. None (search the whole window) when a text has more than `PROBE_MAX_WORDS` words or
-    is not in NFKC form: the full-text index holds the raw text, and a compatibility character
+    half. None (search the whole window) when a text has more than `PROBE_MAX_WORDS` words, a
+    run longer than `CHUNK_MAX_WORDS`, or is not in NFKC form: the full-text index holds the raw text, and a compatibility character
     ("㋀", a ligature) may be a word to `NearIndex` and nothing to the index."""
-    if not all(unicodedata.is_normalized("NFKC", t) for t in texts):
+    if not all(unicodedata.is_normalized("NFKC", t) and _short_chunks(t) for t in texts):
         return None
     looked_up = [word_forms(t) for t in texts]
     if any(len(forms) > PROBE_MAX_WORDS for forms in looked_up):
@@ -220,6 +220,15 @@ def candidates_index(
         for memory_id, text in _sharing_half(db, forms, rows) if forms else []:
             index.add(memory_id, text)
     return index
+
+
+CHUNK_MAX_WORDS = 3
+"""A text with a longer run of words between spaces (a URL, code) goes to the whole window:
+each word's query holds the run around it as a phrase, and long phrases make the lookup slow."""
+
+
+def _short_chunks(text: str) -> bool:
+    return all(len(near_key(chunk).split()) <= CHUNK_MAX_WORDS for chunk in text.split())
 
 
 _ONE_WORD = (
