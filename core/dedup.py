@@ -179,16 +179,25 @@ PROBE_MAX_WORDS = 64
 word is one term of the lookup's statement."""
 
 
-def word_forms(text: str) -> dict[str, set[str]]:
+CHUNK_MAX_WORDS = 3
+"""A text with a longer run of words between spaces (a URL, code) goes to the whole window:
+each word's query holds the run around it as a phrase, and long phrases make the lookup slow."""
+
+
+def word_forms(text: str) -> dict[str, set[str]] | None:
     """`text`'s content words as `NearIndex` sees them, each with the raw pieces of `text` that
     hold it: a word and each whitespace-separated chunk around it, as typed. The full-text
     index reads those with its own tokenizer, which splits and folds some text differently
-    ("Straße", a code point Python does not know as a letter)."""
+    ("Straße", a code point Python does not know as a letter). None when a chunk holds more
+    than `CHUNK_MAX_WORDS` words."""
     forms: dict[str, set[str]] = {w: {w} for w in _content_words(near_key(text))}
     for chunk in {*text.split(), *TERM.findall(text)} - {""}:
         if "\x00" in chunk:
             continue  # FTS5 would read a NUL as the end of the query (stores refuse NUL)
-        for word in near_key(chunk).split():
+        words = near_key(chunk).split()
+        if len(words) > CHUNK_MAX_WORDS:
+            return None
+        for word in words:
             if word in forms:
                 forms[word].add(chunk)
     return forms
@@ -201,12 +210,13 @@ def candidates_index(
     that share at least half of the content words of one of `texts`, counted through the
     full-text index: every memory `find` could return for them, since `find` asks for that
     half. None (search the whole window) when a text has more than `PROBE_MAX_WORDS` words, a
-    run longer than `CHUNK_MAX_WORDS`, or is not in NFKC form: the full-text index holds the raw text, and a compatibility character
-    ("㋀", a ligature) may be a word to `NearIndex` and nothing to the index."""
-    if not all(unicodedata.is_normalized("NFKC", t) and _short_chunks(t) for t in texts):
+    run longer than `CHUNK_MAX_WORDS`, or is not in NFKC form: the full-text index holds the
+    raw text, and a compatibility character ("㋀", a ligature) may be a word to `NearIndex` and
+    nothing to the index."""
+    if not all(unicodedata.is_normalized("NFKC", t) for t in texts):
         return None
     looked_up = [word_forms(t) for t in texts]
-    if any(len(forms) > PROBE_MAX_WORDS for forms in looked_up):
+    if any(forms is None or len(forms) > PROBE_MAX_WORDS for forms in looked_up):
         return None
     index = NearIndex(threshold)
     low, high = (str(n) for n in agent_rows)
@@ -216,19 +226,10 @@ def candidates_index(
         (low, high, window - 1),
     )
     rows = (low if floor is None else str(floor), high)
-    for forms in looked_up:
-        for memory_id, text in _sharing_half(db, forms, rows) if forms else []:
+    for forms in filter(None, looked_up):
+        for memory_id, text in _sharing_half(db, forms, rows):
             index.add(memory_id, text)
     return index
-
-
-CHUNK_MAX_WORDS = 3
-"""A text with a longer run of words between spaces (a URL, code) goes to the whole window:
-each word's query holds the run around it as a phrase, and long phrases make the lookup slow."""
-
-
-def _short_chunks(text: str) -> bool:
-    return all(len(near_key(chunk).split()) <= CHUNK_MAX_WORDS for chunk in text.split())
 
 
 _ONE_WORD = (
