@@ -33,6 +33,7 @@ SYNC_TOKEN: Final = "TIERMEM_SYNC_TOKEN"
 RECOVERY_KEY: Final = "TIERMEM_RECOVERY_KEY"
 PASSPHRASE: Final = "TIERMEM_PASSPHRASE"
 SECRET_STORE: Final = "TIERMEM_SECRET_STORE"
+RESIDENT: Final = "TIERMEM_RESIDENT"
 
 Driver = Literal["", "libsql", "sqlite3"]
 Store = Literal["", "keyring", "file"]
@@ -125,6 +126,12 @@ VARIABLES: Final[tuple[Variable, ...]] = (
         "Where new sync secrets go: `keyring` or `file` (0600 files in the home); unset: the "
         "keyring when usable, else the file.",
         choices=("keyring", "file"),
+    ),
+    Variable(
+        RESIDENT,
+        "flag",
+        "`0`: run every command in its own process, even while `tiermem resident start` runs "
+        "(read by the entry point itself, before this model loads).",
     ),
 )
 BY_NAME: Final[Mapping[str, Variable]] = MappingProxyType({v.name: v for v in VARIABLES})

@@ -289,6 +289,12 @@ class DaemonRunning(TiermemError):
     exit_code = 27
 
 
+class ResidentFailed(TiermemError):
+    """The resident process (`tiermem resident start`) could not start."""
+
+    exit_code = 28
+
+
 # ----------------------------------------------------------------------------------- restore
 
 

@@ -19,18 +19,37 @@ INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    """Run the CLI; every failure becomes one line on stderr and a documented exit code."""
+    """Run the CLI (in the resident process if one runs); every failure becomes one line on
+    stderr and a documented exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        from tiermem.tui.cli import run
-
-        code = run(args)
-    except KeyboardInterrupt:  # the CLI was still loading; `run` handles it from then on
-        _say_interrupted(args)
-        code = INTERRUPTED
+    code = _in_resident(args)
+    if code is None:
+        code = run_here(args)
     if code == INTERRUPTED:
         _exit_interrupted()
     sys.exit(code)
+
+
+def run_here(args: list[str]) -> int:
+    """Run the CLI in this process and return its exit code."""
+    try:
+        from tiermem.tui.cli import run
+
+        return run(args)
+    except KeyboardInterrupt:  # the CLI was still loading; `run` handles it from then on
+        _say_interrupted(args)
+        return INTERRUPTED
+
+
+def _in_resident(args: list[str]) -> int | None:
+    """The exit code of `args` run by the resident process, or None to run it here."""
+    try:
+        from tiermem.tui.resident import client
+
+        return client.forward(args) if client.wanted(args) else None
+    except KeyboardInterrupt:  # before the command could start there
+        _say_interrupted(args)
+        return INTERRUPTED
 
 
 def _say_interrupted(args: list[str]) -> None:

@@ -188,6 +188,11 @@ ROOT: dict[str, Lazy] = {
         "service_group",
         "Run the sync daemon and the consolidation schedule in the background.",
     ),
+    "resident": _at(
+        "resident",
+        "resident_group",
+        "Keep a process with tiermem loaded, so that commands start at once.",
+    ),
     "logs": _at(
         "logs", "logs", "Show the end of the log written by the daemon, sync and consolidation."
     ),

@@ -1,0 +1,311 @@
+"""The resident process: a command handed to it prints, reads and exits exactly as it would run
+directly; it serves only this user, stops when its files change, and Ctrl-C still works.
+
+Every test runs a real resident process (`tiermem resident start`) with its socket in a private
+folder of its own, and real `tiermem` processes beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.terminal import open_terminal, read_until
+from tiermem.core.errors import EXIT_INTERRUPTED
+from tiermem.tui.cli.registry import ROOT
+from tiermem.tui.resident import client
+
+NOT_HANDED = 255
+HAND_OVER = f"""
+import sys
+from tiermem.tui.resident import client
+code = client.forward(sys.argv[1:])
+sys.exit({NOT_HANDED} if code is None else code)
+"""
+"""Runs its arguments only through the resident process: exit 255 if that did not happen."""
+
+CLICK_LOADED = """
+import atexit, sys
+atexit.register(lambda: sys.stderr.write(f"click loaded: {'click' in sys.modules}\\n"))
+from tiermem.tui.entry import main
+main(sys.argv[1:])
+"""
+"""The `tiermem` command as the console script runs it, telling at exit whether click loaded."""
+
+pytestmark = pytest.mark.skipif(not client.SUPPORTED, reason="the resident process is Linux-only")
+
+
+@pytest.fixture
+def env() -> Iterator[dict[str, str]]:
+    """An environment whose resident socket lives in a new short folder (a socket path must
+    stay under 108 bytes); the resident process started in it is stopped afterwards."""
+    runtime = tempfile.mkdtemp(prefix="tmr")
+    environ = {**os.environ, "XDG_RUNTIME_DIR": runtime, "TIERMEM_RESIDENT": "1"}
+    yield environ
+    subprocess.run([*TIERMEM, "resident", "stop"], env=environ, capture_output=True)
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+TIERMEM = [sys.executable, "-m", "tiermem.tui"]
+
+
+def run(
+    command: list[str], env: dict[str, str], stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command, env=env, input=stdin, capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def start(env: dict[str, str]) -> int:
+    done = run([*TIERMEM, "--json", "resident", "start"], env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["running"] and report["pid"] > 0
+    return int(report["pid"])
+
+
+def handed(args: list[str], env: dict[str, str], **kw: object) -> subprocess.CompletedProcess[str]:
+    return run([sys.executable, "-c", HAND_OVER, *args], env, **kw)  # type: ignore[arg-type]
+
+
+def direct(args: list[str], env: dict[str, str], **kw: object) -> subprocess.CompletedProcess[str]:
+    return run([*TIERMEM, *args], {**env, "TIERMEM_RESIDENT": "0"}, **kw)  # type: ignore[arg-type]
+
+
+def both(
+    home: str, args: list[str], env: dict[str, str]
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """`args` on `home` handed over, and run directly on a copy of `home` made just before (a
+    read reinforces what it finds, so a second read of the same home would differ)."""
+    twin = f"{home}-twin"
+    shutil.rmtree(twin, ignore_errors=True)
+    shutil.copytree(home, twin)
+    via, here = handed(["--home", home, *args], env), direct(["--home", twin, *args], env)
+    here.stdout, here.stderr = (text.replace(twin, home) for text in (here.stdout, here.stderr))
+    return via, here
+
+
+def children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def test_a_handed_over_command_prints_reads_and_exits_as_a_direct_run(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    start(env)
+    home = str(tmp_path / "home")
+    first = handed(["--home", home, "store", "--text", "the deploy checklist is in docs"], env)
+    assert first.returncode == 0, first.stderr
+    assert "stored:" in first.stdout and "created agent 'default'" in first.stderr
+    second = handed(["--home", home, "store", "--text", "the staging host is db2"], env)
+    assert second.returncode == 0, second.stderr
+    talk = "user: we decided to deploy on fridays from now on\nassistant: noted\n"
+    piped = handed(["distill", "-"], env, stdin=talk)
+    assert piped.returncode == 0 and "fridays" in piped.stdout
+    assert piped.stdout == direct(["distill", "-"], env, stdin=talk).stdout
+    for args in (
+        ["retrieve", "deploy checklist"],
+        ["--json", "hot"],
+        ["get", "no-such-id"],  # exit 4
+        ["retrieve", "--no-such-option"],  # exit 2
+        ["hot"],
+        ["--help"],
+        ["retrieve", "--help"],
+    ):
+        via, here = both(home, args, env)
+        assert (via.returncode, via.stdout, via.stderr) == (
+            here.returncode,
+            here.stdout,
+            here.stderr,
+        )
+    assert (
+        json.loads(handed(["--home", home, "--json", "retrieve", "staging host"], env).stdout)[
+            "results"
+        ][0]["text"]
+        == "the staging host is db2"
+    )
+
+
+def test_the_caller_s_folder_and_environment_are_the_command_s(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    start(env)
+    (tmp_path / "work").mkdir()
+    relative = handed(
+        ["--home", "rel-home", "store", "--text", "a fact"], env, cwd=tmp_path / "work"
+    )
+    assert relative.returncode == 0 and (tmp_path / "work" / "rel-home").is_dir()
+    by_variable = {**env, "TIERMEM_HOME": str(tmp_path / "env-home")}
+    assert handed(["store", "--text", "another fact"], by_variable).returncode == 0
+    assert (tmp_path / "env-home").is_dir()
+
+
+def test_the_tiermem_command_hands_over_without_loading_the_cli(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    home = ["--home", str(tmp_path / "home")]
+    alone = run([sys.executable, "-c", CLICK_LOADED, *home, "store", "--text", "x y z"], env)
+    assert alone.returncode == 0 and "click loaded: True" in alone.stderr
+    start(env)
+    served = run([sys.executable, "-c", CLICK_LOADED, *home, "retrieve", "x y z"], env)
+    assert served.returncode == 0 and "x y z" in served.stdout
+    assert "click loaded: False" in served.stderr
+    for interactive in (["sync", "status"], ["tui"], []):  # never handed over
+        assert client.wanted(interactive) is False
+    off = {**env, "TIERMEM_RESIDENT": "0"}
+    assert "click loaded: True" in run([sys.executable, "-c", CLICK_LOADED, "--help"], off).stderr
+
+
+def test_ctrl_c_reaches_the_command_and_ends_it_with_130(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    server = start(env)
+    caller = subprocess.Popen(
+        [*TIERMEM, "distill", "-"],  # waits for its standard input
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not children(server) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    (child,) = children(server)
+    time.sleep(0.3)  # let the child reach its read
+    caller.send_signal(signal.SIGINT)
+    out, err = caller.communicate(timeout=60)
+    assert caller.returncode == EXIT_INTERRUPTED
+    assert err.splitlines()[-1] in ("tiermem: error: aborted", "tiermem: error: interrupted")
+    assert out == ""
+    deadline = time.monotonic() + 30  # it sent its code just before it exits
+    while child in children(server):
+        assert time.monotonic() < deadline, "the interrupted child kept running"
+        time.sleep(0.02)
+
+
+def test_a_changed_file_makes_it_decline_and_stop(env: dict[str, str], tmp_path: Path) -> None:
+    start(env)
+    home = ["--home", str(tmp_path / "home")]
+    assert handed([*home, "store", "--text", "before the upgrade"], env).returncode == 0
+    source = Path(sys.modules["tiermem.core.hot"].__file__ or "")
+    times = source.stat()
+    os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns + 1_000_000_000))
+    try:
+        assert handed([*home, "hot"], env).returncode == NOT_HANDED
+        plain = run([*TIERMEM, *home, "--json", "retrieve", "upgrade"], env)
+        assert plain.returncode == 0 and "before the upgrade" in plain.stdout
+        deadline = time.monotonic() + 30
+        while "not running" not in run([*TIERMEM, "resident", "status"], env).stdout:
+            assert time.monotonic() < deadline, "the stale resident process kept running"
+            time.sleep(0.05)
+    finally:
+        os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+
+def socket_of(env: dict[str, str]) -> Path:
+    status = json.loads(run([*TIERMEM, "--json", "resident", "status"], env).stdout)
+    return Path(status["socket"])
+
+
+def test_a_socket_folder_others_can_enter_is_never_used(env: dict[str, str]) -> None:
+    start(env)
+    folder = socket_of(env).parent
+    folder.chmod(0o755)
+    try:
+        assert handed(["--help"], env).returncode == NOT_HANDED
+    finally:
+        folder.chmod(0o700)
+    assert handed(["--help"], env).returncode == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="connecting as another user needs root")
+def test_another_user_who_reaches_the_socket_is_not_served(env: dict[str, str]) -> None:
+    server = start(env)
+    path = socket_of(env)
+    opened = [(path.parent.parent, 0o711), (path.parent, 0o711), (path, 0o666)]
+    stranger = f"""
+import os, sys
+from tiermem.tui.resident import client  # before: this Python's files are root's alone
+os.setgid(65534); os.setuid(65534)
+client.socket_path = lambda: {str(path)!r}
+client.private = lambda path: True  # this caller does not care whose socket it is
+code = client.forward(["--help"])
+sys.exit({NOT_HANDED} if code is None else code)
+"""
+    modes = [(where, where.stat().st_mode & 0o777) for where, _ in opened]
+    try:
+        for where, mode in opened:
+            where.chmod(mode)
+        done = run([sys.executable, "-c", stranger], env)
+    finally:
+        for where, mode in modes:
+            where.chmod(mode)
+    assert done.returncode == NOT_HANDED and done.stdout == "", done.stderr
+    assert children(server) == []
+
+
+def test_a_terminal_sees_the_same_bytes(env: dict[str, str], tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    stored = direct(
+        ["--home", str(home), "store", "--text", "the deploy checklist is in docs"], env
+    )
+    assert stored.returncode == 0
+    shutil.copytree(home, tmp_path / "twin")
+    start(env)
+    shown = []
+    for resident, where in (("1", home), ("0", tmp_path / "twin")):
+        proc, master = open_terminal(
+            [*TIERMEM, "--home", str(where), "retrieve", "deploy"],
+            {**env, "TIERMEM_RESIDENT": resident},
+        )
+        out = bytearray()
+        read_until(master, out, None, 60)
+        os.close(master)
+        assert proc.wait(timeout=60) == 0
+        shown.append(bytes(out))
+    assert shown[0] == shown[1] and b"deploy checklist" in shown[0]
+
+
+def test_stop_ends_it_and_commands_run_directly_again(env: dict[str, str], tmp_path: Path) -> None:
+    pid = start(env)
+    assert start(env) == pid  # a second start finds it running
+    stopped = json.loads(run([*TIERMEM, "--json", "resident", "stop"], env).stdout)
+    assert stopped["running"] is False and not Path(stopped["socket"]).exists()
+    assert handed(["--help"], env).returncode == NOT_HANDED
+    assert run([*TIERMEM, "--help"], env).returncode == 0
+
+
+def test_only_commands_that_never_take_the_terminal_are_handed_over() -> None:
+    assert set(ROOT) >= client.COMMANDS
+    for name in ("tui", "serve", "sync", "restore", "daemon", "mcp", "watch", "service", "demo"):
+        assert name not in client.COMMANDS
+    assert "resident" not in client.COMMANDS
+
+
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [
+        (["--home", "h", "retrieve", "x"], "retrieve"),
+        (["--home=h", "--json", "--agent-id", "a", "hot"], "hot"),
+        (["--agent-id", "store"], None),  # "store" is the option's value
+        (["-h"], "--help"),
+        (["--version"], "--help"),
+        (["--unknown", "store"], None),
+        ([], None),
+    ],
+)
+def test_the_command_is_found_past_the_global_options(args: list[str], command: str | None) -> None:
+    assert client.command_of(args) == command

@@ -1,0 +1,1 @@
+"""A resident process that runs `tiermem` commands without starting Python each time."""

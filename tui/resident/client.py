@@ -1,0 +1,174 @@
+"""The `tiermem` command's side of the resident process: hand the command over, or return None.
+
+A command an agent's hook runs many times a day (`retrieve`, `store`, `hot`) spends most of its
+time starting Python and importing the engine. When `tiermem resident start` has left a process
+running with everything imported, this module passes it the command line, the environment, the
+working folder and the three standard streams themselves (their file descriptors, over a Unix
+socket), and waits for the exit code; the resident process forks a child that runs the command
+exactly as this process would have. With no resident process, or one that declines, the caller
+runs the command itself.
+
+It imports only built-in modules (`_socket`, `_signal`, `marshal`, `zlib`): `socket` and
+`signal` build their enums at import, which alone costs more than the whole hand-over.
+"""
+
+from __future__ import annotations
+
+import _signal  # type: ignore[import-not-found]  # no stub; `signal` imports enum
+import _socket
+import marshal
+import os
+import sys
+import zlib
+
+PROTOCOL = 1
+"""Bumped whenever the request or the reply changes shape."""
+
+DISABLE = "TIERMEM_RESIDENT"
+"""Set to 0 to never hand a command over (read here, not through `environment()`: see above)."""
+
+COMMANDS = frozenset(
+    {
+        *("store", "retrieve", "cold", "get", "edit", "hot", "tree", "context", "recall"),
+        *("pin", "unpin", "promote", "demote", "forget", "unforget", "health", "link"),
+        *("working", "skills", "episodes", "graph", "audit", "index-status", "metrics"),
+        *("consolidate", "import", "export", "distill", "extract-metadata", "search-url"),
+        *("urls", "validate", "ingest-daily", "conversation-end", "logs", "agents"),
+        *("doctor", "completion"),
+    }
+)
+"""The commands a resident child may run: none opens the terminal itself (a hidden prompt, a
+full-screen app) or runs for long (a server, a watcher); the child has no controlling terminal."""
+
+OPTIONS_WITH_VALUE = frozenset({"--home", "--agent-id"})
+FORWARDED_SIGNALS = tuple(
+    getattr(_signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+    if hasattr(_signal, name)
+)
+MAX_REQUEST = 1 << 20
+SUPPORTED = sys.platform == "linux"
+"""It needs the kernel to name a socket's peer (SO_PEERCRED), which Python offers on Linux."""
+
+
+def package_dir() -> str:
+    """The installed `tiermem` package folder: a resident process serves only its own install."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def socket_dir() -> str:
+    """The user's private folder for the socket (created 0700 by the resident process)."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
+    return os.path.join(base, f"tiermem-{os.getuid()}")
+
+
+def socket_path() -> str:
+    """One socket per install and Python: two venvs never answer for each other."""
+    key = f"{package_dir()}\0{sys.prefix}\0{sys.version}".encode()
+    return os.path.join(socket_dir(), f"resident-{zlib.crc32(key):08x}.sock")
+
+
+def command_of(args: list[str]) -> str | None:
+    """The command name, past the global options; `--help` and `--version` count as commands."""
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token in OPTIONS_WITH_VALUE:
+            i += 2
+        elif token == "--json" or token.partition("=")[0] in OPTIONS_WITH_VALUE:
+            i += 1
+        elif token in ("-h", "--help", "--version"):
+            return "--help"
+        else:
+            return None if token.startswith("-") else token
+    return None
+
+
+def wanted(args: list[str]) -> bool:
+    """Whether to try the resident process: a command it may run, on a system that has one."""
+    command = command_of(args)
+    allowed = command in COMMANDS or command == "--help"
+    return allowed and SUPPORTED and os.environ.get(DISABLE, "1") != "0"
+
+
+def private(path: str) -> bool:
+    """Ours alone: owned by this user and closed to everyone else (so a socket another user
+    placed in a shared /tmp never receives our environment, which may hold secrets)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return info.st_uid == os.getuid() and not info.st_mode & 0o077
+
+
+def forward(args: list[str]) -> int | None:
+    """Run `args` in the resident process and return its exit code; None if it cannot."""
+    path = socket_path()
+    if not (private(os.path.dirname(path)) and private(path)):
+        return None
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        _send_request(conn, args)
+        pid = int.from_bytes(_read(conn, 8), "little", signed=True)
+        if pid <= 0:
+            return None  # it declined (an install changed under it): run here
+    except OSError:
+        conn.close()
+        return None
+    return _wait(conn, pid)
+
+
+def _send_request(conn: _socket.socket, args: list[str]) -> None:
+    streams = [(getattr(s, "encoding", None), getattr(s, "errors", None)) for s in _streams()]
+    payload = marshal.dumps(
+        (PROTOCOL, package_dir(), args, os.getcwd(), dict(os.environ), _umask(), streams)
+    )
+    if len(payload) > MAX_REQUEST:
+        raise OSError("request too large")
+    fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
+    header = len(payload).to_bytes(4, "little")
+    conn.sendmsg([header], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+    conn.sendall(payload)
+
+
+def _wait(conn: _socket.socket, pid: int) -> int:
+    """Pass on the signals a terminal or a supervisor sends, until the child's exit code comes."""
+
+    def relay(signum: int, _frame: object) -> None:
+        try:  # noqa: SIM105 (contextlib is not loaded this early)
+            os.kill(pid, signum)
+        except OSError:
+            pass  # it has just ended
+
+    for signum in FORWARDED_SIGNALS:
+        _signal.signal(signum, relay)
+    try:
+        status = _read(conn, 4)
+    except OSError:
+        status = b""
+    finally:
+        conn.close()
+    if len(status) < 4:
+        return 1  # the child died without a word (killed): a failure, not a success
+    return int.from_bytes(status, "little", signed=True)
+
+
+def _read(conn: _socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _streams() -> tuple[object, ...]:
+    return (sys.stdin, sys.stdout, sys.stderr)
+
+
+def _umask() -> int:
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,97 @@
+"""Start, stop and report the resident process (what `tiermem resident` does)."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from tiermem.core.errors import ResidentFailed
+from tiermem.tui.resident import client
+
+SERVER = "tiermem.tui.resident.server"
+
+
+@dataclass(frozen=True)
+class Status:
+    running: bool
+    pid: int | None
+    socket: str
+
+
+def status() -> Status:
+    path = client.socket_path()
+    pid = _listener(path) if client.private(os.path.dirname(path)) else None
+    return Status(pid is not None, pid, path)
+
+
+def start(timeout: float = 60.0) -> Status:
+    """Start it in its own session (it outlives this command) and wait until it listens."""
+    if not client.SUPPORTED:
+        raise ResidentFailed("the resident process runs on Linux only (it checks who connects)")
+    current = status()
+    if current.running:
+        return current
+    folder = client.socket_dir()
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if not client.private(folder):
+        raise ResidentFailed(f"{folder} must be owned by you and closed to others (mode 0700)")
+    log = current.socket.removesuffix(".sock") + ".log"
+    read, write = os.pipe()
+    with open(log, "wb") as errors:
+        child = subprocess.Popen(
+            [sys.executable, "-m", SERVER, str(write)],
+            pass_fds=(write,),
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            cwd="/",
+        )
+    os.close(write)
+    try:
+        ready = select.select([read], [], [], timeout)[0] and os.read(read, 16)
+    finally:
+        os.close(read)
+    if not ready:
+        child.kill()
+        child.wait()
+        raise ResidentFailed(f"the resident process did not start: {_last_line(log)}")
+    return Status(True, child.pid, current.socket)
+
+
+def stop(timeout: float = 10.0) -> Status:
+    """Ask it to end (SIGTERM) and wait until its socket is gone."""
+    current = status()
+    if current.pid is None:
+        return current
+    os.kill(current.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while os.path.exists(current.socket) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return status()
+
+
+def _last_line(log: str) -> str:
+    try:
+        with open(log, encoding="utf-8", errors="replace") as file:
+            lines = file.read().strip().splitlines()
+    except OSError:
+        lines = []
+    return lines[-1] if lines else "it exited without a word"
+
+
+def _listener(path: str) -> int | None:
+    """The pid of the process listening on `path` (the kernel's word), or None."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        try:
+            conn.connect(path)
+        except OSError:
+            return None
+        raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        return int.from_bytes(raw[:4], sys.byteorder)

@@ -1,0 +1,242 @@
+"""The resident process: the engine imported once, a child forked for each command.
+
+Each request brings the caller's command line, environment, working folder, umask and its three
+standard streams (file descriptors passed over the socket). A child takes them over and runs
+the command as `tiermem` itself would, so output, prompts on standard input, exit codes and
+Ctrl-C behave the same; the caller relays signals to it and exits with its code. The process
+stays single-threaded, so forking it is safe, and it holds no database open: every child opens
+its own connections, as a new process would.
+
+A child declines (and stops this process) when a file it imported has changed since, such as
+after an upgrade or an edit; the caller then runs the command itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import os
+import pkgutil
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import FrameType
+
+from tiermem.tui.resident import client
+
+PRELOADED = ("tiermem.core", "tiermem.ops", "tiermem.tui.cli")
+"""Packages imported whole before serving: everything a forwarded command may need."""
+DRIVERS = ("libsql_experimental", "sqlite3", "tiermem.tui.entry")
+"""Imported lazily by the commands, so named here: a child's own imports die with it."""
+
+
+@dataclass(frozen=True)
+class Request:
+    package: str
+    args: list[str]
+    cwd: str
+    environ: dict[str, str]
+    umask: int
+    streams: list[tuple[str | None, str | None]]
+    fds: list[int]
+
+
+def preload() -> dict[str, int]:
+    """Import what commands use; return each imported tiermem file's modification time."""
+    for name in PRELOADED:
+        package = importlib.import_module(name)
+        for info in pkgutil.walk_packages(package.__path__, f"{name}."):
+            importlib.import_module(info.name)
+    for name in DRIVERS:
+        importlib.import_module(name)
+    from tiermem.tui.cli import app
+    from tiermem.tui.cli.registry import ROOT
+
+    for name in sorted(client.COMMANDS):
+        app.add_command(ROOT[name].load(), name)
+    return stamp()
+
+
+def stamp() -> dict[str, int]:
+    """The modification time of every loaded module file inside this install."""
+    root = client.package_dir()
+    times: dict[str, int] = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if path and path.startswith(root):
+            with contextlib.suppress(OSError):
+                times[path] = os.stat(path).st_mtime_ns
+    return times
+
+
+def changed(loaded: dict[str, int]) -> bool:
+    for path, mtime in loaded.items():
+        try:
+            if os.stat(path).st_mtime_ns != mtime:
+                return True
+        except OSError:
+            return True
+    return False
+
+
+def listen(path: str) -> socket.socket:
+    """Bind the socket in a folder only this user can enter, the socket itself 0600."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if not client.private(folder):
+        raise OSError(f"{folder} is not private to this user (mode 0700, owned by us)")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # the caller checked that no live process answers on it
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    mask = os.umask(0o177)
+    try:
+        sock.bind(path)
+    finally:
+        os.umask(mask)
+    sock.listen(64)
+    return sock
+
+
+def serve(path: str, ready: int | None = None) -> None:
+    """Preload, listen on `path`, then fork a child per connection until SIGTERM."""
+    loaded = preload()
+    if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
+        raise RuntimeError("a thread started while importing: forking would be unsafe")
+    sock = listen(path)
+    inode = os.stat(path).st_ino
+    signal.signal(signal.SIGCHLD, _reap)
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    if ready is not None:
+        os.write(ready, b"ready\n")
+        os.close(ready)
+    try:
+        while True:
+            conn, _ = sock.accept()
+            with conn:
+                if _peer(conn)[1] == os.getuid() and os.fork() == 0:
+                    sock.close()
+                    _child(conn, loaded)
+    except SystemExit:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_ino == inode:  # a newer process may own the path by now
+                os.unlink(path)
+        sock.close()
+
+
+def _peer(conn: socket.socket) -> tuple[int, int, int]:
+    """pid, uid, gid of the process at the other end (the kernel's word, not the peer's)."""
+    raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    pid, uid, gid = (int.from_bytes(raw[i : i + 4], sys.byteorder) for i in (0, 4, 8))
+    return pid, uid, gid
+
+
+def _reap(_signum: int, _frame: FrameType | None) -> None:
+    """Collect ended children, so their CPU time counts in this process's children's times."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+
+
+def _stop(_signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(0)
+
+
+def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
+    """Run one request in this forked child, report its exit code, and never return."""
+    code = 1
+    try:
+        request = _receive(conn)
+        if request is None or request.package != client.package_dir() or changed(loaded):
+            conn.sendall((0).to_bytes(8, "little"))
+            if request is not None and changed(loaded):
+                os.kill(os.getppid(), signal.SIGTERM)  # out of date: let the next start renew it
+            os._exit(0)
+        conn.sendall(os.getpid().to_bytes(8, "little", signed=True))
+        _adopt(request)
+        from tiermem.tui.entry import run_here
+
+        code = run_here(request.args)
+    except BaseException:  # nothing may escape into the server's loop
+        code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        with contextlib.suppress(OSError):
+            conn.sendall(code.to_bytes(4, "little", signed=True))
+        os._exit(code)
+
+
+def _receive(conn: socket.socket) -> Request | None:
+    import marshal
+
+    space = socket.CMSG_SPACE(3 * 4)
+    header, ancillary, _, _ = conn.recvmsg(4, space)
+    fds = [
+        int.from_bytes(data[i : i + 4], sys.byteorder, signed=True)
+        for level, kind, data in ancillary
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+        for i in range(0, len(data) - len(data) % 4, 4)
+    ]
+    size = int.from_bytes(header, "little") if len(header) == 4 else 0
+    if len(fds) != 3 or not 0 < size <= client.MAX_REQUEST:
+        return None
+    payload = b"".join(_chunks(conn, size))
+    protocol, package, args, cwd, environ, umask, streams = marshal.loads(payload)
+    if protocol != client.PROTOCOL:
+        return None
+    return Request(package, list(args), cwd, dict(environ), umask, list(streams), fds)
+
+
+def _chunks(conn: socket.socket, size: int) -> Iterator[bytes]:
+    while size > 0:
+        chunk = conn.recv(min(size, 1 << 16))
+        if not chunk:
+            raise EOFError("the caller hung up")
+        size -= len(chunk)
+        yield chunk
+
+
+def _adopt(request: Request) -> None:
+    """Become the caller: its streams, folder, environment, umask, and default signals."""
+    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in enumerate(request.fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request.cwd)
+    os.environ.clear()
+    os.environ.update(request.environ)
+    os.umask(request.umask)
+    unbuffered = bool(request.environ.get("PYTHONUNBUFFERED"))
+    for fd, (encoding, errors) in enumerate(request.streams):
+        binary = open(fd, "rb" if fd == 0 else "wb", closefd=False)  # noqa: SIM115 (kept open)
+        stream = io.TextIOWrapper(
+            binary,
+            encoding=encoding or "utf-8",
+            errors=errors or "strict",
+            line_buffering=fd == 2 or (fd == 1 and os.isatty(1)),
+            write_through=unbuffered and fd != 0,
+        )
+        name = ("stdin", "stdout", "stderr")[fd]
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+    sys.argv = ["tiermem", *request.args]
+
+
+def main() -> None:
+    """`python -m tiermem.tui.resident.server [READY_FD]` (what `tiermem resident start` runs)."""
+    ready = int(sys.argv[1]) if len(sys.argv) > 1 else None
+    serve(client.socket_path(), ready)
+
+
+if __name__ == "__main__":
+    main()
