@@ -62,6 +62,8 @@ def local_figures(tmp: Path, sizes: Sizes, say: Callable[[str], None]) -> list[F
     build_home(home, 1_000, 7)
     say("process start")
     out += figures.start_figures(home, sizes.starts)
+    say("process start, handed to the resident process")
+    out += figures.resident_start_figures(home, sizes.starts)
     say("store and bytes per memory")
     out += figures.store_figures(tmp, figures.facts_for(sizes.facts), sizes.singles)
     say(f"retrieve at {sizes.retrieve:,}")

@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import gc
 import inspect
+import json
 import os
 import resource
+import shutil
 import sqlite3
 import statistics
 import subprocess
 import sysconfig
+import tempfile
 import time
 import venv
 from collections.abc import Callable, Sequence
@@ -129,31 +132,80 @@ def start_figures(home: Path, runs: int) -> list[Figure]:
     """`tiermem --help`, `retrieve`, `store`, `hot` as whole processes vs `import sqlite3`, both
     started as on a user's install (`installed`): wall time, then CPU time (the steadier one on
     a shared machine)."""
-    env = child_env()
     python, script = installed(home.parent / "installed-venv")
+    note = "whole process, median; baseline `python -c 'import sqlite3'`"
+    samples = start_samples(python, script, home, runs, child_env())
+    return _start_rows("start", samples, note, statistics.median)
+
+
+def resident_start_figures(home: Path, runs: int) -> list[Figure]:
+    """The same commands handed to a running `tiermem resident` process. Their CPU time is the
+    caller's plus the resident process's children's (whole clock ticks, so a mean, not a
+    median, on both sides)."""
+    python, script = installed(home.parent / "installed-venv")
+    runtime = tempfile.mkdtemp(prefix="tmb")  # short: a socket path must stay under 108 bytes
+    env = child_env(XDG_RUNTIME_DIR=runtime, TIERMEM_RESIDENT="1")
+    started = subprocess.run(
+        [script, "--json", "resident", "start"], env=env, capture_output=True, text=True, check=True
+    )
+    pid = json.loads(started.stdout)["pid"]
+    try:
+        samples = start_samples(python, script, home, runs, env, resident=pid)
+    finally:
+        subprocess.run([script, "resident", "stop"], env=env, capture_output=True, check=True)
+        shutil.rmtree(runtime, ignore_errors=True)
+    note = "handed to `tiermem resident`, mean; baseline `python -c 'import sqlite3'`"
+    return _start_rows("start (resident)", samples, note, statistics.fmean)
+
+
+Samples = dict[str, list[tuple[float, float]]]
+
+
+def start_samples(
+    python: str, script: str, home: Path, runs: int, env: dict[str, str], resident: int = 0
+) -> Samples:
+    """(wall, CPU) of each run of each command, the baseline's under "baseline"."""
     tiermem = [script, "--home", str(home)]
     commands = {
+        "baseline": [python, "-c", "import sqlite3"],
         "--help": [*tiermem, "--help"],
         "retrieve": [*tiermem, "retrieve", "deploy checklist"],
         "store": [*tiermem, "store", "--text", "{}", "--category", "bench/start"],
         "hot": [*tiermem, "hot"],
     }
-    baseline = [python, "-c", "import sqlite3"]
-    for command in [baseline, *commands.values()]:  # warm: bytecode caches, page cache
+    for command in commands.values():  # warm: bytecode caches, page cache
         run_timed([part.format("warm-up fact") for part in command], env)
-    base = [run_measured(baseline, env) for _ in range(runs)]
-    walls: list[Figure] = []
-    cpus: list[Figure] = []
-    note = "whole process, median; baseline `python -c 'import sqlite3'`"
+    samples: Samples = {}
     for name, command in commands.items():
-        samples = [
-            run_measured([part.format(f"start fact number {i}") for part in command], env)
-            for i in range(runs)
-        ]
-        wall, cpu = (median_ms([x[k] for x in samples]) for k in (0, 1))
-        base_wall, base_cpu = (median_ms([x[k] for x in base]) for k in (0, 1))
-        walls.append(Figure(f"start: tiermem {name}", wall, base_wall, "ms", 2.5, note))
-        cpus.append(Figure(f"start CPU: tiermem {name}", cpu, base_cpu, "ms", 2.5, note))
+        for i in range(runs):
+            before = children_cpu(resident)
+            wall, cpu = run_measured([part.format(f"start fact {i}") for part in command], env)
+            samples.setdefault(name, []).append((wall, cpu + children_cpu(resident) - before))
+    return samples
+
+
+def children_cpu(pid: int) -> float:
+    """CPU seconds of the ended (and reaped) children of `pid`; 0 for no process."""
+    if not pid:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+
+
+def _start_rows(
+    label: str, samples: Samples, note: str, center: Callable[[list[float]], float]
+) -> list[Figure]:
+    def ms(name: str, k: int) -> float:
+        return center([x[k] for x in samples[name]]) * MS
+
+    names = [name for name in samples if name != "baseline"]
+    walls = [
+        Figure(f"{label}: tiermem {n}", ms(n, 0), ms("baseline", 0), "ms", 2.5, note) for n in names
+    ]
+    cpus = [
+        Figure(f"{label} CPU: tiermem {n}", ms(n, 1), ms("baseline", 1), "ms", 2.5, note)
+        for n in names
+    ]
     return walls + cpus
 
 
