@@ -4,6 +4,7 @@ same run and returns a `Figure` (the sync figures are in `benchmarks.figures_syn
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import inspect
 import json
@@ -17,7 +18,7 @@ import sysconfig
 import tempfile
 import time
 import venv
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -57,6 +58,10 @@ class Figure:
 
 def median_ms(samples: Sequence[float]) -> float:
     return statistics.median(samples) * MS
+
+
+def mean_ms(samples: Sequence[float]) -> float:
+    return statistics.fmean(samples) * MS
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -143,19 +148,26 @@ def resident_start_figures(home: Path, runs: int) -> list[Figure]:
     caller's plus the resident process's children's (whole clock ticks, so a mean, not a
     median, on both sides)."""
     python, script = installed(home.parent / "installed-venv")
+    with resident_process(script, child_env()) as (env, pid):
+        samples = start_samples(python, script, home, runs, env, resident=pid)
+    note = "handed to `tiermem resident`, mean; baseline `python -c 'import sqlite3'`"
+    return _start_rows("start (resident)", samples, note, statistics.fmean)
+
+
+@contextlib.contextmanager
+def resident_process(script: str, env: dict[str, str]) -> Iterator[tuple[dict[str, str], int]]:
+    """`tiermem resident` started by `script` with its socket in a new folder: the environment
+    that hands commands to it, and its pid."""
     runtime = tempfile.mkdtemp(prefix="tmb")  # short: a socket path must stay under 108 bytes
-    env = child_env(XDG_RUNTIME_DIR=runtime, TIERMEM_RESIDENT="1")
+    env = env | {"XDG_RUNTIME_DIR": runtime, "TIERMEM_RESIDENT": "1"}
     started = subprocess.run(
         [script, "--json", "resident", "start"], env=env, capture_output=True, text=True, check=True
     )
-    pid = json.loads(started.stdout)["pid"]
     try:
-        samples = start_samples(python, script, home, runs, env, resident=pid)
+        yield env, json.loads(started.stdout)["pid"]
     finally:
         subprocess.run([script, "resident", "stop"], env=env, capture_output=True, check=True)
         shutil.rmtree(runtime, ignore_errors=True)
-    note = "handed to `tiermem resident`, mean; baseline `python -c 'import sqlite3'`"
-    return _start_rows("start (resident)", samples, note, statistics.fmean)
 
 
 Samples = dict[str, list[tuple[float, float]]]

@@ -12,14 +12,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import restore_bench
 from benchmarks.figures import (
     Figure,
     child_env,
+    children_cpu,
     installed,
+    mean_ms,
     median_ms,
+    resident_process,
     run_measured,
     run_timed,
     timed,
@@ -162,25 +166,32 @@ def restore_figures(vault: Vault, n: int) -> list[Figure]:
 
     run_timed(command(tmp / "cli-warm"), env)
     cli = [run_measured(command(tmp / f"cli-{i}"), env) for i in range(n)]
+    with resident_process(tiermem, env) as (handing, pid):
+        run_timed(command(tmp / "resident-warm"), handing)
+        handed = []
+        for i in range(n):
+            before = children_cpu(pid)
+            wall, cpu = run_measured(command(tmp / f"resident-{i}"), handing)
+            handed.append((wall, cpu + children_cpu(pid) - before))
     note = "whole `tiermem restore` process vs restore() in this process, loopback"
     return [
-        Figure(
-            f"restore critical state as a command ({n}x)",
-            median_ms([c[0] for c in cli]),
-            median_ms([c[0] for c in inproc]),
-            "ms",
-            1.5,
-            note,
-        ),
-        Figure(
-            "restore as a command, CPU",
-            median_ms([c[1] for c in cli]),
-            median_ms([c[1] for c in inproc]),
-            "ms",
-            1.5,
-            note,
-        ),
+        *_restore_rows("restore critical state as a command", cli, inproc, note, median_ms),
+        *_restore_rows("restore as a command, resident", handed, inproc, note + "; mean", mean_ms),
     ]
+
+
+def _restore_rows(
+    label: str,
+    samples: list[tuple[float, float]],
+    inproc: list[tuple[float, float]],
+    note: str,
+    center: Callable[[list[float]], float],
+) -> list[Figure]:
+    def row(name: str, k: int) -> Figure:
+        values = (center([c[k] for c in samples]), center([c[k] for c in inproc]))
+        return Figure(name, *values, "ms", 1.5, note)
+
+    return [row(f"{label} ({len(samples)}x)", 0), row(f"{label}, CPU", 1)]
 
 
 def full_restore_figures(tmp: Path, size_mb: float, rtt: float) -> list[Figure]:

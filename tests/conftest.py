@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,9 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     # processes the tests start would inherit that, so a test that interrupts one would see it
     # finish instead. A handler of our own becomes the default again in a child.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+os.environ["TIERMEM_RESIDENT"] = "0"  # a developer's own resident process never runs a test's
+# command; `resident_env` turns the hand-over on, with a resident process of the test's own
 
 settings.register_profile(
     "ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -40,6 +47,18 @@ class Clock:
 
     def advance(self, days: float) -> None:
         self.now += days * DAY
+
+
+@pytest.fixture
+def resident_env() -> Iterator[dict[str, str]]:
+    """An environment with the hand-over on and the resident socket in a new short folder (a
+    socket path must stay under 108 bytes); a resident process started in it is stopped after."""
+    runtime = tempfile.mkdtemp(prefix="tmr")
+    environ = {**os.environ, "XDG_RUNTIME_DIR": runtime, "TIERMEM_RESIDENT": "1"}
+    yield environ
+    stop = [sys.executable, "-m", "tiermem.tui", "resident", "stop"]
+    subprocess.run(stop, env=environ, capture_output=True, check=False)
+    shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture

@@ -13,92 +13,34 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.residentkit import (
+    CLICK_LOADED,
+    NOT_HANDED,
+    TIERMEM,
+    both,
+    children,
+    direct,
+    handed,
+    run,
+    socket_of,
+    start,
+)
 from tests.terminal import open_terminal, read_until
 from tiermem.core.errors import EXIT_INTERRUPTED
 from tiermem.tui.cli.registry import ROOT
 from tiermem.tui.resident import client
 
-NOT_HANDED = 255
-HAND_OVER = f"""
-import sys
-from tiermem.tui.resident import client
-code = client.forward(sys.argv[1:])
-sys.exit({NOT_HANDED} if code is None else code)
-"""
-"""Runs its arguments only through the resident process: exit 255 if that did not happen."""
-
-CLICK_LOADED = """
-import atexit, sys
-atexit.register(lambda: sys.stderr.write(f"click loaded: {'click' in sys.modules}\\n"))
-from tiermem.tui.entry import main
-main(sys.argv[1:])
-"""
-"""The `tiermem` command as the console script runs it, telling at exit whether click loaded."""
-
 pytestmark = pytest.mark.skipif(not client.SUPPORTED, reason="the resident process is Linux-only")
 
 
 @pytest.fixture
-def env() -> Iterator[dict[str, str]]:
-    """An environment whose resident socket lives in a new short folder (a socket path must
-    stay under 108 bytes); the resident process started in it is stopped afterwards."""
-    runtime = tempfile.mkdtemp(prefix="tmr")
-    environ = {**os.environ, "XDG_RUNTIME_DIR": runtime, "TIERMEM_RESIDENT": "1"}
-    yield environ
-    subprocess.run([*TIERMEM, "resident", "stop"], env=environ, capture_output=True)
-    shutil.rmtree(runtime, ignore_errors=True)
-
-
-TIERMEM = [sys.executable, "-m", "tiermem.tui"]
-
-
-def run(
-    command: list[str], env: dict[str, str], stdin: str | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        command, env=env, input=stdin, capture_output=True, text=True, cwd=cwd, timeout=120
-    )
-
-
-def start(env: dict[str, str]) -> int:
-    done = run([*TIERMEM, "--json", "resident", "start"], env)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    assert report["running"] and report["pid"] > 0
-    return int(report["pid"])
-
-
-def handed(args: list[str], env: dict[str, str], **kw: object) -> subprocess.CompletedProcess[str]:
-    return run([sys.executable, "-c", HAND_OVER, *args], env, **kw)  # type: ignore[arg-type]
-
-
-def direct(args: list[str], env: dict[str, str], **kw: object) -> subprocess.CompletedProcess[str]:
-    return run([*TIERMEM, *args], {**env, "TIERMEM_RESIDENT": "0"}, **kw)  # type: ignore[arg-type]
-
-
-def both(
-    home: str, args: list[str], env: dict[str, str]
-) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
-    """`args` on `home` handed over, and run directly on a copy of `home` made just before (a
-    read reinforces what it finds, so a second read of the same home would differ)."""
-    twin = f"{home}-twin"
-    shutil.rmtree(twin, ignore_errors=True)
-    shutil.copytree(home, twin)
-    via, here = handed(["--home", home, *args], env), direct(["--home", twin, *args], env)
-    here.stdout, here.stderr = (text.replace(twin, home) for text in (here.stdout, here.stderr))
-    return via, here
-
-
-def children(pid: int) -> list[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(p) for p in path.read_text().split()] if path.exists() else []
+def env(resident_env: dict[str, str]) -> dict[str, str]:
+    return resident_env
 
 
 def test_a_handed_over_command_prints_reads_and_exits_as_a_direct_run(
@@ -215,11 +157,6 @@ def test_a_changed_file_makes_it_decline_and_stop(env: dict[str, str], tmp_path:
         os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns))
 
 
-def socket_of(env: dict[str, str]) -> Path:
-    status = json.loads(run([*TIERMEM, "--json", "resident", "status"], env).stdout)
-    return Path(status["socket"])
-
-
 def test_a_socket_folder_others_can_enter_is_never_used(env: dict[str, str]) -> None:
     start(env)
     folder = socket_of(env).parent
@@ -309,3 +246,20 @@ def test_only_commands_that_never_take_the_terminal_are_handed_over() -> None:
 )
 def test_the_command_is_found_past_the_global_options(args: list[str], command: str | None) -> None:
     assert client.command_of(args) == command
+
+
+def test_a_command_that_may_ask_for_a_secret_is_handed_over_only_without_a_terminal(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    start(env)
+    status = [sys.executable, "-c", CLICK_LOADED, "--home", str(tmp_path), "sync", "status"]
+    piped = run(status, env)
+    assert "click loaded: False" in piped.stderr
+    here = direct(["--home", str(tmp_path), "sync", "status"], env)
+    assert (piped.returncode, piped.stdout) == (here.returncode, here.stdout)
+    proc, master = open_terminal(status, env)
+    out = bytearray()
+    read_until(master, out, None, 60)
+    os.close(master)
+    proc.wait(timeout=60)
+    assert b"click loaded: True" in out  # on a terminal it may ask: it runs itself

@@ -40,6 +40,10 @@ COMMANDS = frozenset(
 """The commands a resident child may run: none opens the terminal itself (a hidden prompt, a
 full-screen app) or runs for long (a server, a watcher); the child has no controlling terminal."""
 
+ASKING = frozenset({"sync", "restore"})
+"""Commands that may ask for a hidden secret: handed over only when standard input and error
+are not both a terminal, which is exactly when they would not ask."""
+
 OPTIONS_WITH_VALUE = frozenset({"--home", "--agent-id"})
 FORWARDED_SIGNALS = tuple(
     getattr(_signal, name)
@@ -87,7 +91,8 @@ def command_of(args: list[str]) -> str | None:
 def wanted(args: list[str]) -> bool:
     """Whether to try the resident process: a command it may run, on a system that has one."""
     command = command_of(args)
-    allowed = command in COMMANDS or command == "--help"
+    asking = command in ASKING and not (os.isatty(0) and os.isatty(2))
+    allowed = command in COMMANDS or command == "--help" or asking
     return allowed and SUPPORTED and os.environ.get(DISABLE, "1") != "0"
 
 

@@ -52,11 +52,12 @@ def preload() -> dict[str, int]:
         for info in pkgutil.walk_packages(package.__path__, f"{name}."):
             importlib.import_module(info.name)
     for name in DRIVERS:
-        importlib.import_module(name)
+        with contextlib.suppress(ImportError):  # libSQL's wheel is missing on some platforms
+            importlib.import_module(name)
     from tiermem.tui.cli import app
     from tiermem.tui.cli.registry import ROOT
 
-    for name in sorted(client.COMMANDS):
+    for name in sorted(client.COMMANDS | client.ASKING):
         app.add_command(ROOT[name].load(), name)
     return stamp()
 
