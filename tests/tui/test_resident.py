@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -263,3 +264,32 @@ def test_a_command_that_may_ask_for_a_secret_is_handed_over_only_without_a_termi
     os.close(master)
     proc.wait(timeout=60)
     assert b"click loaded: True" in out  # on a terminal it may ask: it runs itself
+
+
+def test_a_package_installed_beside_it_makes_it_decline(env: dict[str, str]) -> None:
+    start(env)
+    site = Path(sysconfig.get_paths()["purelib"])  # where pip would add or remove a package
+    times = site.stat()
+    os.utime(site, ns=(times.st_atime_ns, times.st_mtime_ns + 1_000_000_000))
+    try:
+        assert handed(["--help"], env).returncode == NOT_HANDED
+    finally:
+        os.utime(site, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+
+def test_a_killed_resident_process_leaves_commands_working_and_can_be_started_again(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    os.kill(start(env), signal.SIGKILL)
+    path = socket_of(env)
+    home = ["--home", str(tmp_path / "home")]
+    deadline = time.monotonic() + 30
+    while handed(["--help"], env).returncode != NOT_HANDED:  # the kernel closes its socket
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    done = run([*TIERMEM, *home, "store", "--text", "after the crash"], env)
+    assert done.returncode == 0, done.stderr
+    assert path.exists()  # the dead process's socket file is still there: start replaces it
+    start(env)
+    found = handed([*home, "--json", "retrieve", "crash"], env)
+    assert json.loads(found.stdout)["results"][0]["text"] == "after the crash"

@@ -63,14 +63,16 @@ def preload() -> dict[str, int]:
 
 
 def stamp() -> dict[str, int]:
-    """The modification time of every loaded module file inside this install."""
+    """Modification times that change on an upgrade or an edit: every loaded module file of
+    this install, and every folder on the import path (installing or removing any package
+    adds or removes an entry there)."""
     root = client.package_dir()
+    files = [getattr(module, "__file__", None) for module in list(sys.modules.values())]
+    paths = [p for p in files if p and p.startswith(root)] + [p for p in sys.path if p]
     times: dict[str, int] = {}
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if path and path.startswith(root):
-            with contextlib.suppress(OSError):
-                times[path] = os.stat(path).st_mtime_ns
+    for path in paths:
+        with contextlib.suppress(OSError):
+            times[path] = os.stat(path).st_mtime_ns
     return times
 
 
