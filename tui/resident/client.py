@@ -111,17 +111,25 @@ def forward(args: list[str]) -> int | None:
     path = socket_path()
     if not (private(os.path.dirname(path)) and private(path)):
         return None
+    relay = _Relay()
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.connect(path)
+        relay.install()  # from here a signal is kept until the child can be told
         _send_request(conn, args)
         pid = int.from_bytes(_read(conn, 8), "little", signed=True)
         if pid <= 0:
-            return None  # it declined (an install changed under it): run here
+            relay.give_up()
+            return None  # it declined (an install changed): run here
+        status = relay.wait(conn, pid)
     except OSError:
-        conn.close()
+        relay.give_up()
         return None
-    return _wait(conn, pid)
+    finally:
+        conn.close()
+    if len(status) < 4:
+        return 1  # the child died without a word (killed): a failure, not a success
+    return int.from_bytes(status, "little", signed=True)
 
 
 def _send_request(conn: _socket.socket, args: list[str]) -> None:
@@ -137,26 +145,45 @@ def _send_request(conn: _socket.socket, args: list[str]) -> None:
     conn.sendall(payload)
 
 
-def _wait(conn: _socket.socket, pid: int) -> int:
-    """Pass on the signals a terminal or a supervisor sends, until the child's exit code comes."""
+class _Relay:
+    """Passes the signals a terminal or a supervisor sends on to the child running the command;
+    one that comes before the child is known waits for it."""
 
-    def relay(signum: int, _frame: object) -> None:
+    def __init__(self) -> None:
+        self.pid = 0
+        self.early: list[int] = []
+        self.installed: dict[int, object] = {}
+
+    def install(self) -> None:
+        for signum in FORWARDED_SIGNALS:
+            self.installed[signum] = _signal.signal(signum, self.relay)
+
+    def relay(self, signum: int, _frame: object) -> None:
+        if not self.pid:
+            self.early.append(signum)
+            return
         try:  # noqa: SIM105 (contextlib is not loaded this early)
-            os.kill(pid, signum)
+            os.kill(self.pid, signum)
         except OSError:
             pass  # it has just ended
 
-    for signum in FORWARDED_SIGNALS:
-        _signal.signal(signum, relay)
-    try:
-        status = _read(conn, 4)
-    except OSError:
-        status = b""
-    finally:
-        conn.close()
-    if len(status) < 4:
-        return 1  # the child died without a word (killed): a failure, not a success
-    return int.from_bytes(status, "little", signed=True)
+    def wait(self, conn: _socket.socket, pid: int) -> bytes:
+        """The child's exit status (4 bytes, or fewer if it died without a word)."""
+        self.pid = pid
+        for signum in self.early:
+            self.relay(signum, None)
+        try:
+            return _read(conn, 4)
+        except OSError:
+            return b""
+
+    def give_up(self) -> None:
+        """Restore the handlers, so the command runs here; but a signal that came while it
+        was being handed over stops it (as Ctrl-C)."""
+        for signum, handler in self.installed.items():
+            _signal.signal(signum, handler)
+        if self.early:
+            raise KeyboardInterrupt
 
 
 def _read(conn: _socket.socket, size: int) -> bytes:

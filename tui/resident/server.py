@@ -34,6 +34,10 @@ DRIVERS = ("libsql_experimental", "sqlite3", "tiermem.tui.entry")
 """Imported lazily by the commands, so named here: a child's own imports die with it."""
 
 
+RECEIVE_TIMEOUT = 30.0
+"""A caller that connects and sends nothing is let go after this long (seconds)."""
+
+
 @dataclass(frozen=True)
 class Request:
     package: str
@@ -122,8 +126,11 @@ def serve(path: str, ready: int | None = None) -> None:
             conn, _ = sock.accept()
             with conn:
                 if _peer(conn)[1] == os.getuid() and os.fork() == 0:
-                    sock.close()
-                    _child(conn, loaded)
+                    try:
+                        sock.close()
+                        _child(conn, loaded)
+                    finally:
+                        os._exit(1)  # a child never returns into this loop
     except SystemExit:
         pass
     finally:
@@ -155,7 +162,9 @@ def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
     """Run one request in this forked child, report its exit code, and never return."""
     code = 1
     try:
+        conn.settimeout(RECEIVE_TIMEOUT)
         request = _receive(conn)
+        conn.settimeout(None)
         if request is None or request.package != client.package_dir() or changed(loaded):
             conn.sendall((0).to_bytes(8, "little"))
             if request is not None and changed(loaded):
@@ -169,6 +178,10 @@ def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
     except BaseException:  # nothing may escape into the server's loop
         code = 1
     finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut this short
+            signal.signal(signum, signal.SIG_IGN)
+        if "logging" in sys.modules:  # as a direct run's exit would: the home's log flushed
+            sys.modules["logging"].shutdown()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
