@@ -293,3 +293,30 @@ def test_a_killed_resident_process_leaves_commands_working_and_can_be_started_ag
     start(env)
     found = handed([*home, "--json", "retrieve", "crash"], env)
     assert json.loads(found.stdout)["results"][0]["text"] == "after the crash"
+
+
+def test_two_starts_at_once_leave_one_resident_process(env: dict[str, str]) -> None:
+    starts = [
+        subprocess.Popen(
+            [*TIERMEM, "--json", "resident", "start"], env=env, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    pids = {json.loads(p.communicate(timeout=120)[0])["pid"] for p in starts}
+    assert all(p.returncode == 0 for p in starts)
+    (pid,) = pids  # each reports the one that runs
+    servers = [
+        p.name
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit()
+        and b"tiermem.tui.resident.server" in _read_or_empty(p / "cmdline")
+        and env["XDG_RUNTIME_DIR"].encode() in _read_or_empty(p / "environ")
+    ]
+    assert servers == [str(pid)]
+
+
+def _read_or_empty(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""

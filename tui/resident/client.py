@@ -133,7 +133,8 @@ def forward(args: list[str]) -> int | None:
 
 
 def _send_request(conn: _socket.socket, args: list[str]) -> None:
-    streams = [(getattr(s, "encoding", None), getattr(s, "errors", None)) for s in _streams()]
+    own = (sys.stdin, sys.stdout, sys.stderr)  # each may be None (a closed descriptor at start)
+    streams = [(getattr(s, "encoding", None), getattr(s, "errors", None)) for s in own]
     payload = marshal.dumps(
         (PROTOCOL, package_dir(), args, os.getcwd(), dict(os.environ), _umask(), streams)
     )
@@ -194,10 +195,6 @@ def _read(conn: _socket.socket, size: int) -> bytes:
             break
         data += chunk
     return data
-
-
-def _streams() -> tuple[object, ...]:
-    return (sys.stdin, sys.stdout, sys.stderr)
 
 
 def _umask() -> int:

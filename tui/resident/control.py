@@ -10,8 +10,11 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
 
 from tiermem.core.errors import ResidentFailed
+from tiermem.sync.pusher import take_lock
 from tiermem.tui.resident import client
 
 SERVER = "tiermem.tui.resident.server"
@@ -61,7 +64,7 @@ def start(timeout: float = 60.0) -> Status:
     if not ready:
         child.kill()
         child.wait()
-        raise ResidentFailed(f"the resident process did not start: {_last_line(log)}")
+        return _started_elsewhere(timeout) or _failed(log)
     return Status(True, child.pid, current.socket)
 
 
@@ -75,6 +78,30 @@ def stop(timeout: float = 10.0) -> Status:
     while os.path.exists(current.socket) and time.monotonic() < deadline:
         time.sleep(0.02)
     return status()
+
+
+def lock_path(socket_path: str) -> str:
+    """Held by the resident process for its whole life: one per socket."""
+    return socket_path.removesuffix(".sock") + ".lock"
+
+
+def _started_elsewhere(timeout: float) -> Status | None:
+    """The resident process another `start` is bringing up (it holds the lock), once ready."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        current = status()
+        if current.running:
+            return current
+        fd = take_lock(Path(lock_path(current.socket)))
+        if fd is not None:  # nobody holds it: nothing else is starting
+            os.close(fd)
+            return None
+        time.sleep(0.05)
+    return None
+
+
+def _failed(log: str) -> NoReturn:
+    raise ResidentFailed(f"the resident process did not start: {_last_line(log)}")
 
 
 def _last_line(log: str) -> str:

@@ -24,15 +24,17 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 
+from tiermem.sync.pusher import take_lock
 from tiermem.tui.resident import client
+from tiermem.tui.resident.control import lock_path
 
 PRELOADED = ("tiermem.core", "tiermem.ops", "tiermem.tui.cli")
 """Packages imported whole before serving: everything a forwarded command may need."""
-DRIVERS = ("libsql_experimental", "sqlite3", "tiermem.tui.entry")
-"""Imported lazily by the commands, so named here: a child's own imports die with it."""
-
+IMPORTED_LATER = ("libsql_experimental", "sqlite3", "tiermem.tui.entry")
+"""What commands import only when they run, named here: a child's own imports die with it."""
 
 RECEIVE_TIMEOUT = 30.0
 """A caller that connects and sends nothing is let go after this long (seconds)."""
@@ -40,6 +42,8 @@ RECEIVE_TIMEOUT = 30.0
 
 @dataclass(frozen=True)
 class Request:
+    """What a caller sends: the command and everything it runs with."""
+
     package: str
     args: list[str]
     cwd: str
@@ -55,7 +59,7 @@ def preload() -> dict[str, int]:
         package = importlib.import_module(name)
         for info in pkgutil.walk_packages(package.__path__, f"{name}."):
             importlib.import_module(info.name)
-    for name in DRIVERS:
+    for name in IMPORTED_LATER:
         with contextlib.suppress(ImportError):  # libSQL's wheel is missing on some platforms
             importlib.import_module(name)
     from tiermem.tui.cli import app
@@ -93,11 +97,10 @@ def changed(loaded: dict[str, int]) -> bool:
 def listen(path: str) -> socket.socket:
     """Bind the socket in a folder only this user can enter, the socket itself 0600."""
     folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
     if not client.private(folder):
         raise OSError(f"{folder} is not private to this user (mode 0700, owned by us)")
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)  # the caller checked that no live process answers on it
+        os.unlink(path)  # left by a process that died: the lock says none runs
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     mask = os.umask(0o177)
     try:
@@ -110,6 +113,10 @@ def listen(path: str) -> socket.socket:
 
 def serve(path: str, ready: int | None = None) -> None:
     """Preload, listen on `path`, then fork a child per connection until SIGTERM."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    lock = take_lock(Path(lock_path(path)))  # held until this process ends
+    if lock is None:
+        raise SystemExit("another resident process is starting or running")
     loaded = preload()
     if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
         raise RuntimeError("a thread started while importing: forking would be unsafe")
@@ -128,6 +135,7 @@ def serve(path: str, ready: int | None = None) -> None:
                 if _peer(conn)[1] == os.getuid() and os.fork() == 0:
                     try:
                         sock.close()
+                        os.close(lock)  # the lock ends with this process, not its children
                         _child(conn, loaded)
                     finally:
                         os._exit(1)  # a child never returns into this loop
