@@ -1,7 +1,9 @@
 """The `tiermem` command's entry point (the console script and `python -m tiermem.tui`).
 
-It loads the CLI inside its own guard, so Ctrl-C at any moment, even while the CLI is still
-being imported, ends with one line and exit code 130, never a traceback.
+It first offers the command to the resident process (`tiermem resident`), which runs it
+without this process importing anything more; otherwise it loads the CLI inside its own guard,
+so Ctrl-C at any moment, even while the CLI is still being imported, ends with one line and exit
+code 130, never a traceback.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ SERVER = "tiermem.tui.resident.server"
 
 @dataclass(frozen=True)
 class Status:
+    """Whether the resident process answers on its socket, and its pid (the kernel's word)."""
+
     running: bool
     pid: int | None
     socket: str
