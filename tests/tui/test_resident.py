@@ -111,9 +111,7 @@ def test_the_tiermem_command_hands_over_without_loading_the_cli(
     assert "click loaded: True" in run([sys.executable, "-c", CLICK_LOADED, "--help"], off).stderr
 
 
-def test_ctrl_c_reaches_the_command_and_ends_it_with_130(
-    env: dict[str, str], tmp_path: Path
-) -> None:
+def test_ctrl_c_reaches_the_command_and_ends_it_with_130(env: dict[str, str]) -> None:
     server = start(env)
     caller = subprocess.Popen(
         [*TIERMEM, "distill", "-"],  # waits for its standard input
@@ -123,11 +121,8 @@ def test_ctrl_c_reaches_the_command_and_ends_it_with_130(
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    while not children(server) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    (child,) = children(server)
-    time.sleep(0.3)  # let the child reach its read
+    child = wait_for_child(server)
+    wait_for_state(child, "S")  # at its read (a signal while it loads is also 130)
     caller.send_signal(signal.SIGINT)
     out, err = caller.communicate(timeout=60)
     assert caller.returncode == EXIT_INTERRUPTED
@@ -320,3 +315,41 @@ def _read_or_empty(path: Path) -> bytes:
         return path.read_bytes()
     except OSError:
         return b""
+
+
+def test_ctrl_z_stops_the_command_and_fg_lets_it_go_on(env: dict[str, str]) -> None:
+    server = start(env)
+    caller = subprocess.Popen(
+        [*TIERMEM, "distill", "-"],  # waits for its standard input
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    child = wait_for_child(server)
+    caller.send_signal(signal.SIGTSTP)
+    wait_for_state(child, "T")  # stopped with the caller, as a job should be
+    wait_for_state(caller.pid, "T")
+    caller.send_signal(signal.SIGCONT)  # what `fg` sends
+    wait_for_state(child, "S")
+    talk = "user: we decided to deploy on fridays from now on\n"
+    out, err = caller.communicate(talk, timeout=60)
+    assert caller.returncode == 0, err
+    assert "fridays" in out
+
+
+def wait_for_child(server: int) -> int:
+    deadline = time.monotonic() + 60
+    while not children(server):
+        assert time.monotonic() < deadline, "no child ran the command"
+        time.sleep(0.02)
+    return children(server)[0]
+
+
+def wait_for_state(pid: int, state: str) -> None:
+    """Until /proc says `pid` is in `state` (T stopped, S sleeping)."""
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != state:
+        assert time.monotonic() < deadline, f"process {pid} never reached state {state}"
+        time.sleep(0.02)

@@ -47,7 +47,7 @@ are not both a terminal, which is exactly when they would not ask."""
 OPTIONS_WITH_VALUE = frozenset({"--home", "--agent-id"})
 FORWARDED_SIGNALS = tuple(
     getattr(_signal, name)
-    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGTSTP")
     if hasattr(_signal, name)
 )
 MAX_REQUEST = 1 << 20
@@ -162,7 +162,21 @@ class _Relay:
     def relay(self, signum: int, _frame: object) -> None:
         if not self.pid:
             self.early.append(signum)
-            return
+        elif signum == _signal.SIGTSTP:
+            self._suspend()
+        else:
+            self._send(signum)
+
+    def _suspend(self) -> None:
+        """Ctrl-Z: stop the child, then this process as the terminal asked; at `fg` (SIGCONT)
+        this process goes on from here and lets the child go on too."""
+        self._send(_signal.SIGSTOP)
+        _signal.signal(_signal.SIGTSTP, _signal.SIG_DFL)
+        os.kill(os.getpid(), _signal.SIGTSTP)
+        _signal.signal(_signal.SIGTSTP, self.relay)
+        self._send(_signal.SIGCONT)
+
+    def _send(self, signum: int) -> None:
         try:  # noqa: SIM105 (contextlib is not loaded this early)
             os.kill(self.pid, signum)
         except OSError:
@@ -183,7 +197,9 @@ class _Relay:
         was being handed over stops it (as Ctrl-C)."""
         for signum, handler in self.installed.items():
             _signal.signal(signum, handler)
-        if self.early:
+        if _signal.SIGTSTP in self.early:
+            os.kill(os.getpid(), _signal.SIGTSTP)  # the Ctrl-Z, now that nothing relays it
+        if any(signum != _signal.SIGTSTP for signum in self.early):
             raise KeyboardInterrupt
 
 
