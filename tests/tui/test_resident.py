@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -35,6 +36,7 @@ from tests.terminal import open_terminal, read_until
 from tiermem.core.errors import EXIT_INTERRUPTED
 from tiermem.tui.cli.registry import ROOT
 from tiermem.tui.resident import client
+from tiermem.tui.resident.server import RECEIVE_TIMEOUT
 
 pytestmark = pytest.mark.skipif(not client.SUPPORTED, reason="the resident process is Linux-only")
 
@@ -353,3 +355,15 @@ def wait_for_state(pid: int, state: str) -> None:
     while Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != state:
         assert time.monotonic() < deadline, f"process {pid} never reached state {state}"
         time.sleep(0.02)
+
+
+@pytest.mark.slow
+def test_a_caller_that_says_nothing_does_not_keep_a_child(env: dict[str, str]) -> None:
+    server = start(env)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
+        silent.connect(str(socket_of(env)))
+        child = wait_for_child(server)
+        deadline = time.monotonic() + 2 * RECEIVE_TIMEOUT
+        while child in children(server):  # let go while the caller still holds its end
+            assert time.monotonic() < deadline, "a silent caller kept a child"
+            time.sleep(0.2)
