@@ -123,11 +123,14 @@ def test_ctrl_c_reaches_the_command_and_ends_it_with_130(env: dict[str, str]) ->
         stderr=subprocess.PIPE,
         text=True,
     )
-    child = wait_for_child(server)
-    wait_for_state(child, "S")  # at its read (a signal while it loads is also 130)
-    caller.send_signal(signal.SIGINT)
+    try:
+        child = wait_for_child(server, caller.pid)
+        caller.send_signal(signal.SIGINT)
+        caller.wait(timeout=60)  # its input stays open: only the signal can end it
+    finally:
+        caller.kill()
     out, err = caller.communicate(timeout=60)
-    assert caller.returncode == EXIT_INTERRUPTED
+    assert caller.returncode == EXIT_INTERRUPTED, err
     assert err.splitlines()[-1] in ("tiermem: error: aborted", "tiermem: error: interrupted")
     assert out == ""
     deadline = time.monotonic() + 30  # it sent its code just before it exits
@@ -329,24 +332,36 @@ def test_ctrl_z_stops_the_command_and_fg_lets_it_go_on(env: dict[str, str]) -> N
         stderr=subprocess.PIPE,
         text=True,
     )
-    child = wait_for_child(server)
-    caller.send_signal(signal.SIGTSTP)
-    wait_for_state(child, "T")  # stopped with the caller, as a job should be
-    wait_for_state(caller.pid, "T")
-    caller.send_signal(signal.SIGCONT)  # what `fg` sends
-    wait_for_state(child, "S")
-    talk = "user: we decided to deploy on fridays from now on\n"
-    out, err = caller.communicate(talk, timeout=60)
+    try:
+        child = wait_for_child(server, caller.pid)
+        caller.send_signal(signal.SIGTSTP)
+        wait_for_state(child, "T")  # stopped with the caller, as a job should be
+        wait_for_state(caller.pid, "T")
+        caller.send_signal(signal.SIGCONT)  # what `fg` sends
+        wait_for_state(child, "S")
+        talk = "user: we decided to deploy on fridays from now on\n"
+        out, err = caller.communicate(talk, timeout=60)
+    finally:
+        caller.kill()
     assert caller.returncode == 0, err
     assert "fridays" in out
 
 
-def wait_for_child(server: int) -> int:
+def wait_for_child(server: int, caller: int | None = None) -> int:
+    """The resident process's child; with `caller`, once it has taken over the caller's
+    standard input (it then runs the command, with the usual Ctrl-C handling)."""
     deadline = time.monotonic() + 60
-    while not children(server):
+    while not children(server) or (caller and not same_stdin(children(server)[0], caller)):
         assert time.monotonic() < deadline, "no child ran the command"
         time.sleep(0.02)
     return children(server)[0]
+
+
+def same_stdin(one: int, other: int) -> bool:
+    try:
+        return os.readlink(f"/proc/{one}/fd/0") == os.readlink(f"/proc/{other}/fd/0")
+    except OSError:
+        return False
 
 
 def wait_for_state(pid: int, state: str) -> None:

@@ -112,10 +112,10 @@ def forward(args: list[str]) -> int | None:
     if not (private(os.path.dirname(path)) and private(path)):
         return None
     relay = _Relay()
+    relay.install()  # from here a signal is kept until the child can be told
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.connect(path)
-        relay.install()  # from here a signal is kept until the child can be told
         _send_request(conn, args)
         pid = int.from_bytes(_read(conn, 8), "little", signed=True)
         if pid <= 0:
