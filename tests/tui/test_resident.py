@@ -115,21 +115,14 @@ def test_the_tiermem_command_hands_over_without_loading_the_cli(
 
 def test_ctrl_c_reaches_the_command_and_ends_it_with_130(env: dict[str, str]) -> None:
     server = start(env)
-    caller = subprocess.Popen(
-        [*TIERMEM, "distill", "-"],  # waits for its standard input
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        child = wait_for_child(server, caller.pid)
-        caller.send_signal(signal.SIGINT)
-        caller.wait(timeout=60)  # its input stays open: only the signal can end it
-    finally:
-        caller.kill()
-    out, err = caller.communicate(timeout=60)
+    with waiting_on_input(env) as caller:
+        try:
+            child = wait_for_child(server, caller.pid)
+            caller.send_signal(signal.SIGINT)
+            caller.wait(timeout=60)  # its input stays open: only the signal can end it
+        finally:
+            caller.kill()  # no-op once it has ended
+        out, err = caller.communicate(timeout=60)
     assert caller.returncode == EXIT_INTERRUPTED, err
     assert err.splitlines()[-1] in ("tiermem: error: aborted", "tiermem: error: interrupted")
     assert out == ""
@@ -137,6 +130,21 @@ def test_ctrl_c_reaches_the_command_and_ends_it_with_130(env: dict[str, str]) ->
     while child in children(server):
         assert time.monotonic() < deadline, "the interrupted child kept running"
         time.sleep(0.02)
+
+
+def waiting_on_input(env: dict[str, str]) -> subprocess.Popen[str]:
+    """`tiermem distill -`, which waits for its standard input (kept open), as a job of its own:
+    a shell gives each command its process group, and a group left orphaned never stops on
+    Ctrl-Z (the kernel drops the signal), as in some CI runners."""
+    return subprocess.Popen(
+        [*TIERMEM, "distill", "-"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        process_group=0,
+    )
 
 
 def test_a_changed_file_makes_it_decline_and_stop(env: dict[str, str], tmp_path: Path) -> None:
@@ -324,25 +332,18 @@ def _read_or_empty(path: Path) -> bytes:
 
 def test_ctrl_z_stops_the_command_and_fg_lets_it_go_on(env: dict[str, str]) -> None:
     server = start(env)
-    caller = subprocess.Popen(
-        [*TIERMEM, "distill", "-"],  # waits for its standard input
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        child = wait_for_child(server, caller.pid)
-        caller.send_signal(signal.SIGTSTP)
-        wait_for_state(child, "T")  # stopped with the caller, as a job should be
-        wait_for_state(caller.pid, "T")
-        caller.send_signal(signal.SIGCONT)  # what `fg` sends
-        wait_for_state(child, "S")
-        talk = "user: we decided to deploy on fridays from now on\n"
-        out, err = caller.communicate(talk, timeout=60)
-    finally:
-        caller.kill()
+    with waiting_on_input(env) as caller:
+        try:
+            child = wait_for_child(server, caller.pid)
+            caller.send_signal(signal.SIGTSTP)
+            wait_for_state(child, "T")  # stopped with the caller, as a job should be
+            wait_for_state(caller.pid, "T")
+            caller.send_signal(signal.SIGCONT)  # what `fg` sends
+            wait_for_state(child, "S")
+            talk = "user: we decided to deploy on fridays from now on\n"
+            out, err = caller.communicate(talk, timeout=60)
+        finally:
+            caller.kill()  # no-op once it has ended
     assert caller.returncode == 0, err
     assert "fridays" in out
 
