@@ -107,8 +107,6 @@ def test_the_tiermem_command_hands_over_without_loading_the_cli(
     served = run([sys.executable, "-c", CLICK_LOADED, *home, "retrieve", "x y z"], env)
     assert served.returncode == 0 and "x y z" in served.stdout
     assert "click loaded: False" in served.stderr
-    for interactive in (["sync", "status"], ["tui"], []):  # never handed over
-        assert client.wanted(interactive) is False
     off = {**env, "TIERMEM_RESIDENT": "0"}
     assert "click loaded: True" in run([sys.executable, "-c", CLICK_LOADED, "--help"], off).stderr
 
@@ -383,3 +381,16 @@ def test_a_caller_that_says_nothing_does_not_keep_a_child(env: dict[str, str]) -
         while child in children(server):  # let go while the caller still holds its end
             assert time.monotonic() < deadline, "a silent caller kept a child"
             time.sleep(0.2)
+
+
+def test_what_is_handed_over_depends_on_the_command_and_the_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TIERMEM_RESIDENT", "1")
+    for terminal in (True, False):
+        monkeypatch.setattr(os, "isatty", lambda fd, terminal=terminal: terminal)
+        assert client.wanted(["--home", "h", "retrieve", "x"]) is True
+        assert client.wanted(["tui"]) is False and client.wanted([]) is False
+        assert client.wanted(["sync", "status"]) is not terminal  # it may ask on a terminal
+    monkeypatch.setenv("TIERMEM_RESIDENT", "0")
+    assert client.wanted(["retrieve", "x"]) is False
