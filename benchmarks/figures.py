@@ -189,11 +189,19 @@ def start_samples(
         run_timed([part.format("warm-up fact") for part in command], env)
     samples: Samples = {}
     for name, command in commands.items():
-        for i in range(runs):
-            before = children_cpu(resident)
-            wall, cpu = run_measured([part.format(f"start fact {i}") for part in command], env)
-            samples.setdefault(name, []).append((wall, cpu + children_cpu(resident) - before))
+        samples[name] = [
+            run_handed([part.format(f"start fact {i}") for part in command], env, resident)
+            for i in range(runs)
+        ]
     return samples
+
+
+def run_handed(command: Sequence[str], env: dict[str, str], resident: int) -> tuple[float, float]:
+    """`run_measured`, with the CPU time of the child that the resident process `resident`
+    forked to run the command added (0: no resident process)."""
+    before = children_cpu(resident)
+    wall, cpu = run_measured(command, env)
+    return wall, cpu + children_cpu(resident) - before
 
 
 def children_cpu(pid: int) -> float:

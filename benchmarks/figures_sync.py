@@ -19,11 +19,11 @@ from benchmarks import restore_bench
 from benchmarks.figures import (
     Figure,
     child_env,
-    children_cpu,
     installed,
     mean_ms,
     median_ms,
     resident_process,
+    run_handed,
     run_measured,
     run_timed,
     timed,
@@ -168,11 +168,7 @@ def restore_figures(vault: Vault, n: int) -> list[Figure]:
     cli = [run_measured(command(tmp / f"cli-{i}"), env) for i in range(n)]
     with resident_process(tiermem, env) as (handing, pid):
         run_timed(command(tmp / "resident-warm"), handing)
-        handed = []
-        for i in range(n):
-            before = children_cpu(pid)
-            wall, cpu = run_measured(command(tmp / f"resident-{i}"), handing)
-            handed.append((wall, cpu + children_cpu(pid) - before))
+        handed = [run_handed(command(tmp / f"resident-{i}"), handing, pid) for i in range(n)]
     note = "whole `tiermem restore` process vs restore() in this process, loopback"
     return [
         *_restore_rows("restore critical state as a command", cli, inproc, note, median_ms),

@@ -394,3 +394,14 @@ def test_what_is_handed_over_depends_on_the_command_and_the_terminal(
         assert client.wanted(["sync", "status"]) is not terminal  # it may ask on a terminal
     monkeypatch.setenv("TIERMEM_RESIDENT", "0")
     assert client.wanted(["retrieve", "x"]) is False
+
+
+def test_an_environment_over_the_request_limit_runs_the_command_here(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    start(env)
+    padded = env | {f"PADDING_{i}": "x" * 100_000 for i in range(12)}  # 1.2 MB in all
+    assert sum(map(len, padded.values())) > client.MAX_REQUEST  # each under exec's 128 KB
+    assert handed(["--help"], padded).returncode == NOT_HANDED
+    done = run([*TIERMEM, "--home", str(tmp_path / "h"), "store", "--text", "a fact"], padded)
+    assert done.returncode == 0, done.stderr

@@ -122,5 +122,11 @@ def _listener(path: str) -> int | None:
             conn.connect(path)
         except OSError:
             return None
-        raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-        return int.from_bytes(raw[:4], sys.byteorder)
+        return peer(conn)[0]
+
+
+def peer(conn: socket.socket) -> tuple[int, int, int]:
+    """pid, uid, gid of the process at the other end (the kernel's word, not the peer's)."""
+    raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    pid, uid, gid = (int.from_bytes(raw[i : i + 4], sys.byteorder) for i in (0, 4, 8))
+    return pid, uid, gid

@@ -29,7 +29,7 @@ from types import FrameType
 
 from tiermem.sync.pusher import take_lock
 from tiermem.tui.resident import client
-from tiermem.tui.resident.control import lock_path
+from tiermem.tui.resident.control import lock_path, peer
 
 PRELOADED = ("tiermem.core", "tiermem.ops", "tiermem.tui.cli")
 """Packages imported whole before serving: everything a forwarded command may need."""
@@ -132,7 +132,7 @@ def serve(path: str, ready: int | None = None) -> None:
         while True:
             conn, _ = sock.accept()
             with conn:
-                if _peer(conn)[1] == os.getuid() and os.fork() == 0:
+                if peer(conn)[1] == os.getuid() and os.fork() == 0:
                     try:
                         sock.close()
                         os.close(lock)  # the lock ends with this process, not its children
@@ -146,13 +146,6 @@ def serve(path: str, ready: int | None = None) -> None:
             if os.stat(path).st_ino == inode:  # a newer process may own the path by now
                 os.unlink(path)
         sock.close()
-
-
-def _peer(conn: socket.socket) -> tuple[int, int, int]:
-    """pid, uid, gid of the process at the other end (the kernel's word, not the peer's)."""
-    raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-    pid, uid, gid = (int.from_bytes(raw[i : i + 4], sys.byteorder) for i in (0, 4, 8))
-    return pid, uid, gid
 
 
 def _reap(_signum: int, _frame: FrameType | None) -> None:
@@ -173,9 +166,10 @@ def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
         conn.settimeout(RECEIVE_TIMEOUT)
         request = _receive(conn)
         conn.settimeout(None)
-        if request is None or request.package != client.package_dir() or changed(loaded):
+        stale = request is not None and changed(loaded)
+        if request is None or request.package != client.package_dir() or stale:
             conn.sendall((0).to_bytes(8, "little"))
-            if request is not None and changed(loaded):
+            if stale:
                 os.kill(os.getppid(), signal.SIGTERM)  # out of date: let the next start renew it
             os._exit(0)
         conn.sendall(os.getpid().to_bytes(8, "little", signed=True))
