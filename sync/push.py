@@ -28,9 +28,9 @@ from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.seal import Batch, critical_candidate, inflight_batches, seal_batch
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
-    INSERT_RECORD,
     Settings,
     device_rows,
+    insert_records,
 )
 
 __all__ = ["DEFAULT_BATCH_BYTES", "PushResult", "has_work", "push"]
@@ -149,9 +149,13 @@ def _push_statements(session: Session, s: Settings, batches: list[Batch]) -> lis
     if not s.registered:
         statements += device_rows(s, crypto.device_public_bytes(session.device_key(s)))
         statements += own_entry_statements(session, s)  # name, MAC vouching for the entry
-    for b in batches:
-        for _, _, rid, v, epoch, _, envelope in b.rows:
-            statements.append((INSERT_RECORD, (tag, rid, v, epoch, s.device_id, envelope)))
+    statements += insert_records(
+        [
+            (tag, rid, v, epoch, s.device_id, envelope)
+            for b in batches
+            for _, _, rid, v, epoch, _, envelope in b.rows
+        ]
+    )
     statements.append((TOUCH_DEVICE, (session.mem.now(), s.device_id, tag)))
     return statements
 

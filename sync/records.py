@@ -154,8 +154,13 @@ SELECT_PAGE: Final = (
 Table = Literal["critical", "memory", "manifest", "prune", "metrics"]
 
 
+_CANONICAL: Final = msgspec.json.Encoder(order="sorted")
+
+
 def canonical(data: dict[str, Any]) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    """A record's body: compact JSON, keys sorted, UTF-8 (the same values `json.dumps` with
+    sorted keys gives, at a fraction of its cost: every push encodes the critical state)."""
+    return _CANONICAL.encode(data)
 
 
 def _load(plaintext: bytes, what: str) -> dict[str, Any]:

@@ -104,6 +104,24 @@ INSERT_RECORD: Final = (
     "INSERT INTO records (agent_tag, record_id, version, epoch, device_id, envelope) "
     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 )
+RECORDS_PER_INSERT: Final = 200
+"""Rows per `insert_records` statement: 1,200 parameters, within every SQLite's limit."""
+
+
+def insert_records(
+    rows: list[tuple[bytes, bytes, str, int, bytes, bytes]],
+) -> list[tuple[str, Args]]:
+    """`INSERT_RECORD` for many rows, as few statements (each costs the server a step of
+    its own): (agent_tag, record_id, version, epoch, device_id, envelope) per row."""
+    out: list[tuple[str, Args]] = []
+    for lo in range(0, len(rows), RECORDS_PER_INSERT):
+        chunk = rows[lo : lo + RECORDS_PER_INSERT]
+        values = ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk))
+        sql = INSERT_RECORD.replace("(?, ?, ?, ?, ?, ?)", values)
+        out.append((sql, tuple(v for row in chunk for v in row)))
+    return out
+
+
 INSERT_WRAP: Final = (
     "INSERT INTO key_wraps (wrap_id, agent_tag, epoch, kind, blob) VALUES (?, ?, ?, ?, ?)"
 )
