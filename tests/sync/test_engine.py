@@ -24,12 +24,13 @@ from tests.sync.helpers import (
 from tests.sync.sqld import SqldServer
 from tiermem.core import snapshot
 from tiermem.core.engine import Memory
+from tiermem.core.warm import NewFact
 from tiermem.sync import crypto, hlc
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.hrana import AuthFailed, HranaClient, RequestRejected, ServerUnavailable
 from tiermem.sync.restore import restore
 from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.state import AlreadyInitialised, NotInitialised
+from tiermem.sync.state import RECORDS_PER_INSERT, AlreadyInitialised, NotInitialised
 
 
 @pytest.fixture
@@ -378,3 +379,25 @@ def test_memories_and_reads_from_before_init_are_sent_by_the_first_push(
     assert result.pushed and result.memories == 6  # the three memories and their reads
     assert not engine.has_work()
     engine.close()
+
+
+def test_a_push_of_more_records_than_one_insert_holds_lands_every_record(
+    tmp_path: Path, mem: Memory, sqld: SqldServer, fault_proxy: FaultProxy, client: HranaClient
+) -> None:
+    n = 2 * RECORDS_PER_INSERT + 50  # three INSERT statements, the last one partly filled
+    mem.store_many(NewFact(f"fact {i} of a large first push", "notes", 0.5) for i in range(n))
+    engine, key = init_engine(mem, fault_proxy.url, sqld.token)
+    before = len(fault_proxy.log)
+    result = engine.push(policy())
+    assert result.pushed and result.requests == 1 == len(fault_proxy.log) - before
+    assert (
+        result.memories == n and result.records == n + 3
+    )  # + the critical state, the metrics, the manifest
+    s = settings(engine)
+    on_server = client.execute("SELECT count(*) FROM records WHERE agent_tag = ?", (s.tag,))
+    assert on_server.rows[0][0] == result.records
+    engine.close()
+    restore(tmp_path / "restored", mem.agent_id, sqld.url, sqld.token, recovery_key=key)
+    with Memory(tmp_path / "restored", mem.agent_id) as restored:
+        texts = {r[0] for r in restored.db.query("SELECT text FROM memories")}
+    assert texts == {f"fact {i} of a large first push" for i in range(n)}
