@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import outbox, provenance, reinforce
+from tiermem.core import outbox, provenance, reinforce, rows
 from tiermem.core.config import ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
@@ -440,12 +440,7 @@ def undo_forget(mem: Memory, memory_id_: str | None = None) -> MemoryRecord:
         seq = int(data["seq"])
         taken = mem.db.scalar("SELECT 1 FROM memories WHERE seq = CAST(? AS INTEGER)", (str(seq),))
         if taken is not None:  # a memory stored since took the row id: use a fresh one
-            last = mem.db.scalar(
-                "SELECT MAX(seq) FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) "
-                "AND CAST(? AS INTEGER)",
-                (str(mem.memories.seq_low), str(mem.memories.seq_high)),
-            )
-            seq = int(last) + 1
+            seq = rows.last_seq(mem.memories) + 1
         # The access count: its base as forgotten plus every read counted since (here or
         # on another device, while it was forgotten there or here).
         counted, last = reinforce.totals(mem.db, mem.agent_id, data["id"])

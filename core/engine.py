@@ -336,11 +336,7 @@ class Memory:
             mode=chosen,
             vectors=vectors,
             llm_paths=paths,
-            signals=graphsignal.GraphSignals(
-                self.db, self.agent_id, self.cfg.graph, entities=entities, episodes=episodes
-            )
-            if (entities or episodes) and self.cfg.graph.retrieval_signal
-            else None,
+            signals=self._graph_signals(entities, episodes),
             tags=tags,
             tagged=tagged,
         )
@@ -352,6 +348,20 @@ class Memory:
                 result.tokens,
             )
         return result
+
+    def _graph_signals(self, entities: bool, episodes: bool) -> graphsignal.GraphSignals | None:
+        """The knowledge graph's signal for a search, if the agent has a graph or an episode
+        (with the lookups earlier searches kept while nothing was written)."""
+        if not (entities or episodes) or not self.cfg.graph.retrieval_signal:
+            return None
+        return graphsignal.GraphSignals(
+            self.db,
+            self.agent_id,
+            self.cfg.graph,
+            entities=entities,
+            episodes=episodes,
+            memo=self.reads.memo(),
+        )
 
     # -- hot -------------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """What a read reuses from the previous read while nothing was written: the tree index, whether
 any memory of the agent carries a tag (most homes have none, so a search skips its two tag
-queries) and whether the agent has any entity or episode to consult (if neither, a search
-neither asks the graph nor loads its code; without episodes it skips their search).
+queries), whether the agent has any entity or episode to consult (if neither, a search
+neither asks the graph nor loads its code; without episodes it skips their search), and the
+graph lookups of earlier searches (`memo`: the entities a name means, who an entity reaches).
 
 The mark is SQLite's own: `data_version` moves when another connection commits and
 `total_changes()` when this one changes a row. Inside a transaction nothing is cached (a
@@ -20,6 +21,9 @@ _MARK = "SELECT total_changes(), data_version FROM pragma_data_version"
 GraphKinds = tuple[bool, bool]
 """Whether the agent has (any entity, any episode)."""
 
+MEMO_MAX = 20_000
+"""Entries the memo keeps before it starts over (a long read-only session asks many names)."""
+
 
 class ReadCache:
     """Per-connection results of reads, dropped whenever the database changed."""
@@ -31,6 +35,7 @@ class ReadCache:
         self._tree: TreeIndex | None = None
         self._tagged: bool | None = None
         self._graphed: GraphKinds | None = None
+        self._memo: dict[object, object] = {}
         self._lock = threading.Lock()  # a front end reads from several threads
 
     def _valid(self) -> bool:
@@ -40,6 +45,7 @@ class ReadCache:
         mark = self.db.query_one(_MARK)
         if mark != self._mark:
             self._mark, self._tree, self._tagged, self._graphed = mark, None, None, None
+            self._memo = {}
         return True
 
     def view(self) -> tuple[TreeIndex, bool, GraphKinds]:
@@ -48,6 +54,16 @@ class ReadCache:
         any episode."""
         with self._lock:
             return self._view()
+
+    def memo(self) -> dict[object, object]:
+        """Results a read may keep for the next one, as of the last `view` (the caller's keys;
+        an empty dict that nothing keeps while a transaction is open)."""
+        with self._lock:
+            if self._mark is None:
+                return {}
+            if len(self._memo) > MEMO_MAX:
+                self._memo = {}
+            return self._memo
 
     def _view(self) -> tuple[TreeIndex, bool, GraphKinds]:
         if not self._valid():

@@ -191,12 +191,24 @@ class AgentRows(Protocol):
     seq_high: int
 
 
-def _next_seq(store: AgentRows) -> int:
-    last = store.db.scalar(
-        "SELECT MAX(seq) FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER)",
-        (str(store.seq_low), str(store.seq_high)),
+_LAST_SEQ = (
+    "SELECT max(coalesce((SELECT MAX(seq) FROM memories "
+    "WHERE seq BETWEEN CAST(?1 AS INTEGER) AND CAST(?2 AS INTEGER)), CAST(?1 AS INTEGER)), "
+    "coalesce((SELECT memory_seq FROM graph_progress WHERE agent_id = ?3), 0))"
+)
+
+
+def last_seq(store: AgentRows) -> int:
+    """The highest row id a new memory must go above: the agent's newest row's, or the
+    knowledge graph's progress mark when newer rows were deleted since (reusing their ids
+    would hide the next memories from graph indexing, which walks rows by id)."""
+    return int(
+        store.db.scalar(_LAST_SEQ, (str(store.seq_low), str(store.seq_high), store.agent_id))
     )
-    return store.seq_low + 1 if last is None else int(last) + 1
+
+
+def _next_seq(store: AgentRows) -> int:
+    return last_seq(store) + 1
 
 
 def upsert(store: AgentRows, row: MemoryRow) -> None:
@@ -233,11 +245,7 @@ def insert_staged(store: AgentRows, staging: str) -> int:
     """Insert, in one statement, the rows of table `staging` (the same columns, plus
     `agent_id` and a `deleted` flag) that are not deleted and whose id is not in `memories`
     yet, in the staging table's order (inside the caller's transaction). Returns how many."""
-    last = store.db.scalar(
-        "SELECT MAX(seq) FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER)",
-        (str(store.seq_low), str(store.seq_high)),
-    )
-    base = store.seq_low if last is None else int(last)
+    base = last_seq(store)
     store.db.execute(
         f"INSERT INTO memories (seq, agent_id, {column_list()}) "
         f"SELECT CAST(? AS INTEGER) + s.rowid, agent_id, {column_list(alias='s')} "

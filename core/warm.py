@@ -18,7 +18,7 @@ from tiermem.core.config import DedupConfig, ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.lazy import lazy_import
-from tiermem.core.rows import RECORD_NAMES, check_importance, column_list, insert_parts
+from tiermem.core.rows import RECORD_NAMES, check_importance, column_list, insert_parts, last_seq
 from tiermem.core.rows import TIERS as TIERS
 from tiermem.core.rows import Tier as Tier
 from tiermem.core.rows import memory_id as memory_id
@@ -312,11 +312,7 @@ class MemoryStore:
         return None
 
     def _next_seq(self) -> int:
-        last = self.db.scalar(
-            "SELECT MAX(seq) FROM memories WHERE seq BETWEEN ? << 32 AND (? << 32) + 4294967295",
-            (self.slot, self.slot),
-        )
-        return self.seq_low + 1 if last is None else int(last) + 1
+        return last_seq(self) + 1
 
     def _reinforce_on_store(self, fid: str, fact: NewFact, now: float) -> None:
         old = self.get_many([fid])

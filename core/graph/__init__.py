@@ -226,13 +226,20 @@ def ngram_keys(text: str, *, capitalised: bool) -> set[str]:
 
 def known_mentions(db: Database, agent_id: str, keys: set[str]) -> set[str]:
     """Entities already in the graph whose names are among `keys`."""
-    found: set[str] = set()
+    return set().union(*known_mentions_by_key(db, agent_id, keys).values())
+
+
+def known_mentions_by_key(db: Database, agent_id: str, keys: set[str]) -> dict[str, frozenset[str]]:
+    """`known_mentions` per key (keys naming no entity are left out)."""
+    found: dict[str, set[str]] = {}
     ordered = sorted(keys)
     for start in range(0, len(ordered), 400):
         chunk = ordered[start : start + 400]
         rows = db.query(
-            f"SELECT entity_id FROM entity_names WHERE agent_id = ? AND key IN ({','.join('?' * len(chunk))})",
+            "SELECT key, entity_id FROM entity_names WHERE agent_id = ? "
+            f"AND key IN ({','.join('?' * len(chunk))})",
             [agent_id, *chunk],
         )
-        found |= {str(r[0]) for r in rows}
-    return found
+        for key, entity_id in rows:
+            found.setdefault(str(key), set()).add(str(entity_id))
+    return {k: frozenset(v) for k, v in found.items()}

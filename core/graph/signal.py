@@ -4,12 +4,13 @@ each says how it was reached ("via Maya → works_on → Ledgerly")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import cast
 
 from tiermem.core import episodes
 from tiermem.core.config import GraphConfig
-from tiermem.core.db import Database
-from tiermem.core.graph import known_mentions, ngram_keys
+from tiermem.core.db import Database, Row
+from tiermem.core.graph import known_mentions_by_key, ngram_keys
 from tiermem.core.graph.store import GraphStore
 from tiermem.core.ranking import ROW_FIELDS, Candidate, with_count
 
@@ -17,6 +18,9 @@ NEIGHBOURS = 10
 MEMORIES_PER_ENTITY = 50
 EPISODES = 3
 EPISODE_MIN_RELEVANCE = 0.5
+
+_Reach = tuple[str, list[str], list[tuple[str, str, list[str]]]]
+"""An entity's name, the memories naming it, and (neighbour, path, the memories naming it)."""
 
 
 @dataclass
@@ -31,6 +35,8 @@ class GraphSignals:
     """The agent has an entity: the query's names are looked up."""
     episodes: bool = True
     """The agent has an episode: episodes are searched."""
+    memo: dict[object, object] = field(default_factory=dict)
+    """Lookups kept while nothing is written (`ReadCache.memo`)."""
 
     def apply(
         self, query: str, found: list[Candidate], where: tuple[str, list[object]]
@@ -55,28 +61,54 @@ class GraphSignals:
         """memory id → (boost, "via …") for memories mentioning a query entity or a neighbour."""
         if not self.entities:
             return {}
-        graph = GraphStore(self.db, self.agent_id)
-        hits = known_mentions(self.db, self.agent_id, ngram_keys(query, capitalised=False))
-        if not hits:
-            return {}
-        names = graph.names(hits)
+        hits = self._known(ngram_keys(query, capitalised=False))
         out: dict[str, tuple[float, str]] = {}
         boost = self.cfg.entity_boost
         for entity_id in sorted(hits):
-            name = names.get(entity_id, entity_id)
-            for ref in graph.mentioned_in(entity_id, "memory", MEMORIES_PER_ENTITY):
+            name, refs, neighbours = self._reach(entity_id)
+            for ref in refs:
                 out.setdefault(ref, (boost, f"entity {name}"))
-            for edge in graph.edges(entity_id, NEIGHBOURS):
-                other = edge.object if edge.subject == entity_id else edge.subject
+            for other, path, other_refs in neighbours:
                 if other in hits:
                     continue
-                other_name = graph.names({other}).get(other, other)
-                path = f"{names.get(edge.subject, other_name)} → {edge.predicate} → " + (
-                    other_name if edge.subject == entity_id else name
-                )
-                for ref in graph.mentioned_in(other, "memory", MEMORIES_PER_ENTITY):
+                for ref in other_refs:
                     out.setdefault(ref, (boost / 2, path))
         return out
+
+    def _known(self, keys: set[str]) -> set[str]:
+        """The entities the name keys mean (each key's answer kept in the memo)."""
+        asked = [k for k in keys if ("name", k) not in self.memo]
+        if asked:
+            found = known_mentions_by_key(self.db, self.agent_id, set(asked))
+            for key in asked:
+                self.memo["name", key] = found.get(key, frozenset())
+        hits: set[str] = set()
+        for key in keys:
+            hits |= self.memo["name", key]  # type: ignore[arg-type]
+        return hits
+
+    def _reach(self, entity_id: str) -> _Reach:
+        """An entity's name, the memories naming it, and its neighbours: (id, "a → rel → b",
+        the memories naming that neighbour)."""
+        key = ("reach", entity_id)
+        known = self.memo.get(key)
+        if known is not None:
+            return known  # type: ignore[return-value]
+        graph = GraphStore(self.db, self.agent_id)
+        name = graph.names({entity_id}).get(entity_id, entity_id)
+        refs = graph.mentioned_in(entity_id, "memory", MEMORIES_PER_ENTITY)
+        neighbours = []
+        for edge in graph.edges(entity_id, NEIGHBOURS):
+            other = edge.object if edge.subject == entity_id else edge.subject
+            other_name = graph.names({other}).get(other, other)
+            subject, obj = (name, other_name) if edge.subject == entity_id else (other_name, name)
+            path = f"{subject} → {edge.predicate} → {obj}"
+            neighbours.append(
+                (other, path, graph.mentioned_in(other, "memory", MEMORIES_PER_ENTITY))
+            )
+        reach: _Reach = (name, refs, neighbours)
+        self.memo[key] = reach
+        return reach
 
     def _episode_facts(self, query: str) -> dict[str, tuple[float, str]]:
         out: dict[str, tuple[float, str]] = {}
@@ -96,18 +128,30 @@ class GraphSignals:
         reached: dict[str, tuple[float, str]],
         where: tuple[str, list[object]],
     ) -> list[Candidate]:
+        """The rows of the memories reached only through the graph (within the filters; each
+        id's row, or its absence, kept in the memo)."""
         if not ids:
             return []
         sql, params = where
-        rows = self.db.query(
-            f"SELECT m.seq, {ROW_FIELDS} FROM memories m WHERE m.id IN "
-            f"({','.join('?' * len(ids))}){sql}",
-            [*ids, *params],
-        )
+        scope = (sql, tuple(params))
+        asked = [i for i in ids if ("row", scope, i) not in self.memo]
+        if asked:
+            rows = self.db.query(
+                f"SELECT m.seq, {ROW_FIELDS} FROM memories m WHERE m.id IN "
+                f"({','.join('?' * len(asked))}){sql}",
+                [*asked, *params],
+            )
+            for memory_id in asked:
+                self.memo["row", scope, memory_id] = None
+            for r in rows:
+                self.memo["row", scope, str(r[1])] = r
         out = []
-        for r in rows:
-            boost, via = reached[str(r[1])]
-            c = Candidate(seq=int(r[0]), row=with_count(r[1:]), relevance=boost, found_by="graph")
+        for memory_id in ids:
+            row = cast("Row | None", self.memo["row", scope, memory_id])
+            if row is None:
+                continue
+            boost, via = reached[memory_id]
+            c = Candidate(int(row[0]), with_count(row[1:]), relevance=boost, found_by="graph")
             c.via = via
             out.append(c)
         return out

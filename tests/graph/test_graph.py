@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Clock
-from tiermem.core import graph
+from tiermem.core import curate, graph
 from tiermem.core.config import config_from_mapping
 from tiermem.core.engine import Memory
 from tiermem.core.llm import LLMError
@@ -129,6 +129,58 @@ def test_a_graph_built_after_a_search_raises_the_next_search(tmp_path: Path, clo
     assert reached["Ledgerly release 2.0 ships the new invoice editor"] == (
         "Maya → works_on → Ledgerly"
     )
+
+
+def test_a_memory_stored_after_the_newest_one_was_forgotten_is_indexed(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """Graph indexing walks memories by row id from its progress mark: a new memory must not
+    take the row id of a forgotten one the mark has passed, or it is never indexed."""
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        newest = mem.store("The invoice editor of Ledgerly ships with release 2.0", "projects")
+        assert graph.index_memories(mem).texts == 1
+        curate.move_to_forgotten(mem, newest.id)
+        later = mem.store("Bank sync ships with Ledgerly next week", "projects")
+        report = graph.index_memories(mem)
+        refs = {r[0] for r in mem.db.query("SELECT ref FROM mentions WHERE kind = 'memory'")}
+        undone = curate.undo_forget(mem)
+        assert graph.index_memories(mem).texts == 0  # indexed before it was forgotten
+    assert report.texts == 1 and later.id in refs
+    assert undone.id == newest.id and undone.id in refs
+
+
+RELEASE = "Ledgerly release 2.0 ships the new invoice editor"
+
+
+def _reached(mem: Memory) -> dict[str, str | None]:
+    hits = mem.retrieve("What is Maya busy with?", reinforce=False).hits
+    return {h.memory.text: h.explanation.via for h in hits}
+
+
+@pytest.mark.parametrize("writer", ["this connection", "another connection"])
+def test_a_search_after_a_write_sees_the_graph_and_the_rows_as_written(
+    tmp_path: Path, clock: Clock, writer: str
+) -> None:
+    """Searches keep the graph's lookups and rows while nothing is written; a forget, a new
+    memory and its indexing, by this connection or another one, are all seen by the next."""
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        converse(mem, "user: Maya works on Ledgerly since March 2026.")
+        release = mem.store(RELEASE, "projects").id
+        graph.index_memories(mem)
+        assert _reached(mem)[RELEASE] == "Maya → works_on → Ledgerly"
+        assert _reached(mem)[RELEASE] == "Maya → works_on → Ledgerly"  # from the memo
+        other = Memory(tmp_path / "home", clock=clock) if writer != "this connection" else mem
+        try:
+            curate.move_to_forgotten(other, release)
+            assert RELEASE not in _reached(mem)
+            other.store("Bank sync ships with Ledgerly next week", "projects")
+            graph.index_memories(other)
+        finally:
+            if other is not mem:
+                other.close()
+        assert (
+            _reached(mem)["Bank sync ships with Ledgerly next week"] == "Maya → works_on → Ledgerly"
+        )
 
 
 def test_without_the_signal_retrieval_ranks_as_before(tmp_path: Path, clock: Clock) -> None:
