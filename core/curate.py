@@ -440,7 +440,7 @@ def undo_forget(mem: Memory, memory_id_: str | None = None) -> MemoryRecord:
         seq = int(data["seq"])
         taken = mem.db.scalar("SELECT 1 FROM memories WHERE seq = CAST(? AS INTEGER)", (str(seq),))
         if taken is not None:  # a memory stored since took the row id: use a fresh one
-            seq = rows.last_seq(mem.memories) + 1
+            seq = rows.next_seq(mem.memories)
         # The access count: its base as forgotten plus every read counted since (here or
         # on another device, while it was forgotten there or here).
         counted, last = reinforce.totals(mem.db, mem.agent_id, data["id"])

@@ -191,11 +191,19 @@ class AgentRows(Protocol):
     seq_high: int
 
 
+_NEWEST_SEQ = (
+    "SELECT coalesce(MAX(seq), CAST(?1 AS INTEGER)) FROM memories "
+    "WHERE seq BETWEEN CAST(?1 AS INTEGER) AND CAST(?2 AS INTEGER)"
+)
 _LAST_SEQ = (
-    "SELECT max(coalesce((SELECT MAX(seq) FROM memories "
-    "WHERE seq BETWEEN CAST(?1 AS INTEGER) AND CAST(?2 AS INTEGER)), CAST(?1 AS INTEGER)), "
+    f"SELECT max(({_NEWEST_SEQ}), "
     "coalesce((SELECT memory_seq FROM graph_progress WHERE agent_id = ?3), 0))"
 )
+
+
+def newest_seq(store: AgentRows) -> int:
+    """The agent's newest row id (the floor of its range when it has no row)."""
+    return int(store.db.scalar(_NEWEST_SEQ, (str(store.seq_low), str(store.seq_high))))
 
 
 def last_seq(store: AgentRows) -> int:
@@ -207,7 +215,8 @@ def last_seq(store: AgentRows) -> int:
     )
 
 
-def _next_seq(store: AgentRows) -> int:
+def next_seq(store: AgentRows) -> int:
+    """The row id for the agent's next new memory."""
     return last_seq(store) + 1
 
 
@@ -231,7 +240,7 @@ def upsert(store: AgentRows, row: MemoryRow) -> None:
             (*values, agent, row.id),
         )
         return
-    db.execute(insert_sql(), (str(_next_seq(store)), agent, row.id, *values))
+    db.execute(insert_sql(), (str(next_seq(store)), agent, row.id, *values))
 
 
 def delete(store: AgentRows, memory_id: str) -> None:

@@ -18,7 +18,14 @@ from tiermem.core.config import DedupConfig, ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.lazy import lazy_import
-from tiermem.core.rows import RECORD_NAMES, check_importance, column_list, insert_parts, last_seq
+from tiermem.core.rows import (
+    RECORD_NAMES,
+    check_importance,
+    column_list,
+    insert_parts,
+    newest_seq,
+    next_seq,
+)
 from tiermem.core.rows import TIERS as TIERS
 from tiermem.core.rows import Tier as Tier
 from tiermem.core.rows import memory_id as memory_id
@@ -213,7 +220,7 @@ class MemoryStore:
         near = self._near_index(dedup, texts) if dedup is not None and dedup.near else None
         outcomes: list[StoreOutcome] = []
         rows: list[tuple[object, ...]] = []  # inserted with one executemany
-        next_seq = self._next_seq()
+        seq = next_seq(self)
         for (fact, category), fid, n_tokens in zip(facts, ids, tokens, strict=True):
             match = self._duplicate(fid, fact, existing, near, rows)
             if match is not None:
@@ -232,10 +239,8 @@ class MemoryStore:
                 )
                 continue
             seen = seen_before.get(fid, (0, None))
-            rows.append(
-                _insert_row(next_seq, self.agent_id, fid, fact, category, now, n_tokens, seen)
-            )
-            next_seq += 1
+            rows.append(_insert_row(seq, self.agent_id, fid, fact, category, now, n_tokens, seen))
+            seq += 1
             existing[fid] = category
             if near is not None:
                 near.add(fid, fact.text)
@@ -310,9 +315,6 @@ class MemoryStore:
                 continue
             return candidate, row[1], ratio
         return None
-
-    def _next_seq(self) -> int:
-        return last_seq(self) + 1
 
     def _reinforce_on_store(self, fid: str, fact: NewFact, now: float) -> None:
         old = self.get_many([fid])
@@ -512,7 +514,7 @@ class MemoryStore:
     def store_counts(self, newest: int = FILL_WINDOW) -> None:
         """Store the token counts of the agent's `newest` memories stored uncounted (where
         one-shot stores leave them). Inside a write transaction."""
-        low = max(self.seq_low, self._next_seq() - newest)
+        low = max(self.seq_low, newest_seq(self) + 1 - newest)
         rows = self.db.query(
             "SELECT seq, text FROM memories WHERE seq BETWEEN CAST(? AS INTEGER) AND "
             "CAST(? AS INTEGER) AND tokens = ? AND text != ''",
