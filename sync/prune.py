@@ -16,9 +16,7 @@ from tiermem.sync.hrana import Args, HranaClient, ResultSet
 from tiermem.sync.keyring import KeyRing
 from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
-from tiermem.sync.state import (
-    Settings,
-)
+from tiermem.sync.state import INSERT_RECORD, Settings
 
 DEFAULT_KEEP_VERSIONS: Final = 10
 PRUNE_TABLE: Final = records.PRUNE_TABLE
@@ -214,10 +212,6 @@ def _delete(
         if start == 0:  # the horizon lands with the first deletes, atomically
             statements.insert(
                 0,
-                (
-                    "INSERT INTO records (agent_tag, record_id, version, epoch, device_id, "
-                    "envelope) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    (tag, rid, version, s.epoch, s.device_id, envelope),
-                ),
+                (INSERT_RECORD, (tag, rid, version, s.epoch, s.device_id, envelope)),
             )
         server.call(lambda c, st=statements: c.batch(st))  # type: ignore[misc]
