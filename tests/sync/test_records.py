@@ -223,3 +223,26 @@ def test_critical_documents_belong_to_their_agent() -> None:
     assert records.decode_critical(plain, "a")["format"] == 2
     with pytest.raises(crypto.TamperedData):
         records.decode_critical(plain, "b")
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(), _JSON))
+def test_a_record_body_holds_what_sorted_json_dumps_holds(data: dict[str, object]) -> None:
+    """Bodies are encoded by msgspec: the same values `json.dumps(sort_keys=True)` gives, keys
+    sorted, compact, UTF-8 (control characters, quotes and any text survive)."""
+    body = records.canonical(data)
+    reference = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert json.loads(body) == json.loads(reference) == data
+    assert list(json.loads(body)) == sorted(data)
+    if "e+" not in reference:  # the one spelling that differs: a float's exponent sign
+        assert body == reference.encode()
