@@ -35,6 +35,12 @@ def _encoding() -> Any:
     return tiktoken.get_encoding(ENCODING)
 
 
+def load() -> None:
+    """Load the tokenizer now: a process that forks commands (`tiermem resident`) loads it once
+    instead of in every child that counts."""
+    _encoding()
+
+
 def count_tokens(text: str) -> int:
     """Tokens of `text` (special-token text is counted as ordinary text)."""
     if not text:

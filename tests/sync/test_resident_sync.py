@@ -4,6 +4,8 @@ and give the same memory as when each runs in its own process."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +53,55 @@ def test_a_restore_handed_over_brings_back_the_same_memory(
     here = direct(["--home", str(tmp_path / "u"), *restore], env, stdin="not a key\n")
     assert (wrong.returncode, wrong.stdout) == (here.returncode, here.stdout) != (0, "")
     assert key not in restored.stdout + restored.stderr + pushed.stdout + pushed.stderr
+
+
+AFTER_PRELOAD = """
+import contextlib, io, json, sys
+from tiermem.core import tokens
+from tiermem.sync.hrana import tls_context
+from tiermem.tui.resident.server import preload
+preload()
+from tiermem.tui.cli import run
+loaded = set(sys.modules)
+codes = []
+for command in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()):
+        codes.append(run(command))
+new = sorted(set(sys.modules) - loaded)
+tls = tls_context.cache_info().currsize
+print(json.dumps({"codes": codes, "new": new, "loads": tokens._encoding.cache_info().misses, "tls": tls}))
+"""
+"""Preloads as the resident process does, runs commands in-process and reports what they
+loaded that the preload had not: what every forked child would load again."""
+
+
+def test_a_hook_s_commands_load_nothing_the_resident_process_did_not(
+    resident_env: dict[str, str], sqld: SqldServer, tmp_path: Path
+) -> None:
+    env = {**resident_env, "TIERMEM_SYNC_TOKEN": sqld.token}
+    laptop, phone = ["--home", str(tmp_path / "laptop")], ["--home", str(tmp_path / "phone")]
+    assert direct([*laptop, "store", "--text", "the staging host is db2"], env).returncode == 0
+    init = direct([*laptop, "--json", "sync", "init", "--url", sqld.url, "--new-vault"], env)
+    assert init.returncode == 0, init.stderr
+    env["TIERMEM_RECOVERY_KEY"] = json.loads(init.stdout)["recovery_key"]
+    commands = [
+        [*laptop, "store", "--text", "db2 moved to the rack"],  # stored uncounted
+        [*laptop, "retrieve", "db2 rack"],  # counts the new memory's tokens
+        [*laptop, "hot"],
+        [*laptop, "sync", "push"],
+        [*phone, "restore", "--url", sqld.url],
+        [*phone, "retrieve", "rack"],
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", AFTER_PRELOAD, json.dumps(commands)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["codes"] == [0] * len(commands)
+    assert report["new"] == []
+    assert report["loads"] == 1  # the tokenizer, loaded by the preload and never again
+    assert report["tls"] == 1  # the CA store an https server's commands would load

@@ -1,6 +1,7 @@
 """An https:// sync server must prove its certificate before the token is sent: a server on
 this machine whose self-signed certificate no CA vouches for gets a refused handshake and
-never a request. (Plain http:// skips loading the CA store; this guards the other side.)"""
+never a request, from every client of a process (they share one CA store, loaded once).
+(Plain http:// skips loading the CA store; this guards the other side.)"""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tiermem.sync.hrana import HranaClient, TransportFailure
+from tiermem.sync.hrana import HranaClient, TransportFailure, tls_context
 
 TOKEN = "tls-test-token-9f3e1c"
 
@@ -107,3 +108,21 @@ def test_an_untrusted_certificate_refuses_the_connection_before_the_token(
     assert server.failures, "the client never attempted a TLS handshake"
     assert server.handshakes == 0 and server.received == b""
     assert TOKEN not in str(info.value)
+
+
+def test_every_client_of_a_process_checks_against_one_ca_store_loaded_once(
+    tmp_path: Path,
+) -> None:
+    tls_context.cache_clear()
+    server = TlsServer(*self_signed(tmp_path))
+    try:
+        for _ in range(2):
+            with (
+                HranaClient(f"https://127.0.0.1:{server.port}", TOKEN) as client,
+                pytest.raises(TransportFailure),
+            ):
+                client.execute("SELECT 1")
+    finally:
+        server.close()
+    assert len(server.failures) == 2 and server.handshakes == 0 and server.received == b""
+    assert tls_context.cache_info().misses == 1

@@ -14,6 +14,7 @@ after an upgrade or an edit; the caller then runs the command itself.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import io
 import os
@@ -27,13 +28,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from tiermem.core import tokens
+from tiermem.sync.hrana import tls_context
 from tiermem.sync.pusher import take_lock
 from tiermem.tui.resident import client
 from tiermem.tui.resident.control import lock_path, peer
 
 PRELOADED = ("tiermem.core", "tiermem.ops", "tiermem.tui.cli")
 """Packages imported whole before serving: everything a forwarded command may need."""
-IMPORTED_LATER = ("libsql_experimental", "sqlite3", "tiermem.tui.entry")
+IMPORTED_LATER = (
+    *("libsql_experimental", "sqlite3", "tiermem.tui.entry"),
+    # what httpx and cryptography load on first use (a client's transport, the OpenSSL backend)
+    *("httpcore", "h11", "encodings.idna", "cryptography.hazmat.backends.openssl"),
+)
 """What commands import only when they run, named here: a child's own imports die with it."""
 
 RECEIVE_TIMEOUT = 30.0
@@ -54,7 +61,8 @@ class Request:
 
 
 def preload() -> dict[str, int]:
-    """Import what commands use; return each imported tiermem file's modification time."""
+    """Import what commands use and load what they would load on first use (the tokenizer, the
+    CA store); return each imported tiermem file's modification time."""
     for name in PRELOADED:
         package = importlib.import_module(name)
         for info in pkgutil.walk_packages(package.__path__, f"{name}."):
@@ -67,6 +75,8 @@ def preload() -> dict[str, int]:
 
     for name in sorted(client.COMMANDS | client.ASKING):
         app.add_command(ROOT[name].load(), name)
+    tokens.load()  # 0.15 s and about 45 MB, once: a read after a store counts the new memory
+    tls_context()  # the CA store every https client uses, about 20 ms
     return stamp()
 
 
@@ -118,6 +128,8 @@ def serve(path: str, ready: int | None = None) -> None:
     if lock is None:
         raise SystemExit("another resident process is starting or running")
     loaded = preload()
+    gc.collect()
+    gc.freeze()  # children's collections skip the preloaded heap, so its pages stay shared
     if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
         raise RuntimeError("a thread started while importing: forking would be unsafe")
     sock = listen(path)
