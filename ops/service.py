@@ -1,7 +1,8 @@
 """`tiermem service`: run the sync daemon and the consolidation schedule in the background.
 
 Linux gets systemd **user** units (no root): `<name>-daemon.service` for `tiermem daemon` and a
-oneshot service plus a timer for each consolidation mode. macOS gets launchd agents in
+oneshot service plus a timer for each consolidation mode, and on request `tiermem-resident.service`
+(the resident process, one per install). macOS gets launchd agents in
 `~/Library/LaunchAgents`. The schedule is the original design's: quick every 3 hours, daily at midnight,
 monthly on the 1st (a quarter of an hour after the daily run, so the two never overlap).
 
@@ -30,6 +31,13 @@ from tiermem.core.paths import DEFAULT_AGENT
 PLATFORMS: Final = ("systemd", "launchd")
 LAUNCHD_PREFIX: Final = "dev.tiermem"
 
+
+RESIDENT_UNIT: Final = "tiermem-resident.service"
+"""One per user and install, whichever agents have units: it serves every home."""
+RESIDENT_SERVER: Final = "tiermem.tui.resident.server"
+RESIDENT_RENEW_EXIT: Final = 75
+"""The resident process's exit after an upgrade changed its files (`EXIT_RENEW` in
+tiermem.tui.resident.server, written out: ops does not import the front ends)."""
 
 NO_RESTART_EXIT_CODES: Final = (22, 26, 27, 49, 54)
 """Daemon exits that need a person (sync not set up, a missing secret, another daemon, an
@@ -78,6 +86,7 @@ class ServicePlan:
     files: tuple[ServiceFile, ...]
     daemon: bool
     notes: tuple[str, ...] = ()
+    resident: bool = False
 
     def enabled_units(self) -> list[str]:
         return [f.unit for f in self.files if f.enable]
@@ -168,24 +177,29 @@ def plan(
     agent_id: str,
     *,
     daemon: bool = True,
+    resident: bool = False,
     command: Sequence[str] | None = None,
     folder: Path | None = None,
     log_folder: Path | None = None,
 ) -> ServicePlan:
     """The files `install` writes, rendered (nothing is touched)."""
     check_platform(platform)
+    if resident and platform != "systemd":
+        raise ServiceError("the resident process runs on Linux only (it checks who connects)")
     folder = folder if folder is not None else unit_folder(platform)
     base = [*(command or tiermem_command()), "--home", str(memory_home), "--agent-id", agent_id]
     name = base_name(agent_id)
     if platform == "systemd":
         files = _systemd_files(folder, name, agent_id, base, daemon)
+        if resident:
+            files.append(_resident_file(folder))
     else:
         logs = (
             log_folder if log_folder is not None else Path.home() / "Library" / "Logs" / "tiermem"
         )
         files = _launchd_files(folder, name, agent_id, base, daemon, logs)
     notes = () if daemon else ("the sync daemon is not included (sync is not set up here)",)
-    return ServicePlan(platform, folder, tuple(files), daemon, notes)
+    return ServicePlan(platform, folder, tuple(files), daemon, notes, resident)
 
 
 # -- systemd -------------------------------------------------------------------------------
@@ -246,6 +260,27 @@ WantedBy=timers.target
         files.append(ServiceFile(folder / service, service_text, service, False))
         files.append(ServiceFile(folder / timer, timer_text, timer, True))
     return files
+
+
+def _resident_file(folder: Path) -> ServiceFile:
+    """The resident process, kept running: started at login, and again after an upgrade (it
+    exits `RESIDENT_RENEW_EXIT` then); `tiermem resident stop` stops it until the next login."""
+    text = f"""[Unit]
+Description=tiermem resident process (commands start without importing tiermem)
+
+[Service]
+Type=simple
+ExecStart={_exec([sys.executable, "-m", RESIDENT_SERVER])}
+Restart=on-failure
+RestartSec=2
+# {RESIDENT_RENEW_EXIT}: it stopped because an upgrade changed its files: start it on the new ones
+RestartForceExitStatus={RESIDENT_RENEW_EXIT}
+Environment=PYTHONUNBUFFERED=1
+
+[Install]
+WantedBy=default.target
+"""
+    return ServiceFile(folder / RESIDENT_UNIT, text, RESIDENT_UNIT, True)
 
 
 # -- launchd -------------------------------------------------------------------------------
@@ -338,9 +373,9 @@ def install(the_plan: ServicePlan, runner: Runner = run_command) -> ServiceRepor
         units = the_plan.enabled_units()
         _check(runner, ["systemctl", "--user", "enable", "--now", *units], report)
         # A unit already running from an earlier install picks up a new ExecStart.
-        daemons = [u for u in units if u.endswith("-daemon.service")]
-        if daemons:
-            _check(runner, ["systemctl", "--user", "restart", *daemons], report)
+        services = [u for u in units if u.endswith(".service")]
+        if services:
+            _check(runner, ["systemctl", "--user", "restart", *services], report)
     else:
         domain = _gui_domain()
         for f in the_plan.files:

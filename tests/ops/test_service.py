@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import plistlib
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -167,6 +169,42 @@ def test_install_status_uninstall_systemd(capsys, env: Path, tmp_path: Path, mon
     assert code == 0 and "nothing installed" in out
 
 
+def test_the_resident_unit_is_installed_on_request_kept_by_a_reinstall_and_removed_last(
+    capsys, env: Path, tmp_path: Path, monkeypatch
+) -> None:
+    recorder = Recorder()
+    monkeypatch.setattr(cli_service, "RUNNER", recorder)
+    laptop, work = ["--home", str(tmp_path / "home")], ["--agent-id", "work"]
+    install = ["--json", "service", "install", "--platform", "systemd"]
+    code, out, err = cli(capsys, *laptop, *install, "--resident")
+    assert code == 0, err
+    assert json.loads(out)["resident"]
+    unit = env / ".config" / "systemd" / "user" / svc.RESIDENT_UNIT
+    exec_line = next(x for x in unit.read_text().splitlines() if x.startswith("ExecStart="))
+    assert shlex.split(exec_line.removeprefix("ExecStart=")) == [
+        sys.executable,
+        "-m",
+        "tiermem.tui.resident.server",
+    ]
+    assert f"RestartForceExitStatus={svc.RESIDENT_RENEW_EXIT}" in unit.read_text()
+    enable = next(c for c in recorder.calls if "enable" in c)
+    restart = next(c for c in recorder.calls if "restart" in c)
+    assert svc.RESIDENT_UNIT in enable and svc.RESIDENT_UNIT in restart
+    # another agent's install (no flag) keeps the one shared unit and shows it
+    code, out, _ = cli(capsys, *laptop, *work, *install)
+    assert code == 0 and json.loads(out)["resident"] and unit.exists()
+    _, out, _ = cli(capsys, *laptop, *work, "service", "status", "--platform", "systemd")
+    assert re.search(rf"{re.escape(svc.RESIDENT_UNIT)} +enabled", out)
+    # an agent's uninstall that keeps it, then one that removes it
+    uninstall = ["service", "uninstall", "--platform", "systemd"]
+    assert cli(capsys, *laptop, *work, *uninstall, "--no-resident")[0] == 0
+    assert unit.exists()
+    code, out, _ = cli(capsys, *laptop, *uninstall)
+    assert code == 0 and "removed 7 files" in out and not unit.exists()
+    code, _, err = cli(capsys, *laptop, "service", "install", "--platform", "launchd", "--resident")
+    assert code == ServiceError.exit_code and err.count("\n") == 1 and "Linux only" in err
+
+
 def test_install_with_daemon_launchd(capsys, env: Path, tmp_path: Path, monkeypatch) -> None:
     recorder = Recorder()
     monkeypatch.setattr(cli_service, "RUNNER", recorder)
@@ -228,7 +266,10 @@ def test_termux_points_to_its_guide(monkeypatch) -> None:
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="needs systemd-analyze")
 def test_systemd_accepts_the_units(tmp_path: Path) -> None:
     """systemd's own parser: the unit files verify and every OnCalendar= is a valid calendar."""
-    plan = svc.plan("systemd", tmp_path / "home", "default", folder=tmp_path / "units")
+    plan = svc.plan(
+        "systemd", tmp_path / "home", "default", resident=True, folder=tmp_path / "units"
+    )
+    assert svc.RESIDENT_UNIT in [f.unit for f in plan.files]
     (tmp_path / "units").mkdir()
     for f in plan.files:
         f.path.write_text(f.content)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -34,9 +35,10 @@ from tests.residentkit import (
 )
 from tests.terminal import open_terminal, read_until
 from tiermem.core.errors import EXIT_INTERRUPTED
+from tiermem.ops import service as svc
 from tiermem.tui.cli.registry import ROOT
 from tiermem.tui.resident import client
-from tiermem.tui.resident.server import RECEIVE_TIMEOUT
+from tiermem.tui.resident.server import EXIT_RENEW, RECEIVE_TIMEOUT
 
 pytestmark = pytest.mark.skipif(not client.SUPPORTED, reason="the resident process is Linux-only")
 
@@ -162,6 +164,45 @@ def test_a_changed_file_makes_it_decline_and_stop(env: dict[str, str], tmp_path:
             time.sleep(0.05)
     finally:
         os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+
+def _serving(env: dict[str, str], process: subprocess.Popen[str]) -> None:
+    """Wait until `process` answers on the socket."""
+    deadline = time.monotonic() + 60
+    while f"running (pid {process.pid})" not in run([*TIERMEM, "resident", "status"], env).stdout:
+        assert process.poll() is None, "the resident process ended while starting"
+        assert time.monotonic() < deadline, "the resident process never listened"
+        time.sleep(0.05)
+
+
+def test_as_a_service_an_upgrade_ends_it_for_a_restart_and_a_stop_ends_it_for_good(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """What `tiermem service install --resident` has systemd run, run here in the foreground:
+    the exit codes its unit's restart rules rely on."""
+    plan = svc.plan("systemd", tmp_path / "h", "default", resident=True, folder=tmp_path)
+    unit = next(f for f in plan.files if f.unit == svc.RESIDENT_UNIT).content
+    exec_line = next(x for x in unit.splitlines() if x.startswith("ExecStart="))
+    argv = shlex.split(exec_line.removeprefix("ExecStart="))
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "text": True}
+    service = subprocess.Popen(argv, env=env, **quiet)  # type: ignore[call-overload]
+    _serving(env, service)
+    second = run(argv, env)  # started twice: it ends at once, and not as a failure
+    assert second.returncode == 0 and "another resident process" in second.stderr
+    home = ["--home", str(tmp_path / "home")]
+    assert handed([*home, "store", "--text", "before the upgrade"], env).returncode == 0
+    source = Path(sys.modules["tiermem.core.hot"].__file__ or "")
+    times = source.stat()
+    os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns + 1_000_000_000))
+    try:
+        assert handed([*home, "hot"], env).returncode == NOT_HANDED
+        assert service.wait(30) == EXIT_RENEW == svc.RESIDENT_RENEW_EXIT
+    finally:
+        os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns))
+    service = subprocess.Popen(argv, env=env, **quiet)  # type: ignore[call-overload]
+    _serving(env, service)
+    assert run([*TIERMEM, "resident", "stop"], env).returncode == 0
+    assert service.wait(30) == 0
 
 
 def test_a_socket_folder_others_can_enter_is_never_used(env: dict[str, str]) -> None:

@@ -43,6 +43,11 @@ IMPORTED_LATER = (
 )
 """What commands import only when they run, named here: a child's own imports die with it."""
 
+EXIT_RENEW = 75
+"""How it exits when a child found an installed file changed (an upgrade): a service manager
+starts it again, on the new files (`tiermem service install --resident`). Stopped any other way
+(`tiermem resident stop`, SIGTERM), it exits 0 and stays stopped."""
+
 RECEIVE_TIMEOUT = 30.0
 """A caller that connects and sends nothing is let go after this long (seconds)."""
 
@@ -122,11 +127,13 @@ def listen(path: str) -> socket.socket:
 
 
 def serve(path: str, ready: int | None = None) -> None:
-    """Preload, listen on `path`, then fork a child per connection until SIGTERM."""
+    """Preload, listen on `path`, then fork a child per connection until SIGTERM (exit 0) or
+    until a child finds the install changed (`EXIT_RENEW`)."""
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     lock = take_lock(Path(lock_path(path)))  # held until this process ends
-    if lock is None:
-        raise SystemExit("another resident process is starting or running")
+    if lock is None:  # what was asked for runs already: not a failure to restart on
+        sys.stderr.write("another resident process is starting or running\n")
+        raise SystemExit(0)
     loaded = preload()
     gc.collect()
     gc.freeze()  # children's collections skip the preloaded heap, so its pages stay shared
@@ -137,6 +144,7 @@ def serve(path: str, ready: int | None = None) -> None:
     signal.signal(signal.SIGCHLD, _reap)
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGUSR1, _renew)
     if ready is not None:
         os.write(ready, b"ready\n")
         os.close(ready)
@@ -151,9 +159,7 @@ def serve(path: str, ready: int | None = None) -> None:
                         _child(conn, loaded)
                     finally:
                         os._exit(1)  # a child never returns into this loop
-    except SystemExit:
-        pass
-    finally:
+    finally:  # a stop (SystemExit from a signal) ends here, keeping its exit code
         with contextlib.suppress(OSError):
             if os.stat(path).st_ino == inode:  # a newer process may own the path by now
                 os.unlink(path)
@@ -171,6 +177,10 @@ def _stop(_signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
+def _renew(_signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(EXIT_RENEW)
+
+
 def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
     """Run one request in this forked child, report its exit code, and never return."""
     code = 1
@@ -182,7 +192,7 @@ def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
         if request is None or request.package != client.package_dir() or stale:
             conn.sendall((0).to_bytes(8, "little"))
             if stale:
-                os.kill(os.getppid(), signal.SIGTERM)  # out of date: let the next start renew it
+                os.kill(os.getppid(), signal.SIGUSR1)  # out of date: let the next start renew it
             os._exit(0)
         conn.sendall(os.getpid().to_bytes(8, "little", signed=True))
         _adopt(request)
@@ -236,7 +246,7 @@ def _chunks(conn: socket.socket, size: int) -> Iterator[bytes]:
 
 def _adopt(request: Request) -> None:
     """Become the caller: its streams, folder, environment, umask, and default signals."""
-    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for target, fd in enumerate(request.fds):

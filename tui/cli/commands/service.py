@@ -29,11 +29,19 @@ def _sync_ready(home: Path, agent_id: str) -> bool:
     return settings is not None and settings.status == "ready"
 
 
-def _service_plan(opts: Options, platform: str | None, daemon: bool | None) -> svc.ServicePlan:
+def _service_plan(
+    opts: Options, platform: str | None, daemon: bool | None, resident: bool | None = None
+) -> svc.ServicePlan:
+    """The plan for the agent; the daemon by default when sync is set up, the resident process
+    by default when its unit is installed (so status shows it and a reinstall keeps it)."""
     platform = svc.check_platform(platform) if platform else svc.detect_platform()
     home = opts.resolved_home()
     include = daemon if daemon is not None else _sync_ready(home, opts.agent_id)
-    return svc.plan(platform, home, opts.agent_id, daemon=include)
+    if resident is None:
+        resident = (
+            platform == "systemd" and (svc.unit_folder(platform) / svc.RESIDENT_UNIT).exists()
+        )
+    return svc.plan(platform, home, opts.agent_id, daemon=include, resident=resident)
 
 
 def _units_payload(report: svc.ServiceReport) -> list[dict[str, Any]]:
@@ -75,24 +83,39 @@ _DAEMON = click.option(
 )
 
 
+_RESIDENT = click.option(
+    "--resident/--no-resident",
+    default=None,
+    help="Include the resident process, so commands start at once (Linux; one unit for all "
+    "agents; default: when its unit is installed).",
+)
+
+
 @click.group(name="service")
 def service_group() -> None:
     """Run the sync daemon and the consolidation schedule in the background.
 
     systemd user units and timers on Linux, launchd agents on macOS: quick consolidation every
-    3 hours, daily at midnight, monthly on the 1st. One set per agent (--agent-id)."""
+    3 hours, daily at midnight, monthly on the 1st. One set per agent (--agent-id). On Linux,
+    --resident also keeps the resident process running (see `tiermem resident`)."""
 
 
 @service_group.command(name="install")
 @_PLATFORM
 @_DAEMON
+@_RESIDENT
 @click.option("--print", "print_only", is_flag=True, help="Show the files; change nothing.")
 @pass_options
 def service_install(
-    opts: Options, platform: str | None, daemon: bool | None, print_only: bool
+    opts: Options,
+    platform: str | None,
+    daemon: bool | None,
+    resident: bool | None,
+    print_only: bool,
 ) -> None:
     """Write the unit files and enable them (--print: show them only)."""
-    plan = _service_plan(opts, platform, True if print_only and daemon is None else daemon)
+    shown_daemon = True if print_only and daemon is None else daemon
+    plan = _service_plan(opts, platform, shown_daemon, resident)
     if print_only:
         payload: dict[str, Any] = {
             "platform": plan.platform,
@@ -110,6 +133,7 @@ def service_install(
         "platform": plan.platform,
         "folder": str(plan.folder),
         "daemon": plan.daemon,
+        "resident": plan.resident,
         "units": _units_payload(report),
         "commands": [shlex.join(c) for c in report.commands],
         "notes": list(plan.notes),
@@ -125,10 +149,12 @@ def service_install(
 
 @service_group.command(name="uninstall")
 @_PLATFORM
+@_RESIDENT
 @pass_options
-def service_uninstall(opts: Options, platform: str | None) -> None:
-    """Stop, disable and remove the units `install` wrote."""
-    plan = _service_plan(opts, platform, True)
+def service_uninstall(opts: Options, platform: str | None, resident: bool | None) -> None:
+    """Stop, disable and remove the units `install` wrote (the resident process's too, unless
+    --no-resident: other agents' units may count on it)."""
+    plan = _service_plan(opts, platform, True, resident)
     report = svc.uninstall(plan, RUNNER)
     removed = [u.unit for u in report.units if u.enabled == "removed"]
     payload = {"platform": plan.platform, "folder": str(plan.folder), "removed": removed}
