@@ -63,16 +63,19 @@ from tiermem.tui.resident.server import preload
 preload()
 from tiermem.tui.cli import run
 loaded = set(sys.modules)
+unused = [name for name in ("textual", "mcp") if name in loaded]
 codes = []
 for command in json.loads(sys.argv[1]):
     with contextlib.redirect_stdout(io.StringIO()):
         codes.append(run(command))
 new = sorted(set(sys.modules) - loaded)
 tls = tls_context.cache_info().currsize
-print(json.dumps({"codes": codes, "new": new, "loads": tokens._encoding.cache_info().misses, "tls": tls}))
+loads = tokens._encoding.cache_info().misses
+print(json.dumps({"codes": codes, "new": new, "loads": loads, "tls": tls, "unused": unused}))
 """
 """Preloads as the resident process does, runs commands in-process and reports what they
-loaded that the preload had not: what every forked child would load again."""
+loaded that the preload had not (what every forked child would load again), and what the
+preload loaded that no handed command uses (what makes every fork bigger)."""
 
 
 def test_a_hook_s_commands_load_nothing_the_resident_process_did_not(
@@ -105,3 +108,4 @@ def test_a_hook_s_commands_load_nothing_the_resident_process_did_not(
     assert report["new"] == []
     assert report["loads"] == 1  # the tokenizer, loaded by the preload and never again
     assert report["tls"] == 1  # the CA store an https server's commands would load
+    assert report["unused"] == []  # the TUI's and the MCP server's libraries: never handed over

@@ -68,17 +68,22 @@ class Request:
 def preload() -> dict[str, int]:
     """Import what commands use and load what they would load on first use (the tokenizer, the
     CA store); return each imported tiermem file's modification time."""
-    for name in PRELOADED:
-        package = importlib.import_module(name)
-        for info in pkgutil.walk_packages(package.__path__, f"{name}."):
-            importlib.import_module(info.name)
-    for name in IMPORTED_LATER:
-        with contextlib.suppress(ImportError):  # libSQL's wheel is missing on some platforms
-            importlib.import_module(name)
     from tiermem.tui.cli import app
     from tiermem.tui.cli.registry import ROOT
 
-    for name in sorted(client.COMMANDS | client.ASKING):
+    handed = sorted(client.COMMANDS | client.ASKING)
+    # the modules of commands never handed over (the TUI, the MCP server): their libraries
+    # would only make the process, and each fork of it, bigger
+    unused = {lazy.module for lazy in ROOT.values()} - {ROOT[name].module for name in handed}
+    for name in PRELOADED:
+        package = importlib.import_module(name)
+        for info in pkgutil.walk_packages(package.__path__, f"{name}."):
+            if info.name not in unused:
+                importlib.import_module(info.name)
+    for name in IMPORTED_LATER:
+        with contextlib.suppress(ImportError):  # libSQL's wheel is missing on some platforms
+            importlib.import_module(name)
+    for name in handed:
         app.add_command(ROOT[name].load(), name)
     tokens.load()  # 0.15 s and about 45 MB, once: a read after a store counts the new memory
     tls_context()  # the CA store every https client uses, about 20 ms
