@@ -353,3 +353,11 @@ def test_an_export_to_a_terminal_shows_controls_and_to_a_pipe_is_exact(tmp_path:
     assert CONTROLS in piped
     shown = _on_a_terminal(export, env)
     assert b"\x1b[2J" not in shown and b"\\x1b[2J" in shown
+
+
+@pytest.mark.parametrize("group", ["sync", "graph", "agents", "resident"])
+def test_a_group_without_its_command_prints_its_help(capsys, home: Path, group: str) -> None:
+    code, out, err = cli(capsys, home, group)
+    assert (code, err) == (0, "")
+    assert out.startswith(f"Usage: tiermem {group} ") and "\nCommands:\n" in out
+    assert len(out.splitlines()) > 5  # the help as click lays it out, not folded into one line

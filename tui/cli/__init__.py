@@ -75,6 +75,9 @@ def run(args: list[str]) -> int:
         return _fail(args, str(exc), exc.exit_code, type(exc).__name__)
     except click.exceptions.Abort:
         return _fail(args, "aborted", EXIT_INTERRUPTED, "Aborted")
+    except click.exceptions.NoArgsIsHelpError as exc:  # `tiermem sync`: its help, as asked
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+        return 0
     except click.ClickException as exc:
         return _fail(args, exc.format_message(), EXIT_USAGE, "UsageError")
     except KeyboardInterrupt:
