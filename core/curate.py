@@ -382,9 +382,7 @@ def move_to_forgotten(mem: Memory, memory_id_: str) -> MemoryRecord:
             "counted": reinforce.counted(mem.db, mem.agent_id, memory_id_),
         }
         # delete + insert (not upsert): the newest rowid is the most recent forget
-        mem.db.execute(
-            "DELETE FROM forgotten WHERE agent_id = ? AND id = ?", (mem.agent_id, memory_id_)
-        )
+        drop_forgotten(mem, memory_id_)
         mem.db.execute(
             "INSERT INTO forgotten (agent_id, id, data, forgotten_at) VALUES (?, ?, ?, ?)",
             (mem.agent_id, memory_id_, json.dumps(data), mem.now()),
@@ -393,6 +391,14 @@ def move_to_forgotten(mem: Memory, memory_id_: str) -> MemoryRecord:
             "DELETE FROM memories WHERE agent_id = ? AND id = ?", (mem.agent_id, memory_id_)
         )
         return MemoryRecord.from_row(row[2:])
+
+
+def drop_forgotten(mem: Memory, memory_id_: str) -> None:
+    """Take a memory out of the forgotten archive because it exists again (another device
+    brought it back or changed it after the forget here)."""
+    mem.db.execute(
+        "DELETE FROM forgotten WHERE agent_id = ? AND id = ?", (mem.agent_id, memory_id_)
+    )
 
 
 def last_forgotten(mem: Memory) -> MemoryRecord | None:
@@ -462,7 +468,5 @@ def undo_forget(mem: Memory, memory_id_: str | None = None) -> MemoryRecord:
             "INSERT INTO access_log (agent_id, id, at) VALUES (?, ?, ?)",
             [(mem.agent_id, data["id"], float(at)) for at in reversed(history)],
         )
-        mem.db.execute(
-            "DELETE FROM forgotten WHERE agent_id = ? AND id = ?", (mem.agent_id, data["id"])
-        )
+        drop_forgotten(mem, data["id"])
     return mem.get(data["id"])

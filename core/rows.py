@@ -31,7 +31,6 @@ __all__ = [
     "check_importance",
     "column_list",
     "counted_reads",
-    "delete",
     "holds_memory",
     "insert_parts",
     "insert_sql",
@@ -241,13 +240,6 @@ def upsert(store: AgentRows, row: MemoryRow) -> None:
         )
         return
     db.execute(insert_sql(), (str(next_seq(store)), agent, row.id, *values))
-
-
-def delete(store: AgentRows, memory_id: str) -> None:
-    """Delete a row another device deleted (inside the caller's transaction)."""
-    store.db.execute(
-        "DELETE FROM memories WHERE agent_id = ? AND id = ?", (store.agent_id, memory_id)
-    )
 
 
 def insert_staged(store: AgentRows, staging: str) -> int:

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tiermem.core import reinforce, rows, snapshot
+from tiermem.core import curate, reinforce, rows, snapshot
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto, extras, graphsync, hlc, journal, keys, merge, metrics_sync
@@ -457,12 +457,16 @@ def merge_critical(
 
 def apply_memory(mem: Memory, item: records_fmt.MemoryRow | records_fmt.Tombstone) -> None:
     """Write one remote memory version into the local table through core (inside the caller's
-    transaction): insert, update in place, or delete for a tombstone. The table's triggers
-    keep full-text search current; they also mark the id dirty, which `mark_applied` undoes."""
+    transaction): insert or update in place; a tombstone (forgotten or deleted there) moves the
+    memory to the forgotten archive, as a forget here does, so `unforget` works on every device
+    that held it; a memory that comes back leaves the archive. The table's triggers keep
+    full-text search current; they also mark the id dirty, which `mark_applied` undoes."""
     if isinstance(item, records_fmt.Tombstone):
-        rows.delete(mem.memories, item.id)
+        if mem.memories.get_many([item.id]):
+            curate.move_to_forgotten(mem, item.id)
     else:
         rows.upsert(mem.memories, item)
+        curate.drop_forgotten(mem, item.id)
 
 
 def mark_applied(db: Database, agent_id: str, applied: Iterable[tuple[str, str]]) -> None:

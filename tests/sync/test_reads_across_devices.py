@@ -17,6 +17,7 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import NotFound
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.restore import restore
+from tiermem.tui.cli import run
 
 WORDS = [f"quokka{a}{b}" for a, b in itertools.product("abcdefghijklmnopqrstuvwxyz", "xyz")]
 
@@ -129,3 +130,28 @@ def test_a_read_that_counts_tokens_creates_no_version(pair: tuple[Device, Device
     for dev in (a, b):
         with pytest.raises(NotFound):
             dev.mem.get(fid)
+
+
+def test_a_memory_forgotten_on_one_device_is_archived_on_the_other_and_can_come_back_there(
+    pair: tuple[Device, Device], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = pair
+    text = "the spare key is under the blue pot"
+    fid = a.mem.store(text, "home", 0.5).id
+    for dev in (a, b):
+        dev.engine.sync(policy())
+    curate.move_to_forgotten(a.mem, fid)
+    for dev in (a, b):
+        dev.engine.sync(policy())
+    assert b.mem.retrieve("spare key blue pot", reinforce=False).hits == []
+    assert curate.last_forgotten(b.mem) == curate.last_forgotten(a.mem) != None  # noqa: E711
+    home = ["--home", str(b.mem.home.root), "--agent-id", b.mem.agent_id]
+    # brought back on the device that did not forget it
+    assert run([*home, "unforget", fid]) == 0, capsys.readouterr().err
+    for dev in (b, a):
+        dev.engine.sync(policy())
+    for dev in (a, b):
+        assert dev.mem.get(fid).text == text
+        assert curate.forgotten_count(dev.mem) == 0  # back on both, in neither archive
+        assert [h.memory.id for h in dev.mem.retrieve("spare key", reinforce=False).hits] == [fid]
+    assert not a.engine.has_work() and not b.engine.has_work()
