@@ -14,7 +14,6 @@ after an upgrade or an edit; the caller then runs the command itself.
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib
 import io
 import os
@@ -140,8 +139,6 @@ def serve(path: str, ready: int | None = None) -> None:
         sys.stderr.write("another resident process is starting or running\n")
         raise SystemExit(0)
     loaded = preload()
-    gc.collect()
-    gc.freeze()  # children's collections skip the preloaded heap, so its pages stay shared
     if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
         raise RuntimeError("a thread started while importing: forking would be unsafe")
     sock = listen(path)
