@@ -7,6 +7,7 @@ folder of its own, and real `tiermem` processes beside it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -147,14 +149,23 @@ def waiting_on_input(env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
-def test_a_changed_file_makes_it_decline_and_stop(env: dict[str, str], tmp_path: Path) -> None:
-    start(env)
-    home = ["--home", str(tmp_path / "home")]
-    assert handed([*home, "store", "--text", "before the upgrade"], env).returncode == 0
+@contextlib.contextmanager
+def an_upgrade() -> Iterator[None]:
+    """An installed file changed, as an upgrade changes it: its modification time moved."""
     source = Path(sys.modules["tiermem.core.hot"].__file__ or "")
     times = source.stat()
     os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns + 1_000_000_000))
     try:
+        yield
+    finally:
+        os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+
+def test_a_changed_file_makes_it_decline_and_stop(env: dict[str, str], tmp_path: Path) -> None:
+    start(env)
+    home = ["--home", str(tmp_path / "home")]
+    assert handed([*home, "store", "--text", "before the upgrade"], env).returncode == 0
+    with an_upgrade():
         assert handed([*home, "hot"], env).returncode == NOT_HANDED
         plain = run([*TIERMEM, *home, "--json", "retrieve", "upgrade"], env)
         assert plain.returncode == 0 and "before the upgrade" in plain.stdout
@@ -162,8 +173,6 @@ def test_a_changed_file_makes_it_decline_and_stop(env: dict[str, str], tmp_path:
         while "not running" not in run([*TIERMEM, "resident", "status"], env).stdout:
             assert time.monotonic() < deadline, "the stale resident process kept running"
             time.sleep(0.05)
-    finally:
-        os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns))
 
 
 def _serving(env: dict[str, str], process: subprocess.Popen[str]) -> None:
@@ -191,14 +200,9 @@ def test_as_a_service_an_upgrade_ends_it_for_a_restart_and_a_stop_ends_it_for_go
     assert second.returncode == 0 and "another resident process" in second.stderr
     home = ["--home", str(tmp_path / "home")]
     assert handed([*home, "store", "--text", "before the upgrade"], env).returncode == 0
-    source = Path(sys.modules["tiermem.core.hot"].__file__ or "")
-    times = source.stat()
-    os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns + 1_000_000_000))
-    try:
+    with an_upgrade():
         assert handed([*home, "hot"], env).returncode == NOT_HANDED
         assert service.wait(30) == EXIT_RENEW == svc.RESIDENT_RENEW_EXIT
-    finally:
-        os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns))
     service = subprocess.Popen(argv, env=env, **quiet)  # type: ignore[call-overload]
     _serving(env, service)
     assert run([*TIERMEM, "resident", "stop"], env).returncode == 0
