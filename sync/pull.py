@@ -16,6 +16,7 @@ or the server no longer holds it."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import Any, Final
 from tiermem.core import curate, reinforce, rows, snapshot
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
+from tiermem.core.errors import NotFound
 from tiermem.sync import crypto, extras, graphsync, hlc, journal, keys, merge, metrics_sync
 from tiermem.sync import records as records_fmt
 from tiermem.sync.hrana import HranaClient, HranaError, ResultSet
@@ -462,7 +464,7 @@ def apply_memory(mem: Memory, item: records_fmt.MemoryRow | records_fmt.Tombston
     that held it; a memory that comes back leaves the archive. The table's triggers keep
     full-text search current; they also mark the id dirty, which `mark_applied` undoes."""
     if isinstance(item, records_fmt.Tombstone):
-        if mem.memories.get_many([item.id]):
+        with contextlib.suppress(NotFound):  # never held here, or already forgotten here
             curate.move_to_forgotten(mem, item.id)
     else:
         rows.upsert(mem.memories, item)
