@@ -22,9 +22,9 @@ from tiermem.core import dreaming, episodes, outbox, provenance
 from tiermem.core import graph as graphmod
 from tiermem.core.curate import pinned_ids
 from tiermem.core.errors import InvalidInput
+from tiermem.core.rows import MemoryRow, Tier
 from tiermem.core.scoring import DAY, classify
 from tiermem.core.tree import normalize_path
-from tiermem.core.warm import MemoryRecord, Tier
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
@@ -211,7 +211,7 @@ def _quick(mem: Memory, now: float, report: ConsolidationReport) -> None:
 
 def _evict(
     mem: Memory,
-    memory: MemoryRecord,
+    memory: MemoryRow,
     score: float,
     reason: str,
     now: float,
@@ -224,7 +224,7 @@ def _evict(
 
 def _promote(
     mem: Memory,
-    candidates: list[tuple[MemoryRecord, float]],
+    candidates: list[tuple[MemoryRow, float]],
     now: float,
     report: ConsolidationReport,
 ) -> None:
@@ -266,7 +266,7 @@ def _promoted_before(mem: Memory, ids: list[str]) -> set[str]:
 def _rescore_archive(mem: Memory, now: float, report: ConsolidationReport) -> None:
     scoring = mem.cfg.scoring
     for tier in ("cold", "frozen"):
-        changes: dict[Tier, list[tuple[MemoryRecord, float]]] = {
+        changes: dict[Tier, list[tuple[MemoryRow, float]]] = {
             "warm": [],
             "cold": [],
             "frozen": [],

@@ -39,7 +39,7 @@ from tiermem.core.tree import TreeIndex, default_description, normalize_path
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
-    from tiermem.core.warm import MemoryRecord
+    from tiermem.core.rows import MemoryRow
 
 ALWAYS_LOADED_MAX_TOKENS = 1500
 DEFAULT_RECALL_BUDGET = 3000
@@ -297,7 +297,7 @@ def _shorten_hit(hit: Hit, budget: int) -> Hit | None:
     return dataclasses.replace(hit, memory=memory)
 
 
-def _linked_entry(mem: Memory, record: MemoryRecord, source: str) -> dict[str, Any]:
+def _linked_entry(mem: Memory, record: MemoryRow, source: str) -> dict[str, Any]:
     """A memory recalled because an entry links to it."""
     return {
         "id": record.id,

@@ -22,13 +22,13 @@ from tiermem.core.config import ScoringConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.hot import HotStore
+from tiermem.core.rows import NAMES, MemoryRow, insert_sql
 from tiermem.core.scoring import DAY, ScoreTier, classify, decay, half_life_days, reinforcement
 from tiermem.core.tokens import count_tokens
 from tiermem.core.tree import normalize_path
 from tiermem.core.warm import (
     COLUMNS,
     TIERS,
-    MemoryRecord,
     NewFact,
     Tier,
     memory_id,
@@ -47,7 +47,7 @@ class Listed:
     """One row of a listing: the memory, its row id (the paging key) and its pin."""
 
     seq: int
-    record: MemoryRecord
+    record: MemoryRow
     pinned: bool
 
 
@@ -114,7 +114,7 @@ def list_memories(
         high = min(high, before_seq - 1)
     where, params, _ = _filters(mem, tier, category)
     rows = mem.db.query(
-        f"SELECT seq, pinned, {COLUMNS} FROM memories "
+        f"SELECT seq, {COLUMNS} FROM memories "
         "WHERE seq BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER) AND +agent_id = ?"
         f"{where} ORDER BY seq DESC LIMIT ?",
         (str(low), str(high), mem.agent_id, *params, limit),
@@ -133,12 +133,13 @@ def count_memories(mem: Memory, *, tier: str | None = None, category: str | None
 
 
 def _listed(row: Row) -> Listed:
-    return Listed(seq=int(row[0]), pinned=bool(row[1]), record=MemoryRecord.from_row(row[2:]))
+    record = MemoryRow.read(row[1:])
+    return Listed(seq=int(row[0]), pinned=record.pinned, record=record)
 
 
 def get_listed(mem: Memory, memory_id_: str) -> Listed:
     row = mem.db.query_one(
-        f"SELECT seq, pinned, {COLUMNS} FROM memories WHERE agent_id = ? AND id = ?",
+        f"SELECT seq, {COLUMNS} FROM memories WHERE agent_id = ? AND id = ?",
         (mem.agent_id, memory_id_),
     )
     if row is None:
@@ -183,7 +184,7 @@ def hot_lesson_for(mem: Memory, memory_id_: str) -> str | None:
 # -- score ---------------------------------------------------------------------------------
 
 
-def score_parts(record: MemoryRecord, now: float, cfg: ScoringConfig) -> ScoreParts:
+def score_parts(record: MemoryRow, now: float, cfg: ScoringConfig) -> ScoreParts:
     age = max(0.0, (now - record.created_at) / DAY)
     d = decay(age, cfg)
     r = reinforcement(record.access_count, cfg)
@@ -202,7 +203,7 @@ def score_parts(record: MemoryRecord, now: float, cfg: ScoringConfig) -> ScorePa
 
 
 def decay_curve(
-    record: MemoryRecord, now: float, cfg: ScoringConfig, days: float = 90.0, points: int = 31
+    record: MemoryRow, now: float, cfg: ScoringConfig, days: float = 90.0, points: int = 31
 ) -> list[float]:
     """The score from now to `days` ahead if the memory is never used again."""
     if points < 2:
@@ -285,7 +286,7 @@ def edit(
     urls: Sequence[str] | None = None,
     commands: Sequence[str] | None = None,
     paths: Sequence[str] | None = None,
-) -> MemoryRecord:
+) -> MemoryRow:
     """Change a memory's text, category, importance or metadata (URLs, commands, paths: a
     given list replaces the old one; None keeps it). Its id never changes: it was the content
     id of the memory's first text, and the new text's content id becomes an alias of it
@@ -345,39 +346,19 @@ def _refuse_duplicate(mem: Memory, own_id: str, text: str) -> None:
                 raise InvalidInput(f"that text is already stored as memory {other.id}")
 
 
-_FIELDS = (
-    "id",
-    "text",
-    "category",
-    "importance",
-    "created_at",
-    "access_count",
-    "last_access",
-    "tier",
-    "tier_changed_at",
-    "urls",
-    "commands",
-    "paths",
-    "source",
-    "size_bytes",
-    "tokens",
-)
-
-
-def move_to_forgotten(mem: Memory, memory_id_: str) -> MemoryRecord:
+def move_to_forgotten(mem: Memory, memory_id_: str) -> MemoryRow:
     """Move a memory to the forgotten archive: retrieval and the index lose it, nothing is
     deleted, and `undo_forget` brings the most recent one back."""
     with mem.db.transaction():
         row = mem.db.query_one(
-            f"SELECT seq, pinned, {COLUMNS} FROM memories WHERE agent_id = ? AND id = ?",
+            f"SELECT seq, {COLUMNS} FROM memories WHERE agent_id = ? AND id = ?",
             (mem.agent_id, memory_id_),
         )
         if row is None:
             raise NotFound(f"no memory {memory_id_!r}")
-        data: dict[str, Any] = dict(zip(_FIELDS, row[2:], strict=True))
+        data: dict[str, Any] = dict(zip(NAMES, row[1:], strict=True))
         data |= {
             "seq": str(row[0]),
-            "pinned": int(row[1]),
             "access_log": access_history(mem, memory_id_),
             "counted": reinforce.counted(mem.db, mem.agent_id, memory_id_),
         }
@@ -390,7 +371,7 @@ def move_to_forgotten(mem: Memory, memory_id_: str) -> MemoryRecord:
         mem.db.execute(
             "DELETE FROM memories WHERE agent_id = ? AND id = ?", (mem.agent_id, memory_id_)
         )
-        return MemoryRecord.from_row(row[2:])
+        return MemoryRow.read(row[1:])
 
 
 def drop_forgotten(mem: Memory, memory_id_: str) -> None:
@@ -401,7 +382,7 @@ def drop_forgotten(mem: Memory, memory_id_: str) -> None:
     )
 
 
-def last_forgotten(mem: Memory) -> MemoryRecord | None:
+def last_forgotten(mem: Memory) -> MemoryRow | None:
     """The memory `undo_forget` would bring back."""
     row = _last_forgotten_row(mem)
     return None if row is None else _record_from(json.loads(row[1]))
@@ -418,11 +399,11 @@ def _last_forgotten_row(mem: Memory) -> Row | None:
     )
 
 
-def _record_from(data: dict[str, Any]) -> MemoryRecord:
-    return MemoryRecord.from_row(tuple(data[f] for f in _FIELDS))
+def _record_from(data: dict[str, Any]) -> MemoryRow:
+    return MemoryRow.from_stored(data)
 
 
-def undo_forget(mem: Memory, memory_id_: str | None = None) -> MemoryRecord:
+def undo_forget(mem: Memory, memory_id_: str | None = None) -> MemoryRow:
     """Bring back the most recently forgotten memory (or the forgotten memory `memory_id_`),
     as it was (tier, pin, access history)."""
     now = mem.now()
@@ -455,9 +436,8 @@ def undo_forget(mem: Memory, memory_id_: str | None = None) -> MemoryRecord:
         if last is not None:
             data["last_access"] = max(float(data["last_access"] or 0), last)
         mem.db.execute(
-            f"INSERT INTO memories (seq, agent_id, {COLUMNS}, pinned) "
-            f"VALUES (CAST(? AS INTEGER), ?, {', '.join('?' * len(_FIELDS))}, ?)",
-            (str(seq), mem.agent_id, *(data[f] for f in _FIELDS), int(data["pinned"])),
+            insert_sql(),
+            (str(seq), mem.agent_id, *MemoryRow.from_stored(data).stored()),
         )
         mem.trees.ensure(normalize_path(data["category"]), now)
         history: Sequence[float] = data.get("access_log", [])

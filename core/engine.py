@@ -27,12 +27,12 @@ from tiermem.core.metrics import DayMetrics, MetricsStore
 from tiermem.core.migrations import SCHEMA_VERSION, migrate, schema_version
 from tiermem.core.paths import DEFAULT_AGENT, Home, default_home, validate_agent_id
 from tiermem.core.readcache import ReadCache
+from tiermem.core.rows import MemoryRow
 from tiermem.core.tree import TreeIndex, TreeNode, TreeStore, normalize_path
 from tiermem.core.vectors import VectorIndex, VectorUnavailable
 from tiermem.core.warm import (
     MAX_METADATA_ITEMS,
     TIERS,
-    MemoryRecord,
     MemoryStore,
     NewFact,
     StoreOutcome,
@@ -265,7 +265,7 @@ class Memory:
                 outbox.enqueue(self.db, self.agent_id, "tree", now)
         return outcomes
 
-    def get(self, memory_id: str) -> MemoryRecord:
+    def get(self, memory_id: str) -> MemoryRow:
         """The memory, with the reads of this `Memory` not written yet counted in."""
         record = self.memories.get(memory_id)
         count, times = self._pending.hits.get(memory_id, (0, []))
@@ -504,7 +504,7 @@ class Memory:
     ) -> ConversationReport:
         return conversationmod.conversation_end(self, transcript, text, mode=mode, session=session)
 
-    def search_url(self, fragment: str) -> list[MemoryRecord]:
+    def search_url(self, fragment: str) -> list[MemoryRow]:
         """Memories (every tier) with a URL containing `fragment`, newest first."""
         if not fragment.strip():
             raise InvalidInput("URL fragment is empty")

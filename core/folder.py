@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from tiermem.core import curate, hygiene, skills
 from tiermem.core.errors import InvalidInput, NotFound, StorageError
 from tiermem.core.files import replace_text
-from tiermem.core.warm import COLUMNS, MemoryRecord
+from tiermem.core.rows import MemoryRow
+from tiermem.core.warm import COLUMNS
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
@@ -69,7 +70,7 @@ def export_folder(mem: Memory, folder: Path, *, applied: bool = False) -> Folder
         raise InvalidInput(f"{folder} has edits not imported yet: run `tiermem import {folder}`")
     files: dict[str, str] = {"MEMORY.md": mem.memory_md()}
     records = [
-        MemoryRecord.from_row(r)
+        MemoryRow.read(r)
         for r in mem.db.query(
             f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? ORDER BY seq", (mem.agent_id,)
         )
@@ -94,11 +95,11 @@ def export_folder(mem: Memory, folder: Path, *, applied: bool = False) -> Folder
     return FolderReport(folder=str(folder), files=len(files))
 
 
-def _fact_path(record: MemoryRecord) -> str:
+def _fact_path(record: MemoryRow) -> str:
     return f"{FACTS}/{record.category or 'root'}/{record.id}.md"
 
 
-def render_fact(record: MemoryRecord, tags: tuple[str, ...]) -> str:
+def render_fact(record: MemoryRow, tags: tuple[str, ...]) -> str:
     meta: dict[str, Any] = {
         "id": record.id,
         "category": record.category,

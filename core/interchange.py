@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from tiermem.core import hot as hotmod
+from tiermem.core import rows
 from tiermem.core.config import config_from_mapping, render_toml, seed_config_to_mapping
 from tiermem.core.errors import InvalidInput, LimitExceeded, TiermemError
 from tiermem.core.paths import read_text
-from tiermem.core.warm import TIERS, MemoryRecord, NewFact
+from tiermem.core.rows import TIERS, MemoryRow
+from tiermem.core.warm import NewFact
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
@@ -207,23 +209,24 @@ def _merge_hot(current: hotmod.HotState, incoming: hotmod.HotState) -> None:
 # -- export --------------------------------------------------------------------------------
 
 
-def record_dict(memory: MemoryRecord) -> dict[str, Any]:
-    return {
-        "id": memory.id,
-        "text": memory.text,
-        "category": memory.category,
-        "importance": memory.importance,
-        "created_at": memory.created_at,
-        "access_count": memory.access_count,
-        "last_access": memory.last_access,
-        "tier": memory.tier,
-        "metadata": {
-            "urls": list(memory.urls),
-            "commands": list(memory.commands),
-            "paths": list(memory.paths),
-        },
-        "source": memory.source,
-    }
+_DERIVED = frozenset({"size_bytes", "tokens"})
+"""Fields an import computes again from the text: not exported."""
+_METADATA = ("urls", "commands", "paths")
+
+
+def record_dict(memory: MemoryRow) -> dict[str, Any]:
+    """A memory as exports and `--json` show it: every `MemoryRow` field but the derived ones,
+    the URLs, commands and paths under ``metadata``."""
+    out: dict[str, Any] = {}
+    for name in rows.NAMES:
+        if name in _DERIVED:
+            continue
+        value = getattr(memory, name)
+        if name in _METADATA:
+            out.setdefault("metadata", {})[name] = list(value)
+        else:
+            out[name] = list(value) if isinstance(value, tuple) else value
+    return out
 
 
 def export_json(mem: Memory) -> Iterator[str]:

@@ -14,7 +14,7 @@ from tiermem.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
-    from tiermem.core.warm import MemoryRecord
+    from tiermem.core.rows import MemoryRow
 
 MAX_LINKS = 50
 """Links a memory may have."""
@@ -77,7 +77,7 @@ def linked(mem: Memory, ids: Sequence[str]) -> dict[str, list[str]]:
     return out
 
 
-def context_for(mem: Memory, chosen: Sequence[str], room: int) -> list[tuple[MemoryRecord, str]]:
+def context_for(mem: Memory, chosen: Sequence[str], room: int) -> list[tuple[MemoryRow, str]]:
     """The memories linked to `chosen` (not among them), each with the id it is linked from,
     in the order of `chosen`, as many as fit `room` tokens of text."""
     found = linked(mem, chosen)
@@ -87,7 +87,7 @@ def context_for(mem: Memory, chosen: Sequence[str], room: int) -> list[tuple[Mem
             if other not in chosen:
                 order.setdefault(other, memory_id)
     records = {r.id: r for r in mem.memories.get_many(list(order))}
-    out: list[tuple[MemoryRecord, str]] = []
+    out: list[tuple[MemoryRow, str]] = []
     for other, source in order.items():
         record = records.get(other)
         if record is not None and record.tokens <= room:

@@ -12,12 +12,13 @@ from functools import lru_cache
 from tiermem.core.budget import fit, shorten
 from tiermem.core.config import RetrievalConfig, ScoringConfig
 from tiermem.core.db import Row
+from tiermem.core.rows import MemoryRow
 from tiermem.core.scoring import DAY
 from tiermem.core.temporal import TimeWindow
 from tiermem.core.terms import TERM, matched_terms, stem
 from tiermem.core.tokens import UNCOUNTED, count_tokens, counted
 from tiermem.core.tree import TreeIndex
-from tiermem.core.warm import COLUMNS, MemoryRecord
+from tiermem.core.warm import COLUMNS
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ class Explanation:
 class Hit:
     """A returned memory with its explanation."""
 
-    memory: MemoryRecord
+    memory: MemoryRow
     explanation: Explanation
 
 
@@ -277,7 +278,7 @@ def explain(
     open_ended = frozenset(prefixes)
     hits = []
     for c in chosen:
-        memory = MemoryRecord.from_row(c.row)
+        memory = MemoryRow.read(c.row)
         searchable = " ".join(
             (memory.text, memory.category, *memory.urls, *memory.commands, *memory.paths)
         )

@@ -1,20 +1,27 @@
-"""The `memories` row, defined once: its columns in table order with their types, the checks
-core applies to a row's values, and the SQL built from that one column list.
+"""A memory, defined once: `MemoryRow` declares its fields, types, defaults and checks; the
+`memories` columns, the SQL, the stored form, the read view and the sync record body are all
+derived from that one declaration.
 
+Adding a field that syncs is one line in `MemoryRow` (with a default, in `ADDED_LATER` so
+records and archives written before it still read) plus the migration adding its column.
 Core's store (`warm`) reads and writes through it; sync encodes, seals and applies the same
 `MemoryRow`, and writes remote rows into the table only through `upsert`, `delete` and
 `insert_staged`, so a value core would reject is refused on every path."""
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
+from tiermem.core.config import ScoringConfig
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput
 from tiermem.core.lazy import lazy_import
+from tiermem.core.scoring import score
+from tiermem.core.tokens import UNCOUNTED, counted
 
 if TYPE_CHECKING:
     import hashlib
@@ -22,9 +29,9 @@ else:
     hashlib = lazy_import("hashlib")  # only naming new items hashes: reads skip loading OpenSSL
 
 __all__ = [
+    "ADDED_LATER",
     "COLUMNS",
     "NAMES",
-    "RECORD_NAMES",
     "TIERS",
     "MemoryRow",
     "Tier",
@@ -43,29 +50,6 @@ __all__ = [
 Tier = Literal["warm", "cold", "frozen"]
 TIERS: tuple[Tier, ...] = ("warm", "cold", "frozen")
 
-COLUMNS: Final[tuple[tuple[str, type], ...]] = (
-    ("id", str),
-    ("text", str),
-    ("category", str),
-    ("importance", float),
-    ("created_at", float),
-    ("access_count", int),
-    ("last_access", float),  # or NULL
-    ("tier", str),
-    ("tier_changed_at", float),
-    ("urls", str),  # newline-separated
-    ("commands", str),
-    ("paths", str),
-    ("source", str),
-    ("size_bytes", int),
-    ("tokens", int),
-    ("pinned", int),  # 0 or 1
-)
-"""The agent-owned columns of `memories` in table order (besides `seq` and `agent_id`)."""
-NAMES: Final = tuple(name for name, _ in COLUMNS)
-RECORD_NAMES: Final = NAMES[:-1]
-"""What `warm.MemoryRecord` reads: every column but `pinned` (read by curation apart)."""
-
 # Where the agent's memory lives: a home holding none of these rows for an agent is empty.
 _AGENT_TABLES: Final = ("hot_state", "tree_nodes", "memories", "outbox")
 
@@ -77,6 +61,122 @@ def normalize_text(text: str) -> str:
 def memory_id(agent_id: str, text: str) -> str:
     """The content id of a text: a new memory's id (it never changes afterwards)."""
     return hashlib.sha256(f"{agent_id}\0{normalize_text(text)}".encode()).hexdigest()[:16]
+
+
+def check_importance(value: object) -> None:
+    if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise InvalidInput(f"importance must be between 0 and 1 (got {value})")
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRow:
+    """One memory of one agent, as every layer sees it (metadata as tuples, not the stored
+    newline form); checked on construction like core checks a new fact."""
+
+    id: str
+    text: str
+    category: str
+    importance: float
+    created_at: float
+    access_count: int
+    last_access: float | None
+    tier: Tier
+    tier_changed_at: float
+    urls: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    source: str = ""
+    size_bytes: int = 0
+    tokens: int = 0
+    pinned: bool = False
+
+    def __post_init__(self) -> None:
+        check_importance(self.importance)
+        if self.tier not in TIERS:
+            raise InvalidInput(f"unknown tier {self.tier!r}")
+        if self.access_count < 0:
+            raise InvalidInput("access count cannot be negative")
+
+    @classmethod
+    def from_db(cls, row: Sequence[Any]) -> MemoryRow:
+        """A row read with ``SELECT {column_list()}``, as stored (an uncounted token count
+        stays `UNCOUNTED`: sync seals what is stored)."""
+        return cls(*[read(value) for read, value in zip(_READERS, row, strict=True)])
+
+    @classmethod
+    def read(cls, row: Sequence[Any]) -> MemoryRow:
+        """A row as front ends read it: a token count left uncounted is counted now."""
+        memory = cls.from_db(row)
+        if memory.tokens != UNCOUNTED:
+            return memory
+        return dataclasses.replace(memory, tokens=counted(memory.text, UNCOUNTED))
+
+    @classmethod
+    def from_stored(cls, data: Mapping[str, Any]) -> MemoryRow:
+        """A row from its stored values by name (a forgotten archive entry): a field added
+        after the entry was written takes its default."""
+        return cls.from_db([data.get(n, STORED_DEFAULTS.get(n)) for n in NAMES])
+
+    def stored(self) -> tuple[object, ...]:
+        """Every column's stored value in `NAMES` order (metadata joined by newlines)."""
+        return tuple(write(getattr(self, n)) for n, write in zip(NAMES, _WRITERS, strict=True))
+
+    def columns(self) -> tuple[object, ...]:
+        """The stored values from `text` on (`stored` without the id)."""
+        return self.stored()[1:]
+
+    def score(self, now: float, cfg: ScoringConfig) -> float:
+        return score(self.importance, self.created_at, self.access_count, now, cfg)
+
+
+FIELDS: Final = dataclasses.fields(MemoryRow)
+NAMES: Final = tuple(f.name for f in FIELDS)
+TYPES: Final[dict[str, str]] = {f.name: str(f.type) for f in FIELDS}
+"""Each field's declared type, as written in `MemoryRow` (what the converters go by)."""
+ADDED_LATER: Final[frozenset[str]] = frozenset()
+"""Fields newer than the first record format: a record or archive entry without one holds
+the field's default (the other fields must all be present)."""
+DEFAULTS: Final[dict[str, Any]] = {
+    f.name: f.default for f in FIELDS if f.default is not dataclasses.MISSING
+}
+
+
+def _split(value: str) -> tuple[str, ...]:
+    return tuple(v for v in value.split("\n") if v) if value else ()
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+_READ_BY_TYPE: Final[dict[str, Callable[[Any], Any]]] = {
+    "str": str,
+    "float": float,
+    "int": int,
+    "bool": bool,
+    "Tier": str,
+    "float | None": _optional_float,
+    "tuple[str, ...]": _split,
+}
+_WRITE_BY_TYPE: Final[dict[str, Callable[[Any], object]]] = {
+    "bool": int,
+    "tuple[str, ...]": "\n".join,
+}
+
+
+def _as_is(value: Any) -> object:
+    return value
+
+
+_READERS: Final = tuple(_READ_BY_TYPE[TYPES[n]] for n in NAMES)
+_WRITERS: Final[tuple[Callable[[Any], object], ...]] = tuple(
+    _WRITE_BY_TYPE.get(TYPES[n], _as_is) for n in NAMES
+)
+STORED_DEFAULTS: Final[dict[str, object]] = {
+    n: _WRITE_BY_TYPE.get(TYPES[n], _as_is)(v) for n, v in DEFAULTS.items()
+}
+COLUMNS: Final[tuple[tuple[str, str], ...]] = tuple((n, TYPES[n]) for n in NAMES)
+"""The agent-owned columns of `memories` (besides `seq` and `agent_id`) with their types."""
 
 
 def column_list(names: Sequence[str] = NAMES, alias: str = "") -> str:
@@ -97,88 +197,6 @@ def insert_sql(names: Sequence[str] = NAMES) -> str:
     """An INSERT of one row (`insert_parts`)."""
     head, marks = insert_parts(names)
     return f"{head} VALUES {marks}"
-
-
-def check_importance(value: object) -> None:
-    if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-        raise InvalidInput(f"importance must be between 0 and 1 (got {value})")
-
-
-def _split(value: str) -> tuple[str, ...]:
-    return tuple(v for v in value.split("\n") if v)
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryRow:
-    """A whole `memories` row of one agent (metadata as lists, not the stored newline form);
-    checked on construction like core checks a new fact."""
-
-    id: str
-    text: str
-    category: str
-    importance: float
-    created_at: float
-    access_count: int
-    last_access: float | None
-    tier: str
-    tier_changed_at: float
-    urls: tuple[str, ...] = ()
-    commands: tuple[str, ...] = ()
-    paths: tuple[str, ...] = ()
-    source: str = ""
-    size_bytes: int = 0
-    tokens: int = 0
-    pinned: bool = False
-
-    def __post_init__(self) -> None:
-        check_importance(self.importance)
-        if self.tier not in TIERS:
-            raise InvalidInput(f"unknown tier {self.tier!r}")
-        if self.access_count < 0:
-            raise InvalidInput("access count cannot be negative")
-
-    @classmethod
-    def from_db(cls, row: Sequence[Any]) -> MemoryRow:
-        """A row read with ``SELECT {column_list()}``."""
-        return cls(
-            id=str(row[0]),
-            text=str(row[1]),
-            category=str(row[2]),
-            importance=float(row[3]),
-            created_at=float(row[4]),
-            access_count=int(row[5]),
-            last_access=None if row[6] is None else float(row[6]),
-            tier=str(row[7]),
-            tier_changed_at=float(row[8]),
-            urls=_split(row[9]),
-            commands=_split(row[10]),
-            paths=_split(row[11]),
-            source=str(row[12]),
-            size_bytes=int(row[13]),
-            tokens=int(row[14]),
-            pinned=bool(row[15]),
-        )
-
-    def columns(self) -> tuple[object, ...]:
-        """The stored values from `text` to `pinned`, in table order (metadata joined by
-        newlines)."""
-        return (
-            self.text,
-            self.category,
-            self.importance,
-            self.created_at,
-            self.access_count,
-            self.last_access,
-            self.tier,
-            self.tier_changed_at,
-            "\n".join(self.urls),
-            "\n".join(self.commands),
-            "\n".join(self.paths),
-            self.source,
-            self.size_bytes,
-            self.tokens,
-            int(self.pinned),
-        )
 
 
 class AgentRows(Protocol):

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tiermem.core import reinforce
-from tiermem.core.config import DedupConfig, ScoringConfig
+from tiermem.core.config import DedupConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.lazy import lazy_import
 from tiermem.core.rows import (
-    RECORD_NAMES,
+    NAMES,
+    STORED_DEFAULTS,
+    MemoryRow,
     check_importance,
     column_list,
     insert_parts,
@@ -30,7 +32,6 @@ from tiermem.core.rows import TIERS as TIERS
 from tiermem.core.rows import Tier as Tier
 from tiermem.core.rows import memory_id as memory_id
 from tiermem.core.rows import normalize_text as normalize_text
-from tiermem.core.scoring import score
 from tiermem.core.tokens import UNCOUNTED, count_tokens, count_tokens_many, counted
 
 if TYPE_CHECKING:
@@ -42,10 +43,10 @@ else:  # only a store looks for near-duplicates: reads start faster without it
 MAX_TEXT_BYTES = 64 * 1024
 MAX_METADATA_ITEMS = 50
 
-COLUMNS = column_list(RECORD_NAMES)
+COLUMNS = column_list()
 FILL_WINDOW = 1000
 """How many of an agent's newest memories a write looks through for counts to store."""
-INSERT_HEAD, INSERT_MARKS = insert_parts(RECORD_NAMES)
+INSERT_HEAD, INSERT_MARKS = insert_parts()
 PROBE_BATCH = 32
 """Up to this many facts, a write without a kept near-duplicate index looks up candidates in
 the full-text index instead of loading the whole window (`MemoryStore._near_index`)."""
@@ -127,50 +128,6 @@ def _split(value: str) -> tuple[str, ...]:
     if not value:  # most memories have no URLs, commands or paths
         return ()
     return tuple(v for v in value.split("\n") if v)
-
-
-@dataclass(frozen=True)
-class MemoryRecord:
-    """A stored memory as front ends read it."""
-
-    id: str
-    text: str
-    category: str
-    importance: float
-    created_at: float
-    access_count: int
-    last_access: float | None
-    tier: Tier
-    tier_changed_at: float
-    urls: tuple[str, ...] = ()
-    commands: tuple[str, ...] = ()
-    paths: tuple[str, ...] = ()
-    source: str = ""
-    size_bytes: int = 0
-    tokens: int = 0
-
-    @classmethod
-    def from_row(cls, row: Row) -> MemoryRecord:
-        return cls(
-            id=row[0],
-            text=row[1],
-            category=row[2],
-            importance=float(row[3]),
-            created_at=float(row[4]),
-            access_count=int(row[5]),
-            last_access=None if row[6] is None else float(row[6]),
-            tier=row[7],
-            tier_changed_at=float(row[8]),
-            urls=_split(row[9]),
-            commands=_split(row[10]),
-            paths=_split(row[11]),
-            source=row[12],
-            size_bytes=int(row[13]),
-            tokens=counted(row[1], int(row[14])),
-        )
-
-    def score(self, now: float, cfg: ScoringConfig) -> float:
-        return score(self.importance, self.created_at, self.access_count, now, cfg)
 
 
 @dataclass
@@ -339,21 +296,21 @@ class MemoryStore:
         )
         reinforce.add_local(self, [(fid, 1, [now])])
 
-    def get(self, memory_id_: str) -> MemoryRecord:
+    def get(self, memory_id_: str) -> MemoryRow:
         found = self.get_many([memory_id_])
         if not found:
             raise NotFound(f"no memory {memory_id_!r}")
         return found[0]
 
-    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
-        out: list[MemoryRecord] = []
+    def get_many(self, ids: Sequence[str]) -> list[MemoryRow]:
+        out: list[MemoryRow] = []
         for chunk in _chunks(list(dict.fromkeys(ids)), 500):
             marks = ",".join("?" * len(chunk))
             rows = self.db.query(
                 f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND id IN ({marks})",
                 (self.agent_id, *chunk),
             )
-            out += [MemoryRecord.from_row(r) for r in rows]
+            out += [MemoryRow.read(r) for r in rows]
         return out
 
     def _rows_by_seq(self, columns: str, seqs: Sequence[int]) -> list[Row]:
@@ -366,14 +323,14 @@ class MemoryStore:
             (self.agent_id, *(str(s) for s in seqs)),
         )
 
-    def in_tier(self, tier: Tier) -> list[MemoryRecord]:
+    def in_tier(self, tier: Tier) -> list[MemoryRow]:
         """Every row of one tier. Only for warm (bounded by its size limit) or for chunks of
         cold via `iter_tier`."""
         rows = self.db.query(
             f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND tier = ? ORDER BY seq",
             (self.agent_id, tier),
         )
-        return [MemoryRecord.from_row(r) for r in rows]
+        return [MemoryRow.read(r) for r in rows]
 
     def after(self, last: int) -> tuple[str, tuple[str, str, str]]:
         """The condition (and its parameters) for this agent's rows with `seq > last`: a walk
@@ -385,14 +342,14 @@ class MemoryStore:
             (low, str(self.seq_high), self.agent_id),
         )
 
-    def iter_tier(self, tier: Tier, chunk: int = 2000) -> Iterator[list[MemoryRecord]]:
+    def iter_tier(self, tier: Tier, chunk: int = 2000) -> Iterator[list[MemoryRow]]:
         """Rows of a tier in chunks by seq, so the archive is never loaded whole."""
         for rows in self._walk("+tier = ?", (tier,), chunk):
-            yield [MemoryRecord.from_row(r[1:]) for r in rows]
+            yield [MemoryRow.read(r[1:]) for r in rows]
 
-    def iter_all(self, chunk: int = 2000) -> Iterator[list[MemoryRecord]]:
+    def iter_all(self, chunk: int = 2000) -> Iterator[list[MemoryRow]]:
         for rows in self._walk("1", (), chunk):
-            yield [MemoryRecord.from_row(r[1:]) for r in rows]
+            yield [MemoryRow.read(r[1:]) for r in rows]
 
     def _walk(self, where: str, params: tuple[object, ...], chunk: int) -> Iterator[list[Row]]:
         """The agent's rows matching `where`, `chunk` at a time in seq order (`after`)."""
@@ -547,13 +504,13 @@ class MemoryStore:
             raise NotFound(f"no memory {memory_id_!r}")
         return tuple(_split(v) for v in row)
 
-    def search_url(self, fragment: str) -> list[MemoryRecord]:
+    def search_url(self, fragment: str) -> list[MemoryRow]:
         rows = self.db.query(
             f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND instr(lower(urls), lower(?)) > 0 "
             "ORDER BY created_at DESC",
             (self.agent_id, fragment),
         )
-        return [MemoryRecord.from_row(r) for r in rows]
+        return [MemoryRow.read(r) for r in rows]
 
 
 def _insert_row(
@@ -570,25 +527,25 @@ def _insert_row(
     size = len(fact.text.encode()) + sum(
         len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
     )
-    return (
-        str(seq),  # 64-bit: bound as text (driver trap)
-        agent_id,
-        fid,
-        fact.text,
-        category,
-        float(fact.importance),
-        now if fact.created_at is None else fact.created_at,
-        fact.access_count + seen[0],
-        seen[1],
-        "warm",
-        now,
-        _join(fact.urls),
-        _join(fact.commands),
-        _join(fact.paths),
-        fact.source,
-        size,
-        n_tokens,
-    )
+    values = {
+        "id": fid,
+        "text": fact.text,
+        "category": category,
+        "importance": float(fact.importance),
+        "created_at": now if fact.created_at is None else fact.created_at,
+        "access_count": fact.access_count + seen[0],
+        "last_access": seen[1],
+        "tier": "warm",
+        "tier_changed_at": now,
+        "urls": _join(fact.urls),
+        "commands": _join(fact.commands),
+        "paths": _join(fact.paths),
+        "source": fact.source,
+        "size_bytes": size,
+        "tokens": n_tokens,
+    }
+    # 64-bit: the row id is bound as text (driver trap)
+    return (str(seq), agent_id, *(values.get(n, STORED_DEFAULTS.get(n)) for n in NAMES))
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:

@@ -77,12 +77,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import msgspec
 
+from tiermem.core import rows
 from tiermem.core.errors import InvalidInput
 from tiermem.core.rows import TIERS, MemoryRow
 from tiermem.sync import crypto, hlc
@@ -306,29 +307,20 @@ def encode_memory(
         extra["expires_at"] = extras.expires_at
     if extras.links:
         extra["links"] = list(extras.links)
-    return canonical(
-        {
-            **extra,
-            "format": FORMAT,
-            "id": item.id,
-            "deleted": False,
-            "text": item.text,
-            "category": item.category,
-            "importance": item.importance,
-            "created_at": item.created_at,
-            "access_count": item.access_count,
-            "last_access": item.last_access,
-            "tier": item.tier,
-            "tier_changed_at": item.tier_changed_at,
-            "urls": list(item.urls),
-            "commands": list(item.commands),
-            "paths": list(item.paths),
-            "source": item.source,
-            "size_bytes": item.size_bytes,
-            "tokens": item.tokens,
-            "pinned": item.pinned,
-        }
-    )
+    return canonical({**extra, "format": FORMAT, "deleted": False, **memory_body(item)})
+
+
+def memory_body(item: MemoryRow) -> dict[str, Any]:
+    """A row's fields as its record holds them: every field of `MemoryRow` (tuples as lists),
+    a field added later only when it differs from its default, so a record of a memory that
+    never used it is the one an older tiermem wrote."""
+    body: dict[str, Any] = {}
+    for name in rows.NAMES:
+        value = getattr(item, name)
+        if name in rows.ADDED_LATER and value == rows.DEFAULTS[name]:
+            continue
+        body[name] = list(value) if isinstance(value, tuple) else value
+    return body
 
 
 def _strs(value: object) -> tuple[str, ...]:
@@ -360,35 +352,48 @@ def decode_memory(plaintext: bytes, memory_id: str | None = None) -> MemoryRow |
     return decode_memory_version(plaintext, memory_id).item
 
 
-class _MemoryPayload(msgspec.Struct):
-    """A memory payload of the usual shape, decoded and type-checked in one pass (a restore
-    decodes thousands a second). Whatever does not fit goes through `_load` and the checks
-    below, which name what is wrong: both accept the same payloads with the same values."""
+_PAYLOAD_TYPES: Final[dict[str, Any]] = {
+    "str": str,
+    "Tier": str,
+    "float": float,
+    "int": int,
+    "float | None": float | None,
+    "tuple[str, ...]": list[str],
+    "bool": Any,
+}
 
-    format: Literal[1]
-    id: str
-    deleted: bool
-    text: str | msgspec.UnsetType = msgspec.UNSET
-    category: str | msgspec.UnsetType = msgspec.UNSET
-    importance: float | msgspec.UnsetType = msgspec.UNSET
-    created_at: float | msgspec.UnsetType = msgspec.UNSET
-    access_count: int | msgspec.UnsetType = msgspec.UNSET
-    last_access: float | msgspec.UnsetType | None = msgspec.UNSET
-    tier: str | msgspec.UnsetType = msgspec.UNSET
-    tier_changed_at: float | msgspec.UnsetType = msgspec.UNSET
-    urls: list[str] | msgspec.UnsetType = msgspec.UNSET
-    commands: list[str] | msgspec.UnsetType = msgspec.UNSET
-    paths: list[str] | msgspec.UnsetType = msgspec.UNSET
-    source: str | msgspec.UnsetType = msgspec.UNSET
-    size_bytes: int | msgspec.UnsetType = msgspec.UNSET
-    tokens: int | msgspec.UnsetType = msgspec.UNSET
-    pinned: Any = msgspec.UNSET
-    changed: Any = None
-    reinforced: Any = msgspec.field(default_factory=dict)
-    tags: list[str] = msgspec.field(default_factory=list)
-    expires_at: float | None = None
-    links: list[str] = msgspec.field(default_factory=list)
 
+def _payload_field(name: str) -> tuple[str, Any, Any]:
+    """A `MemoryRow` field in the typed payload: unset when absent (the checks name what is
+    missing), its default when absent from a record written before it existed."""
+    kind = _PAYLOAD_TYPES[rows.TYPES[name]]
+    if name in rows.ADDED_LATER:
+        default = rows.DEFAULTS[name]
+        if isinstance(default, tuple):
+            return name, kind, msgspec.field(default_factory=list)
+        return name, kind, default
+    return name, kind | msgspec.UnsetType, msgspec.UNSET
+
+
+_MemoryPayload = msgspec.defstruct(
+    "_MemoryPayload",
+    [
+        ("format", Literal[1]),
+        ("id", str),
+        ("deleted", bool),
+        *(_payload_field(n) for n in rows.NAMES if n != "id"),
+        ("changed", Any, None),
+        ("reinforced", Any, msgspec.field(default_factory=dict)),
+        ("tags", list[str], msgspec.field(default_factory=list)),
+        ("expires_at", float | None, None),
+        ("links", list[str], msgspec.field(default_factory=list)),
+    ],
+)
+"""A memory payload of the usual shape, decoded and type-checked in one pass (a restore
+decodes thousands a second), built from `MemoryRow`'s fields. Whatever does not fit goes
+through `_load` and the checks below, which name what is wrong: both accept the same payloads
+with the same values."""
+_ROW_FIELDS: Final = tuple(n for n in rows.NAMES if n != "id")
 
 _MEMORY_DECODER: Final = msgspec.json.Decoder(_MemoryPayload)
 
@@ -396,7 +401,7 @@ _MEMORY_DECODER: Final = msgspec.json.Decoder(_MemoryPayload)
 def _typed_memory(plaintext: bytes, memory_id: str | None) -> MemoryVersion | None:
     """`decode_memory_version` of a payload of the usual shape; None for anything else."""
     try:
-        p = _MEMORY_DECODER.decode(plaintext)
+        p: Any = _MEMORY_DECODER.decode(plaintext)
     except msgspec.MsgspecError:
         return None
     if memory_id is not None and p.id != memory_id:
@@ -406,17 +411,13 @@ def _typed_memory(plaintext: bytes, memory_id: str | None) -> MemoryVersion | No
         reinforced = _counters(p.reinforced)
         if p.deleted:
             return MemoryVersion(Tombstone(p.id), changed, reinforced)
-        scalars: tuple[Any, ...] = (
-            p.text, p.category, p.importance, p.created_at, p.access_count, p.last_access,
-            p.tier, p.tier_changed_at,
-        )  # fmt: skip
-        lists: tuple[Any, ...] = (p.urls, p.commands, p.paths)
-        rest: tuple[Any, ...] = (p.source, p.size_bytes, p.tokens)
-        if msgspec.UNSET in (*scalars, *lists, *rest, p.pinned) or p.tier not in TIERS:
+        values = {n: getattr(p, n) for n in _ROW_FIELDS}
+        if msgspec.UNSET in values.values() or p.tier not in TIERS:
             return None
-        args: tuple[Any, ...] = (p.id, *scalars, *map(tuple, lists), *rest, bool(p.pinned))
+        values = {n: tuple(v) if isinstance(v, list) else v for n, v in values.items()}
+        values["pinned"] = bool(p.pinned)
         extras = _extras(p.id, p.tags, p.expires_at, p.links)
-        return MemoryVersion(MemoryRow(*args), changed, reinforced, extras)
+        return MemoryVersion(MemoryRow(id=p.id, **values), changed, reinforced, extras)
     except (TypeError, ValueError, InvalidInput):
         return None
 
@@ -476,28 +477,32 @@ def _memory_item(data: dict[str, Any], memory_id: str | None) -> MemoryRow | Tom
         raise crypto.TamperedData("a memory record holds another memory's id")
     if data["deleted"] is True:
         return Tombstone(mid)
-    tier = _str(data["tier"])
-    if tier not in TIERS:
-        raise ValueError(f"unknown tier {tier!r}")
-    last = data["last_access"]
-    return MemoryRow(
-        id=mid,
-        text=_str(data["text"]),
-        category=_str(data["category"]),
-        importance=_num(data["importance"]),
-        created_at=_num(data["created_at"]),
-        access_count=_int(data["access_count"]),
-        last_access=None if last is None else _num(last),
-        tier=tier,
-        tier_changed_at=_num(data["tier_changed_at"]),
-        urls=_strs(data["urls"]),
-        commands=_strs(data["commands"]),
-        paths=_strs(data["paths"]),
-        source=_str(data["source"]),
-        size_bytes=_int(data["size_bytes"]),
-        tokens=_int(data["tokens"]),
-        pinned=bool(data["pinned"]),
-    )
+    values = {n: _field(n, data) for n in _ROW_FIELDS}
+    if values["tier"] not in TIERS:
+        raise ValueError(f"unknown tier {values['tier']!r}")
+    return MemoryRow(id=mid, **values)
+
+
+def _optional_num(value: object) -> float | None:
+    return None if value is None else _num(value)
+
+
+_CHECK_BY_TYPE: Final[dict[str, Callable[[object], Any]]] = {
+    "str": _str,
+    "Tier": _str,
+    "float": _num,
+    "int": _int,
+    "float | None": _optional_num,
+    "tuple[str, ...]": _strs,
+    "bool": bool,
+}
+
+
+def _field(name: str, data: dict[str, Any]) -> Any:
+    """One checked field of a record (KeyError when a field every record has is missing)."""
+    if name in rows.ADDED_LATER and name not in data:
+        return rows.DEFAULTS[name]
+    return _CHECK_BY_TYPE[rows.TYPES[name]](data[name])
 
 
 # ------------------------------------------------------------------------------ manifest

@@ -14,8 +14,8 @@ from tiermem.core import graph as graphmod
 from tiermem.core.config import Config
 from tiermem.core.engine import Memory
 from tiermem.core.metrics import DayMetrics, day_of
+from tiermem.core.rows import MemoryRow
 from tiermem.core.scoring import DAY
-from tiermem.core.warm import MemoryRecord
 from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.sync import SyncView, sync_view
 from tiermem.tui.app.widgets.format import (
@@ -43,7 +43,7 @@ class DashboardData:
     sync: SyncView
     recent: list[DayMetrics]
     categories: list[tuple[str, int, int]]
-    latest: list[MemoryRecord]
+    latest: list[MemoryRow]
     """The last `TREND_DAYS` calendar days, oldest first (a day without activity is zeros)."""
     episodes: tuple[int, int]
     """(episodes, of them not yet dreamt into facts)."""

@@ -23,7 +23,7 @@ from tiermem.core.curate import Listed
 from tiermem.core.engine import Memory, tiers_for
 from tiermem.core.printable import printable
 from tiermem.core.retrieve import Explanation, RetrievalResult, search
-from tiermem.core.warm import MemoryRecord
+from tiermem.core.rows import MemoryRow
 from tiermem.tui.app.editor import run_editor
 from tiermem.tui.app.messages import ActionFailed, DetailLoaded, Loaded, describe_error
 from tiermem.tui.app.screens.base import DataScreen
@@ -36,7 +36,7 @@ from tiermem.tui.app.screens.modals import (
 )
 from tiermem.tui.app.widgets.detail import DetailData, MemoryDetail, load_detail
 from tiermem.tui.app.widgets.format import count, one_line
-from tiermem.tui.app.widgets.memory_table import MemoryRow, MemoryTable
+from tiermem.tui.app.widgets.memory_table import ListedRow, MemoryTable
 
 PAGE = curate.PAGE
 PREFETCH = 25
@@ -59,7 +59,7 @@ class Params:
 class Page:
     serial: int
     query: str
-    rows: list[MemoryRow]
+    rows: list[ListedRow]
     explanations: dict[str, Explanation]
     total: int
     more: bool
@@ -98,7 +98,7 @@ def fetch_page(memory: Memory, params: Params, serial: int, before: int | None =
         result = search_as_you_type(memory, params.query, tier, params.category)
         pinned = curate.pinned_ids(memory.db, memory.agent_id)
         rows = [
-            MemoryRow(Listed(0, h.memory, h.memory.id in pinned), h.explanation.score)
+            ListedRow(Listed(0, h.memory, h.memory.id in pinned), h.explanation.score)
             for h in result.hits
         ]
         terms = ", ".join(result.terms) or "-"
@@ -122,7 +122,7 @@ def fetch_page(memory: Memory, params: Params, serial: int, before: int | None =
     listed = curate.list_memories(
         memory, tier=tier, category=params.category, before_seq=before, limit=params.size
     )
-    rows = [MemoryRow(x, x.record.score(now, scoring)) for x in listed]
+    rows = [ListedRow(x, x.record.score(now, scoring)) for x in listed]
     if before is not None:
         return Page(serial, "", rows, {}, 0, len(listed) == params.size, append=True)
     total = curate.count_memories(memory, tier=tier, category=params.category)
@@ -419,7 +419,7 @@ class MemoriesScreen(DataScreen[Page]):
             confirmed,
         )
 
-    def _loaded(self) -> MemoryRecord | None:
+    def _loaded(self) -> MemoryRow | None:
         """The selected memory, once its detail is loaded (what copy and open act on)."""
         memory_id, detail = self._selected(), self._detail
         if memory_id is None:
@@ -470,7 +470,7 @@ class MemoriesScreen(DataScreen[Page]):
         memory_id = record.id
         self.tiermem.perform(lambda mem: f"saved {curate.edit(mem, memory_id, text=text).id}")
 
-    def _edit_form(self, memory_id: str, record: MemoryRecord) -> None:
+    def _edit_form(self, memory_id: str, record: MemoryRow) -> None:
         def edited(values: dict[str, str] | None) -> None:
             if values is None:
                 return

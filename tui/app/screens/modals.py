@@ -19,7 +19,7 @@ from tiermem.core.consolidate import MODES, ConsolidationReport, steps
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
 from tiermem.core.printable import printable
-from tiermem.core.warm import MemoryRecord
+from tiermem.core.rows import MemoryRow
 from tiermem.tui.app.messages import describe_error
 
 
@@ -52,7 +52,7 @@ class Field:
 META = (("urls", "URLs"), ("commands", "Commands"), ("paths", "Paths"))
 
 
-def memory_fields(record: MemoryRecord | None = None) -> list[Field]:
+def memory_fields(record: MemoryRow | None = None) -> list[Field]:
     """The store form, or (given a memory) the edit form filled with it."""
     m = record
     fields = [

@@ -25,7 +25,7 @@ from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.memories import MemoriesScreen
 from tiermem.tui.app.screens.modals import ConfirmModal, Field, FormModal
 from tiermem.tui.app.widgets.format import count, day, markup
-from tiermem.tui.app.widgets.memory_table import MemoryRow, MemoryTable
+from tiermem.tui.app.widgets.memory_table import ListedRow, MemoryTable
 
 NODE_PAGE = 200
 
@@ -33,7 +33,7 @@ NODE_PAGE = 200
 @dataclass(frozen=True)
 class NodeRows:
     path: str
-    rows: list[MemoryRow]
+    rows: list[ListedRow]
     total: int
 
 
@@ -47,7 +47,7 @@ def node_rows(memory: Memory, path: str) -> NodeRows:
     now, scoring = memory.now(), memory.cfg.scoring
     category = path or None
     listed = curate.list_memories(memory, category=category, limit=NODE_PAGE)
-    rows = [MemoryRow(x, x.record.score(now, scoring)) for x in listed]
+    rows = [ListedRow(x, x.record.score(now, scoring)) for x in listed]
     return NodeRows(path, rows, curate.count_memories(memory, category=category))
 
 

@@ -21,7 +21,7 @@ CATEGORY_WIDTH = 16
 
 
 @dataclass(frozen=True)
-class MemoryRow:
+class ListedRow:
     listed: Listed
     score: float
 
@@ -39,7 +39,7 @@ class MemoryTable(PlainTable):
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
-        self._rows: list[MemoryRow] = []
+        self._rows: list[ListedRow] = []
         self._width = TEXT_WIDTH
 
     def on_mount(self) -> None:
@@ -61,7 +61,7 @@ class MemoryTable(PlainTable):
         row_key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
         return None if row_key.value is None else str(row_key.value)
 
-    def fill(self, rows: Sequence[MemoryRow], keep: str | None = None, top: bool = False) -> None:
+    def fill(self, rows: Sequence[ListedRow], keep: str | None = None, top: bool = False) -> None:
         """Replace the rows; the cursor stays on `keep` if it is still there, else near (or
         goes to the top for a new result set)."""
         old_row = 0 if top else self.cursor_row
@@ -77,7 +77,7 @@ class MemoryTable(PlainTable):
                 index = self.get_row_index(keep)
         self.move_cursor(row=index, animate=False, scroll=True)
 
-    def append(self, rows: Sequence[MemoryRow]) -> None:
+    def append(self, rows: Sequence[ListedRow]) -> None:
         self._add(rows)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
@@ -89,7 +89,7 @@ class MemoryTable(PlainTable):
         if self._rows and self._text_width() != self._width:
             self.fill(list(self._rows), keep=self.current_id())
 
-    def _add(self, rows: Sequence[MemoryRow]) -> None:
+    def _add(self, rows: Sequence[ListedRow]) -> None:
         for row in rows:
             m = row.listed.record
             if m.id in self.rows:
