@@ -12,17 +12,14 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
-
-import backoff
 
 from tiermem.core.engine import Memory
 from tiermem.core.errors import StorageError, TiermemError
 from tiermem.core.logs import setup_logging
 from tiermem.sync.engine import PushResult, SyncEngine
-from tiermem.sync.hrana import HranaError, is_retryable
+from tiermem.sync.hrana import HranaError
 from tiermem.sync.pusher import pusher_lock_path, record_attempt, take_lock
-from tiermem.sync.retry import FIRST_CAP, MAX_CAP, RetryPolicy
+from tiermem.sync.retry import RetryPolicy, call_with_retry
 
 __all__ = ["main", "push_within_budget", "run"]
 
@@ -30,32 +27,22 @@ log = logging.getLogger(__name__)
 
 
 def push_within_budget(engine: SyncEngine, budget: float) -> PushResult:
-    """One push; transient failures are tried again on backoff's exponential schedule (full
-    jitter, caps 5, 10, 20, 40 s) until `budget` seconds have passed."""
+    """One push; transient failures are tried again on the retry schedule (full jitter, caps
+    5, 10, 20, 40 s) until `budget` seconds have passed."""
 
-    def waiting(details: Any) -> None:
+    def waiting(attempt: int, wait: float, exc: HranaError) -> None:
         log.info(
             "background push for agent %s failed (%s); trying again in %.1f s",
             engine.agent_id,
-            details["exception"],
-            details["wait"],
+            exc,
+            wait,
         )
 
-    @backoff.on_exception(
-        backoff.expo,
-        HranaError,
-        max_time=budget,
-        giveup=lambda exc: not is_retryable(exc),
-        jitter=backoff.full_jitter,
-        on_backoff=waiting,
-        logger=None,
-        factor=FIRST_CAP,
-        max_value=MAX_CAP,
+    return call_with_retry(
+        lambda: engine.push(RetryPolicy(max_attempts=1)),
+        RetryPolicy(max_attempts=None, max_time=budget),
+        waiting,
     )
-    def attempt() -> PushResult:
-        return engine.push(RetryPolicy(max_attempts=1))
-
-    return attempt()
 
 
 def _describe(result: PushResult) -> str:

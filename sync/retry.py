@@ -6,10 +6,15 @@ Waits are drawn uniformly from ``[0, cap]`` (full jitter) with caps 5, 10, 20, 4
 40 s for ever, from ``backoff.expo``; a ``Retry-After`` from the server is a floor for the wait
 (itself capped, so a hostile server cannot stall a client for hours).
 
-The retry loop is written out here rather than taken from ``backoff.on_exception`` because
-that decorator sleeps with ``time.sleep`` and measures with ``datetime.now``, and tests and the
-daemon need their own sleep: a fake clock in tests, a sleep that SIGTERM interrupts in the
-daemon. The schedule and the jitter are backoff's own (`backoff.expo`, `backoff.full_jitter`).
+A time budget (``max_time``, the detached pusher's ``sync.push_budget_seconds``) follows
+``backoff.on_exception``'s ``max_time``: no new attempt once the budget has passed, and no wait
+past its end.
+
+This is the one retry loop of sync. It is written out here rather than taken from
+``backoff.on_exception`` because that decorator sleeps with ``time.sleep`` and measures with
+``datetime.now``, neither of which can be passed in, and tests and the daemon need their own
+sleep: a fake clock in tests, a sleep that SIGTERM interrupts in the daemon. The schedule and the
+jitter are backoff's own (`backoff.expo`, `backoff.full_jitter`).
 """
 
 from __future__ import annotations
@@ -48,15 +53,18 @@ def wait_caps(first: float = FIRST_CAP, maximum: float = MAX_CAP) -> Iterator[fl
 class RetryPolicy:
     """How hard to try. ``max_attempts=None`` tries for ever (the daemon).
 
-    ``sleep`` and ``jitter`` are injectable: tests pass a fake clock's sleep and see every wait
-    without sleeping; the daemon passes a sleep that returns early (raising) on SIGTERM.
+    ``max_time`` is a budget in seconds from the first attempt (``None``: no budget).
+    ``sleep``, ``clock`` and ``jitter`` are injectable: tests pass a fake clock's sleep and see
+    every wait without sleeping; the daemon passes a sleep that returns early (raising) on SIGTERM.
     """
 
     max_attempts: int | None = 5
+    max_time: float | None = None
     first_cap: float = FIRST_CAP
     max_cap: float = MAX_CAP
     retry_after_cap: float = RETRY_AFTER_CAP
     sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
     jitter: Callable[[float], float] = lambda cap: backoff.full_jitter(cap)
 
     def wait_for(self, cap: float, exc: HranaError) -> float:
@@ -80,9 +88,11 @@ def call_with_retry(
     if policy.max_attempts is not None and policy.max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
     caps: Iterator[float] | None = None  # made at the first retry: most calls need none
+    start = policy.clock() if policy.max_time is not None else 0.0
     attempt = 0
     while True:
         attempt += 1
+        elapsed = policy.clock() - start if policy.max_time is not None else 0.0
         try:
             return call()
         except HranaError as exc:
@@ -90,9 +100,13 @@ def call_with_retry(
                 raise
             if policy.max_attempts is not None and attempt >= policy.max_attempts:
                 raise
+            if policy.max_time is not None and elapsed >= policy.max_time:
+                raise
             if caps is None:
                 caps = wait_caps(policy.first_cap, policy.max_cap)
             wait = policy.wait_for(next(caps), exc)
+            if policy.max_time is not None:
+                wait = min(wait, policy.max_time - elapsed)
             if on_retry is not None:
                 on_retry(attempt, wait, exc)
             policy.sleep(wait)

@@ -160,3 +160,13 @@ def test_the_default_jitter_is_backoffs_full_jitter() -> None:
     assert all(0.0 <= w <= c for w, c in zip(sleep.waits, caps, strict=True))
     assert len(set(sleep.waits)) > 1  # jittered, not the bare caps
     assert sleep.waits != caps
+
+
+def test_a_time_budget_stops_retrying_and_no_wait_runs_past_it() -> None:
+    sleep = FakeSleep()
+    policy = RetryPolicy(
+        max_attempts=None, max_time=30.0, sleep=sleep, clock=lambda: sleep.now, jitter=full_caps
+    )
+    with pytest.raises(TransportFailure):
+        call_with_retry(failing([transport()] * 10), policy)
+    assert sleep.waits == [5.0, 10.0, 15.0]  # the third wait ends at the budget; then it gives up
