@@ -31,12 +31,13 @@ from benchmarks.sync_bench import fill_critical_state, small_hot_change
 from tests.sync.faultproxy import FaultProxy
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
-from tiermem.sync import crypto, pusher
+from tiermem.sync import crypto
 from tiermem.sync.daemon import Daemon
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
+from tiermem.sync.push import kick
 from tiermem.sync.restore import restore
 from tiermem.sync.state import CRITICAL_TABLE
+from tiermem.sync.vault.hrana import HranaClient
 
 AGENT = "bench"
 TRANSCRIPT = "User: remember that the benchmark run {n} used the oolong server\nAssistant: Noted.\n"
@@ -99,7 +100,7 @@ def push_figure(vault: Vault, n: int) -> Figure:
 def _wait_pusher_done(home: Path) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        fd = pusher.take_lock(pusher.pusher_lock_path(home, AGENT))
+        fd = kick.take_lock(kick.pusher_lock_path(home, AGENT))
         if fd is not None:
             os.close(fd)
             return

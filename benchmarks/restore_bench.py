@@ -34,8 +34,8 @@ from tests.sync.sqld import INSTALL_COMMAND, SqldServer, sqld_binary
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto, records
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import RestoreProgress, restore
+from tiermem.sync.vault.hrana import HranaClient
 
 RESTORE_PROMISE_S = 120.0
 AGENT = "bench-agent"

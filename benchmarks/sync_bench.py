@@ -38,9 +38,9 @@ from tiermem.core.engine import Memory
 from tiermem.sync import crypto
 from tiermem.sync.daemon import Daemon
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import restore
 from tiermem.sync.state import CRITICAL_TABLE
+from tiermem.sync.vault.hrana import HranaClient
 
 RESTORE_PROMISE_S = 120.0
 PASSPHRASE = "benchmark quince walrus trombone"

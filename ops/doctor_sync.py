@@ -24,9 +24,16 @@ from tiermem.core.errors import ConfigError, TiermemError
 from tiermem.core.paths import Home
 from tiermem.ops.doctor import FAIL, OK, WARN, Check
 from tiermem.sync import hlc
-from tiermem.sync.hrana import AuthFailed, HranaClient, TransportFailure
-from tiermem.sync.secrets import ENV_STORE, ENV_TOKEN, TOKEN, env_secret, keyring_usable, open_store
+from tiermem.sync.devices.secret_store import (
+    ENV_STORE,
+    ENV_TOKEN,
+    TOKEN,
+    env_secret,
+    keyring_usable,
+    open_store,
+)
 from tiermem.sync.state import Settings, read_settings
+from tiermem.sync.vault.hrana import AuthFailed, HranaClient, TransportFailure
 
 __all__ = ["SKEW_FAIL", "SKEW_WARN", "sync_checks"]
 

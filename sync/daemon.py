@@ -8,7 +8,7 @@ instead. It also pulls what other devices pushed: once at start (right after pus
 already waiting) and then every `pull_interval` seconds (30 s by default), so a fact learned on
 the phone is recalled on the desktop within one interval. A failure that needs a person (bad
 token, SQL error) is reported and tried again after the longest backoff wait, so fixing the
-token is enough. A device removed from the vault (`keys.DeviceRevoked`) can never sync again:
+token is enough. A device removed from the vault (`epochs.DeviceRevoked`) can never sync again:
 the daemon reports it and stops with that error instead of retrying. Each push's outcome is
 recorded for `sync status` (`pusher.record_attempt`).
 
@@ -35,11 +35,11 @@ import httpx
 
 from tiermem.core.engine import Memory
 from tiermem.core.errors import DaemonRunning, StorageError, TiermemError
-from tiermem.sync import keys
+from tiermem.sync.devices import epochs
 from tiermem.sync.engine import DEFAULT_BATCH_BYTES, SyncEngine
-from tiermem.sync.hrana import DEFAULT_TIMEOUT
-from tiermem.sync.pusher import daemon_lock_path, record_attempt, wake_path
-from tiermem.sync.retry import MAX_CAP, RetryPolicy
+from tiermem.sync.push.kick import daemon_lock_path, record_attempt, wake_path
+from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT
+from tiermem.sync.vault.retry import MAX_CAP, RetryPolicy
 from tiermem.sync.watcher import Watcher
 
 __all__ = ["DEFAULT_POLL", "DEFAULT_PULL_INTERVAL", "Daemon", "DaemonRunning"]
@@ -164,7 +164,7 @@ class Daemon:
                 self._push(policy)
             except _Stopped:
                 break
-            except keys.DeviceRevoked:
+            except epochs.DeviceRevoked:
                 self._emit(
                     {
                         "event": "stopped",

@@ -1,11 +1,11 @@
 """End-to-end encrypted sync of an agent's whole memory with Turso, both ways.
 
 ``SyncEngine(mem)`` is the front ends' one handle: it sets sync up (`init`, in
-`tiermem.sync.setup`), pushes local changes (`push`, `tiermem.sync.push`), applies what other
-devices pushed (`pull`, `tiermem.sync.pull`; `sync` = pull then push), and reports (`status`,
+`tiermem.sync.setup`), pushes local changes (`push`, `tiermem.sync.push.send`), applies what other
+devices pushed (`pull`, `tiermem.sync.pull.receive`; `sync` = pull then push), and reports (`status`,
 `history`); `tiermem.sync.restore` brings everything back on a new device. What the server
 stores is described in `tiermem.sync.state`, what each record holds in `tiermem.sync.records`;
-every request goes through `tiermem.sync.remote`.
+every request goes through `tiermem.sync.vault.remote`.
 
 **What changed** is tracked locally: the critical state (hot + tree) through the durable
 outbox (`core.snapshot`), warm/cold/frozen rows through triggers on ``memories`` that mark a
@@ -22,18 +22,21 @@ import httpx
 
 from tiermem.core import snapshot
 from tiermem.core.engine import Memory
-from tiermem.sync import crypto, journal, keys, pull, push, setup
-from tiermem.sync.hrana import DEFAULT_TIMEOUT, to_base_url
+from tiermem.sync import crypto, journal, setup
+from tiermem.sync.devices import epochs
+from tiermem.sync.devices.secret_store import ENV_TOKEN, TOKEN, env_secret
 from tiermem.sync.journal import HISTORY_KEEP, SyncEvent
-from tiermem.sync.pull import PullResult, apply_memory, mark_applied
-from tiermem.sync.push import DEFAULT_BATCH_BYTES, PushResult
-from tiermem.sync.pusher import last_attempt
+from tiermem.sync.pull import receive
+from tiermem.sync.pull.receive import PullResult, apply_memory, mark_applied
+from tiermem.sync.push import send
+from tiermem.sync.push.kick import last_attempt
+from tiermem.sync.push.send import DEFAULT_BATCH_BYTES, PushResult
 from tiermem.sync.records import MEMORY_TABLE
-from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.secrets import ENV_TOKEN, TOKEN, env_secret
 from tiermem.sync.session import Session
 from tiermem.sync.setup import MIN_PASSPHRASE_CHARS, InitResult
 from tiermem.sync.state import Settings
+from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, to_base_url
+from tiermem.sync.vault.retry import RetryPolicy
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
@@ -163,29 +166,29 @@ class SyncEngine(Session):
 
     def id_key(self, s: Settings | None = None) -> bytes:
         """The key record ids are derived with (stable across epochs)."""
-        return keys.id_key(self)
+        return epochs.id_key(self)
 
     def epoch_key(self, epoch: int, s: Settings | None = None) -> bytes:
         """The vault key of `epoch` (to open records sealed under it)."""
-        return keys.epoch_key(self, epoch)
+        return epochs.epoch_key(self, epoch)
 
     # -- push and pull ----------------------------------------------------------------------
 
     def has_work(self) -> bool:
         """Something to push: outbox rows, changed memories, or a push in flight."""
-        return push.has_work(self)
+        return send.has_work(self)
 
     def push(self, policy: RetryPolicy | None = None) -> PushResult:
-        """Push what changed, one request per `batch_bytes` (`push.push`)."""
-        return push.push(self, self.batch_bytes, policy)
+        """Push what changed, one request per `batch_bytes` (`send.push`)."""
+        return send.push(self, self.batch_bytes, policy)
 
     def pull(self, policy: RetryPolicy | None = None, *, page_size: int = 500) -> PullResult:
-        """Fetch what other devices pushed since the last pull and apply it (`pull.pull`)."""
-        return pull.pull(self, policy, page_size=page_size)
+        """Fetch what other devices pushed since the last pull and apply it (`receive.pull`)."""
+        return receive.pull(self, policy, page_size=page_size)
 
     def merge_critical(self, s: Settings, doc: dict[str, Any], version: str) -> tuple[bool, int]:
         """Bring a remote critical state in (inside the caller's transaction)."""
-        return pull.merge_critical(self, s, doc, version)
+        return receive.merge_critical(self, s, doc, version)
 
     def sync(self, policy: RetryPolicy | None = None) -> tuple[PullResult, PushResult]:
         """Pull, then push (so what is pushed was merged with what others pushed)."""
@@ -245,7 +248,7 @@ class SyncEngine(Session):
             manifest_n=progress.manifest_n,
             rejected=[
                 {"record_id": rid, "version": v, "reason": why}
-                for rid, v, why in pull.rejected_rows(self)
+                for rid, v, why in receive.rejected_rows(self)
             ],
             clock_ahead=journal.clock_ahead(self.mem),
             last_attempt_at=None if attempt is None else attempt.at,

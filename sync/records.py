@@ -17,7 +17,7 @@ Tables (the ``table`` bound in the associated data) and their payloads (UTF-8 JS
 sorted keys, no whitespace; every payload has ``"format": 1``):
 
 ``critical`` — key: the agent id. The hot state and tree of the agent with per-item HLC clocks
-  (`tiermem.sync.merge.critical_document`; the original layout is the plain `core.snapshot.dump`).
+  (`tiermem.sync.kinds.critical_merge.critical_document`; the original layout is the plain `core.snapshot.dump`).
   That document carries its own ``format``, validated by its loader, not here.
   Sealed with ``min_bucket=crypto.SNAPSHOT_BUCKET``. `encode_critical` / `decode_critical`.
 
@@ -62,10 +62,10 @@ sorted keys, no whitespace; every payload has ``"format": 1``):
   `encode_manifest` / `decode_manifest` → `Manifest`.
 
 ``metrics`` — key: the writing device's id. That device's own daily counters and gauges
-  (`tiermem.sync.metrics_sync`, which says how devices' shares are merged).
+  (`tiermem.sync.kinds.metrics_records`, which says how devices' shares are merged).
 
 ``prune`` — key ``"horizon"`` (`PRUNE_KEY`): the prune horizon written by `sync prune`
-  (`tiermem.sync.prune`); pulls skip it.
+  (`tiermem.sync.restore.prune`); pulls skip it.
 
 One push request (one hrana ``batch``: BEGIN IMMEDIATE; INSERT … ON CONFLICT DO NOTHING …;
 COMMIT) gives every row it writes the same version (one HLC tick per request); distinct record
@@ -87,11 +87,11 @@ from tiermem.core import rows
 from tiermem.core.errors import InvalidInput
 from tiermem.core.rows import TIERS, MemoryRow
 from tiermem.sync import crypto, hlc
-from tiermem.sync.server_rows import RemoteRow, remote_row
-from tiermem.sync.server_rows import fit_page as fit_page
-from tiermem.sync.server_rows import server_blob as server_blob
-from tiermem.sync.server_rows import server_int as server_int
-from tiermem.sync.server_rows import server_str as server_str
+from tiermem.sync.vault.server_rows import RemoteRow, remote_row
+from tiermem.sync.vault.server_rows import fit_page as fit_page
+from tiermem.sync.vault.server_rows import server_blob as server_blob
+from tiermem.sync.vault.server_rows import server_int as server_int
+from tiermem.sync.vault.server_rows import server_str as server_str
 
 __all__ = [
     "CRITICAL_TABLE",
@@ -136,7 +136,7 @@ PRUNE_TABLE: Final = "prune"
 PRUNE_KEY: Final = "horizon"
 METRICS_TABLE: Final = "metrics"
 GRAPH_TABLE: Final = "graph"
-"""Episodes and entities (sync/graphsync.py), keyed "episode:ID" and "entity:ID"."""
+"""Episodes and entities (sync/kinds/graph_records.py), keyed "episode:ID" and "entity:ID"."""
 TABLES: Final = (
     CRITICAL_TABLE,
     MEMORY_TABLE,

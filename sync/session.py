@@ -12,9 +12,14 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from tiermem.core import logs
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto
-from tiermem.sync.hrana import DEFAULT_TIMEOUT
-from tiermem.sync.remote import Remote, insecure_http_allowed
-from tiermem.sync.secrets import DEVICE_KEY, ENV_TOKEN, TOKEN, SecretStore, env_secret, open_store
+from tiermem.sync.devices.secret_store import (
+    DEVICE_KEY,
+    ENV_TOKEN,
+    TOKEN,
+    SecretStore,
+    env_secret,
+    open_store,
+)
 from tiermem.sync.state import (
     MissingSecret,
     NotInitialised,
@@ -22,6 +27,8 @@ from tiermem.sync.state import (
     device_wrap_id,
     read_settings,
 )
+from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT
+from tiermem.sync.vault.remote import Remote, insecure_http_allowed
 
 __all__ = ["Session"]
 

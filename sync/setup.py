@@ -24,12 +24,9 @@ from tiermem.sync.crypto.roster import (
     signing_public_bytes,
     verify_roster,
 )
-from tiermem.sync.devices import own_entry_statements
-from tiermem.sync.hrana import Args, SqlError, to_base_url
-from tiermem.sync.remote import Remote
-from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.roster import Draft, save_anchor
-from tiermem.sync.secrets import TOKEN
+from tiermem.sync.devices.membership import own_entry_statements
+from tiermem.sync.devices.roster_pin import Draft, save_anchor
+from tiermem.sync.devices.secret_store import TOKEN
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
     EPOCH,
@@ -44,6 +41,9 @@ from tiermem.sync.state import (
     save_secrets,
     wrap_id,
 )
+from tiermem.sync.vault.hrana import Args, SqlError, to_base_url
+from tiermem.sync.vault.remote import Remote
+from tiermem.sync.vault.retry import RetryPolicy
 
 __all__ = [
     "MIN_PASSPHRASE_CHARS",

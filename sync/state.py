@@ -16,7 +16,7 @@
   can test guesses against; so are the short-lived ``pairings`` rows of every vault.
 - ``devices(device_id, agent_tag, public_key, added)``: the devices that push (X25519 public
   keys, for pairing later).
-- ``roster(agent_tag, seq, body)``: the signed, chained device roster (`tiermem.sync.roster`).
+- ``roster(agent_tag, seq, body)``: the signed, chained device roster (`tiermem.sync.devices.roster_pin`).
 
 **Locally**, table ``sync_state`` (migration 4) keeps one row of non-secret settings per agent
 (and, from later migrations, the epoch floor, the pinned roster and the vault's agent tag:
@@ -45,9 +45,15 @@ from tiermem.core.errors import (
     StorageError,
     SyncFailed,
 )
-from tiermem.sync.hrana import Args
+from tiermem.sync.devices.secret_store import (
+    DEVICE_KEY,
+    SIGNING_KEY,
+    TOKEN,
+    SecretStore,
+    open_store,
+)
 from tiermem.sync.records import CRITICAL_TABLE
-from tiermem.sync.secrets import DEVICE_KEY, SIGNING_KEY, TOKEN, SecretStore, open_store
+from tiermem.sync.vault.hrana import Args
 
 __all__ = [
     "CRITICAL_TABLE",
@@ -87,14 +93,14 @@ REMOTE_SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS devices ("
     "device_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, public_key BLOB NOT NULL, "
     "added TEXT NOT NULL, "
-    # sync/devices.py: name = sealed envelope; mac = crypto.device_entry_mac under the
+    # sync/devices/membership.py: name = sealed envelope; mac = crypto.device_entry_mac under the
     # key of mac_epoch; revoked_* set by `sync remove-device`.
     "name BLOB, last_seen REAL, revoked_at REAL, revoked_epoch INTEGER, "
     "mac BLOB, mac_epoch INTEGER)",
-    # sync/roster.py: the signed, chained device roster.
+    # sync/devices/roster_pin.py: the signed, chained device roster.
     "CREATE TABLE IF NOT EXISTS roster (agent_tag BLOB NOT NULL, seq INTEGER NOT NULL, "
     "body BLOB NOT NULL, PRIMARY KEY (agent_tag, seq))",
-    # sync/pairing.py: one row per pairing of a new device, deleted when it completes.
+    # sync/devices/pairing_exchange.py: one row per pairing of a new device, deleted when it completes.
     "CREATE TABLE IF NOT EXISTS pairings ("
     "pairing_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, created REAL NOT NULL, "
     "new_public BLOB NOT NULL, commitment BLOB NOT NULL, approver_public BLOB, "

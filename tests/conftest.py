@@ -126,7 +126,8 @@ def _secret_sentinels(
 
     from tests import sentinels
     from tiermem.core.errors import TiermemError
-    from tiermem.sync import crypto, hrana
+    from tiermem.sync import crypto
+    from tiermem.sync.vault import hrana
 
     found: list[str] = []
     request.node.stash[sentinels.LEAKS] = found  # tests/reliability/test_secrets.py reads it

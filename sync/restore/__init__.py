@@ -31,14 +31,15 @@ Per memory id the highest version wins (a tombstone wins like any version and is
 newest version not newer than ``at``. Versions older than the prune horizon (see `prune`) may be
 gone; a point in time before it is refused (`PointInTimePruned`), never restored incomplete.
 
-**Pruning** is server maintenance and lives in `tiermem.sync.prune` (re-exported here).
+**Pruning** is server maintenance and lives in `tiermem.sync.restore.prune` (re-exported here).
 
 The steps: `run` (the orchestrator and `parse_at`), `home` (step 1), `stream` (step 2),
 `swap` (step 3), `results` (what a restore reports).
 """
 
 from tiermem.core.errors import PointInTimePruned
-from tiermem.sync.prune import (
+from tiermem.sync.restore.home import restore_pending
+from tiermem.sync.restore.prune import (
     DEFAULT_KEEP_VERSIONS,
     PRUNE_TABLE,
     PruneResult,
@@ -46,7 +47,6 @@ from tiermem.sync.prune import (
     prune,
     prune_horizon,
 )
-from tiermem.sync.restore.home import restore_pending
 from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS, RestoreProgress, RestoreResult
 from tiermem.sync.restore.run import parse_at, restore
 

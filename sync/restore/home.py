@@ -17,8 +17,9 @@ from tiermem.core import rows, snapshot
 from tiermem.core.engine import Memory
 from tiermem.core.errors import StorageError, TiermemError
 from tiermem.core.paths import Home
-from tiermem.sync import crypto, hlc, merge, records
-from tiermem.sync.secrets import SecretStore
+from tiermem.sync import crypto, hlc, records
+from tiermem.sync.devices.secret_store import SecretStore
+from tiermem.sync.kinds import critical_merge
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
     HomeNotEmpty,
@@ -244,8 +245,8 @@ def _load_critical(mem: Memory, state: dict[str, Any], device_hex: str) -> str:
     """Write the critical state (inside the caller's transaction) and return the digest a
     push compares with (so the restored state is not pushed back). Through the per-item merge,
     so the per-item clocks of the payload are kept for later merges."""
-    merge.merge_remote(mem, state, device_hex)
-    document = merge.critical_document(mem, device_hex)
+    critical_merge.merge_remote(mem, state, device_hex)
+    document = critical_merge.critical_document(mem, device_hex)
     return state_digest(records.encode_critical(document))
 
 

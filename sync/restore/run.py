@@ -19,12 +19,10 @@ import httpx
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, PointInTimePruned
 from tiermem.core.paths import validate_agent_id
-from tiermem.sync import crypto, hlc, records, roster, vaults
-from tiermem.sync.enroll import enroll_restored
-from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, ResultSet, to_base_url
-from tiermem.sync.keyring import KeyRing
-from tiermem.sync.prune import prune_horizon, prune_record_id
-from tiermem.sync.remote import Remote, allow_insecure_http
+from tiermem.sync import crypto, hlc, records
+from tiermem.sync.devices import find_vault, roster_pin
+from tiermem.sync.devices.enroll import enroll_restored
+from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.restore.home import (
     Marker,
     RestoreKeys,
@@ -34,6 +32,7 @@ from tiermem.sync.restore.home import (
     usable_home,
     write_home,
 )
+from tiermem.sync.restore.prune import prune_horizon, prune_record_id
 from tiermem.sync.restore.results import (
     DEFAULT_PAGE_ROWS,
     Progress,
@@ -44,11 +43,13 @@ from tiermem.sync.restore.results import (
 from tiermem.sync.restore.stream import Prefetch, Streamed, stream_memories
 from tiermem.sync.restore.swap import Swapped, swap
 from tiermem.sync.restore.verify import Listing, Verified, read_listing, refusal, verify
-from tiermem.sync.retry import RetryPolicy, call_with_retry
 from tiermem.sync.state import (
     HomeNotEmpty,
     NothingToRestore,
 )
+from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Args, ResultSet, to_base_url
+from tiermem.sync.vault.remote import Remote, allow_insecure_http
+from tiermem.sync.vault.retry import RetryPolicy, call_with_retry
 
 _MAX_DEVICE: Final = "f" * 32
 
@@ -231,7 +232,7 @@ def _remote_steps(
         ) as prefetch,
     ):
         listed = pool.submit(read_listing, select, tag, job.page_rows)
-        bodies = pool.submit(roster.read_bodies, select, tag)
+        bodies = pool.submit(roster_pin.read_bodies, select, tag)
         vault = _open_vault(select, pool, job.agent_id, opened, unlocked, job.at, pending)
         listing = listed.result()
         totals = listing.total_rows, listing.total_bytes
@@ -398,19 +399,21 @@ def _open(
     agent_id: str,
     recovery_key: bytes | None,
     passphrase: str | None,
-) -> tuple[vaults.Opened, Unlock]:
+) -> tuple[find_vault.Opened, Unlock]:
     """Find the vault and unlock its newest epoch key (`vaults`), and say with what."""
     if recovery_key is not None:
-        return vaults.open_with_recovery_key(select, base, agent_id, recovery_key), "recovery-key"
+        return find_vault.open_with_recovery_key(
+            select, base, agent_id, recovery_key
+        ), "recovery-key"
     assert passphrase is not None
-    return vaults.open_with_passphrase(select, base, agent_id, passphrase), "passphrase"
+    return find_vault.open_with_passphrase(select, base, agent_id, passphrase), "passphrase"
 
 
 def _open_vault(
     select: Callable[[str, Args], ResultSet],
     pool: ThreadPoolExecutor,
     agent_id: str,
-    opened: vaults.Opened,
+    opened: find_vault.Opened,
     unlocked: Unlock,
     at: str | None,
     pending: dict[str, Any] | None,

@@ -17,11 +17,12 @@ from tiermem.core import reinforce, rows
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.core.errors import StorageError
-from tiermem.sync import crypto, graphsync, hlc, records
-from tiermem.sync.hrana import ResultSet
-from tiermem.sync.keyring import KeyRing
-from tiermem.sync.metrics_sync import Days, apply_metrics, decode_metrics
+from tiermem.sync import crypto, hlc, records
+from tiermem.sync.devices.epoch_keys import KeyRing
+from tiermem.sync.kinds import graph_records
+from tiermem.sync.kinds.metrics_records import Days, apply_metrics, decode_metrics
 from tiermem.sync.restore.results import Progress, RestoreProgress
+from tiermem.sync.vault.hrana import ResultSet
 
 # ------------------------------------------------------------------ step 2: the memories
 
@@ -162,8 +163,8 @@ def stream_memories(
                     apply_metrics(db, agent_id, device_hex, version, days)
                 sorter.metrics.clear()
                 if sorter.graph:
-                    graphsync.apply(db, agent_id, sorter.graph, mem.now())
-                    graphsync.forget_marks(db, agent_id)
+                    graph_records.apply(db, agent_id, sorter.graph, mem.now())
+                    graph_records.forget_marks(db, agent_id)
                     sorter.graph.clear()
                 db.execute(
                     "UPDATE restore_progress SET cursor = ?, rows = rows + ?, bytes = bytes + ?, "
@@ -206,7 +207,7 @@ class _Sorter:
         self.metrics_rids: dict[bytes, bytes] = {}
         self.damaged: list[tuple[str, str, str]] = []
         self.metrics: list[tuple[str, str, Days]] = []
-        self.graph: list[graphsync.GraphItem] = []
+        self.graph: list[graph_records.GraphItem] = []
         self.versions: set[str] = set()  # checked already (a push gives its rows one version)
 
     def page(
@@ -263,7 +264,7 @@ class _Sorter:
             params, counters = _memory_params(self.ring, self.agent_id, r, self.versions)
         except crypto.TamperedData as exc:
             key = self.ring.key(r.epoch)
-            self.graph.append(graphsync.open_or(exc, key, self.agent_id, self.ring.id_key, r))
+            self.graph.append(graph_records.open_or(exc, key, self.agent_id, self.ring.id_key, r))
             return
         batch.append(params)
         if counters:

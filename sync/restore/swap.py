@@ -13,7 +13,8 @@ from tiermem.core import rows
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.core.warm import MemoryStore
-from tiermem.sync import extras, records
+from tiermem.sync import records
+from tiermem.sync.kinds import memory_extras
 
 # ----------------------------------------------------------------------- step 3: the swap
 
@@ -51,7 +52,7 @@ def swap(home: Path, agent_id: str, *, driver: str | None, clock: Callable[[], f
             carried = _staged_extras(db, agent_id)
             restored = rows.insert_staged(store, "restore_staging")
             for memory_id, version, staged in carried:
-                extras.write(db, agent_id, memory_id, staged, version, clock())
+                memory_extras.write(db, agent_id, memory_id, staged, version, clock())
             _adopt(db, agent_id, dirty_before)
             db.execute("DELETE FROM restore_staging WHERE agent_id = ?", (agent_id,))
             db.execute("DELETE FROM restore_progress WHERE agent_id = ?", (agent_id,))

@@ -24,8 +24,8 @@ from typing import Final, Literal
 
 from tiermem.core.errors import RecordDeleted, RecordReplayed, ServerRollback, TiermemError
 from tiermem.sync import crypto, records
-from tiermem.sync.hrana import Args, ResultSet
-from tiermem.sync.keyring import KeyRing
+from tiermem.sync.devices.epoch_keys import KeyRing
+from tiermem.sync.vault.hrana import Args, ResultSet
 
 __all__ = ["Finding", "Listing", "Verified", "read_listing", "refusal", "verify"]
 

@@ -41,7 +41,7 @@ from tiermem.core.interchange import import_seed
 from tiermem.core.transcript import decode_text, parse
 from tiermem.core.validate import check_text
 from tiermem.sync import crypto
-from tiermem.sync.hrana import HranaClient, HranaError
+from tiermem.sync.vault.hrana import HranaClient, HranaError
 from tiermem.tui import cli
 
 QUICK = 25

@@ -33,7 +33,7 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NothingToRestore
 from tiermem.sync import crypto
 from tiermem.sync.daemon import Daemon
-from tiermem.sync.hrana import HranaClient, HranaError
+from tiermem.sync.vault.hrana import HranaClient, HranaError
 from tiermem.tui import cli
 
 ROOT = Path(__file__).resolve().parents[2]

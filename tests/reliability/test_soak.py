@@ -38,9 +38,9 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import TiermemError
 from tiermem.core.tokens import count_tokens
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaError
 from tiermem.sync.restore import restore
-from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.vault.hrana import HranaError
+from tiermem.sync.vault.retry import RetryPolicy
 
 FAULTS: dict[faultproxy.Fault, float] = {
     faultproxy.PASS: 80.0,

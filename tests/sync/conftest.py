@@ -10,7 +10,7 @@ import pytest
 
 from tests.sync.faultproxy import FaultProxy
 from tests.sync.sqld import INSTALL_COMMAND, SqldServer, sqld_binary
-from tiermem.sync.hrana import HranaClient
+from tiermem.sync.vault.hrana import HranaClient
 
 
 @pytest.fixture(scope="session")

@@ -15,9 +15,9 @@ from tests.sync.helpers import init_engine, policy
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto
-from tiermem.sync.devices import JoinResult, add_device_with_recovery
+from tiermem.sync.devices.membership import JoinResult, add_device_with_recovery
+from tiermem.sync.devices.pairing_exchange import answer_pairing, start_pairing
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.pairing import answer_pairing, start_pairing
 
 
 class NoSleep:

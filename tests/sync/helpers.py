@@ -13,10 +13,10 @@ from tiermem.core import snapshot
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import restore
-from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.state import CRITICAL_TABLE, Settings, read_settings
+from tiermem.sync.vault.hrana import HranaClient
+from tiermem.sync.vault.retry import RetryPolicy
 
 # The Argon2id floor accepted on decode, so passphrase tests cost milliseconds.
 CHEAP_KDF = crypto.KdfParameters(memory_kib=8 * 1024, iterations=1, lanes=1)
@@ -65,7 +65,7 @@ def dump_bytes(mem: Memory) -> bytes:
     device = mem.db.scalar("SELECT device_id FROM sync_state WHERE agent_id = ?", (mem.agent_id,))
     if device is None:
         return snapshot.canonical(snapshot.dump(mem))
-    from tiermem.sync.merge import critical_document
+    from tiermem.sync.kinds.critical_merge import critical_document
 
     raw = bytes(device) if isinstance(device, bytes | bytearray) else bytes.fromhex(str(device))
     return snapshot.canonical(critical_document(mem, raw.hex()))

@@ -23,12 +23,13 @@ from tests.sync.helpers import PASSPHRASE, dump_bytes, policy, tag_of
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.errors import DeviceRevoked, SqlError
-from tiermem.sync import crypto, roster
+from tiermem.sync import crypto
 from tiermem.sync.crypto.roster import load_signing_key
+from tiermem.sync.devices import roster_pin
+from tiermem.sync.devices.secret_store import DEVICE_KEY, SIGNING_KEY
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import restore
-from tiermem.sync.secrets import DEVICE_KEY, SIGNING_KEY
+from tiermem.sync.vault.hrana import HranaClient
 from tiermem.tui.cli import run
 
 ROSTER_DAMAGE = 63  # `sync check`: the roster does not verify or misses a listed device
@@ -154,11 +155,11 @@ def test_a_sleeper_added_by_a_stolen_device_is_removed_with_it_and_cannot_come_b
             assert not opens_any(epoch_2, agent_id, secret(tmp_path / home, DEVICE_KEY))
         with engine_at(tmp_path / "s", agent_id) as sleeper, pytest.raises(DeviceRevoked):
             sleeper.epoch_key(2)  # removed with the laptop that added it
-        view = roster.verified(engine_a, fresh=True)
+        view = roster_pin.verified(engine_a, fresh=True)
         assert view is not None and view.devices[bytes.fromhex(sleeper_id)].removed
 
         # Back with the stolen signing key: a new device signed by the removed laptop.
-        draft = roster.Draft(agent_id, tag_of(mem_a), view)
+        draft = roster_pin.Draft(agent_id, tag_of(mem_a), view)
         thief = crypto.load_device_private_key(secret(tmp_path / "b", DEVICE_KEY))
         signer = load_signing_key(secret(tmp_path / "b", SIGNING_KEY))
         draft.add(bytes(16), crypto.device_public_bytes(thief), None, signer, stolen_id)
@@ -192,7 +193,7 @@ def test_a_forged_or_shortened_roster_is_refused(
         client.execute("DELETE FROM roster WHERE agent_tag = ? AND seq = ?", (tag, len(rows) - 1))
         assert cli(tmp_path / "a", agent_id, "sync", "check") == ROSTER_DAMAGE
         # Forged: an entry signed with a key the server made.
-        forged = roster.Draft(agent_id, tag, None)
+        forged = roster_pin.Draft(agent_id, tag, None)
         forged.genesis(crypto.generate_recovery_key(), 1)
         client.execute("DELETE FROM roster WHERE agent_tag = ?", (tag,))
         client.batch(forged.statements[1:])
@@ -426,8 +427,8 @@ def test_a_paired_device_takes_the_approvers_floor_and_roster(
         new_id = pair(tmp_path / "n", agent_id, sqld, engine_a, "new phone")
         before = local_state(mem_a)
         with Memory(tmp_path / "n", agent_id) as mem_n:
-            anchor = roster.read_anchor(mem_n.db, agent_id)
-        view = roster.verified(engine_a, fresh=True)
+            anchor = roster_pin.read_anchor(mem_n.db, agent_id)
+        view = roster_pin.verified(engine_a, fresh=True)
         assert view is not None and anchor.floor == 2
         assert (anchor.seq, anchor.head, anchor.genesis) == (view.seq, view.head, view.genesis)
         assert (
@@ -442,9 +443,9 @@ def test_a_retried_roster_append_is_a_no_op_and_another_entry_in_its_place_confl
     """A push whose answer was lost is sent again byte for byte: the entry it already appended
     must not make the retry fail, while a different entry at the same place still does."""
     tag = os.urandom(16)
-    client.batch([(roster.CREATE_ROSTER, ()), (roster.INSERT_ENTRY, (tag, 0, b"entry"))])
-    client.batch([(roster.CREATE_ROSTER, ()), (roster.INSERT_ENTRY, (tag, 0, b"entry"))])
+    client.batch([(roster_pin.CREATE_ROSTER, ()), (roster_pin.INSERT_ENTRY, (tag, 0, b"entry"))])
+    client.batch([(roster_pin.CREATE_ROSTER, ()), (roster_pin.INSERT_ENTRY, (tag, 0, b"entry"))])
     with pytest.raises(SqlError):
-        client.batch([(roster.INSERT_ENTRY, (tag, 0, b"another entry"))])
+        client.batch([(roster_pin.INSERT_ENTRY, (tag, 0, b"another entry"))])
     rows = client.execute("SELECT body FROM roster WHERE agent_tag = ?", (tag,)).rows
     assert [r[0] for r in rows] == [b"entry"]

@@ -16,9 +16,10 @@ import pytest
 
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
-from tiermem.sync import hlc, keys, records
+from tiermem.sync import hlc, records
+from tiermem.sync.devices import epochs
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
+from tiermem.sync.vault.hrana import HranaClient
 from tiermem.tui.cli import run
 
 MAX_VERSION = "999999999999999999.999999."
@@ -147,7 +148,7 @@ def memories(home: Path, agent_id: str) -> dict[str, tuple[str, str]]:
 
 def record_id(home: Path, agent_id: str, table: str, key: str) -> bytes:
     with Memory(home, agent_id) as mem, SyncEngine(mem) as engine:
-        return records.record_id(keys.id_key(engine), table, key)
+        return records.record_id(epochs.id_key(engine), table, key)
 
 
 def status(tm: Tm, home: Path) -> dict[str, Any]:

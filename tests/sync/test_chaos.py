@@ -42,8 +42,8 @@ from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient, HranaError, is_retryable
-from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.vault.hrana import HranaClient, HranaError, is_retryable
+from tiermem.sync.vault.retry import RetryPolicy
 
 FAULTS: dict[faultproxy.Fault, float] = {
     faultproxy.PASS: 74.0,

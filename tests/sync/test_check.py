@@ -22,11 +22,11 @@ from tests.sync.helpers import (
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
-from tiermem.sync.check import DAMAGE_EXIT_CODES, CheckReport, check
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import prune, restore
+from tiermem.sync.restore.check import DAMAGE_EXIT_CODES, CheckReport, check
 from tiermem.sync.state import wrap_id
+from tiermem.sync.vault.hrana import HranaClient
 
 Row = tuple[int, bytes, str, int, bytes, bytes]  # seq, record_id, version, epoch, device, envelope
 

@@ -14,8 +14,8 @@ from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import restore
+from tiermem.sync.vault.hrana import HranaClient
 
 AGENT = "agent-wombat-5512"
 PASSPHRASE = "quince walrus trombone ember"

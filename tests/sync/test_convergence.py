@@ -44,9 +44,9 @@ from tiermem.core.errors import NotFound
 from tiermem.core.warm import Tier
 from tiermem.sync import crypto, records
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient, HranaError, is_retryable
 from tiermem.sync.restore import restore
-from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.vault.hrana import HranaClient, HranaError, is_retryable
+from tiermem.sync.vault.retry import RetryPolicy
 
 FAULTS: dict[faultproxy.Fault, float] = {
     faultproxy.PASS: 68.0,

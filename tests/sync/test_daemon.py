@@ -21,9 +21,9 @@ from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.sync.daemon import Daemon, DaemonRunning
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import restore
 from tiermem.sync.state import NotInitialised
+from tiermem.sync.vault.hrana import HranaClient
 
 PATIENCE = 30.0  # generous bounds on waits for background work (never a timing assertion)
 

@@ -16,16 +16,18 @@ from tests.sync.helpers import CHEAP_KDF, PASSPHRASE, policy, settings
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.sync import crypto, keys, wrapcheck
-from tiermem.sync.devices import add_device_with_recovery, list_devices, resolve_device
+from tiermem.sync import crypto
+from tiermem.sync.devices import epochs
+from tiermem.sync.devices.membership import add_device_with_recovery, list_devices, resolve_device
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
+from tiermem.sync.restore import wrapcheck
 from tiermem.sync.state import (
     AlreadyInitialised,
     HomeNotEmpty,
     NothingToRestore,
     wrap_id,
 )
+from tiermem.sync.vault.hrana import HranaClient
 from tiermem.tui.cli import run
 
 
@@ -56,7 +58,7 @@ def test_join_with_recovery_key_shares_the_vault_key_and_lists_both(
             s_b = settings(engine_b)
             assert s_b.status == "ready" and s_b.registered
             assert s_b.device_id.hex() == joined.device_id
-            assert keys.id_key(engine_b) == keys.id_key(engine_a)
+            assert epochs.id_key(engine_b) == epochs.id_key(engine_a)
             assert engine_b.epoch_key(1) == engine_a.epoch_key(1)
             listed = {d.device_id: d for d in list_devices(engine_b)}
             assert listed[joined.device_id].current and listed[joined.device_id].name == "laptop"

@@ -27,10 +27,10 @@ from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
 from tiermem.sync import crypto, hlc
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import AuthFailed, HranaClient, RequestRejected, ServerUnavailable
 from tiermem.sync.restore import restore
-from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.state import RECORDS_PER_INSERT, AlreadyInitialised, NotInitialised
+from tiermem.sync.vault.hrana import AuthFailed, HranaClient, RequestRejected, ServerUnavailable
+from tiermem.sync.vault.retry import RetryPolicy
 
 
 @pytest.fixture

@@ -24,12 +24,13 @@ from tests.sync.helpers import policy
 from tests.sync.helpers import settings as sync_settings
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
-from tiermem.sync import crypto, keys, records
-from tiermem.sync.check import check
+from tiermem.sync import crypto, records
 from tiermem.sync.daemon import Daemon
-from tiermem.sync.devices import add_device_with_recovery, remove_device
+from tiermem.sync.devices import epochs
+from tiermem.sync.devices.membership import add_device_with_recovery, remove_device
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient, HranaError
+from tiermem.sync.restore.check import check
+from tiermem.sync.vault.hrana import HranaClient, HranaError
 from tiermem.tui.cli import run
 
 PATIENCE = 60.0
@@ -172,7 +173,7 @@ def test_the_removed_device_cannot_push_and_its_daemon_stops(
         before = _rows(client, v.tag)
         with Memory(v.c, agent_id) as mem_c, SyncEngine(mem_c) as engine_c:
             mem_c.store("written on the lost phone after its removal", "misc")
-            with pytest.raises(keys.DeviceRevoked) as err:
+            with pytest.raises(epochs.DeviceRevoked) as err:
                 engine_c.push(policy())
             assert err.value.exit_code == 54
             status = engine_c.status()
@@ -207,7 +208,7 @@ def test_the_removed_device_cannot_push_and_its_daemon_stops(
                 daemon.stop()
                 thread.join(PATIENCE)
                 pytest.fail(f"the daemon of a removed device kept running: {events}")
-        assert len(failure) == 1 and isinstance(failure[0], keys.DeviceRevoked)
+        assert len(failure) == 1 and isinstance(failure[0], epochs.DeviceRevoked)
         assert [e["event"] for e in events] == ["started", "stopped"]
         assert events[-1]["reason"] == "revoked"
         assert _rows(client, v.tag) == before
@@ -325,8 +326,10 @@ def test_a_second_guard_failure_in_one_push_is_an_error_and_commits_nothing(
         with Memory(v.b, agent_id) as mem_b, SyncEngine(mem_b) as engine_b:
             mem_b.store("waits for the second try", "misc")
             # As if the key were rotated again between adopting an epoch and resending.
-            monkeypatch.setattr(keys, "refresh_epoch", lambda engine: engine.require_ready().epoch)
-            with pytest.raises(keys.RotationConflict) as err:
+            monkeypatch.setattr(
+                epochs, "refresh_epoch", lambda engine: engine.require_ready().epoch
+            )
+            with pytest.raises(epochs.RotationConflict) as err:
                 engine_b.push(policy())
             assert err.value.exit_code == 55 and "run the push again" in str(err.value)
             assert _rows(client, v.tag) == before

@@ -17,7 +17,7 @@ from tests.sync.sqld import SqldServer
 from tiermem.core import snapshot
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
-from tiermem.sync import crypto, records, roster
+from tiermem.sync import crypto, records
 from tiermem.sync.crypto.roster import (
     RECOVERY,
     RosterView,
@@ -25,8 +25,8 @@ from tiermem.sync.crypto.roster import (
     signing_public_bytes,
     verify_roster,
 )
+from tiermem.sync.devices import roster_pin
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import (
     PointInTimePruned,
     RestoreProgress,
@@ -36,6 +36,7 @@ from tiermem.sync.restore import (
     restore_pending,
 )
 from tiermem.sync.state import HomeNotEmpty
+from tiermem.sync.vault.hrana import HranaClient
 
 COLUMNS = (
     "id, text, category, importance, created_at, access_count, last_access, tier, "
@@ -175,13 +176,13 @@ def test_a_device_signed_on_while_a_restore_streams_does_not_keep_it_off_the_ros
     other = bytes(range(16))
 
     def read(client: HranaClient) -> RosterView:
-        bodies = roster.read_bodies(client.execute, tag)
+        bodies = roster_pin.read_bodies(client.execute, tag)
         return verify_roster(mem.agent_id, bodies, recovery_public=signing_public_bytes(owner))
 
     def another_device_joins(p: RestoreProgress) -> None:
         if p.phase == "critical":  # the restore read the roster before this
             with HranaClient(sqld.url, sqld.token) as client:
-                draft = roster.Draft(mem.agent_id, tag, read(client))
+                draft = roster_pin.Draft(mem.agent_id, tag, read(client))
                 box = crypto.device_public_bytes(crypto.generate_device_key())
                 draft.add(other, box, None, owner, RECOVERY)
                 client.batch(draft.statements)

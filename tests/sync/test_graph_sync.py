@@ -18,11 +18,11 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import NotFound, RecordDeleted
 from tiermem.core.transcript import parse
 from tiermem.sync import records
-from tiermem.sync.check import DAMAGE_EXIT_CODES, check
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.graphsync import read_item
-from tiermem.sync.hrana import HranaClient
+from tiermem.sync.kinds.graph_records import read_item
 from tiermem.sync.restore import restore
+from tiermem.sync.restore.check import DAMAGE_EXIT_CODES, check
+from tiermem.sync.vault.hrana import HranaClient
 
 TRANSCRIPT = """user: Zephyrine works on Quillmark since March 2026. She prefers Postgres for it.
 assistant: Noted, Quillmark stays on Postgres.

@@ -21,7 +21,7 @@ from tests.sync import faultproxy
 from tests.sync.faultproxy import FaultProxy
 from tests.sync.sqld import SqldServer, free_port
 from tiermem.core.errors import InvalidInput, TiermemError
-from tiermem.sync.hrana import (
+from tiermem.sync.vault.hrana import (
     AuthFailed,
     HranaClient,
     HranaError,

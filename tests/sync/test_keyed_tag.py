@@ -24,11 +24,12 @@ from tests.sync.devicekit import (
 from tests.sync.helpers import CHEAP_KDF, PASSPHRASE, init_engine, policy, tag_of
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
-from tiermem.sync import crypto, vaults
+from tiermem.sync import crypto
+from tiermem.sync.devices import find_vault
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import restore
 from tiermem.sync.state import AlreadyInitialised, agent_tag
+from tiermem.sync.vault.hrana import HranaClient
 from tiermem.tui.cli import run
 
 TABLES = ("records", "key_wraps", "devices", "roster", "pairings")
@@ -380,13 +381,13 @@ def test_a_flood_of_candidate_vaults_stops_a_passphrase_restore_with_a_clear_mes
         key,
     ):
         assert engine.push(policy()).pushed
-        for _ in range(vaults.MAX_CANDIDATES):
+        for _ in range(find_vault.MAX_CANDIDATES):
             forged_tags.append(os.urandom(16))
             copy_vault(client, tag_of(mem_a), forged_tags[-1])
         with pytest.raises(crypto.WrongPassphrase) as err:
             restore(tmp_path / "p", agent_id, sqld.url, sqld.token, passphrase=PASSPHRASE)
         message = str(err.value)
-        assert f"newest {vaults.MAX_CANDIDATES}" in message and "recovery key" in message
+        assert f"newest {find_vault.MAX_CANDIDATES}" in message and "recovery key" in message
         assert not (tmp_path / "p").exists()
         restore(tmp_path / "k", agent_id, sqld.url, sqld.token, recovery_key=key)
         assert stored_tag(tmp_path / "k", agent_id) == tag_of(mem_a)

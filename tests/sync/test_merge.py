@@ -1,4 +1,4 @@
-"""Merging critical documents per item and field by HLC (tiermem.sync.merge, pure part).
+"""Merging critical documents per item and field by HLC (tiermem.sync.kinds.critical_merge, pure part).
 
 Documents are built by a small device simulator: each edit changes the hot state or the tree
 with the real `HotStore` edits and restamps exactly as `core.clocks.stamp` does on a device.
@@ -22,7 +22,7 @@ from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.hot import HotState, HotStore
 from tiermem.core.tree import ancestors
 from tiermem.sync import hlc
-from tiermem.sync.merge import (
+from tiermem.sync.kinds.critical_merge import (
     REASON_DELETED,
     REASON_HOT_LIMIT,
     REASON_PARENT,

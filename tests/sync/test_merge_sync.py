@@ -20,7 +20,7 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import LimitExceeded
 from tiermem.core.hot import item_id
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.merge import (
+from tiermem.sync.kinds.critical_merge import (
     REASON_DELETED,
     REASON_HOT_LIMIT,
     critical_document,

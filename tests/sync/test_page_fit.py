@@ -16,10 +16,10 @@ from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
 from tiermem.sync import records
-from tiermem.sync.check import check
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import SqlError
 from tiermem.sync.restore import restore
+from tiermem.sync.restore.check import check
+from tiermem.sync.vault.hrana import SqlError
 
 
 @pytest.fixture(scope="module")

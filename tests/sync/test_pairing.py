@@ -26,11 +26,10 @@ from tests.sync.helpers import settings as sync_settings
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.sync import crypto, keys, wrapcheck
-from tiermem.sync.devices import list_devices
-from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
-from tiermem.sync.pairing import (
+from tiermem.sync import crypto
+from tiermem.sync.devices import epochs
+from tiermem.sync.devices.membership import list_devices
+from tiermem.sync.devices.pairing_exchange import (
     PairingRefused,
     PairingTimeout,
     answer_pairing,
@@ -38,7 +37,10 @@ from tiermem.sync.pairing import (
     pending_pairings,
     start_pairing,
 )
+from tiermem.sync.engine import SyncEngine
+from tiermem.sync.restore import wrapcheck
 from tiermem.sync.state import agent_tag
+from tiermem.sync.vault.hrana import HranaClient
 
 
 def test_two_homes_pair_and_both_read_and_write(
@@ -455,10 +457,10 @@ def test_pairing_and_removal_on_terminals(tmp_path: Path, agent_id: str, sqld: S
     with (
         Memory(tmp_path / "b", agent_id) as mem_b,
         SyncEngine(mem_b) as engine_b,
-        pytest.raises(keys.DeviceRevoked),
+        pytest.raises(epochs.DeviceRevoked),
     ):
         engine_b.use_token(sqld.token)  # the terminal had it from the environment
-        keys.refresh_epoch(engine_b)
+        epochs.refresh_epoch(engine_b)
 
 
 def test_a_no_on_the_new_devices_terminal_refuses_the_pairing(

@@ -20,9 +20,9 @@ from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
 from tiermem.sync import crypto, records
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import restore
 from tiermem.sync.state import INSERT_RECORD
+from tiermem.sync.vault.hrana import HranaClient
 
 
 class Device:

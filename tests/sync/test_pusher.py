@@ -20,10 +20,10 @@ from tests.sync.helpers import conversation_end, dump_bytes, init_engine, remote
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.logs import log_path
-from tiermem.sync import pusher
 from tiermem.sync.daemon import Daemon
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
+from tiermem.sync.push import kick
+from tiermem.sync.vault.hrana import HranaClient
 from tiermem.tui.mcp.home import Home as McpHome
 from tiermem.tui.mcp.tools.conversation import memory_conversation_end
 
@@ -68,12 +68,12 @@ def end_conversation(home: Path, agent_id: str, n: int) -> dict[str, object]:
 
 def pusher_done(home: Path, agent_id: str) -> bool:
     """The pusher recorded an outcome and let its lock go."""
-    lock = pusher.pusher_lock_path(home, agent_id)
-    fd = pusher.take_lock(lock)
+    lock = kick.pusher_lock_path(home, agent_id)
+    fd = kick.take_lock(lock)
     if fd is None:
         return False
     os.close(fd)
-    return pusher.last_attempt(home, agent_id) is not None
+    return kick.last_attempt(home, agent_id) is not None
 
 
 def in_sync(client: HranaClient, engine: SyncEngine, mem: Memory) -> bool:
@@ -138,7 +138,7 @@ def test_a_pusher_facing_an_unreachable_server_gives_up_and_keeps_the_outbox(
         conversation_end(mem, 1)
         waiting = engine.status().pending
         assert waiting > 0
-        assert pusher.kick(mem) == "pusher"
+        assert kick.kick(mem) == "pusher"
         eventually(lambda: pusher_done(home, agent_id), "the pusher to give up")
         status = engine.status()
         assert status.pending == waiting and engine.has_work()
@@ -168,7 +168,7 @@ def test_the_daemon_wakes_on_a_change_through_the_file_watcher(
             conversation_end(mem, 1)
             eventually(lambda: in_sync(client, engine, mem), "the watcher-driven push")
             conversation_end(mem, 2)
-            assert pusher.kick(mem) == "daemon"
+            assert kick.kick(mem) == "daemon"
             eventually(lambda: in_sync(client, engine, mem), "the second push")
         finally:
             daemon.stop()
@@ -176,7 +176,7 @@ def test_the_daemon_wakes_on_a_change_through_the_file_watcher(
             daemon_mem.close()
         assert not thread.is_alive()
         engine.close()
-    attempt = pusher.last_attempt(home, agent_id)
+    attempt = kick.last_attempt(home, agent_id)
     assert attempt is not None and attempt.ok and attempt.by == "daemon"
 
 
@@ -184,7 +184,7 @@ def test_without_sync_set_up_conversation_end_only_queues(tmp_path: Path, agent_
     home = tmp_path / "home"
     payload = end_conversation(home, agent_id, 1)
     assert payload["push"] == "off"
-    assert not pusher.pusher_lock_path(home, agent_id).exists()
+    assert not kick.pusher_lock_path(home, agent_id).exists()
 
 
 def test_the_mcp_conversation_end_tool_starts_the_push_too(

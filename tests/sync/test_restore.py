@@ -26,10 +26,10 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import RecordDeleted
 from tiermem.sync import crypto, hlc
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient
 from tiermem.sync.restore import home as restore_module
 from tiermem.sync.restore import restore
 from tiermem.sync.state import CRITICAL_TABLE, HomeNotEmpty, NothingToRestore
+from tiermem.sync.vault.hrana import HranaClient
 
 
 @pytest.fixture

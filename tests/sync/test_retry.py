@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.sync.helpers import FakeSleep
-from tiermem.sync.hrana import (
+from tiermem.sync.vault.hrana import (
     AuthFailed,
     HranaError,
     ProtocolError,
@@ -21,7 +21,7 @@ from tiermem.sync.hrana import (
     StreamExpired,
     TransportFailure,
 )
-from tiermem.sync.retry import CAPS, RetryPolicy, call_with_retry, wait_caps
+from tiermem.sync.vault.retry import CAPS, RetryPolicy, call_with_retry, wait_caps
 
 
 def failing(errors: list[Exception], result: str = "ok") -> Callable[[], str]:

@@ -21,12 +21,13 @@ from tests.sync.helpers import settings as sync_settings
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.sync import crypto, keys, rotation, wrapcheck
-from tiermem.sync.devices import list_devices, remove_device
+from tiermem.sync import crypto
+from tiermem.sync.devices import epochs, rotation
+from tiermem.sync.devices.membership import list_devices, remove_device
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaClient, SqlError
-from tiermem.sync.restore import restore
+from tiermem.sync.restore import restore, wrapcheck
 from tiermem.sync.state import wrap_id
+from tiermem.sync.vault.hrana import HranaClient, SqlError
 
 
 def _records(client: HranaClient, tag: bytes) -> list[tuple[bytes, str, int, bytes, bytes]]:
@@ -95,10 +96,10 @@ def test_remove_device_rotates_the_key_for_future_data_only(
                 "SELECT count(*) FROM key_wraps WHERE wrap_id = ?",
                 (wrap_id(tag_of(mem_a), 2, "device", bytes.fromhex(lost_id)),),
             ).rows == ((0,),)
-            with pytest.raises(keys.DeviceRevoked) as err:
-                keys.refresh_epoch(lost)
+            with pytest.raises(epochs.DeviceRevoked) as err:
+                epochs.refresh_epoch(lost)
             assert err.value.exit_code == 54
-            with pytest.raises(keys.DeviceRevoked):
+            with pytest.raises(epochs.DeviceRevoked):
                 lost.epoch_key(2)
             for rid, version, _, device, envelope in new_rows:
                 for table in TABLES:
@@ -190,13 +191,13 @@ def test_two_rotations_at_once_one_wins_and_the_other_changes_nothing(
             list_devices(engine_b)
             rotation.rotate(engine_a, recovery)
             # engine_b rotates from the epoch it knows, as if both started at the same moment.
-            monkeypatch.setattr(keys, "refresh_epoch", lambda engine: 1)
-            with pytest.raises(keys.RotationConflict) as err:
+            monkeypatch.setattr(epochs, "refresh_epoch", lambda engine: 1)
+            with pytest.raises(epochs.RotationConflict) as err:
                 rotation.rotate(engine_b, recovery)
             assert err.value.exit_code == 55
             monkeypatch.undo()
             assert sync_settings(engine_b).epoch == 1
-            assert keys.refresh_epoch(engine_b) == 2
+            assert epochs.refresh_epoch(engine_b) == 2
             assert engine_b.epoch_key(2) == engine_a.epoch_key(2)
             assert wrapcheck.check_wraps(engine_b) == []
 
@@ -233,14 +234,14 @@ def test_a_server_cannot_slip_in_an_epoch_of_its_own(
                 crypto.generate_recovery_key(),
                 crypto.WrapContext(agent_id, 2, wrap_id(tag, 2, "recovery")),
             ),
-            keys.chain_wrap_id(tag, 1): crypto.wrap_chain(
+            epochs.chain_wrap_id(tag, 1): crypto.wrap_chain(
                 crypto.generate_vault_key(),
                 server_key,
                 2,
-                crypto.WrapContext(agent_id, 1, keys.chain_wrap_id(tag, 1)),
+                crypto.WrapContext(agent_id, 1, epochs.chain_wrap_id(tag, 1)),
             ),
         }
-        kinds = {own: ("device", 2), keys.chain_wrap_id(tag, 1): ("chain", 1)}
+        kinds = {own: ("device", 2), epochs.chain_wrap_id(tag, 1): ("chain", 1)}
         for wid, blob in forged.items():
             kind, epoch = kinds.get(wid, ("recovery", 2))
             client.execute(
@@ -249,7 +250,7 @@ def test_a_server_cannot_slip_in_an_epoch_of_its_own(
                 (wid, tag, epoch, kind, blob),
             )
         with pytest.raises(crypto.TamperedData, match="slip in"):
-            keys.refresh_epoch(engine)
+            epochs.refresh_epoch(engine)
         assert sync_settings(engine).epoch == 1
         assert [p.kind for p in wrapcheck.check_wraps(engine)] == ["chain"]
 
@@ -321,7 +322,7 @@ CHAIN_KAT = (
 def test_chain_wraps_round_trip_and_reject_any_change(
     old: bytes, parent: bytes, epoch: int, step: int, flip: int
 ) -> None:
-    context = crypto.WrapContext("agent-x", epoch, keys.chain_wrap_id(b"t" * 16, epoch))
+    context = crypto.WrapContext("agent-x", epoch, epochs.chain_wrap_id(b"t" * 16, epoch))
     blob = crypto.wrap_chain(old, parent, epoch + step, context)
     assert crypto.unwrap_chain(blob, parent, context) == old
     damaged = bytearray(blob)
@@ -361,20 +362,22 @@ def test_the_epoch_guard_fails_a_push_batch_of_a_device_that_missed_a_rotation(
         marker += "VALUES (?, ?, 0, x'00', x'00')"
         pid = b"guard-test-0001!"
         assert client.batch(
-            [keys.epoch_guard(sync_settings(engine_a).tag, 1), (marker, (pid, b"t"))]
+            [epochs.epoch_guard(sync_settings(engine_a).tag, 1), (marker, (pid, b"t"))]
         )
         client.execute("DELETE FROM pairings WHERE pairing_id = ?", (pid,))
         rotation.rotate(engine_a, recovery)
         with pytest.raises(SqlError) as err:
-            client.batch([keys.epoch_guard(sync_settings(engine_a).tag, 1), (marker, (pid, b"t"))])
-        assert keys.is_epoch_guard_failure(err.value, 0)
-        assert not keys.is_epoch_guard_failure(err.value, 1)
+            client.batch(
+                [epochs.epoch_guard(sync_settings(engine_a).tag, 1), (marker, (pid, b"t"))]
+            )
+        assert epochs.is_epoch_guard_failure(err.value, 0)
+        assert not epochs.is_epoch_guard_failure(err.value, 1)
         assert client.execute(
             "SELECT count(*) FROM pairings WHERE pairing_id = ?", (pid,)
         ).rows == ((0,),)  # nothing of the batch committed
         with Memory(tmp_path / "b", agent_id) as mem_b, SyncEngine(mem_b) as engine_b:
-            assert keys.refresh_epoch(engine_b) == 2
-        assert client.batch([keys.epoch_guard(sync_settings(engine_a).tag, 2)])
+            assert epochs.refresh_epoch(engine_b) == 2
+        assert client.batch([epochs.epoch_guard(sync_settings(engine_a).tag, 2)])
 
 
 def test_a_device_restored_after_a_rotation_registers_vouched_for_and_keeps_its_key(
@@ -395,6 +398,6 @@ def test_a_device_restored_after_a_rotation_registers_vouched_for_and_keeps_its_
         result = rotation.rotate(engine_a, recovery)
         assert restored_id in result.kept and result.skipped == []
         with Memory(tmp_path / "r", agent_id) as mem_r, SyncEngine(mem_r) as engine_r:
-            assert keys.refresh_epoch(engine_r) == 3
+            assert epochs.refresh_epoch(engine_r) == 3
             assert engine_r.epoch_key(1) == engine_a.epoch_key(1)
             assert wrapcheck.check_wraps(engine_r) == []

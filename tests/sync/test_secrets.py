@@ -15,9 +15,9 @@ from tests.sync.helpers import init_engine
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, StorageError
-from tiermem.sync import secrets
+from tiermem.sync.devices import secret_store
+from tiermem.sync.devices.secret_store import DEVICE_KEY, TOKEN, FileStore, KeyringStore, open_store
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.secrets import DEVICE_KEY, TOKEN, FileStore, KeyringStore, open_store
 
 SENTINEL = "tok-sentinel-7f3a9c"
 
@@ -103,7 +103,7 @@ def test_store_choice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory_keyring: MemoryKeyring
 ) -> None:
     monkeypatch.delenv("TIERMEM_SECRET_STORE")
-    assert secrets.keyring_usable()
+    assert secret_store.keyring_usable()
     assert open_store(tmp_path, "r").kind == "keyring"
     monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
     assert open_store(tmp_path, "r").kind == "file"
@@ -115,7 +115,7 @@ def test_store_choice(
     from keyring.backends import fail
 
     keyring.set_keyring(fail.Keyring())  # type: ignore[no-untyped-call]
-    assert not secrets.keyring_usable()
+    assert not secret_store.keyring_usable()
     assert open_store(tmp_path, "r").kind == "file"
 
 
@@ -165,6 +165,6 @@ def test_a_locked_keyring_error_names_no_secret() -> None:
 
 
 def test_env_secret_distinguishes_unset_from_empty(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert secrets.env_secret("TIERMEM_SYNC_TOKEN") is None
+    assert secret_store.env_secret("TIERMEM_SYNC_TOKEN") is None
     monkeypatch.setenv("TIERMEM_SYNC_TOKEN", "")
-    assert secrets.env_secret("TIERMEM_SYNC_TOKEN") == ""
+    assert secret_store.env_secret("TIERMEM_SYNC_TOKEN") == ""

@@ -88,7 +88,7 @@ def test_sync_commands_load_the_keyring_and_the_retry_schedule_only_when_used(
     tmp_path: Path,
 ) -> None:
     loaded = loaded_by(tmp_path / "home", "sync", "status")
-    assert "tiermem.sync.secrets" in loaded and "tiermem.sync.retry" in loaded
+    assert "tiermem.sync.devices.secret_store" in loaded and "tiermem.sync.vault.retry" in loaded
     assert "keyring" not in loaded and "backoff" not in loaded
 
 
@@ -120,7 +120,7 @@ def test_retrieve_without_a_graph_loads_no_graph_code(tmp_path: Path) -> None:
 def test_a_remote_call_that_succeeds_loads_no_retry_schedule() -> None:
     probe = (
         "import sys\n"
-        "from tiermem.sync.retry import RetryPolicy, call_with_retry\n"
+        "from tiermem.sync.vault.retry import RetryPolicy, call_with_retry\n"
         "assert call_with_retry(lambda: 7, RetryPolicy()) == 7\n"
         "module = sys.modules.get('backoff')\n"
         "print(module is not None and type(module).__name__ != '_LazyModule')\n"

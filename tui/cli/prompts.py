@@ -9,9 +9,9 @@ import time
 import click
 
 from tiermem.core.errors import InvalidInput
-from tiermem.sync.hrana import permit_insecure_http, require_secure, url_token
-from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.secrets import ENV_TOKEN, ENV_URL, env_secret
+from tiermem.sync.devices.secret_store import ENV_TOKEN, ENV_URL, env_secret
+from tiermem.sync.vault.hrana import permit_insecure_http, require_secure, url_token
+from tiermem.sync.vault.retry import RetryPolicy
 from tiermem.tui.cli.options import Options
 
 

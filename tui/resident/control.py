@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from tiermem.core.errors import ResidentFailed
-from tiermem.sync.pusher import take_lock
+from tiermem.sync.push.kick import take_lock
 from tiermem.tui.resident import client
 
 SERVER = "tiermem.tui.resident.server"

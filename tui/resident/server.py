@@ -28,8 +28,8 @@ from pathlib import Path
 from types import FrameType
 
 from tiermem.core import tokens
-from tiermem.sync.hrana import tls_context
-from tiermem.sync.pusher import take_lock
+from tiermem.sync.push.kick import take_lock
+from tiermem.sync.vault.hrana import tls_context
 from tiermem.tui.resident import client
 from tiermem.tui.resident.control import lock_path, peer
 

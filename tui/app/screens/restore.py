@@ -47,8 +47,8 @@ def restore_agent(
     first, then every memory, swapped in at once."""
     # lazy: the sync engine brings httpx and cryptography, not needed for the first paint
     from tiermem.sync import crypto
+    from tiermem.sync.devices.secret_store import ENV_TOKEN, env_secret
     from tiermem.sync.restore import restore
-    from tiermem.sync.secrets import ENV_TOKEN, env_secret
 
     key, passphrase = values["recovery_key"].strip(), values["passphrase"]
     if bool(key) == bool(passphrase):

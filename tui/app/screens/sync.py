@@ -38,7 +38,7 @@ from tiermem.tui.app.widgets.format import markup, one_line, stamp
 from tiermem.tui.app.widgets.plain_table import PlainTable
 
 if TYPE_CHECKING:
-    from tiermem.sync.devices import DeviceInfo
+    from tiermem.sync.devices.membership import DeviceInfo
     from tiermem.sync.engine import PullResult, PushResult, SyncEvent
 
 T = TypeVar("T")
@@ -141,7 +141,7 @@ def sync_view(mem: Memory) -> SyncView:
 def device_part(mem: Memory) -> Part[DeviceInfo]:
     """The vault's devices (asks the server: run apart from the local refreshes)."""
     # lazy: the sync engine brings httpx and cryptography, not needed for the first paint
-    from tiermem.sync.devices import list_devices
+    from tiermem.sync.devices.membership import list_devices
     from tiermem.sync.engine import SyncEngine
 
     with SyncEngine(mem) as engine:
@@ -177,7 +177,7 @@ def push_now(mem: Memory) -> str:
     """One push attempt (the daemon is the one that keeps retrying)."""
     # lazy: the sync engine brings httpx and cryptography, not needed for the first paint
     from tiermem.sync.engine import SyncEngine
-    from tiermem.sync.retry import RetryPolicy
+    from tiermem.sync.vault.retry import RetryPolicy
 
     with SyncEngine(mem) as engine:
         return _pushed(engine.push(RetryPolicy(max_attempts=1)))
@@ -186,7 +186,7 @@ def push_now(mem: Memory) -> str:
 def pull_now(mem: Memory) -> str:
     # lazy: the sync engine brings httpx and cryptography, not needed for the first paint
     from tiermem.sync.engine import SyncEngine
-    from tiermem.sync.retry import RetryPolicy
+    from tiermem.sync.vault.retry import RetryPolicy
 
     with SyncEngine(mem) as engine:
         return _pulled(engine.pull(RetryPolicy(max_attempts=1)))
@@ -196,7 +196,7 @@ def sync_now(mem: Memory) -> str:
     """Pull, then push (what the daemon does on each round)."""
     # lazy: the sync engine brings httpx and cryptography, not needed for the first paint
     from tiermem.sync.engine import SyncEngine
-    from tiermem.sync.retry import RetryPolicy
+    from tiermem.sync.vault.retry import RetryPolicy
 
     with SyncEngine(mem) as engine:
         pulled, pushed = engine.sync(RetryPolicy(max_attempts=1))

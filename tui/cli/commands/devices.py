@@ -19,8 +19,9 @@ from typing import Any
 import click
 
 from tiermem.core.errors import InvalidInput
-from tiermem.sync import crypto, keys, rotation
-from tiermem.sync.devices import (
+from tiermem.sync import crypto
+from tiermem.sync.devices import epochs, rotation
+from tiermem.sync.devices.membership import (
     DeviceInfo,
     JoinResult,
     add_device_with_recovery,
@@ -29,12 +30,17 @@ from tiermem.sync.devices import (
     rename_device,
     resolve_device,
 )
+from tiermem.sync.devices.pairing_exchange import (
+    PAIRING_TTL,
+    NewDevicePairing,
+    PairingRefused,
+    answer_pairing,
+)
+from tiermem.sync.devices.secret_store import ENV_PASSPHRASE, ENV_RECOVERY_KEY, env_secret
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.hrana import HranaError
-from tiermem.sync.pairing import PAIRING_TTL, NewDevicePairing, PairingRefused, answer_pairing
-from tiermem.sync.remote import allow_insecure_http
-from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, env_secret
 from tiermem.sync.state import MissingSecret, SyncFailed
+from tiermem.sync.vault.hrana import HranaError
+from tiermem.sync.vault.remote import allow_insecure_http
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.prompts import (
     INSECURE_HTTP,
@@ -384,7 +390,7 @@ def remove_device_cmd(
     """Revoke a lost device and rotate the vault key for future data."""
     with opts.open() as mem, SyncEngine(mem) as engine:
         engine.require_ready()
-        keys.refresh_epoch(engine)
+        epochs.refresh_epoch(engine)
         s = engine.require_ready()
         target = resolve_device(engine, device_id, active=True)
         if target == s.device_id:
@@ -452,7 +458,7 @@ def rotate_key_cmd(opts: Options, keep: tuple[str, ...], from_stdin: bool) -> No
     """Start a new key epoch without removing a device (e.g. on suspected compromise)."""
     with opts.open() as mem, SyncEngine(mem) as engine:
         engine.require_ready()
-        keys.refresh_epoch(engine)
+        epochs.refresh_epoch(engine)
         s = engine.require_ready()
         kept = tuple(resolve_device(engine, k, active=True) for k in keep)
         recovery_key, passphrase = _rotation_secrets(from_stdin, s.passphrase_wrap is not None)

@@ -3,7 +3,7 @@
 `restore` brings the critical state first (the agent is usable as soon as it says so), then
 streams every memory with a progress bar on a terminal (nothing but the result with --json),
 and finishes an interrupted restore when run again. `sync check` exits with a distinct code per
-damage class (see `tiermem.sync.check`).
+damage class (see `tiermem.sync.restore.check`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,12 @@ from tiermem.core.config import SyncConfig, load_config
 from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import Home, default_home
 from tiermem.sync import crypto
-from tiermem.sync.hrana import AuthFailed, HranaError
+from tiermem.sync.devices.secret_store import (
+    ENV_PASSPHRASE,
+    ENV_RECOVERY_KEY,
+    ENV_TOKEN,
+    env_secret,
+)
 from tiermem.sync.restore import (
     PruneResult,
     RestoreProgress,
@@ -30,8 +35,8 @@ from tiermem.sync.restore import (
     prune,
     restore,
 )
-from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, ENV_TOKEN, env_secret
 from tiermem.sync.state import MissingSecret, SyncFailed
+from tiermem.sync.vault.hrana import AuthFailed, HranaError
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.prompts import INSECURE_HTTP, ask_hidden, interactive, sync_token, sync_url
 
@@ -39,14 +44,14 @@ if TYPE_CHECKING:
     import rich.console as rich_console
     import rich.progress as rich_progress
 
-    from tiermem.sync import check as checkmod
     from tiermem.sync import engine as enginemod
-    from tiermem.sync.check import CheckReport
+    from tiermem.sync.restore import check as checkmod
+    from tiermem.sync.restore.check import CheckReport
 else:  # a progress bar (on a terminal only), `sync check` and `sync prune` load them: a restore
     # needs none of them and starts faster without
     rich_console = lazy_import("rich.console")
     rich_progress = lazy_import("rich.progress")
-    checkmod = lazy_import("tiermem.sync.check")
+    checkmod = lazy_import("tiermem.sync.restore.check")
     enginemod = lazy_import("tiermem.sync.engine")
 
 # -- restore ---------------------------------------------------------------------------------

@@ -25,6 +25,13 @@ import click
 from tiermem.core.errors import InvalidInput, RejectedRecords
 from tiermem.sync import crypto
 from tiermem.sync.daemon import DEFAULT_POLL, DEFAULT_PULL_INTERVAL, Daemon
+from tiermem.sync.devices.secret_store import (
+    ENV_PASSPHRASE,
+    ENV_RECOVERY_KEY,
+    ENV_TOKEN,
+    ENV_URL,
+    env_secret,
+)
 from tiermem.sync.engine import (
     DEFAULT_BATCH_BYTES,
     MIN_PASSPHRASE_CHARS,
@@ -35,12 +42,11 @@ from tiermem.sync.engine import (
     SyncEvent,
     SyncStatus,
 )
-from tiermem.sync.hrana import HranaError
-from tiermem.sync.remote import allow_insecure_http
-from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.secrets import ENV_PASSPHRASE, ENV_RECOVERY_KEY, ENV_TOKEN, ENV_URL, env_secret
 from tiermem.sync.setup import other_vaults_message, set_token
 from tiermem.sync.state import AlreadyInitialised, MissingSecret, SyncFailed
+from tiermem.sync.vault.hrana import HranaError
+from tiermem.sync.vault.remote import allow_insecure_http
+from tiermem.sync.vault.retry import RetryPolicy
 from tiermem.tui.cli.lazy import LazyGroup
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.prompts import (

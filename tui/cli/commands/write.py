@@ -18,7 +18,7 @@ from tiermem.core.ingest import DAILY_NAME, IngestReport, daily_dir
 from tiermem.core.interchange import record_dict
 from tiermem.core.paths import Home
 from tiermem.core.validate import NoteCheck, check_file
-from tiermem.sync import pusher
+from tiermem.sync.push import kick
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.reports import ingest_payload, render_memory_md
 
@@ -246,7 +246,7 @@ def conversation_end(opts: Options, source: str, mode: str | None, session: str 
     parsed = transcriptmod.parse(text)
     with opts.open(create=True) as mem:
         report = mem.conversation_end(parsed, text, mode=mode, session=session)
-        push = pusher.kick(mem)
+        push = kick.kick(mem)
     payload = report.as_dict() | {"push": push}
 
     def render() -> str:
@@ -275,7 +275,7 @@ def conversation_end(opts: Options, source: str, mode: str | None, session: str 
                 )
             )
         lines += [f"note: {n}" for n in report.notes]
-        lines.append(pusher.PUSH_NOTES[push])
+        lines.append(kick.PUSH_NOTES[push])
         if report.hygiene:
             lines += [f"  {line}" for line in report.hygiene.lines()]
             lines += [report.hygiene.health] if report.hygiene.health else []

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from tiermem.core import transcript as transcriptmod
 from tiermem.core.engine import Memory
-from tiermem.sync import pusher
+from tiermem.sync.push import kick
 from tiermem.tui.mcp.home import Home
 from tiermem.tui.mcp.tools.base import SESSION_DOC, ToolSpec
 
@@ -29,7 +29,7 @@ def memory_conversation_end(
         parsed = transcriptmod.parse(transcript)
         session = home.session_for(session_id)
         report = mem.conversation_end(parsed, transcript, mode=mode, session=session)
-        return report.as_dict() | {"push": pusher.kick(mem)}
+        return report.as_dict() | {"push": kick.kick(mem)}
 
     return home.run(work, creates=True)
 

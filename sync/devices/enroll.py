@@ -1,5 +1,5 @@
 """How a device gets on the signed device roster when it joins or is restored, and what it pins
-(`tiermem.sync.roster`): the roster as verified and its epoch floor."""
+(`tiermem.sync.devices.roster_pin`): the roster as verified and its epoch floor."""
 
 from __future__ import annotations
 
@@ -11,17 +11,18 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tiermem.core.engine import Memory
 from tiermem.core.errors import EpochRollback
-from tiermem.sync import crypto, roster
+from tiermem.sync import crypto
 from tiermem.sync.crypto.roster import (
     epoch_check,
     recovery_signing_key,
     signing_public_bytes,
     verify_roster,
 )
-from tiermem.sync.hrana import SqlError
-from tiermem.sync.remote import Remote
-from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.devices import roster_pin
 from tiermem.sync.session import Session
+from tiermem.sync.vault.hrana import SqlError
+from tiermem.sync.vault.remote import Remote
+from tiermem.sync.vault.retry import RetryPolicy
 
 __all__ = ["Enrollment", "enroll_restored", "pin", "recovery_enrollment"]
 
@@ -33,10 +34,10 @@ class Enrollment:
     signs its ``add`` entry (None when the approving device already wrote that entry)."""
 
     bodies: list[bytes]
-    view: roster.RosterView | None
+    view: roster_pin.RosterView | None
     floor: int
     signer: Ed25519PrivateKey | None = None
-    by: str = roster.RECOVERY
+    by: str = roster_pin.RECOVERY
 
 
 def recovery_enrollment(
@@ -52,7 +53,7 @@ def recovery_enrollment(
     its signed rotations name. `EpochRollback` when the server offers an older epoch (it hides
     the newer key's wraps); `TamperedData` when the offered key is not the one its rotation
     named."""
-    bodies = roster.read_bodies(lambda sql, args: remote.execute(sql, args, policy), tag)
+    bodies = roster_pin.read_bodies(lambda sql, args: remote.execute(sql, args, policy), tag)
     if not bodies:
         return Enrollment([], None, epoch)
     public = signing_public_bytes(recovery_signing_key(recovery_key))
@@ -70,14 +71,14 @@ def recovery_enrollment(
     return Enrollment(bodies, view, view.epoch, recovery_signing_key(recovery_key))
 
 
-def pin(mem: Memory, enroll: Enrollment, draft: roster.Draft | None) -> None:
+def pin(mem: Memory, enroll: Enrollment, draft: roster_pin.Draft | None) -> None:
     """Pin the roster this device verified (with its own entry) and its epoch floor."""
     if enroll.view is None:
-        roster.raise_floor(mem.db, mem.agent_id, enroll.floor)
+        roster_pin.raise_floor(mem.db, mem.agent_id, enroll.floor)
         return
     bodies = enroll.bodies + ([] if draft is None else draft.bodies)
     view = verify_roster(mem.agent_id, bodies, genesis=enroll.view.genesis)
-    roster.save_anchor(mem.db, mem.agent_id, view, enroll.floor)
+    roster_pin.save_anchor(mem.db, mem.agent_id, view, enroll.floor)
 
 
 def enroll_restored(
@@ -117,17 +118,17 @@ def _enroll(
         session = Session(mem)
         s = session.require_ready()
         if bodies is None:
-            bodies = roster.read_bodies(functools.partial(remote.execute, policy=policy), s.tag)
+            bodies = roster_pin.read_bodies(functools.partial(remote.execute, policy=policy), s.tag)
         if not bodies:
             return
         owner = None if recovery_key is None else recovery_signing_key(recovery_key)
         public = None if owner is None else signing_public_bytes(owner)
         view = verify_roster(agent_id, bodies, recovery_public=public)
         if owner is not None and s.device_id not in view.devices:
-            draft = roster.Draft(agent_id, s.tag, view)
-            sign = signing_public_bytes(roster.signing_key(session, s))
+            draft = roster_pin.Draft(agent_id, s.tag, view)
+            sign = signing_public_bytes(roster_pin.signing_key(session, s))
             box = crypto.device_public_bytes(session.device_key(s))
-            draft.add(s.device_id, box, sign, owner, roster.RECOVERY)
+            draft.add(s.device_id, box, sign, owner, roster_pin.RECOVERY)
             remote.batch(draft.statements, policy)
             view = verify_roster(agent_id, bodies + draft.bodies, genesis=view.genesis)
-        roster.save_anchor(mem.db, agent_id, view)
+        roster_pin.save_anchor(mem.db, agent_id, view)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from tiermem.core.errors import DeviceRevoked
 from tiermem.sync import crypto, records
-from tiermem.sync.keys import (
+from tiermem.sync.devices.epochs import (
     CHAIN,
     ID_EPOCH,
     current_key,

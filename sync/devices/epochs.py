@@ -1,6 +1,6 @@
 """Vault keys by epoch: the current key, older keys through the chain, the epoch floor, the
-epoch guard and the device list (rotation is `tiermem.sync.rotation`, the wrap checks
-`tiermem.sync.wrapcheck`, the signed device roster `tiermem.sync.roster`).
+epoch guard and the device list (rotation is `tiermem.sync.devices.rotation`, the wrap checks
+`tiermem.sync.restore.wrapcheck`, the signed device roster `tiermem.sync.devices.roster_pin`).
 
 Every agent's vault has a key per *epoch*. The current epoch's key (``VK_E``) is wrapped to each
 device, to the recovery key and optionally to the passphrase (`crypto`). When a device is
@@ -40,12 +40,13 @@ from tiermem.core.errors import (
     RotationConflict,
     SupersededEpoch,
 )
-from tiermem.sync import crypto, hlc, records, roster
+from tiermem.sync import crypto, hlc, records
 from tiermem.sync.crypto.roster import epoch_check
-from tiermem.sync.hrana import Args, ResultSet, SqlError, Value
-from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.devices import roster_pin
 from tiermem.sync.session import Session
 from tiermem.sync.state import Settings, device_wrap_id, wrap_id
+from tiermem.sync.vault.hrana import Args, ResultSet, SqlError, Value
+from tiermem.sync.vault.retry import RetryPolicy
 
 __all__ = [
     "CHAIN",
@@ -281,7 +282,7 @@ def refresh_epoch(engine: Session) -> int:
 def _check_against_roster(engine: Session, epoch: int, key: bytes) -> None:
     """A newer epoch's key must be the one its signed rotation entry names (when the vault has
     a roster that records it)."""
-    view = roster.verified(engine, fresh=True)
+    view = roster_pin.verified(engine, fresh=True)
     expected = None if view is None else view.checks.get(epoch)
     if expected is not None and expected != epoch_check(key):
         raise crypto.TamperedData(
@@ -299,7 +300,7 @@ def sealing_key(engine: Session, epoch: int) -> tuple[int, bytes]:
     """(epoch, key) to seal new records under: `epoch` (this device's current one), unless this
     device has authenticated a newer epoch (its floor); then that epoch is adopted first, and if
     the server withholds it, `EpochRollback`: the old key is never used for new data."""
-    floor = roster.read_anchor(engine.db, engine.agent_id).floor
+    floor = roster_pin.read_anchor(engine.db, engine.agent_id).floor
     if epoch < floor:
         refresh_epoch(engine)
         epoch = engine.require_ready().epoch
@@ -319,7 +320,7 @@ def record_key(engine: Session, epoch: int, version: str, *, current: int = 0) -
     key = epoch_key(engine, epoch)
     current = max(current, _CURRENT.get(engine, 0)) or engine.require_ready().epoch
     if epoch < current:
-        view = roster.verified(engine)
+        view = roster_pin.verified(engine)
         started = None if view is None else view.rotations.get(epoch + 1)
         if started is not None and hlc.parse(version).wall_ms > started + ROTATION_SKEW_MS:
             raise SupersededEpoch(

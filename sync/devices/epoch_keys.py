@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tiermem.sync import crypto, keys, records
-from tiermem.sync.hrana import Args, ResultSet
+from tiermem.sync import crypto, records
+from tiermem.sync.devices import epochs
 from tiermem.sync.session import Session
+from tiermem.sync.vault.hrana import Args, ResultSet
 
 
 class KeyRing:
@@ -14,7 +15,7 @@ class KeyRing:
 
     `key_for` gives the key of an epoch: in a restore, the newest epoch's key comes from the
     recovery key or passphrase and older ones from the chain wraps a key rotation leaves
-    (`keys.unlock_chain`); in a set-up home, from `keys.epoch_key`."""
+    (`epochs.unlock_chain`); in a set-up home, from `epochs.epoch_key`."""
 
     def __init__(self, agent_id: str, key_for: Callable[[int], bytes]) -> None:
         self.agent_id = agent_id
@@ -30,7 +31,7 @@ class KeyRing:
 
     @property
     def id_key(self) -> bytes:
-        return self.key(keys.ID_EPOCH)
+        return self.key(epochs.ID_EPOCH)
 
     def memory_rid(self, memory_id: str) -> bytes:
         """`records.record_id(id_key, "memory", memory_id)`, with the index key derived once
@@ -53,7 +54,7 @@ class KeyRing:
         def key_for(wanted: int) -> bytes:
             if wanted == epoch:
                 return key
-            if not keys.ID_EPOCH <= wanted < epoch:
+            if not epochs.ID_EPOCH <= wanted < epoch:
                 raise crypto.TamperedData(
                     f"a record names key epoch {wanted}, but this vault's newest is {epoch}"
                 )
@@ -63,10 +64,10 @@ class KeyRing:
                     (tag,),
                 ).rows
                 chains.update({records.server_int(e): records.server_blob(b) for e, b in rows})
-            return keys.unlock_chain(agent_id, tag, epoch, key, chains, wanted)[wanted]
+            return epochs.unlock_chain(agent_id, tag, epoch, key, chains, wanted)[wanted]
 
         return cls(agent_id, key_for)
 
     @classmethod
     def of_engine(cls, engine: Session) -> KeyRing:
-        return cls(engine.agent_id, lambda epoch: keys.epoch_key(engine, epoch))
+        return cls(engine.agent_id, lambda epoch: epochs.epoch_key(engine, epoch))

@@ -12,11 +12,11 @@ from typing import Final
 
 from tiermem.core.errors import InvalidInput
 from tiermem.sync import crypto, hlc, records
-from tiermem.sync.hrana import Args, HranaClient, ResultSet
-from tiermem.sync.keyring import KeyRing
-from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.session import Session
 from tiermem.sync.state import INSERT_RECORD, Settings
+from tiermem.sync.vault.hrana import Args, HranaClient, ResultSet
+from tiermem.sync.vault.retry import RetryPolicy
 
 DEFAULT_KEEP_VERSIONS: Final = 10
 PRUNE_TABLE: Final = records.PRUNE_TABLE

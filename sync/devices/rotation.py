@@ -3,7 +3,7 @@ access (`plan_rotation`), shown to the owner before anything is written.
 
 A rotation makes epoch E+1 with a fresh key, wraps it to the devices kept (and the recovery key,
 and the passphrase when it is given), chains E's key under it and appends signed entries to
-the device roster (`tiermem.sync.roster`): the removals and the rotation itself (its epoch, its
+the device roster (`tiermem.sync.devices.roster_pin`): the removals and the rotation itself (its epoch, its
 start time and a check value of its key). All of it is one atomic remote batch.
 
 Who is kept comes from the signed roster, not from the server's device list: a device the
@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from tiermem.core.errors import InvalidInput, NotFound, RotationConflict
-from tiermem.sync import crypto, keys, roster
+from tiermem.sync import crypto
 from tiermem.sync.crypto.roster import (
     RECOVERY,
     epoch_check,
     recovery_signing_key,
     signing_public_bytes,
 )
-from tiermem.sync.hrana import Args, SqlError
-from tiermem.sync.keys import (
+from tiermem.sync.devices import epochs, roster_pin
+from tiermem.sync.devices.epochs import (
     CHAIN,
     DeviceEntry,
     chain_wrap_id,
@@ -37,9 +37,10 @@ from tiermem.sync.keys import (
     query,
     remember,
 )
-from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
 from tiermem.sync.state import INSERT_WRAP, Settings, wrap_id
+from tiermem.sync.vault.hrana import Args, SqlError
+from tiermem.sync.vault.retry import RetryPolicy
 
 __all__ = [
     "ROTATION_NOTE",
@@ -84,7 +85,7 @@ class RotationPlan:
     also_removed: list[str] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
     boxes: dict[str, bytes] = field(default_factory=dict)
-    view: roster.RosterView | None = None
+    view: roster_pin.RosterView | None = None
 
 
 @dataclass(frozen=True)
@@ -109,11 +110,11 @@ def plan_rotation(
 ) -> RotationPlan:
     """Who keeps access if the key is rotated now (removing `remove`); `keep` names devices the
     removed one added that stay. Remote reads only; nothing is written."""
-    keys.refresh_epoch(engine)
+    epochs.refresh_epoch(engine)
     s = engine.require_ready()
     entries = device_entries(engine)
     _check_target(s, remove, entries)
-    view = roster.verified(engine, fresh=True)
+    view = roster_pin.verified(engine, fresh=True)
     plan = RotationPlan(view=view)
     own_public = crypto.device_public_bytes(engine.device_key(s))
     plan.kept.append(KeptDevice(s.device_id.hex(), _added_by(view, s.device_id), True))
@@ -151,7 +152,7 @@ def plan_rotation(
     return plan
 
 
-def _added_by(view: roster.RosterView | None, device_id: bytes) -> str:
+def _added_by(view: roster_pin.RosterView | None, device_id: bytes) -> str:
     found = None if view is None else view.devices.get(device_id)
     return "" if found is None else found.added_by
 
@@ -218,8 +219,8 @@ def rotate(
         )
     engine.hold_vault_key(None)
     remember(engine, {new.epoch: new.key, old_epoch: old_key})
-    roster.forget(engine)
-    roster.verified(engine, fresh=True)  # pin the roster just written
+    roster_pin.forget(engine)
+    roster_pin.verified(engine, fresh=True)  # pin the roster just written
     pw_state = "kept" if keep_passphrase else "dropped"
     if s.passphrase_wrap is None:
         pw_state = "none"
@@ -244,14 +245,14 @@ def _roster_entries(
     gone: list[bytes],
     new: _NewEpoch,
     at: float,
-) -> roster.Draft:
+) -> roster_pin.Draft:
     """The roster entries of this rotation, signed with the recovery key: the removals and the
     rotation; for a vault without a roster, first its genesis and the devices kept."""
     owner = recovery_signing_key(recovery_key)
-    draft = roster.Draft(engine.agent_id, s.tag, plan.view)
+    draft = roster_pin.Draft(engine.agent_id, s.tag, plan.view)
     if plan.view is None:
         draft.genesis(recovery_key, new.epoch - 1)
-        own_sign = signing_public_bytes(roster.signing_key(engine, s))
+        own_sign = signing_public_bytes(roster_pin.signing_key(engine, s))
         for k in plan.kept:
             device_id = bytes.fromhex(k.device_id)
             sign = own_sign if device_id == s.device_id else None
@@ -355,9 +356,9 @@ def _send_rotation(engine: Session, s: Settings, new: _NewEpoch, policy: RetryPo
         engine.remote(s).batch(new.statements, policy)
     except SqlError as exc:
         sql = new.statements[exc.statement][0] if exc.statement is not None else ""
-        if exc.statement != 0 and sql != roster.INSERT_ENTRY:
+        if exc.statement != 0 and sql != roster_pin.INSERT_ENTRY:
             raise
-        if sql == roster.INSERT_ENTRY:
+        if sql == roster_pin.INSERT_ENTRY:
             raise RotationConflict(
                 "the device roster changed while this rotation was prepared (a device was "
                 "added?); nothing was changed here; run the command again"

@@ -14,8 +14,8 @@ import httpx
 
 from tiermem.core.engine import Memory
 from tiermem.sync import journal
-from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, HranaClient, HranaError, ResultSet
-from tiermem.sync.retry import RetryPolicy, call_with_retry
+from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Args, HranaClient, HranaError, ResultSet
+from tiermem.sync.vault.retry import RetryPolicy, call_with_retry
 
 __all__ = ["AUTH_FAILED_EXIT", "Remote", "Sent", "allow_insecure_http", "insecure_http_allowed"]
 

@@ -16,8 +16,8 @@ from typing import Final
 
 from tiermem.core.errors import NothingToRestore, WrongPassphrase
 from tiermem.sync import crypto, records
-from tiermem.sync.hrana import Args, ResultSet, SqlError
 from tiermem.sync.state import agent_tag, wrap_id
+from tiermem.sync.vault.hrana import Args, ResultSet, SqlError
 
 __all__ = [
     "MAX_CANDIDATES",

@@ -7,7 +7,7 @@ the request (1, 2, 3, … per device), all under one HLC version. The batch is s
 same bytes again, so a retry after a lost response changes nothing and manifests never have a
 gap. A confirmed batch acknowledges the outbox rows and dirty marks it covered.
 
-Statement 0 of every request is `keys.epoch_guard`: when the server holds a newer key epoch,
+Statement 0 of every request is `epochs.epoch_guard`: when the server holds a newer key epoch,
 nothing commits; the batches an earlier attempt committed are confirmed, the others dropped,
 the new epoch adopted and everything sealed again (once per push)."""
 
@@ -20,18 +20,19 @@ from typing import Final
 
 from tiermem.core import snapshot
 from tiermem.core.errors import TiermemError
-from tiermem.sync import crypto, journal, keys
-from tiermem.sync.devices import own_entry_statements
-from tiermem.sync.hrana import Args, HranaClient, ResultSet, SqlError
+from tiermem.sync import crypto, journal
+from tiermem.sync.devices import epochs
+from tiermem.sync.devices.membership import own_entry_statements
+from tiermem.sync.push.seal import Batch, critical_candidate, inflight_batches, seal_batch
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE
-from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.seal import Batch, critical_candidate, inflight_batches, seal_batch
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
     Settings,
     device_rows,
     insert_records,
 )
+from tiermem.sync.vault.hrana import Args, HranaClient, ResultSet, SqlError
+from tiermem.sync.vault.retry import RetryPolicy
 
 __all__ = ["DEFAULT_BATCH_BYTES", "PushResult", "has_work", "push"]
 
@@ -145,7 +146,7 @@ def _push_statements(session: Session, s: Settings, batches: list[Batch]) -> lis
     missed a rotation never commits data the removed device could read."""
     oldest_epoch = min(r[4] for b in batches for r in b.rows)
     tag = s.tag
-    statements: list[tuple[str, Args]] = [keys.epoch_guard(tag, oldest_epoch)]
+    statements: list[tuple[str, Args]] = [epochs.epoch_guard(tag, oldest_epoch)]
     if not s.registered:
         statements += device_rows(s, crypto.device_public_bytes(session.device_key(s)))
         statements += own_entry_statements(session, s)  # name, MAC vouching for the entry
@@ -245,11 +246,11 @@ def _log_push(session: Session, t: _Totals) -> None:
 
 
 def _guarded_batch(client: HranaClient, statements: list[tuple[str, Args]]) -> list[ResultSet]:
-    """A push batch whose statement 0 is `keys.epoch_guard`: its failure is `_StaleEpoch`."""
+    """A push batch whose statement 0 is `epochs.epoch_guard`: its failure is `_StaleEpoch`."""
     try:
         return client.batch(statements)
     except SqlError as exc:
-        if keys.is_epoch_guard_failure(exc, 0):
+        if epochs.is_epoch_guard_failure(exc, 0):
             raise _StaleEpoch(str(exc)) from None
         raise
 
@@ -391,18 +392,18 @@ def _settle_stale(
 
 
 def _adopt_epoch(session: Session) -> None:
-    """Adopt the server's newest key epoch (`keys.refresh_epoch`); a device removed from
-    the vault gets `keys.DeviceRevoked` (recorded for `status` and `history`)."""
+    """Adopt the server's newest key epoch (`epochs.refresh_epoch`); a device removed from
+    the vault gets `epochs.DeviceRevoked` (recorded for `status` and `history`)."""
     try:
-        keys.refresh_epoch(session)
-    except keys.DeviceRevoked as exc:
+        epochs.refresh_epoch(session)
+    except epochs.DeviceRevoked as exc:
         journal.record_error(session.mem, str(exc), None)
         journal.log_event(session.mem, "error", None, 0, 0, str(exc))
         raise
 
 
 def _rotated_again(session: Session) -> TiermemError:
-    return keys.RotationConflict(
+    return epochs.RotationConflict(
         f"the vault key of agent {session.agent_id!r} was rotated again while this push was "
         "sealing its records under the new key; nothing under the old key was sent; run "
         "the push again"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from tiermem.sync import crypto
-from tiermem.sync.hrana import SqlError
+from tiermem.sync.vault.hrana import SqlError
 
 __all__ = ["RemoteRow", "fit_page", "remote_row", "server_blob", "server_int", "server_str"]
 

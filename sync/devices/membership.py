@@ -1,14 +1,14 @@
 """The devices of a vault: list them, join a new one with the recovery key, remove a lost one.
 
-Each device has its own X25519 key, kept in the secret store (`tiermem.sync.secrets`), and a
+Each device has its own X25519 key, kept in the secret store (`tiermem.sync.devices.secret_store`), and a
 row in the server's ``devices`` table: its public key, a name sealed under the vault's id key
 (the server never reads it; the default is the host name), when it was added and last seen,
 and a MAC under the current epoch's key (`crypto.device_entry_mac`). What decides who belongs is
-the signed device roster (`tiermem.sync.roster`): a joining device is signed onto it by the
+the signed device roster (`tiermem.sync.devices.roster_pin`): a joining device is signed onto it by the
 recovery key or by the device that approved its pairing, and a rotation wraps the new key only
 to devices on it, so a public key the server slipped into the table never receives it.
 
-Joining (`add_device_with_recovery`, or pairing in `tiermem.sync.pairing`) gives the new home
+Joining (`add_device_with_recovery`, or pairing in `tiermem.sync.devices.pairing_exchange`) gives the new home
 its own device key and device wrap; its data then arrives by pulling. Removing
 (`remove_device`) revokes the entry and rotates the vault key (`rotation.rotate`): new data is out
 of the removed device's reach; what it already downloaded is not.
@@ -29,16 +29,14 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from tiermem.core import rows
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.sync import crypto, hlc, keys, records, roster, rotation, vaults
+from tiermem.sync import crypto, hlc, records
 from tiermem.sync.crypto.roster import (
     RosterDevice,
     generate_signing_key,
     signing_public_bytes,
 )
-from tiermem.sync.enroll import Enrollment, pin, recovery_enrollment
-from tiermem.sync.hrana import DEFAULT_TIMEOUT, Args, to_base_url
-from tiermem.sync.remote import Remote
-from tiermem.sync.retry import RetryPolicy
+from tiermem.sync.devices import epochs, find_vault, roster_pin, rotation
+from tiermem.sync.devices.enroll import Enrollment, pin, recovery_enrollment
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
     INSERT_WRAP,
@@ -51,6 +49,9 @@ from tiermem.sync.state import (
     save_secrets,
     wrap_id,
 )
+from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Args, to_base_url
+from tiermem.sync.vault.remote import Remote
+from tiermem.sync.vault.retry import RetryPolicy
 
 __all__ = [
     "NAME_TABLE",
@@ -128,7 +129,7 @@ def _name_context(agent_id: str, device_id: bytes) -> crypto.RecordContext:
 
 def seal_name(id_key: bytes, agent_id: str, device_id: bytes, name: str) -> bytes:
     return crypto.seal_record(
-        id_key, keys.ID_EPOCH, _name_context(agent_id, device_id), name.encode()
+        id_key, epochs.ID_EPOCH, _name_context(agent_id, device_id), name.encode()
     )
 
 
@@ -160,8 +161,8 @@ def own_entry_statements(
     init` can append these to its registration batch); cheap to append to any batch."""
     tag = s.tag
     public = crypto.device_public_bytes(engine.device_key(s))
-    epoch, key = keys.current_key(engine, s)
-    id_key = key if epoch == keys.ID_EPOCH else keys.id_key(engine)
+    epoch, key = epochs.current_key(engine, s)
+    id_key = key if epoch == epochs.ID_EPOCH else epochs.id_key(engine)
     added = _stamp(s.created_at, s.device_id)
     sealed = seal_name(
         id_key, engine.agent_id, s.device_id, clean_name(name or default_name(s.device_id))
@@ -180,7 +181,7 @@ def own_entry_statements(
             "UPDATE devices SET name = ?" + where + ("" if name else " AND name IS NULL"),
             (sealed, s.device_id, tag),
         ),
-        keys.entry_mac_statement(engine, s.device_id, public, epoch, key),
+        epochs.entry_mac_statement(engine, s.device_id, public, epoch, key),
     ]
 
 
@@ -202,18 +203,18 @@ def list_devices(engine: Session, *, touch: bool = True) -> list[DeviceInfo]:
     s = engine.require_ready()
     revoked_here = False
     try:
-        keys.refresh_epoch(engine)
-    except keys.DeviceRevoked:
+        epochs.refresh_epoch(engine)
+    except epochs.DeviceRevoked:
         revoked_here = True
     s = engine.require_ready()
     if touch and not revoked_here:
         _touch(engine, s)
-    view = roster.verified(engine, fresh=True)
+    view = roster_pin.verified(engine, fresh=True)
     on_roster = {} if view is None else view.devices
-    epoch, key = keys.current_key(engine, s)
-    id_key = keys.id_key(engine)
+    epoch, key = epochs.current_key(engine, s)
+    id_key = epochs.id_key(engine)
     out = []
-    for e in keys.device_entries(engine):
+    for e in epochs.device_entries(engine):
         current = e.device_id == s.device_id
         out.append(
             DeviceInfo(
@@ -243,7 +244,7 @@ def resolve_device(engine: Session, given: str, *, active: bool = False) -> byte
     text = given.strip().lower().rstrip("…")
     if len(text) < 4 or any(c not in "0123456789abcdef" for c in text):
         raise InvalidInput("give a device id (hex, at least 4 digits; see `tiermem sync devices`)")
-    matches = [e for e in keys.device_entries(engine) if e.device_id.hex().startswith(text)]
+    matches = [e for e in epochs.device_entries(engine) if e.device_id.hex().startswith(text)]
     if not matches:
         raise NotFound(f"no device {text} in this vault (see `tiermem sync devices`)")
     if len(matches) > 1:
@@ -298,13 +299,15 @@ def epoch_wraps(
 ) -> tuple[int, dict[str, bytes]]:
     """The newest (or the given) epoch of the vault filed under `tag` and its
     recovery/passphrase wraps."""
-    rows = vaults.secret_wraps(lambda sql, args: remote.execute(sql, args, policy), remote.url, tag)
+    rows = find_vault.secret_wraps(
+        lambda sql, args: remote.execute(sql, args, policy), remote.url, tag
+    )
     if not rows:
         raise NothingToRestore(
             f"{remote.url} holds no vault for agent {agent_id!r} (set it up with "
             "`tiermem sync init` on the first device)"
         )
-    chosen, wraps = vaults.wraps_at(rows, epoch)
+    chosen, wraps = find_vault.wraps_at(rows, epoch)
     if "recovery" not in wraps:
         raise NothingToRestore(f"the vault of agent {agent_id!r} has no recovery key wrap")
     return chosen, wraps
@@ -328,7 +331,7 @@ def add_device_with_recovery(
     policy = policy or RetryPolicy()
     check_empty_home(mem)
     with Remote(to_base_url(url), token, timeout=timeout, transport=transport) as remote:
-        vault = vaults.open_with_recovery_key(
+        vault = find_vault.open_with_recovery_key(
             lambda sql, args: remote.execute(sql, args, policy),
             remote.url,
             mem.agent_id,
@@ -434,11 +437,11 @@ def join(
     )
 
 
-def _roster_add(s: Settings, enroll: Enrollment, new: _NewDevice) -> roster.Draft | None:
+def _roster_add(s: Settings, enroll: Enrollment, new: _NewDevice) -> roster_pin.Draft | None:
     """The new device's signed ``add`` entry, when this side signs it."""
     if enroll.view is None or enroll.signer is None:
         return None
-    draft = roster.Draft(s.agent_id, s.tag, enroll.view)
+    draft = roster_pin.Draft(s.agent_id, s.tag, enroll.view)
     draft.add(
         new.device_id,
         crypto.device_public_bytes(new.device_key),
@@ -463,10 +466,10 @@ def _join_statements(
     public = crypto.device_public_bytes(new.device_key)
     tag = s.tag
     id_key = vault_key
-    if epoch != keys.ID_EPOCH:
+    if epoch != epochs.ID_EPOCH:
         chains = _chain_blobs(remote, tag, epoch, policy)
-        id_key = keys.unlock_chain(agent, tag, epoch, vault_key, chains, keys.ID_EPOCH)[
-            keys.ID_EPOCH
+        id_key = epochs.unlock_chain(agent, tag, epoch, vault_key, chains, epochs.ID_EPOCH)[
+            epochs.ID_EPOCH
         ]
     mac = crypto.device_entry_mac(vault_key, agent, epoch, device_id, public)
     return [

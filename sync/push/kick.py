@@ -2,7 +2,7 @@
 background at once, and `sync status` reads the last background attempt.
 
 With a daemon running for the home and agent, `kick` wakes it (it watches the wake file). Else
-it starts one detached pusher process (`tiermem.sync.pushjob`) that outlives the caller: the
+it starts one detached pusher process (`tiermem.sync.push.background`) that outlives the caller: the
 pusher lock is taken here and passed to the child, so two conversation-ends at once start one
 pusher, and a change made while a pusher runs is pushed by it (it looks again after letting the
 lock go). Nothing happens unless sync is set up for the agent. The module is small on purpose:
@@ -53,7 +53,7 @@ PUSH_NOTES: Final[dict[str, str]] = {
 }
 """One line per outcome of `kick`, for the front ends."""
 
-PUSHJOB: Final = "tiermem.sync.pushjob"
+PUSHJOB: Final = "tiermem.sync.push.background"
 log = logging.getLogger(__name__)
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from tiermem.core.lazy import lazy_import
-from tiermem.sync.hrana import HranaError, ServerUnavailable, is_retryable
+from tiermem.sync.vault.hrana import HranaError, ServerUnavailable, is_retryable
 
 if TYPE_CHECKING:
     import backoff

@@ -17,9 +17,11 @@ from typing import Any, Final
 import msgspec
 
 from tiermem.core import reinforce, rows
-from tiermem.sync import extras, graphsync, hlc, keys, merge
+from tiermem.sync import hlc
 from tiermem.sync import records as records_fmt
-from tiermem.sync.metrics_sync import own_metrics
+from tiermem.sync.devices import epochs
+from tiermem.sync.kinds import critical_merge, graph_records, memory_extras
+from tiermem.sync.kinds.metrics_records import own_metrics
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, METRICS_TABLE
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
@@ -236,8 +238,8 @@ def _seal_rows(
     dirty_after, _, counts_after, last_hlc, manifest_n, epoch, graph_after = view.marks
     last = hlc.parse(last_hlc) if last_hlc else None
     version = str(hlc.tick(last, int(session.mem.now() * 1000), s.device_id.hex()))
-    epoch, key = keys.sealing_key(session, epoch)  # never under an epoch older than the floor
-    sealer = _Sealer(session, s, key, keys.id_key(session), epoch, version)
+    epoch, key = epochs.sealing_key(session, epoch)  # never under an epoch older than the floor
+    sealer = _Sealer(session, s, key, epochs.id_key(session), epoch, version)
     outbox_up_to, digest = _seal_critical(session, s, view, sealer)
     dirty_up_to, done = dirty_after, True
     if view.dirty:
@@ -246,7 +248,7 @@ def _seal_rows(
     if done and view.counts:
         counts_up_to = _seal_counts(session, dirty_after, counts_after, budget, sealer)
     if done and view.graph:
-        graph_up_to = graphsync.seal(session.db, session.agent_id, graph_after, budget, sealer)
+        graph_up_to = graph_records.seal(session.db, session.agent_id, graph_after, budget, sealer)
     if not sealer.rows:
         return None
     metrics_digest = _seal_metrics(session, s, sealer, budget, view.metrics_digest)
@@ -463,7 +465,7 @@ def _save_batch(session: Session, b: Batch) -> None:
 
 def critical_document(session: Session, s: Settings) -> dict[str, Any]:
     """What a `critical` record holds: the critical state with per-item clocks."""
-    return merge.critical_document(session.mem, s.device_id.hex())
+    return critical_merge.critical_document(session.mem, s.device_id.hex())
 
 
 def _memory_body(session: Session, sealer: _Sealer, r: Sequence[Any], changed: str | None) -> bytes:
@@ -479,5 +481,5 @@ def _memory_body(session: Session, sealer: _Sealer, r: Sequence[Any], changed: s
     row = rows.MemoryRow.from_db(r[1:])
     counted = sum(count for count, _ in counters.values())
     item = dataclasses.replace(row, access_count=max(row.access_count - counted, 0))
-    carried = extras.read(session.db, session.agent_id, item.id)
+    carried = memory_extras.read(session.db, session.agent_id, item.id)
     return records_fmt.encode_memory(item, changed, counters, carried)

@@ -44,21 +44,22 @@ from tiermem.core.errors import (
     PairingTimeout,
     RosterTampered,
 )
-from tiermem.sync import crypto, keys, roster, vaults
+from tiermem.sync import crypto
 from tiermem.sync.crypto.roster import generate_signing_key, signing_public_bytes, verify_roster
-from tiermem.sync.devices import (
+from tiermem.sync.devices import epochs, find_vault, roster_pin
+from tiermem.sync.devices.enroll import Enrollment
+from tiermem.sync.devices.membership import (
     JoinResult,
     check_empty_home,
     epoch_wraps,
     join,
     own_entry_statements,
 )
-from tiermem.sync.enroll import Enrollment
-from tiermem.sync.hrana import DEFAULT_TIMEOUT, Value, to_base_url
-from tiermem.sync.remote import Remote
-from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
 from tiermem.sync.state import agent_tag
+from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Value, to_base_url
+from tiermem.sync.vault.remote import Remote
+from tiermem.sync.vault.retry import RetryPolicy
 
 __all__ = [
     "PAIRING_TTL",
@@ -213,7 +214,7 @@ class NewDevicePairing:
         check_empty_home(self.mem)
         # Which vault is this agent's only the approval tells (its tag is keyed): fail fast
         # at a server that holds none at all.
-        vaults.require_some_vault(functools.partial(self.remote.execute, policy=self.policy))
+        find_vault.require_some_vault(functools.partial(self.remote.execute, policy=self.policy))
         statements = [
             (CREATE_PAIRINGS, ()),
             (
@@ -320,7 +321,7 @@ class NewDevicePairing:
         if not head:
             return Enrollment([], None, floor)
         select = functools.partial(self.remote.execute, policy=self.policy)
-        bodies = roster.read_bodies(select, tag)
+        bodies = roster_pin.read_bodies(select, tag)
         view = verify_roster(self.mem.agent_id, bodies, pinned=(seq, head))
         listed = view.devices.get(self.pairing_id)
         if listed is None or listed.removed or listed.box_public != self.public:
@@ -437,12 +438,12 @@ class Approval:
         self._transcript: crypto.PairingTranscript | None = None
 
     def _fetch(self) -> _Row | None:
-        rows = keys.query(self.engine, f"{_SELECT} WHERE pairing_id = ?", (self.pairing_id,))
+        rows = epochs.query(self.engine, f"{_SELECT} WHERE pairing_id = ?", (self.pairing_id,))
         return _row(rows[0]) if rows else None
 
     def answer(self) -> None:
         """Step 2: post this device's public key and nonce (only if nobody answered yet)."""
-        keys.refresh_epoch(self.engine)
+        epochs.refresh_epoch(self.engine)
         s = self.engine.require_ready()
         statements = [
             *own_entry_statements(self.engine, s),
@@ -501,9 +502,9 @@ class Approval:
                 "the codes differ: someone may be in the middle (the server?); pairing "
                 "refused, nothing was sent"
             )
-        epoch, key = keys.current_key(self.engine)
+        epoch, key = epochs.current_key(self.engine)
         draft = self._roster_entry()
-        floor = max(epoch, roster.read_anchor(self.engine.db, self.engine.agent_id).floor)
+        floor = max(epoch, roster_pin.read_anchor(self.engine.db, self.engine.agent_id).floor)
         head = b"" if draft is None else draft.prev
         s = self.engine.require_ready()
         bundle = crypto.seal_pairing_bundle(
@@ -525,17 +526,17 @@ class Approval:
         results, _, _ = self.engine.remote(s).send(lambda c: c.batch(statements), RetryPolicy())
         if results[-1].affected_row_count != 1:
             raise PairingRefused("the pairing request is gone or was refused; nothing was sent")
-        roster.forget(self.engine)
+        roster_pin.forget(self.engine)
 
-    def _roster_entry(self) -> roster.Draft | None:
+    def _roster_entry(self) -> roster_pin.Draft | None:
         """The new device's ``add`` entry on the roster, signed by this device (None for a
         vault without a roster)."""
         assert self._transcript is not None
-        view = roster.verified(self.engine, fresh=True)
+        view = roster_pin.verified(self.engine, fresh=True)
         if view is None:
             return None
         s = self.engine.require_ready()
-        own_key = roster.signing_key(self.engine, s)
+        own_key = roster_pin.signing_key(self.engine, s)
         me = view.devices.get(s.device_id)
         if me is None or me.removed or me.sign_public != signing_public_bytes(own_key):
             raise InvalidInput(
@@ -545,12 +546,12 @@ class Approval:
             )
         posted = self._transcript.new_public
         sign = posted[crypto.X25519_LEN :] or None
-        draft = roster.Draft(self.engine.agent_id, s.tag, view)
+        draft = roster_pin.Draft(self.engine.agent_id, s.tag, view)
         draft.add(self.pairing_id, posted[: crypto.X25519_LEN], sign, own_key, s.device_id.hex())
         return draft
 
     def refuse(self) -> None:
-        keys.query(
+        epochs.query(
             self.engine,
             "UPDATE pairings SET refused = 1 WHERE pairing_id = ? AND bundle IS NULL",
             (self.pairing_id,),
@@ -566,8 +567,8 @@ def answer_pairing(
 ) -> Approval:
     """Step 2 on an existing device for the request `request` (its id or a prefix), or the
     only pending one. Then `wait_code()`, and `approve_pairing` with the new device's code.
-    A device that was removed from the vault cannot approve (`keys.DeviceRevoked`)."""
-    keys.refresh_epoch(engine)
+    A device that was removed from the vault cannot approve (`epochs.DeviceRevoked`)."""
+    epochs.refresh_epoch(engine)
     pending = pending_pairings(engine)
     if request is not None:
         wanted = request.strip().lower()

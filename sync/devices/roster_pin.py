@@ -33,10 +33,10 @@ from tiermem.sync.crypto.roster import (
     signing_public_bytes,
     verify_roster,
 )
-from tiermem.sync.hrana import Args, ResultSet, SqlError
-from tiermem.sync.secrets import SIGNING_KEY
+from tiermem.sync.devices.secret_store import SIGNING_KEY
 from tiermem.sync.session import Session
 from tiermem.sync.state import Settings
+from tiermem.sync.vault.hrana import Args, ResultSet, SqlError
 
 __all__ = [
     "CREATE_ROSTER",

@@ -6,7 +6,7 @@ applied in one short local transaction with the cursor, so an interrupted pull r
 it stopped. Memory rows converge by id (the highest content version wins; a row changed here
 and not yet sealed wins, since its push will carry a later version) and their read counters
 are merged, never overwritten (`core.reinforce`), critical states go to the
-per-item merge (`merge.merge_remote`), episodes and entities to theirs (`graphsync`), manifests
+per-item merge (`critical_merge.merge_remote`), episodes and entities to theirs (`graphsync`), manifests
 record the other devices' counters. Applied rows are not marked dirty (no ping-pong). Nothing a
 row says is trusted before it authenticates: this device's own rows are skipped unread, and only
 authenticated versions move the clock (`hlc.bounded`: at most a day past the wall clock). A row
@@ -26,10 +26,12 @@ from tiermem.core import curate, reinforce, rows, snapshot
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.core.errors import NotFound
-from tiermem.sync import crypto, extras, graphsync, hlc, journal, keys, merge, metrics_sync
+from tiermem.sync import crypto, hlc, journal
 from tiermem.sync import records as records_fmt
-from tiermem.sync.hrana import HranaClient, HranaError, ResultSet
-from tiermem.sync.push import TOUCH_DEVICE
+from tiermem.sync.devices import epochs
+from tiermem.sync.kinds import critical_merge, graph_records, memory_extras, metrics_records
+from tiermem.sync.push.seal import critical_document
+from tiermem.sync.push.send import TOUCH_DEVICE
 from tiermem.sync.records import (
     MANIFEST_TABLE,
     MEMORY_TABLE,
@@ -37,10 +39,10 @@ from tiermem.sync.records import (
     PRUNE_TABLE,
     SELECT_PAGE,
 )
-from tiermem.sync.retry import RetryPolicy
-from tiermem.sync.seal import critical_document
 from tiermem.sync.session import Session
 from tiermem.sync.state import CRITICAL_TABLE, Settings, state_digest
+from tiermem.sync.vault.hrana import HranaClient, HranaError, ResultSet
+from tiermem.sync.vault.retry import RetryPolicy
 
 __all__ = [
     "PullResult",
@@ -104,9 +106,9 @@ class _Page:
     memories: list[tuple[records_fmt.MemoryVersion, str]] = field(default_factory=list)
     manifests: list[tuple[str, int, str]] = field(default_factory=list)
     newest_critical: tuple[str, dict[str, Any]] | None = None
-    graph: list[graphsync.GraphItem] = field(default_factory=list)
+    graph: list[graph_records.GraphItem] = field(default_factory=list)
     newest: str = ""
-    metrics: list[tuple[str, str, metrics_sync.Days]] = field(default_factory=list)
+    metrics: list[tuple[str, str, metrics_records.Days]] = field(default_factory=list)
     accepted: list[tuple[bytes, str]] = field(default_factory=list)
     rejected: list[tuple[int, bytes, str, str]] = field(default_factory=list)
 
@@ -275,7 +277,7 @@ def _apply_page(
     with session.db.transaction():
         _apply_decoded(session, s, decoded, t)
         for device_hex, version, days in decoded.metrics:
-            metrics_sync.apply_metrics(session.db, session.agent_id, device_hex, version, days)
+            metrics_records.apply_metrics(session.db, session.agent_id, device_hex, version, days)
         _advance_clock(session, s, decoded.newest)
         _note_rejected(session, decoded)
         if move_cursor:
@@ -321,7 +323,7 @@ def _decode_page(
 ) -> _Page:
     """Open every other device's row of the page; rows that fail are counted as rejected."""
     agent = session.agent_id
-    id_key = keys.id_key(session)
+    id_key = epochs.id_key(session)
     critical_rid = records_fmt.record_id(id_key, CRITICAL_TABLE, agent)
     prune_rid = records_fmt.record_id(id_key, PRUNE_TABLE, records_fmt.PRUNE_KEY)
     out = _Page()
@@ -332,7 +334,7 @@ def _decode_page(
         try:
             hlc.parse(row.version)
             epoch = crypto.parse_envelope(row.envelope).epoch
-            key = keys.record_key(session, epoch, row.version, current=s.epoch)
+            key = epochs.record_key(session, epoch, row.version, current=s.epoch)
             device_hex = row.device_id.hex()
             if row.record_id == critical_rid:
                 doc = records_fmt.decode_critical(
@@ -341,7 +343,7 @@ def _decode_page(
                 if out.newest_critical is None or row.version > out.newest_critical[0]:
                     out.newest_critical = (row.version, doc)
             elif row.record_id == records_fmt.record_id(id_key, METRICS_TABLE, device_hex):
-                days = metrics_sync.decode_metrics(
+                days = metrics_records.decode_metrics(
                     records_fmt.open_row(key, agent, METRICS_TABLE, row), device_hex
                 )
                 out.metrics.append((device_hex, row.version, days))
@@ -359,7 +361,7 @@ def _decode_page(
                         raise crypto.TamperedData("a memory record is filed under another id")
                     out.memories.append((got, got.content_version(row.version)))
                 except crypto.TamperedData as exc:
-                    out.graph.append(graphsync.open_or(exc, key, agent, id_key, row))
+                    out.graph.append(graph_records.open_or(exc, key, agent, id_key, row))
         except (crypto.CryptoError, ValueError) as exc:
             out.rejected.append((row.seq, row.record_id, row.version, str(exc)[:200]))
             continue
@@ -393,7 +395,7 @@ def _apply_decoded(session: Session, s: Settings, page: _Page, t: _PullTotals) -
         [(agent, d, n, v) for d, n, v in page.manifests],
     )
     if page.graph:
-        t.applied += graphsync.apply(session.db, agent, page.graph, session.mem.now())
+        t.applied += graph_records.apply(session.db, agent, page.graph, session.mem.now())
     if page.newest_critical is not None:
         version, doc = page.newest_critical
         changed, conflicts = merge_critical(session, s, doc, version)
@@ -425,7 +427,9 @@ def _apply_memory(
         return False
     apply_memory(session.mem, item)
     if not isinstance(item, records_fmt.Tombstone):
-        extras.write(session.db, session.agent_id, item.id, got.extras, version, session.mem.now())
+        memory_extras.write(
+            session.db, session.agent_id, item.id, got.extras, version, session.mem.now()
+        )
     session.db.execute(
         "DELETE FROM sync_dirty WHERE agent_id = ? AND id = ?", (session.agent_id, item.id)
     )
@@ -442,7 +446,7 @@ def merge_critical(
 ) -> tuple[bool, int]:
     """Bring a remote critical state in with the per-item merge (inside the caller's
     transaction). Returns (changed, conflicts)."""
-    outcome = merge.merge_remote(session.mem, doc, s.device_id.hex())
+    outcome = critical_merge.merge_remote(session.mem, doc, s.device_id.hex())
     changed, conflicts = bool(outcome.changed), int(outcome.conflicts)
     if not snapshot.pending(session.db, session.agent_id):
         body = records_fmt.encode_critical(critical_document(session, s))

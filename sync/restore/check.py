@@ -16,7 +16,7 @@ are downloaded, but only the manifests and prune records are decrypted:
 - every record line of every manifest is on the server, unless pruning explains its absence
   (below); every record row on the server is listed by a manifest (no row moved in from another
   agent or injected);
-- the key wraps (`wrapcheck.check_wraps`) and the signed device roster (`roster.check_roster`).
+- the key wraps (`wrapcheck.check_wraps`) and the signed device roster (`roster_pin.check_roster`).
 
 With ``read_data`` every envelope is also authenticated and decrypted under its epoch's key,
 decoded, and matched against its record id (a memory record must carry the memory id its
@@ -31,7 +31,7 @@ is damage.
 **Exit codes** (`DAMAGE_EXIT_CODES`): 0 clean; 40 tampered (fails authentication, differs from
 its manifest, malformed, or not listed by any manifest); 41 missing (a listed record is gone);
 42 gap or rollback (a manifest number is missing, or the server is behind this home); 43 key-wrap
-damage; 63 device-roster damage (`roster.check_roster`: an entry that does not verify, or a
+damage; 63 device-roster damage (`roster_pin.check_roster`: an entry that does not verify, or a
 device the server lists that the signed roster does not). With several classes found the exit
 code is the first in that order: 40, 42, 41, 63, 43.
 """
@@ -45,14 +45,17 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from tiermem.core.errors import DAMAGE_EXIT_CODES, DamageFound
-from tiermem.sync import crypto, graphsync, hlc, records, roster, wrapcheck
-from tiermem.sync.hrana import Args, HranaClient, ResultSet
-from tiermem.sync.keyring import KeyRing
-from tiermem.sync.metrics_sync import decode_metrics
-from tiermem.sync.prune import PRUNE_TABLE, decode_prune, prune_horizon, prune_record_id
+from tiermem.sync import crypto, hlc, records
+from tiermem.sync.devices import roster_pin
+from tiermem.sync.devices.epoch_keys import KeyRing
+from tiermem.sync.kinds import graph_records
+from tiermem.sync.kinds.metrics_records import decode_metrics
+from tiermem.sync.restore import wrapcheck
+from tiermem.sync.restore.prune import PRUNE_TABLE, decode_prune, prune_horizon, prune_record_id
 from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS
-from tiermem.sync.retry import RetryPolicy
 from tiermem.sync.session import Session
+from tiermem.sync.vault.hrana import Args, HranaClient, ResultSet
+from tiermem.sync.vault.retry import RetryPolicy
 
 __all__ = [
     "DAMAGE_EXIT_CODES",
@@ -144,7 +147,7 @@ def check(
     # Wraps first: they decide which keys the rest can use.
     for w in wrapcheck.check_wraps(engine):
         c.damage("wraps", f"key wraps: {w.message} ({w.kind}, epoch {w.epoch}, {w.subject})")
-    for message in roster.check_roster(engine):
+    for message in roster_pin.check_roster(engine):
         c.damage("roster", f"device roster: {message}")
     c.open_keys()
     rows, size = c.read_rows(page_rows, progress)
@@ -473,7 +476,7 @@ def _open_record(
         except crypto.TamperedData as exc:
             if table != records.MEMORY_TABLE:
                 raise
-            graphsync.open_or(exc, ring.key(row.epoch), agent, ring.id_key, _remote(row))
+            graph_records.open_or(exc, ring.key(row.epoch), agent, ring.id_key, _remote(row))
             return
         if table == records.CRITICAL_TABLE:
             records.decode_critical(plaintext, agent)

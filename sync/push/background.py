@@ -1,4 +1,4 @@
-"""The detached pusher that `tiermem.sync.pusher.kick` starts (`python -m tiermem.sync.pushjob
+"""The detached pusher that `tiermem.sync.push.kick.kick` starts (`python -m tiermem.sync.push.background
 HOME AGENT LOCK_FD`): push what waits, retrying on the backoff schedule with jitter within the
 `sync.push_budget_seconds` budget, then exit. When it gives up, the outbox is left as it is for
 the next conversation-end, `sync push` or the daemon. Each outcome is recorded for
@@ -17,9 +17,9 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import StorageError, TiermemError
 from tiermem.core.logs import setup_logging
 from tiermem.sync.engine import PushResult, SyncEngine
-from tiermem.sync.hrana import HranaError
-from tiermem.sync.pusher import pusher_lock_path, record_attempt, take_lock
-from tiermem.sync.retry import RetryPolicy, call_with_retry
+from tiermem.sync.push.kick import pusher_lock_path, record_attempt, take_lock
+from tiermem.sync.vault.hrana import HranaError
+from tiermem.sync.vault.retry import RetryPolicy, call_with_retry
 
 __all__ = ["main", "push_within_budget", "run"]
 

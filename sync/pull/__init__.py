@@ -1,0 +1,1 @@
+"""Receiving: pages of records after this device's cursor, merged and applied."""

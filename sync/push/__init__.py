@@ -1,0 +1,1 @@
+"""Sending: sealing changes into batches, sending them, and pushing after a conversation."""
