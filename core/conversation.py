@@ -4,7 +4,7 @@
 2. distill the transcript (rule mode by default; llm mode falls back to rule on any failure);
 3. in one transaction: store the facts (deduplicated), one conversation record carrying its
    summary and every URL/command/path it mentioned, the hot updates (events, open tasks,
-   lessons), the bookkeeping that makes a replay a no-op, and a "conversation-end" entry in the
+   lessons, the owner-profile fields the person stated), the bookkeeping that makes a replay a no-op, and a "conversation-end" entry in the
    sync outbox (critical state changed);
 4. rewrite MEMORY.md and run a quick consolidation;
 5. session hygiene (core/hygiene/): act on the directive tags of the user's messages
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tiermem.core import distill as distillmod
-from tiermem.core import episodes, hygiene, outbox, skills, working
+from tiermem.core import episodes, hygiene, outbox, skills, supersession, working
 from tiermem.core import graph as graphmod
 from tiermem.core import llm as llmmod
 from tiermem.core import metadata as meta
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from tiermem.core.engine import Memory
     from tiermem.core.memory_md import MemoryMdReport
 
-RECORD_CATEGORY = "conversations"
+RECORD_CATEGORY = supersession.RECORD_CATEGORY
 RECORD_IMPORTANCE = 0.4
 
 
@@ -305,11 +305,15 @@ def _update_hot(
     known: dict[str, tuple[str, bool]],
     now: float,
 ) -> tuple[list[str], list[str]]:
-    """Events, open tasks and lessons of the conversation into hot memory; (what was added,
-    their item keys). An item the same session already gave in an earlier call is not added
-    again — a task completed since then stays completed."""
-    added: list[str] = []
-    keys: list[str] = []
+    """Events, open tasks and lessons of the conversation into hot memory, and the owner-profile
+    fields the person stated into its owner profile; (what was added, their item keys). An item
+    the same session already gave in an earlier call is not added again — a task completed
+    since then stays completed."""
+    stated = [(f"hot:profile:{item_key(f'{p.field}:{p.value}')}", p) for p in distilled.profile]
+    fresh = [(key, p) for key, p in stated if key not in known]
+    changed = distillmod.follow_profile(state, [p for _, p in fresh], now)
+    added = [f"profile: {c}" for c in changed]
+    keys: list[str] = list(dict.fromkeys(key for key, _ in fresh))
     importance = {f.text: f.importance for f in distilled.facts}
     for kind, texts in (
         ("event", distilled.events),

@@ -9,19 +9,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tiermem.core import metadata as meta
+from tiermem.core.distill import signals
 from tiermem.core.distill.cues import (
     BULLET,
     CATEGORY,
     CRITICAL,
+    CUE_KINDS,
     CUES,
+    DATE,
     FENCE,
     FILLER,
     FILLER_LEAD,
     IMPORTANCE,
-    KINDS,
     MONTHS,
+    NOT_NAMES,
+    PERSON_NAME,
+    PROFILE,
+    PROJECT_NAME,
     SENTENCE_END,
     TASK_LEAD,
+    TOOLS,
     TRIGGERS,
     WORD,
 )
@@ -51,6 +58,19 @@ class Fact:
         }
 
 
+@dataclass(frozen=True)
+class ProfileFact:
+    """One owner-profile field the person stated ("location", "Porto"); `replaces` is the value
+    it says it replaced ("switched from Vim to Neovim")."""
+
+    field: str
+    value: str
+    replaces: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"field": self.field, "value": self.value, "replaces": self.replaces}
+
+
 @dataclass
 class Distilled:
     """Stage 2: the structured content of one conversation, and its stage-3 summary."""
@@ -64,6 +84,8 @@ class Distilled:
     urls: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    profile: list[ProfileFact] = field(default_factory=list)
+    """The owner-profile fields the person stated, in conversation order."""
     summary: str = ""
     mode: str = "rule"
     requested_mode: str = "rule"
@@ -101,6 +123,7 @@ class Distilled:
             "urls": self.urls,
             "commands": self.commands,
             "paths": self.paths,
+            "profile": [p.as_dict() for p in self.profile],
             "restored": self.restored,
             "warnings": self.warnings,
             "stats": {
@@ -118,15 +141,26 @@ class Distilled:
 
 
 def meaningful_words(text: str) -> list[str]:
-    return [w for w in WORD.findall(text.casefold()) if w not in STOPWORDS]
+    return signals.meaningful_words(text)
 
 
 def is_trivial(text: str, min_words: int) -> bool:
     """The trivial filter: fewer than `min_words` words once stopwords are removed
-    ("ok", "thanks!", "hi there"). A URL, a command or a path is never trivial."""
+    ("ok", "thanks!", "hi there"), greetings and farewells. A URL, a command, a path, a
+    stated profile field or a short statement ("I moved to Porto") is never trivial."""
+    if "/" in text or "`" in text:
+        return False
+    rest = signals.strip_ack(text)
+    if not rest or signals.is_farewell(rest):
+        return True
     if len(meaningful_words(text)) >= min_words:
         return False
-    return not ("/" in text or "`" in text)
+    return not (signals.is_statement(rest) or states_profile(rest))
+
+
+def states_profile(text: str) -> bool:
+    """Whether the sentence states an owner-profile field ("I'm vegan now")."""
+    return any(pattern.search(text) for _, pattern in PROFILE)
 
 
 def strip_filler(text: str) -> tuple[str, bool]:
@@ -147,14 +181,21 @@ def content_words(text: str) -> set[str]:
     return {w for w in meaningful_words(text) if w not in FILLER}
 
 
+def has_content(text: str) -> bool:
+    """Whether a sentence says something beyond cue words, filler and dates: "We decided to
+    use Rust" does, "We decided this last week" does not."""
+    return bool(signals.content_words(text))
+
+
 def slug(name: str) -> str:
     return "-".join(WORD.findall(name.casefold()))[:40] or "project"
 
 
 def cue_kind(text: str) -> str:
-    """The first kind (in `KINDS` order) whose cue words the text has, or ''."""
+    """The first kind (in `CUE_KINDS` order) whose cue words the text has, or ''."""
+    text = text.replace("’", "'")
     words = set(WORD.findall(text.casefold()))
-    for kind in KINDS[:6]:
+    for kind in CUE_KINDS:
         triggered = not words.isdisjoint(TRIGGERS[kind]) or (
             (kind == "task" and "[ ]" in text)
             or (
@@ -173,25 +214,73 @@ def cue_kind(text: str) -> str:
     return ""
 
 
+def plain_kind(text: str, has_meta: bool = False) -> str:
+    """The kind of a sentence without cue words: something technical, an owner-profile field,
+    a short statement about the person (profile) or the world (event, technical), or a note."""
+    if has_meta:
+        return "technical"
+    if states_profile(text):
+        return "profile"
+    if not signals.is_statement(text):
+        return "note"
+    dated = bool(DATE.search(text))
+    if signals.first_person(text, singular=True):
+        return "event" if dated and not signals.has_change(text) else "profile"
+    if any(w.casefold() in TOOLS for w in signals.tokens(text)):
+        return "technical"
+    return "event" if dated or signals.has_change(text) else "note"
+
+
 def classify(text: str, projects: Sequence[str] = ()) -> tuple[str, str, float]:
-    """(kind, category, importance) of one sentence or note line, by its cue words."""
+    """(kind, category, importance) of one sentence or note line, by its cue words; placed
+    where a person would look: people/<name>, owner/preferences, owner/profile, tasks,
+    decisions (projects/<name>/decisions), projects/<name>."""
     kind = cue_kind(text)
     has_meta = "://" in text or "`" in text or bool(meta.find_paths(text))
     if not kind:
-        kind = "technical" if has_meta else "note"
+        kind = plain_kind(text, has_meta)
     importance = IMPORTANCE[kind]
     if CRITICAL.search(text):
         importance += 0.1
     if has_meta and kind != "technical":
         importance += 0.05
-    category = CATEGORY[kind]
-    if kind not in ("lesson", "preference", "person"):
-        lowered = text.casefold()
-        for project in projects:
-            if project and re.search(rf"\b{re.escape(project.casefold())}\b", lowered):
-                category = f"projects/{slug(project)}"
-                break
-    return kind, category, round(min(1.0, importance), 2)
+    return kind, placement(text, kind, projects), round(min(1.0, importance), 2)
+
+
+def placement(text: str, kind: str, projects: Sequence[str] = ()) -> str:
+    """The category a fact of `kind` goes to."""
+    if kind == "person":
+        name = person_name(text)
+        return f"people/{slug(name)}" if name else CATEGORY[kind]
+    if kind in ("lesson", "preference", "profile"):
+        return CATEGORY[kind]
+    project = project_of(text, projects)
+    if not project:
+        return CATEGORY[kind]
+    return f"projects/{slug(project)}" + ("/decisions" if kind == "decision" else "")
+
+
+def person_name(text: str) -> str:
+    """Who a fact about a person is about ("my manager is Diego Alvarez" → Diego Alvarez)."""
+    match = PERSON_NAME.search(text.replace("’", "'"))
+    if not match:
+        return ""
+    words = (match.group("a") or match.group("b")).split()
+    words = [w.removesuffix("'s").strip(".,;:!?") for w in words]
+    return " ".join(w for w in words if w and w not in NOT_NAMES)
+
+
+def project_of(text: str, projects: Sequence[str] = ()) -> str:
+    """The project a sentence is about: a known one it names, or one it calls a project."""
+    lowered = text.casefold()
+    for project in projects:
+        if project and re.search(rf"\b{re.escape(project.casefold())}\b", lowered):
+            return project
+    match = PROJECT_NAME.search(text)
+    if not match:
+        return ""
+    name = match.group("a") or match.group("b") or match.group("c")
+    return "" if name in NOT_NAMES else name
 
 
 def sentences(text: str) -> list[tuple[str, list[str]]]:

@@ -3,6 +3,7 @@ falls back to rule mode with the reason, and the input's URLs, commands and path
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -11,7 +12,9 @@ import msgspec
 from tiermem.core import llm as llmmod
 from tiermem.core import metadata as meta
 from tiermem.core.config import DistillConfig
+from tiermem.core.distill import signals
 from tiermem.core.distill.facts import Distilled, Fact, classify, core_summary, summarize
+from tiermem.core.distill.profile import profile_of
 from tiermem.core.distill.rule import distill_rule
 from tiermem.core.transcript import Transcript
 
@@ -83,15 +86,43 @@ SCHEMA: dict[str, Any] = {
 }
 SYSTEM_PROMPT = """You distill a conversation between a person and their AI agent into long-term \
 memory. Answer with one JSON object that follows the given schema, nothing else.
+- Only what the person says (or plainly confirms) is knowledge. Never make a fact, task or \
+lesson of the assistant's acknowledgements, promises, echoes or restatements ("Got it", \
+"Noted!", "Sure, I'll remind you on Friday", "I'll keep that in mind", "I've updated your \
+location", "So you moved to Porto"). The assistant's own lines give a fact only when they \
+state new technical or project information.
+- Keep the person's short life updates even when they are brief: a move, a new job, role or \
+manager, joining, leaving, quitting, switching, accepting an offer, a promotion, a tool a \
+project now uses, a date.
 - facts: the durable knowledge worth remembering (at most {max_facts}), each one self-contained \
-sentence with a category path (lowercase, '/'-separated, e.g. projects/evoclaw, lessons, \
-decisions, owner/preferences, people, tasks, events, technical) and an importance: 0.9-1.0 \
-critical decisions and identity, 0.7-0.8 project decisions and preferences, 0.4-0.6 general \
-facts and events, below 0.4 casual.
-- decisions, lessons, tasks (still open), events (what happened), people (names): short sentences.
+sentence with a category path (lowercase, '/'-separated): owner/profile for the person's own \
+life (where they live, work, their role, diet, tools), people/<name> for a person, \
+owner/preferences, tasks, decisions (projects/<name>/decisions for a project's), \
+projects/<name> for a project's other facts, lessons, events, technical. Importance: 0.9-1.0 \
+critical decisions and identity, 0.7-0.8 project decisions, preferences and life updates, \
+0.4-0.6 general facts and events, below 0.4 casual.
+- decisions: decisions with their content ("we decided to move Ledgerly to Postgres"); skip a \
+line that names no decision ("we decided this last week").
+- lessons: only explicit lessons or rules the person states ("lesson learned: …", "always …", \
+"never …", "rule: …", "next time …", "note to self: don't …"); a decision is not a lesson.
+- tasks (still open): the person's own to-dos and deadlines ("I need to renew my passport by \
+Dec 3", "remind me to call mum on Friday"), never the assistant's promises.
+- events (what happened), people (names): short sentences.
 - urls, commands, paths: copy EVERY URL, shell command and file path in the conversation exactly.
 - summary: a core summary shorter than {summary_bytes} bytes.
-Skip greetings, thanks and small talk."""
+Skip greetings, thanks, small talk and questions."""
+
+_PROMISE = re.compile(
+    r"\b(?:the )?(?:assistant|agent|ai)(?:'ll| will| has| had| agreed| promised| offered| "
+    r"noted| updated| acknowledged| confirmed| said it)\b",
+    re.I,
+)
+
+
+def _assistant_words(text: str) -> bool:
+    """An item the LLM made of the assistant's acknowledgement or promise: dropped, as rule
+    mode drops it."""
+    return signals.is_acknowledgement(text) or bool(_PROMISE.search(text))
 
 
 def conversation_text(transcript: Transcript) -> str:
@@ -161,7 +192,7 @@ def _from_llm(
     )
     for item in parsed.facts[: cfg.max_facts]:
         text = " ".join(item.text.split())
-        if not text:
+        if not text or _assistant_words(text):
             continue
         found = meta.extract(text)
         out.facts.append(
@@ -179,11 +210,15 @@ def _from_llm(
     def clean(items: list[str]) -> list[str]:
         return meta.unique(" ".join(s.split()) for s in items)
 
-    out.decisions = clean(parsed.decisions)[: cfg.max_facts]
-    out.lessons = clean(parsed.lessons)[: cfg.max_facts]
-    out.tasks = clean(parsed.tasks)[: cfg.max_facts]
-    out.events = clean(parsed.events)[: cfg.max_facts]
+    def said(items: list[str]) -> list[str]:
+        return [s for s in clean(items) if not _assistant_words(s)][: cfg.max_facts]
+
+    out.decisions = said(parsed.decisions)
+    out.lessons = said(parsed.lessons)
+    out.tasks = said(parsed.tasks)
+    out.events = said(parsed.events)
     out.people = clean(parsed.people)[:20]
+    out.profile = profile_of(transcript)
     # The input's own metadata is the truth: anything the LLM dropped is put back.
     found = meta.Metadata(commands=list(transcript.tool_commands))
     for message in transcript.messages:

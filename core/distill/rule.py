@@ -8,18 +8,29 @@ from collections.abc import Iterable, Sequence
 
 from tiermem.core import metadata as meta
 from tiermem.core.config import DistillConfig
-from tiermem.core.distill.cues import CATEGORY, ECHO_OVERLAP, IMPORTANCE, NAME, NOT_NAMES
+from tiermem.core.distill import signals
+from tiermem.core.distill.cues import (
+    CATEGORY,
+    ECHO_OVERLAP,
+    IMPORTANCE,
+    NAME,
+    NOT_NAMES,
+    TOOLS,
+    USER_ONLY,
+)
 from tiermem.core.distill.facts import (
     Distilled,
     Fact,
     classify,
     content_words,
     core_summary,
+    has_content,
     is_trivial,
     meaningful_words,
     sentences,
     strip_filler,
 )
+from tiermem.core.distill.profile import profile_facts
 from tiermem.core.transcript import Message, Transcript
 
 
@@ -44,7 +55,7 @@ def distill_rule(
     commands: dict[str, None] = dict.fromkeys(transcript.tool_commands)
     paths: dict[str, None] = {}
     seen: set[str] = set()
-    decided: deque[tuple[set[str], Fact]] = deque(maxlen=5)  # the user's recent decisions
+    said: deque[tuple[set[str], Fact]] = deque(maxlen=8)  # the user's recent facts
     position = 0
     for message in transcript.messages:
         found = meta.extract(message.text)
@@ -55,12 +66,14 @@ def distill_rule(
             people[name] += 1
         for text, block_commands in sentences(message.text):
             position += 1
+            if message.role != "assistant" and not text.endswith("?"):
+                out.profile += profile_facts(text)
             fact = _fact_from_sentence(text, message, block_commands, cfg, projects)
             if fact is None:
                 out.skipped_trivial += 1
                 continue
             key = " ".join(meaningful_words(fact.text))
-            if key in seen or _echo(fact, decided):
+            if key in seen or _echo(fact, said):
                 continue
             seen.add(key)
             if fact.kind in lists:
@@ -81,16 +94,14 @@ def distill_rule(
     return out
 
 
-def _echo(fact: Fact, decided: deque[tuple[set[str], Fact]]) -> bool:
-    """Whether `fact` is the assistant echoing a decision the user just stated (its commands
-    join the user's fact); a user decision is remembered for the echoes that follow."""
-    if fact.kind != "decision":
-        return False
+def _echo(fact: Fact, said: deque[tuple[set[str], Fact]]) -> bool:
+    """Whether `fact` is the assistant echoing what the user just said (its commands join the
+    user's fact); a user's fact is remembered for the echoes that follow."""
     words = content_words(fact.text)
-    if fact.role == "user":
-        decided.append((words, fact))
+    if fact.role != "assistant":
+        said.append((words, fact))
         return False
-    for theirs, original in decided:
+    for theirs, original in said:
         shared = len(words & theirs)
         if shared >= 2 and shared >= ECHO_OVERLAP * len(words):
             original.commands = [*original.commands, *fact.commands]
@@ -105,16 +116,27 @@ def _fact_from_sentence(
     cfg: DistillConfig,
     projects: Sequence[str],
 ) -> Fact | None:
+    """The fact one sentence gives, or None: only the person's own words give lessons, tasks,
+    preferences and facts about people or themselves; an assistant's acknowledgement, promise
+    or restatement gives nothing; a lesson, decision or task needs content."""
     if len(text) > 2000:
         text = text[:2000].rsplit(" ", 1)[0] + " …"
     text, todo = strip_filler(text)
     if text.endswith("?") or is_trivial(text, cfg.min_words):
         return None
+    text = signals.strip_ack(text)
+    if not text:
+        return None
+    assistant = message.role == "assistant"
+    if assistant and signals.is_acknowledgement(text):
+        return None
     kind, category, importance = classify(text, projects)
-    if todo and kind != "task":
+    if todo and kind not in ("task", "lesson"):
         kind, category, importance = "task", CATEGORY["task"], IMPORTANCE["task"]
-    if message.role == "assistant" and kind == "note":
-        return None  # assistant chatter without a cue is not knowledge
+    if assistant and (kind in USER_ONLY or kind == "note"):
+        return None  # the assistant's promises, echoes and chatter are not knowledge
+    if kind != "technical" and not has_content(text):
+        return None  # "We decided this last week." says nothing
     if kind == "note" and len(meaningful_words(text)) < cfg.min_words + 2:
         return None
     return Fact(
@@ -141,6 +163,6 @@ def _names(text: str) -> Iterable[str]:
     out = []
     for match in NAME.finditer(text):
         name = match.group(1) or match.group(2)
-        if name and name.split()[0] not in NOT_NAMES:
+        if name and name.split()[0] not in NOT_NAMES and name.casefold() not in TOOLS:
             out.append(name)
     return out

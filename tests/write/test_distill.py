@@ -29,10 +29,11 @@ def test_plain_transcript_gives_categorized_facts_and_lists() -> None:
     assert by_kind["lesson"].category == "lessons" and by_kind["lesson"].importance >= 0.85
     assert by_kind["preference"].category == "owner/preferences"
     assert by_kind["person"].text == "My wife Sarah's birthday is May 3."
-    assert by_kind["task"].category == "projects/evoclaw"  # the hot project names it
+    assert by_kind["person"].category == "people/sarah"
     assert out.decisions == [by_kind["decision"].text]
     assert out.lessons == ["Lesson learned: always test on testnet before mainnet."]
-    assert out.tasks == ["I'll update the EvoClaw deploy script tomorrow."]
+    assert out.tasks == []  # "I'll update the EvoClaw deploy script" is the assistant's promise
+    assert "task" not in by_kind
     assert out.people == ["Sarah"]
     assert out.urls == ["https://docs.bnbchain.org/docs/rpc"]
     assert out.commands == ["npm run deploy -- --network testnet"]

@@ -45,11 +45,12 @@ def test_the_assistants_echo_of_a_decision_is_merged_into_the_users(capsys, tmp_
         tmp_path,
         "User: We decided to use Postgres 16 for the billing service.\n"
         "Assistant: Great, we'll go with Postgres 16 for the billing service then.\n"
-        "Assistant: I decided to restart the worker pool tonight.\n",
+        "Assistant: I decided to restart the worker pool tonight.\n"
+        "Assistant: The platform team decided to pin Node 20 for the frontend build.\n",
     )
-    assert out["decisions"] == [
+    assert out["decisions"] == [  # the assistant's own plan ("I decided…") is not the user's
         "We decided to use Postgres 16 for the billing service.",
-        "I decided to restart the worker pool tonight.",
+        "The platform team decided to pin Node 20 for the frontend build.",
     ]
 
 
