@@ -1,6 +1,9 @@
 """Hot memory: the structured core state that is always in the agent's context.
 
 The state is one JSON document per agent (table `hot_state`); MEMORY.md is rendered from it.
+A hot lesson whose category is a fact's (a person, the owner, a preference, a decision, a
+project: a warm memory promoted for its use) keeps that kind and is shown under Key Facts,
+not Critical Lessons.
 Limits (config `[hot]`) hold after every change: ≤ 20 lessons, the last 10 events, ≤ 10 pending
 tasks, and ≤ 5 KB for both the serialized state and MEMORY.md. Making room moves items out in
 this order: lessons over the count (least important first), events over the count (oldest
@@ -117,13 +120,37 @@ def render_markdown(state: HotState) -> str:
         lines += ["## Recent Events", ""]
         lines += [f"- {_date(e.timestamp)} {e.text}" for e in ctx.events]
         lines.append("")
-    if state.critical_lessons:
-        lines += ["## Critical Lessons", ""]
-        lines += [f"- [{x.category}] {x.text}" for x in state.critical_lessons]
-        lines.append("")
+    lessons = [x for x in state.critical_lessons if lesson_kind(x.category) == "lesson"]
+    facts = [x for x in state.critical_lessons if lesson_kind(x.category) == "fact"]
+    for title, items in (("Critical Lessons", lessons), (KEY_FACTS, facts)):
+        if items:
+            lines += [f"## {title}", ""]
+            lines += [f"- [{x.category}] {x.text}" for x in items]
+            lines.append("")
     updated = _date(state.updated_at, with_time=True) if state.updated_at else "never"
     lines.append(f"*Updated {updated}*")
     return "\n".join(lines) + "\n"
+
+
+KEY_FACTS = "Key Facts"
+"""The MEMORY.md section of hot items that are facts rather than lessons (a person, a
+preference, a decision, a project fact promoted for its use): each shows its category."""
+FACT_ROOTS = frozenset(
+    {"people", "owner", "preferences", "decisions", "tasks", "events", "notes", "projects"}
+)
+"""Top-level categories of facts, not lessons: a memory of one promoted to hot memory keeps
+its kind and is shown as a key fact."""
+
+
+def lesson_kind(category: str) -> str:
+    """'fact' for a hot item whose category is a person, the owner, a preference, a decision, a
+    task, an event, a note or a project; else 'lesson'."""
+    parts = category.casefold().split("/")
+    if "lessons" in parts or "lesson" in parts:
+        return "lesson"
+    if parts[0] in FACT_ROOTS or "decisions" in parts or "people" in parts:
+        return "fact"
+    return "lesson"
 
 
 def _section_mapping(lines: list[str], title: str, mapping: dict[str, Any]) -> None:

@@ -5,8 +5,8 @@ from that rendering, a person (or an agent) edited it, and every writer of MEMOR
 back first — `Memory.edit_hot`, consolidation, daily ingestion, conversation-end, the watcher:
 
 - the sections tiermem writes (Identity, Owner Profile, Active Projects, Tasks, Recent Events,
-  Critical Lessons) are authoritative as edited: a changed line changes the item, a new line adds
-  one, a deleted line removes it (and consolidation never promotes a removed lesson again), a
+  Critical Lessons, Key Facts) are authoritative as edited: a changed line changes the item, a
+  new line adds one, a deleted line removes it (and consolidation never promotes a removed lesson again), a
   ticked task (`[x]`, `[done]`) is completed;
 - a line that does not parse (free text, an unknown section) is stored as a warm fact and
   reported, so the next rendering does not silently drop it;
@@ -50,6 +50,7 @@ SECTIONS = {
     "events": "events",
     "critical lessons": "lessons",
     "lessons": "lessons",
+    "key facts": "lessons",  # hot items that are facts, not lessons (`hot.lesson_kind`)
 }
 DONE = {"x", "done", "completed", "complete", "finished"}
 MAX_KEPT_LINES = 200
