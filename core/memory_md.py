@@ -6,8 +6,8 @@ back first — `Memory.edit_hot`, consolidation, daily ingestion, conversation-e
 
 - the sections tiermem writes (Identity, Owner Profile, Active Projects, Tasks, Recent Events,
   Critical Lessons, Key Facts) are authoritative as edited: a changed line changes the item, a
-  new line adds one, a deleted line removes it (and consolidation never promotes a removed lesson again), a
-  ticked task (`[x]`, `[done]`) is completed;
+  new line adds one, a deleted line removes it (and consolidation never promotes a removed
+  lesson again), a ticked task (`[x]`, `[done]`) is completed;
 - a line that does not parse (free text, an unknown section) is stored as a warm fact and
   reported, so the next rendering does not silently drop it;
 - a file that is not a tiermem MEMORY.md at all, is not UTF-8, or whose edits would break the
