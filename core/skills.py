@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tiermem.core import metadata
+from tiermem.core.distill.cues import GREETING_WORDS, SKILL_FILLER
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.terms import STOPWORDS, TERM
 from tiermem.core.transcript import Transcript
@@ -89,10 +90,19 @@ def observe(mem: Memory, source: str, transcript: Transcript) -> list[Skill]:
 
 
 def _words(text: str) -> list[str]:
-    counts = Counter(
-        w for w in (t.casefold() for t in TERM.findall(text)) if w not in STOPWORDS and len(w) > 2
-    )
+    """The words of the user's messages a trigger may use: no stopwords, politeness, greetings,
+    time words or request filler ("please", "thanks", "today", "can you")."""
+    counts = Counter(w for w in (t.casefold() for t in TERM.findall(text)) if _trigger_word(w))
     return [w for w, _ in counts.most_common(50)]
+
+
+def _trigger_word(word: str) -> bool:
+    return (
+        len(word) > 2
+        and word not in STOPWORDS
+        and word not in SKILL_FILLER
+        and word not in GREETING_WORDS
+    )
 
 
 def propose(mem: Memory) -> list[Skill]:
@@ -149,7 +159,7 @@ def _spec(mem: Memory, pattern: tuple[str, ...], words: list[list[str]]) -> dict
         else:
             steps.append({"action": "call_tool", "tool": rest, "params": {}})
             tools.append(rest)
-    common = Counter(w for ws in words for w in set(ws))
+    common = Counter(w for ws in words for w in set(ws) if _trigger_word(w))
     triggers = [w for w, n in common.most_common(3) if n >= 2]
     base = "-".join(dict.fromkeys(_slug(a.partition(" ")[2]) for a in pattern))[:48].strip("-")
     return {
@@ -266,6 +276,7 @@ def matching(mem: Memory, message: str) -> list[Skill]:
     for skill in listing(mem, "accepted"):
         for trigger in skill.spec.get("triggers", []):
             need = {w.casefold() for w in TERM.findall(str(trigger))}
+            need = {w for w in need if _trigger_word(w)} or need - SKILL_FILLER
             if need and need <= words:
                 out.append(skill)
                 break
