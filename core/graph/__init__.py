@@ -11,8 +11,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tiermem.core.db import Database
-from tiermem.core.graph.extract import KINDS, Extraction, Relation, extract
-from tiermem.core.graph.store import Edge, Entity, GraphStore, name_key
+from tiermem.core.errors import NotFound
+from tiermem.core.graph.extract import (
+    CORRECTION,
+    KINDS,
+    NEGATED,
+    OWNER,
+    PAST,
+    TENTATIVE,
+    Extraction,
+    Relation,
+    extract,
+)
+from tiermem.core.graph.names import name_key
+from tiermem.core.graph.store import Edge, Entity, GraphStore
+from tiermem.core.graph.validity import Closed, relate
 from tiermem.core.lazy import lazy_import
 
 if TYPE_CHECKING:
@@ -24,7 +37,16 @@ else:  # the LLM client (urllib, http.client) loads only when an extraction uses
     llmmod = lazy_import("tiermem.core.llm")
     logging = lazy_import("logging")  # only a warning needs it: start-up stays fast
 
-__all__ = ["Edge", "Entity", "GraphStore", "IndexReport", "index_episode", "index_memories"]
+__all__ = [
+    "Closure",
+    "Edge",
+    "Entity",
+    "GraphStore",
+    "IndexReport",
+    "index_episode",
+    "index_memories",
+    "index_one",
+]
 MAX_NGRAM = 4
 _TOKEN = re.compile(r"https?://\S+|[\w.&'+-]+")
 _EXTRACT_SCHEMA: dict[str, Any] = {
@@ -62,14 +84,35 @@ _EXTRACT_SCHEMA: dict[str, Any] = {
 }
 
 
+@dataclass(frozen=True)
+class Closure:
+    """A memory's statement that a newer memory ended: `old_source` stated `subject predicate
+    old_object`; `new_source` stated what replaced it at `at` (`new_object`), or None when it
+    only said it was over ("I left Acme"). Sources are memory ids; subject and objects are
+    entity names."""
+
+    old_source: str
+    new_source: str | None
+    at: float
+    subject: str
+    predicate: str
+    old_object: str
+    new_object: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
 @dataclass
 class IndexReport:
-    """What indexing texts into the graph found and added."""
+    """What indexing texts into the graph found and added, and which memories' statements
+    newer memories ended (`closures`)."""
 
     texts: int = 0
     entities: set[str] = field(default_factory=set)
     relations: int = 0
     notes: list[str] = field(default_factory=list)
+    closures: list[Closure] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +120,7 @@ class IndexReport:
             "entities": len(self.entities),
             "relations": self.relations,
             "notes": self.notes,
+            "closures": [c.as_dict() for c in self.closures],
         }
 
 
@@ -84,26 +128,83 @@ def store_for(mem: Memory) -> GraphStore:
     return GraphStore(mem.db, mem.agent_id, mem.cfg.graph.near_duplicate)
 
 
+_ORDER = {CORRECTION: 1, TENTATIVE: 2, PAST: 3, NEGATED: 3}
+
+
+def _order(r: Relation) -> int:
+    """Facts first, then corrections, plans, and what ended: "I left Acme and joined Globex"
+    is Acme ended by Globex, not Acme ended with no successor."""
+    return max((_ORDER[f] for f in r.flags if f in _ORDER), default=0)
+
+
 def apply(
     graph: GraphStore, found: Extraction, kind: str, ref: str, now: float, report: IndexReport
 ) -> None:
-    """Store one extraction: its entities (deduplicated), relations and mentions of `ref`."""
+    """Store one extraction read from `ref` (a memory or an episode) written at `now`: its
+    entities (deduplicated), relations and mentions of `ref`."""
     ids = {
         name: graph.resolve(name, k, now) for name, k in found.entities.items() if name_key(name)
     }
-    for r in found.relations:
-        if r.subject in ids and r.object in ids and ids[r.subject] != ids[r.object]:
-            report.relations += graph.relate(r, ids[r.subject], ids[r.object], f"{kind}:{ref}", now)
+    _aliases(graph, found, ids)
+    source = f"{kind}:{ref}"
+    for r in sorted(found.relations, key=_order):
+        subject = ids.get(r.subject, "")
+        obj = ids.get(r.object, "")
+        if (r.subject and not subject) or (r.object and not obj) or (subject and subject == obj):
+            continue
+        if not r.object and NEGATED not in r.flags:
+            continue
+        outcome = relate(graph, r, subject, obj, source, now, ids.get(r.replaces))
+        report.relations += outcome.added
+        report.closures += _closures(graph, outcome.closed)
     mentioned = set(ids.values()) | known_mentions(graph.db, graph.agent, found.text_keys)
     graph.mention(mentioned, kind, ref)
     report.entities |= mentioned
     report.texts += 1
 
 
+def _aliases(graph: GraphStore, found: Extraction, ids: dict[str, str]) -> None:
+    """A tool's other names and the user's own name become aliases."""
+    for canonical, surfaces in found.aliases.items():
+        if canonical in ids:
+            for surface in sorted(surfaces):
+                graph.add_name(ids[canonical], surface)
+    if found.owner_names:
+        owner = ids.get(OWNER) or graph.resolve(OWNER, "person", 0.0)
+        for name in found.owner_names:
+            graph.add_name(owner, name)
+            if " " in name:
+                graph.add_name(owner, name.split()[0])
+
+
+def _closures(graph: GraphStore, closed: list[Closed]) -> list[Closure]:
+    """The closures between memories: a statement of one memory ended by another's."""
+    out = []
+    for c in closed:
+        old, new = c.old.memory, c.new.memory if c.new else None
+        if old is None or old == new or (c.new is not None and new is None):
+            continue
+        wanted = {c.old.subject, c.old.object} | ({c.new.object} if c.new else set())
+        names = graph.names({w for w in wanted if w})
+        out.append(
+            Closure(
+                old,
+                new,
+                c.at,
+                names.get(c.old.subject, c.old.subject),
+                c.old.predicate,
+                names.get(c.old.object, c.old.object),
+                names.get(c.new.object, c.new.object) if c.new else None,
+            )
+        )
+    return out
+
+
 def index_text(
     graph: GraphStore, text: str, kind: str, ref: str, now: float, report: IndexReport
 ) -> None:
-    found = extract(text, "user")
+    """Index one text written at `now` (its dates read against it)."""
+    found = extract(text, "user", now)
     found.text_keys = ngram_keys(text, capitalised=True)
     apply(graph, found, kind, ref, now, report)
 
@@ -115,45 +216,82 @@ memories catches up over several runs (or at once with `tiermem graph build`).""
 
 def index_memories(mem: Memory, limit: int | None = BATCH) -> IndexReport:
     """Extract from the memories stored since the last call (the agent's progress mark), at
-    most `limit` of them (None: all)."""
+    most `limit` of them (None: all), each dated by when it was written."""
     report = IndexReport()
     graph = store_for(mem)
-    now = mem.now()
     with mem.db.transaction():
         last = mem.db.scalar(
             "SELECT memory_seq FROM graph_progress WHERE agent_id = ?", (mem.agent_id,)
         )
         rows_after, params = mem.memories.after(int(last or 0))
         rows = mem.db.query(
-            f"SELECT seq, id, text FROM memories WHERE {rows_after} "
+            f"SELECT seq, id, text, created_at FROM memories WHERE {rows_after} "
             "AND category != 'conversations' ORDER BY seq LIMIT ?",
             (*params, -1 if limit is None else limit),
         )
-        for _, memory_id, text in rows:
-            index_text(graph, str(text), "memory", str(memory_id), now, report)
+        for _, memory_id, text, created_at in rows:
+            index_text(graph, str(text), "memory", str(memory_id), float(created_at), report)
         if rows:
-            mem.db.execute(
-                "INSERT INTO graph_progress (agent_id, memory_seq) VALUES (?, ?) "
-                "ON CONFLICT (agent_id) DO UPDATE SET memory_seq = excluded.memory_seq",
-                (mem.agent_id, int(rows[-1][0])),
-            )
+            _mark(mem, int(rows[-1][0]))
     return report
+
+
+def index_one(mem: Memory, memory_id: str) -> IndexReport:
+    """Index one memory just stored (or changed), dated by its `created_at`, without reading
+    the others: the store path's call. Indexing it again changes nothing; the progress mark
+    moves past it when it is the next one due, so `index_memories` does not read it twice."""
+    report = IndexReport()
+    graph = store_for(mem)
+    with mem.db.transaction():
+        row = mem.db.query_one(
+            "SELECT seq, text, created_at, category FROM memories WHERE agent_id = ? AND id = ?",
+            (mem.agent_id, memory_id),
+        )
+        if row is None:
+            raise NotFound(f"no memory {memory_id!r}")
+        seq, text, created_at, category = row
+        if str(category) == "conversations":
+            return report
+        index_text(graph, str(text), "memory", memory_id, float(created_at), report)
+        last = mem.db.scalar(
+            "SELECT memory_seq FROM graph_progress WHERE agent_id = ?", (mem.agent_id,)
+        )
+        rows_after, params = mem.memories.after(int(last or 0))
+        pending = mem.db.scalar(
+            f"SELECT count(*) FROM memories WHERE {rows_after} AND seq < CAST(? AS INTEGER)",
+            (*params, str(seq)),
+        )
+        if int(last or 0) < int(seq) and not pending:
+            _mark(mem, int(seq))
+    return report
+
+
+def _mark(mem: Memory, seq: int) -> None:
+    mem.db.execute(
+        "INSERT INTO graph_progress (agent_id, memory_seq) VALUES (?, ?) "
+        "ON CONFLICT (agent_id) DO UPDATE SET memory_seq = excluded.memory_seq",
+        (mem.agent_id, seq),
+    )
 
 
 def index_episode(
     mem: Memory, episode_id: str, text: str, transport: llmmod.Transport | None = None
 ) -> IndexReport:
-    """Extract from an episode's text: with the model when configured, else (or when it fails,
-    noted) by the patterns."""
+    """Extract from an episode's text, dated by when its conversation began: with the model
+    when configured, else (or when it fails, noted) by the patterns."""
     report = IndexReport()
     graph = store_for(mem)
+    started = mem.db.scalar(
+        "SELECT started_at FROM episodes WHERE agent_id = ? AND id = ?", (mem.agent_id, episode_id)
+    )
+    when = float(started) if started is not None else mem.now()
     found = None
     if mem.cfg.graph.extractor == "llm":
         found = _llm_extract(mem, text, report, transport)
     if found is None:
-        found = extract(text, "user")
+        found = extract(text, "user", when)
     found.text_keys = ngram_keys(text, capitalised=True)
-    apply(graph, found, "episode", episode_id, mem.now(), report)
+    apply(graph, found, "episode", episode_id, when, report)
     return report
 
 

@@ -4,13 +4,13 @@ episodes. Everything is scoped to one agent."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core.db import Database
+from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.core.graph.extract import EXCLUSIVE, KINDS, Relation
+from tiermem.core.graph.extract import KINDS, OWNER
+from tiermem.core.graph.names import keys, name_key
 from tiermem.core.lazy import lazy_import
 
 if TYPE_CHECKING:
@@ -22,7 +22,12 @@ else:  # only adding an entity looks for a near name: a search that reads the gr
 
 NEAR_SCAN_LIMIT = 5000
 """Entities of one kind compared by name similarity; a bigger graph matches names exactly."""
-_PUNCT = re.compile(r"[^\w\s:/.@+-]")
+FLAG_MARK = "#"
+"""A relation's flags ride at the end of its source ("memory:mem-1#tentative"), so that they
+sync with it."""
+_NEAR_KINDS = frozenset({"person", "project", "organisation", "place", "tool", "event"})
+"""Kinds whose names may be misspelt ("Ledgerley"); a date or a role is matched exactly."""
+EDGE_COLUMNS = "id, subject, predicate, object, valid_from, valid_to, source, created_at"
 
 
 @dataclass(frozen=True)
@@ -56,18 +61,48 @@ class Edge:
     valid_from: float | None
     valid_to: float | None
     source: str
+    flags: frozenset[str] = frozenset()
+    created_at: float = 0.0
 
     @property
     def current(self) -> bool:
         return self.valid_to is None
 
+    @property
+    def firm(self) -> bool:
+        """A fact, not a plan or the record of one ending."""
+        return not self.flags & {"tentative", "negated"}
 
-def name_key(name: str) -> str:
-    """How names compare: case, punctuation, spacing and a leading "the" do not count."""
-    key = " ".join(_PUNCT.sub(" ", name.casefold()).split())
-    if key.startswith(("http://", "https://")):
-        key = key.split("://", 1)[1].rstrip("/")
-    return key[4:] if key.startswith("the ") else key
+    @property
+    def memory(self) -> str | None:
+        """The memory id it was read from, if a memory."""
+        return self.source[7:] if self.source.startswith("memory:") else None
+
+    @classmethod
+    def from_row(cls, r: Row) -> Edge:
+        source, flags = split_source(str(r[6]))
+        return cls(
+            str(r[0]),
+            str(r[1]),
+            str(r[2]),
+            str(r[3]),
+            None if r[4] is None else float(r[4]),
+            None if r[5] is None else float(r[5]),
+            source,
+            flags,
+            float(r[7] or 0.0),
+        )
+
+
+def split_source(raw: str) -> tuple[str, frozenset[str]]:
+    """(source, flags) of a stored source."""
+    source, _, flags = raw.partition(FLAG_MARK)
+    return source, frozenset(f for f in flags.split(",") if f)
+
+
+def join_source(source: str, flags: frozenset[str] | set[str]) -> str:
+    tail = FLAG_MARK + ",".join(sorted(flags)) if flags else ""
+    return source[: 200 - len(tail)] + tail
 
 
 class GraphStore:
@@ -79,15 +114,21 @@ class GraphStore:
     # -- entities -----------------------------------------------------------------------------
 
     def resolve(self, name: str, kind: str, now: float) -> str:
-        """The id of the entity `name` means, created if new; a near-duplicate name of the same
-        kind becomes an alias of the known entity."""
+        """The id of the entity `name` means, created if new. A near-duplicate name of the same
+        kind becomes an alias of the known entity; a first name the alias of the one person
+        whose full name starts with it ("Maya" → "Maya Chen"), and a full name joins the one
+        person known by its first name alone."""
         key = name_key(name)
         if not key:
             raise InvalidInput("an entity name needs letters or digits")
-        row = self.db.query_one(
-            "SELECT entity_id FROM entity_names WHERE agent_id = ? AND key = ?", (self.agent, key)
-        )
-        found = str(row[0]) if row else self._near(key, kind)
+        found = self.lookup(name)
+        known = found is not None
+        if found is None and kind in ("person", "other"):
+            found = self._first_name(key) or (
+                self._full_name(key, name, now) if kind == "person" else None
+            )
+        if found is None:
+            found = self._near(key, kind)
         if found is None:
             found = "en-" + hashlib.sha256(f"{self.agent}\n{key}".encode()).hexdigest()[:10]
             self.db.execute(
@@ -95,12 +136,8 @@ class GraphStore:
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (self.agent, found, name, kind, now, now),
             )
-        if not row:
-            self.db.execute(
-                "INSERT OR IGNORE INTO entity_names (agent_id, key, entity_id, name) "
-                "VALUES (?, ?, ?, ?)",
-                (self.agent, key, found, name),
-            )
+        if not known:
+            self.add_name(found, name)
         if kind != "other":
             self.db.execute(
                 "UPDATE entities SET kind = ?, updated_at = ? WHERE agent_id = ? AND id = ? "
@@ -109,8 +146,79 @@ class GraphStore:
             )
         return found
 
+    def lookup(self, name: str) -> str | None:
+        """The entity a name (or alias) already means, if any."""
+        for key in keys(name):
+            row = self.db.query_one(
+                "SELECT entity_id FROM entity_names WHERE agent_id = ? AND key = ?",
+                (self.agent, key),
+            )
+            if row:
+                return str(row[0])
+        return None
+
+    def add_name(self, entity_id: str, name: str) -> bool:
+        """Give an entity another name; False when the name is taken (or has no letters)."""
+        key = name_key(name)
+        if not key or self.lookup(name) is not None:
+            return False
+        self.db.execute(
+            "INSERT OR IGNORE INTO entity_names (agent_id, key, entity_id, name) VALUES (?, ?, ?, ?)",
+            (self.agent, key, entity_id, name),
+        )
+        return True
+
+    def _people_starting(self, first: str) -> set[str]:
+        """Persons (not the owner) with a name of several words that starts with `first`."""
+        rows = self.db.query(
+            "SELECT DISTINCT n.entity_id FROM entity_names n JOIN entities e ON e.agent_id = "
+            "n.agent_id AND e.id = n.entity_id WHERE n.agent_id = ? AND n.key >= ? AND n.key < ? "
+            "AND e.kind = 'person' AND e.name != ?",
+            (self.agent, first + " ", first + "!", OWNER),
+        )
+        return {str(r[0]) for r in rows}
+
+    def first_name(self, name: str) -> str | None:
+        """The one person (not the user) whose full name starts with this first name."""
+        return self._first_name(name_key(name))
+
+    def _first_name(self, key: str) -> str | None:
+        """The one person a first name can mean."""
+        if " " in key or len(key) < 2:
+            return None
+        people = self._people_starting(key)
+        return next(iter(people)) if len(people) == 1 else None
+
+    def _full_name(self, key: str, name: str, now: float) -> str | None:
+        """The person known by this full name's first word alone (and by no other full name),
+        now named in full."""
+        first = key.split(" ", 1)[0]
+        if " " not in key:
+            return None
+        row = self.db.query_one(
+            "SELECT e.id FROM entity_names n JOIN entities e ON e.agent_id = n.agent_id AND "
+            "e.id = n.entity_id WHERE n.agent_id = ? AND n.key = ? AND e.kind = 'person' "
+            "AND e.name != ?",
+            (self.agent, first, OWNER),
+        )
+        if row is None or self._people_starting(first) - {str(row[0])}:
+            return None
+        entity_id = str(row[0])
+        others = self.db.scalar(
+            "SELECT count(*) FROM entity_names WHERE agent_id = ? AND entity_id = ? AND key >= ? "
+            "AND key < ?",
+            (self.agent, entity_id, first + " ", first + "!"),
+        )
+        if others:
+            return None
+        self.db.execute(
+            "UPDATE entities SET name = ?, updated_at = ? WHERE agent_id = ? AND id = ?",
+            (name, now, self.agent, entity_id),
+        )
+        return entity_id
+
     def _near(self, key: str, kind: str) -> str | None:
-        if len(key) < 5 or kind in ("url", "other") or self.near >= 1.0:
+        if len(key) < 5 or kind not in _NEAR_KINDS or self.near >= 1.0:
             return None
         rows = self.db.query(
             "SELECT n.key, n.entity_id FROM entity_names n JOIN entities e "
@@ -129,12 +237,9 @@ class GraphStore:
         return best
 
     def find(self, name: str) -> Entity:
-        """An entity by one of its names or aliases, or by id."""
-        key = name_key(name)
-        row = self.db.query_one(
-            "SELECT entity_id FROM entity_names WHERE agent_id = ? AND key = ?", (self.agent, key)
-        )
-        entity_id = str(row[0]) if row else name.strip()
+        """An entity by one of its names or aliases, a first name only one person has, or by
+        id."""
+        entity_id = self.lookup(name) or self._first_name(name_key(name)) or name.strip()
         found = self.entities(ids=[entity_id])
         if not found:
             raise NotFound(f"no entity {name!r} (see `tiermem graph entities`)")
@@ -185,78 +290,86 @@ class GraphStore:
 
     # -- relations ----------------------------------------------------------------------------
 
-    def relate(self, r: Relation, subject: str, obj: str, source: str, now: float) -> bool:
-        """Record a relation; False when the graph already says it. An exclusive predicate
-        (lives_in, works_at) closes the subject's open relation to another object where the new
-        one begins, so the history stays ("in Lisbon until 2026-03, then Porto")."""
-        begins = r.valid_from
-        if begins is None and r.valid_to is None:
-            begins = now  # a relation stated without dates holds from when it was learnt
-        same = self.db.query_one(
-            "SELECT 1 FROM relations WHERE agent_id = ? AND subject = ? AND predicate = ? "
-            "AND object = ? AND valid_to IS NULL",
-            (self.agent, subject, r.predicate, obj),
-        )
-        if same and r.valid_to is None:
-            return False
-        ends = r.valid_to
-        if r.predicate in EXCLUSIVE and begins is not None:
-            ends = self._close_others(subject, r.predicate, obj, begins, ends)
-        rid = (
-            "re-"
-            + hashlib.sha256(
-                f"{self.agent}\n{subject}\n{r.predicate}\n{obj}\n{begins}".encode()
-            ).hexdigest()[:12]
-        )
-        self.db.execute(
-            "INSERT OR IGNORE INTO relations (agent_id, id, subject, predicate, object, "
-            "valid_from, valid_to, source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (self.agent, rid, subject, r.predicate, obj, begins, ends, source[:200], now),
-        )
-        return True
-
-    def _close_others(
-        self, subject: str, predicate: str, obj: str, begins: float, ends: float | None
-    ) -> float | None:
-        """Close the older open relations; a newer one that is already known ends this one."""
-        rows = self.db.query(
-            "SELECT id, valid_from FROM relations WHERE agent_id = ? AND subject = ? AND "
-            "predicate = ? AND object != ? AND valid_to IS NULL",
-            (self.agent, subject, predicate, obj),
-        )
-        for rid, start in rows:
-            if start is not None and float(start) > begins:
-                ends = float(start) if ends is None else min(ends, float(start))
-            else:
-                self.db.execute(
-                    "UPDATE relations SET valid_to = ? WHERE agent_id = ? AND id = ?",
-                    (begins, self.agent, rid),
-                )
-        return ends
-
     def edges(self, entity_id: str | None = None, limit: int = 500) -> list[Edge]:
         """Relations (of one entity, either side), newest first."""
         where, params = "agent_id = ?", [self.agent]
         if entity_id:
             where += " AND (subject = ? OR object = ?)"
             params += [entity_id, entity_id]
-        rows = self.db.query(
-            "SELECT id, subject, predicate, object, valid_from, valid_to, source FROM relations "
-            f"WHERE {where} ORDER BY coalesce(valid_from, created_at) DESC, id LIMIT ?",
-            [*params, limit],
+        return self.select(
+            f"{where} ORDER BY coalesce(valid_from, created_at) DESC, id", params, limit
         )
-        return [
-            Edge(
-                str(r[0]),
-                str(r[1]),
-                str(r[2]),
-                str(r[3]),
-                None if r[4] is None else float(r[4]),
-                None if r[5] is None else float(r[5]),
-                str(r[6]),
+
+    def select(self, where: str, params: list[Any], limit: int = 500) -> list[Edge]:
+        """Relations matching a condition (a WHERE clause, and its ORDER BY)."""
+        rows = self.db.query(
+            f"SELECT {EDGE_COLUMNS} FROM relations WHERE {where} LIMIT ?", [*params, limit]
+        )
+        return [Edge.from_row(r) for r in rows]
+
+    def edge(self, edge_id: str) -> Edge:
+        found = self.select("agent_id = ? AND id = ?", [self.agent, edge_id.strip()], 1)
+        if not found:
+            raise NotFound(f"no relation {edge_id!r} (see `tiermem graph relations`)")
+        return found[0]
+
+    def slot(self, subject: str, predicate: str, by_object: bool = False) -> list[Edge]:
+        """Every relation of one slot: a subject's (or, `by_object`, an object's) values of a
+        predicate, oldest first."""
+        side = "object" if by_object else "subject"
+        return self.select(
+            f"agent_id = ? AND {side} = ? AND predicate = ? ORDER BY coalesce(valid_from, "
+            "created_at), created_at",
+            [self.agent, subject, predicate],
+        )
+
+    def insert(self, edge: Edge) -> None:
+        self.db.execute(
+            "INSERT OR IGNORE INTO relations (agent_id, id, subject, predicate, object, "
+            "valid_from, valid_to, source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.agent,
+                edge.id,
+                edge.subject,
+                edge.predicate,
+                edge.object,
+                edge.valid_from,
+                edge.valid_to,
+                join_source(edge.source, edge.flags),
+                edge.created_at,
+            ),
+        )
+
+    def end(self, edge: Edge, at: float, flags: frozenset[str] = frozenset()) -> None:
+        """Close a relation at `at` (and add flags to it, "corrected")."""
+        self.db.execute(
+            "UPDATE relations SET valid_to = ?, source = ? WHERE agent_id = ? AND id = ?",
+            (at, join_source(edge.source, edge.flags | flags), self.agent, edge.id),
+        )
+
+    def has(self, edge_id: str) -> bool:
+        return bool(
+            self.db.scalar(
+                "SELECT 1 FROM relations WHERE agent_id = ? AND id = ?", (self.agent, edge_id)
             )
-            for r in rows
-        ]
+        )
+
+    def edge_id(
+        self, subject: str, predicate: str, obj: str, begins: float | None, tag: str
+    ) -> str:
+        """A relation's id: the same statement read twice is one row."""
+        text = f"{self.agent}\n{subject}\n{predicate}\n{obj}\n{begins}" + (
+            f"\n{tag}" if tag else ""
+        )
+        return "re-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def adopt_kind(self, entity_id: str, like: str) -> None:
+        """An entity of no known kind takes another's ("Leeds" correcting the place "Lees")."""
+        self.db.execute(
+            "UPDATE entities SET kind = (SELECT kind FROM entities WHERE agent_id = ?1 AND id = ?3)"
+            " WHERE agent_id = ?1 AND id = ?2 AND kind = 'other'",
+            (self.agent, entity_id, like),
+        )
 
     def names(self, ids: set[str]) -> dict[str, str]:
         if not ids:

@@ -1,13 +1,22 @@
-"""`tiermem graph`: the knowledge graph of entities and relations."""
+"""`tiermem graph`: the knowledge graph of entities and relations, what held when, and
+corrections by hand."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tiermem.core import graph as graphmod
-from tiermem.core.graph import view
+from tiermem.core.graph import edit, view
+from tiermem.core.graph.dates import parse_when
 from tiermem.core.graph.extract import KINDS
 from tiermem.tui.cli.options import Options, emit, pass_options
+
+if TYPE_CHECKING:
+    from tiermem.core.engine import Memory
+
+AT_HELP = "As of this date (YYYY-MM-DD, YYYY-MM, Unix seconds or e.g. 'March 3')."
 
 
 @click.group(name="graph")
@@ -30,14 +39,18 @@ def entities(opts: Options, kind: str | None, limit: int) -> None:
 
 @graph_group.command()
 @click.argument("name")
+@click.option("--at", "at", metavar="DATE", help=AT_HELP)
 @pass_options
-def show(opts: Options, name: str) -> None:
-    """One entity: aliases, relations with their time spans, what mentions it."""
+def show(opts: Options, name: str, at: str | None) -> None:
+    """One entity: aliases, relations with their time spans (with --at, those that held
+    then), what mentions it."""
     with opts.open() as mem:
-        payload = view.entity_view(mem, name)
+        payload = view.entity_view(mem, name, _when(mem, at))
     lines = [f"{payload['name']} ({payload['kind']}) · {payload['id']}"]
     if payload["aliases"]:
         lines.append("aliases: " + ", ".join(payload["aliases"]))
+    if at and not payload["relations"]:
+        lines.append(f"  nothing held on {payload['at']}")
     lines += ["  " + view.relation_line(r) for r in payload["relations"]]
     lines += [f"  memory {m['id']}: {m['text'][:100]}" for m in payload["memories"]]
     lines += [f"  episode {e['id']}: {e['abstract']}" for e in payload["episodes"]]
@@ -61,14 +74,69 @@ def relations(opts: Options, entity: str | None, limit: int) -> None:
 
 @graph_group.command()
 @click.argument("query")
+@click.option("--at", "at", metavar="DATE", help=AT_HELP)
 @pass_options
-def search(opts: Options, query: str) -> None:
-    """Entities whose names contain the query, with their relations."""
+def search(opts: Options, query: str, at: str | None) -> None:
+    """A question ("where does Sam live", "who is my manager"): the answer that holds, then
+    what held before; else entities whose names contain the query, with their relations."""
     with opts.open() as mem:
-        payload = view.search(mem, query)
+        payload = view.search(mem, query, at=_when(mem, at))
+    emit(opts, payload, lambda: _search_text(payload))
+
+
+def _search_text(payload: dict[str, Any]) -> str:
+    if "answer" in payload:
+        return "\n".join(payload["answer"]) or "nothing known" + (
+            f" on {payload['at']}" if payload["at"] else ""
+        )
     lines = [f"{e['name']} ({e['kind']}) · {e['mentions']} mentions" for e in payload["entities"]]
     lines += ["  " + view.relation_line(r) for r in payload["relations"]]
-    emit(opts, payload, "\n".join(lines) or "no entities found")
+    return "\n".join(lines) or "no entities found"
+
+
+@graph_group.command()
+@click.argument("entity")
+@pass_options
+def timeline(opts: Options, entity: str) -> None:
+    """An entity's relations in time order, each with the window it held in."""
+    with opts.open() as mem:
+        payload = view.timeline(mem, entity)
+    lines = [f"{payload['name']} ({payload['kind']})"]
+    lines += ["  " + view.relation_line(r) for r in payload["relations"]]
+    emit(opts, payload, "\n".join(lines) if payload["relations"] else lines[0] + "\n  no relations")
+
+
+@graph_group.command()
+@click.argument("subject")
+@click.argument("predicate")
+@click.argument("object_", metavar="OBJECT")
+@click.option("--since", metavar="DATE", help="When it began (default: now).")
+@pass_options
+def add(opts: Options, subject: str, predicate: str, object_: str, since: str | None) -> None:
+    """State SUBJECT PREDICATE OBJECT ("User lives_in Leeds"); a slot's older value ends
+    where it begins. "I" or "me" is the user."""
+    with opts.open() as mem:
+        payload = edit.add(mem, subject, predicate, object_, _when(mem, since))
+    said = f"{subject} → {edit.predicate_of(predicate)} → {object_}"
+    text = f"added {said} ({payload['relation']})" if payload["added"] else f"already known: {said}"
+    if payload["closed"]:
+        text += "\nended: " + ", ".join(payload["closed"])
+    emit(opts, payload, text)
+
+
+@graph_group.command()
+@click.argument("target", nargs=-1, required=True, metavar="EDGE_ID | SUBJECT PREDICATE [OBJECT]")
+@click.option("--at", "at", metavar="DATE", help="When it ended (default: now).")
+@pass_options
+def invalidate(opts: Options, target: tuple[str, ...], at: str | None) -> None:
+    """End a relation: by its id (`re-…`), or whatever holds of SUBJECT PREDICATE [OBJECT]."""
+    with opts.open() as mem:
+        payload = edit.invalidate(mem, list(target), _when(mem, at))
+    emit(opts, payload, "ended: " + ", ".join(payload["closed"]))
+
+
+def _when(mem: Memory, text: str | None) -> float | None:
+    return None if text is None else parse_when(text, mem.now())
 
 
 @graph_group.command()

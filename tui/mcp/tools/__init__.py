@@ -2,6 +2,7 @@
 
 from tiermem.tui.mcp.tools import (
     audit,
+    changes,
     conversation,
     graph,
     hot,
@@ -18,6 +19,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     recall.SEARCH,
     store.GET,
     store.UPDATE,
+    changes.SUPERSEDE,
+    changes.UNSUPERSEDE,
+    changes.CHANGES,
     hot.HOT,
     audit.INDEX_STATUS,
     audit.AUDIT,
@@ -33,6 +37,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     graph.EPISODE_LIST,
     graph.EPISODE_GET,
     graph.KNOWLEDGE_GRAPH_SEARCH,
+    graph.KNOWLEDGE_GRAPH_TIMELINE,
+    graph.KNOWLEDGE_GRAPH_ADD,
+    graph.KNOWLEDGE_GRAPH_INVALIDATE,
 )
 """Every tool, in the order clients list them (and packaging/openclaw/TOOLS.md shows them)."""
 

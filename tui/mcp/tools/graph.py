@@ -7,7 +7,8 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from tiermem.core import episodes
-from tiermem.core.graph import view
+from tiermem.core.graph import edit, view
+from tiermem.core.graph.dates import parse_when
 from tiermem.tui.mcp.home import Home
 from tiermem.tui.mcp.tools.base import ToolSpec
 
@@ -44,18 +45,72 @@ def episode_get(
     return home.run(lambda mem: episodes.get(mem.db, mem.agent_id, episode_id).as_dict())
 
 
+AT_DOC = "As of this date (YYYY-MM-DD, YYYY-MM or e.g. 'March 3'): what was true then."
+
+
+def _when(mem: Any, text: str | None) -> float | None:
+    return None if text is None or not text.strip() else parse_when(text, mem.now())
+
+
 def knowledge_graph_search(
     home: Home,
-    query: Annotated[str, Field(description="An entity's name or part of it.")],
+    query: Annotated[
+        str,
+        Field(
+            description="A question ('where does Sam live', 'who is my manager', 'what does "
+            "Orchard use for its queue') or an entity's name or part of it."
+        ),
+    ],
     entity: Annotated[
         bool, Field(description="Return the best entity in full (relations, mentions).")
     ] = False,
+    at: Annotated[str | None, Field(description=AT_DOC)] = None,
 ) -> dict[str, Any]:
     def run(mem: Any) -> dict[str, Any]:
-        found = view.search(mem, query)
+        when = _when(mem, at)
+        found = view.search(mem, query, at=when)
         if entity and found["entities"]:
-            found["entity"] = view.entity_view(mem, found["entities"][0]["id"])
+            found["entity"] = view.entity_view(mem, found["entities"][0]["id"], when)
         return found
+
+    return home.run(run)
+
+
+def knowledge_graph_timeline(
+    home: Home,
+    entity: Annotated[str, Field(description="The entity's name, alias or id ('I' is the user).")],
+) -> dict[str, Any]:
+    return home.run(lambda mem: view.timeline(mem, "User" if entity.strip() == "I" else entity))
+
+
+def knowledge_graph_add(
+    home: Home,
+    subject: Annotated[str, Field(description="Who or what ('I' or 'User' is the user).")],
+    predicate: Annotated[
+        str, Field(description="lives_in, works_at, reports_to, role, uses_database, leads…")
+    ],
+    object: Annotated[  # noqa: A002 (the tool's published parameter name)
+        str, Field(description="The value: a place, company, person, tool…")
+    ],
+    since: Annotated[str | None, Field(description="When it began (default: now).")] = None,
+) -> dict[str, Any]:
+    return home.run(lambda mem: edit.add(mem, subject, predicate, object, _when(mem, since)))
+
+
+def knowledge_graph_invalidate(
+    home: Home,
+    edge_id: Annotated[str | None, Field(description="The relation's id (re-…).")] = None,
+    subject: Annotated[str | None, Field(description="Or: whose relation.")] = None,
+    predicate: Annotated[str | None, Field(description="With subject: which relation.")] = None,
+    object: Annotated[  # noqa: A002 (the tool's published parameter name)
+        str | None, Field(description="With subject: only this value.")
+    ] = None,
+    at: Annotated[str | None, Field(description="When it ended (default: now).")] = None,
+) -> dict[str, Any]:
+    target = [edge_id] if edge_id else [t for t in (subject, predicate, object) if t]
+
+    def run(mem: Any) -> dict[str, Any]:
+        return edit.invalidate(mem, target, _when(mem, at))
 
     return home.run(run)
 
@@ -71,6 +126,24 @@ EPISODE_GET = ToolSpec("episode_get", episode_get, "One episode in full, by id."
 KNOWLEDGE_GRAPH_SEARCH = ToolSpec(
     "knowledge_graph_search",
     knowledge_graph_search,
-    "Entities (people, projects, organisations, places, tools, URLs) whose names match, with "
-    "their relations and time spans: who works on what, who lives where and since when.",
+    "Ask the knowledge graph a question ('where does Sam live', 'who is my manager'): the "
+    "answer that holds now (or `at` a date) first, then what held before with its time span; "
+    "or find entities (people, projects, organisations, places, tools, URLs) by name.",
+)
+KNOWLEDGE_GRAPH_TIMELINE = ToolSpec(
+    "knowledge_graph_timeline",
+    knowledge_graph_timeline,
+    "One entity's relations in time order, each with the window it held in.",
+)
+KNOWLEDGE_GRAPH_ADD = ToolSpec(
+    "knowledge_graph_add",
+    knowledge_graph_add,
+    "Correct the knowledge graph: state subject–predicate–object from a date; the slot's "
+    "older value (where they lived, worked…) ends there.",
+)
+KNOWLEDGE_GRAPH_INVALIDATE = ToolSpec(
+    "knowledge_graph_invalidate",
+    knowledge_graph_invalidate,
+    "Correct the knowledge graph: end a relation (by id, or what holds of subject and "
+    "predicate, optionally object) at a date.",
 )

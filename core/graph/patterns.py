@@ -1,0 +1,264 @@
+"""The verb frames the extractor looks for, built from the word lists of `lexicon`: each frame
+finds a verb phrase; the subject is read from the words before it and the object from the words
+after it (`extract`), so one frame covers every subject and object a sentence may have."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from tiermem.core.graph import lexicon as lx
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One way of stating a relation: where its verb is, what the object after it is."""
+
+    name: str
+    regex: re.Pattern[str]
+    predicate: str
+    """The predicate, or "" when the object decides it (a tool, a preference, a date)."""
+    object_kind: str
+    """What follows the verb: name, tool, role, preference, person, date, event, owner."""
+    strong: bool = True
+    """Lower-case objects count in mixed-case text ("I live in leeds")."""
+
+
+def alt(phrases: tuple[str, ...] | list[str] | frozenset[str]) -> str:
+    """A regex alternation of phrases, longest first, any spacing, either apostrophe."""
+    out = []
+    for phrase in sorted(set(phrases), key=len, reverse=True):
+        body = re.escape(phrase).replace(r"\ ", r"\s+").replace("'", "['’]")
+        out.append(body)
+    return "(?:" + "|".join(out) + ")"
+
+
+def _categories() -> str:
+    return alt([w for words in lx.CATEGORY_WORDS.values() for w in words])
+
+
+_DET = r"(?:the|our|my|a|an|its|their|his|her|this|that)"
+_POSS = r"(?:my|our|its|their|his|her|[\w.'’-]+['’]s)"
+
+
+def _frames() -> list[tuple[str, str, str, str, bool]]:
+    """(name, regex, predicate, object kind, strong) in the order they are tried."""
+    manager, team_lead = alt(lx.MANAGER_NOUNS), alt(lx.TEAM_LEAD_NOUNS)
+    copula = r"(?:is|['’]s|are|was|will\s+be|has\s+become|became|=|:)"
+    return [
+        (
+            "owner_name",
+            r"\b(?:my\s+name\s+is|my\s+name['’]s|i\s+am\s+called|i['’]m\s+called|call\s+me|"
+            r"people\s+call\s+me|(?:^|(?<=[,.!]\s))(?:hi|hello|hey)?[,!\s]*i['’]?m|"
+            r"(?:^|(?<=[,.!]\s))(?:hi|hello|hey)?[,!\s]*i\s+am|this\s+is)\s+",
+            "name",
+            "owner",
+            True,
+        ),
+        (
+            "event_moved_active",
+            rf"\b{alt(lx.EVENT_MOVE_VERBS)}\s+(?P<e>(?:the|our|my|this|that|next\s+week['’]s)\s+"
+            rf"[\w'’ -]{{2,40}}?)\s+(?:back\s+)?(?:to|until|till|for)\s+",
+            "happens_on",
+            "date",
+            True,
+        ),
+        ("event_cancel", rf"\b{alt(lx.EVENT_CANCEL)}\b", "happens_on", "none", True),
+        (
+            "event_at",
+            rf"\s(?:{alt(lx.EVENT_VERBS_MOVED)}|{alt(lx.EVENT_VERBS_AT)})\s+",
+            "happens_on",
+            "date",
+            True,
+        ),
+        (
+            "report_possessive",
+            rf"(?:\b(?P<poss>{_POSS})\s+|\b)(?:new\s+|current\s+|direct\s+|actual\s+)?"
+            rf"(?P<noun>{manager}|{team_lead})\s+{copula}\s+(?:now\s+)?",
+            "reports_to",
+            "person",
+            True,
+        ),
+        (
+            "report_reverse",
+            rf"\b(?:is|['’]s|has\s+become|became|will\s+be|is\s+now)\s+(?:now\s+|also\s+)?"
+            rf"(?P<poss>my|our|the)\s+(?:new\s+|current\s+|direct\s+)?(?P<noun>{manager}|"
+            rf"{team_lead})\b(?!\s+(?:of|at|for|on|in)\b)",
+            "reports_to",
+            "owner",
+            True,
+        ),
+        (
+            "report_verb",
+            rf"\b{alt(lx.REPORT_VERBS)}\s+",
+            "reports_to",
+            "person",
+            True,
+        ),
+        (
+            "manages_me",
+            r"\b(?:manages|managed|is\s+managing|supervises|is\s+my\s+boss\s+now)\s+me\b",
+            "reports_to",
+            "owner",
+            True,
+        ),
+        (
+            "role_possessive",
+            rf"\b(?P<poss>my|[\w.'’-]+['’]s)\s+(?:new\s+|current\s+|official\s+)?"
+            rf"{alt(lx.ROLE_NOUNS)}\s+{copula}\s+(?:now\s+)?(?:an?\s+|the\s+)?",
+            "role",
+            "role",
+            True,
+        ),
+        ("role_verb", rf"\b{alt(lx.ROLE_VERBS)}\s+(?:an?\s+|the\s+)?", "role", "role", True),
+        (
+            "role_copula",
+            r"\b(?:am|['’]m|is|['’]s|are|was|were)\s+(?:now\s+|currently\s+|still\s+|also\s+|"
+            r"officially\s+)?(?P<det>an?|the|our|their|his|her)\s+",
+            "role",
+            "role",
+            True,
+        ),
+        (
+            "switch",
+            rf"\b(?P<v>{alt(lx.SWITCH_VERBS)})\s+(?:over\s+|back\s+)?(?:(?P<what>jobs|companies|"
+            rf"employers|cities|{_categories()})\s+)?from\s+",
+            "",
+            "switch",
+            True,
+        ),
+        (
+            "migrate",
+            rf"\b{alt(lx.MIGRATE_VERBS)}\s+(?P<x>(?!from\b|to\b|over\b|back\b|in\b|into\b)"
+            rf"[\w.'’-]+(?:\s+(?!from\b|to\b|over\b)[A-Z][\w.'’-]*)?)\s+(?:over\s+)?"
+            rf"(?:from\s+(?P<a>[\w.' -]+?)\s+)?(?:to|onto|over\s+to)\s+",
+            "uses",
+            "tool",
+            True,
+        ),
+        (
+            "category_is",
+            rf"(?:\b(?P<poss>{_POSS})\s+|\bthe\s+)(?:main\s+|primary\s+|new\s+|current\s+)?"
+            rf"(?P<cat>{_categories()})(?:\s+(?:for|of)\s+(?P<of>[\w.-]+))?\s+"
+            rf"(?:is|are|['’]s|is\s+now|will\s+be|runs\s+on)\s+(?:now\s+)?",
+            "uses",
+            "tool",
+            True,
+        ),
+        (
+            "favourite",
+            r"\b(?P<poss>my|[\w.'’-]+['’]s)\s+(?:new\s+|current\s+|all-time\s+)?"
+            r"(?:favou?rite|preferred|go-to)\s+(?P<noun>[\w-]+(?:\s+[\w-]+)?)\s+"
+            r"(?:is|are|['’]s|is\s+now)\s+(?:now\s+)?",
+            "prefers",
+            "preference",
+            True,
+        ),
+        (
+            "leave",
+            rf"\b(?P<v>{alt(lx.LEAVE_VERBS)})\s+(?:my\s+job\s+(?:at|with)\s+|my\s+role\s+at\s+)?",
+            "",
+            "leave",
+            True,
+        ),
+        (
+            "live",
+            rf"\b{alt(lx.LIVE_VERBS)}\s+(?:back\s+|over\s+|here\s+|there\s+|now\s+|out\s+of\s+)?"
+            rf"(?P<prep>in|to|at|near|into|from|out\s+of)\s+",
+            "lives_in",
+            "name",
+            True,
+        ),
+        (
+            "work",
+            rf"\b(?:{alt(lx.WORK_VERBS)}\s+(?:full-time\s+|part-time\s+|remotely\s+|now\s+|"
+            rf"there\s+)?(?:at|for)|(?:employed|hired)\s+by)\s+",
+            "works_at",
+            "name",
+            True,
+        ),
+        ("join", rf"\b{alt(lx.JOIN_VERBS)}\s+(?:the\s+)?", "works_at", "name", False),
+        (
+            "works_on",
+            r"\b(?:works|worked|working|work|started\s+working|will\s+work)\s+on\s+(?:the\s+)?",
+            "works_on",
+            "name",
+            False,
+        ),
+        (
+            "use",
+            rf"\b{alt(lx.USE_VERBS)}\s+",
+            "uses",
+            "tool",
+            False,
+        ),
+        (
+            "lead",
+            rf"\b{alt(lx.LEAD_VERBS)}\s+(?:the\s+)?(?!me\b|on\b|to\b|at\b|in\b|into\b|out\b)",
+            "leads",
+            "name",
+            False,
+        ),
+        (
+            "correction",
+            r"\b(?:i\s+meant|i\s+mean|it['’]s|it\s+is|make\s+that|should\s+(?:be|have\s+been)|"
+            r"correction:?)\s+",
+            "",
+            "correction",
+            False,
+        ),
+        (
+            "prefer",
+            rf"\b(?P<v>{alt(lx.PREFER_VERBS)})\s+",
+            "prefers",
+            "preference",
+            False,
+        ),
+    ]
+
+
+@cache
+def frames() -> tuple[Frame, ...]:
+    """Every frame, compiled on first extraction (reading the graph never needs them)."""
+    return tuple(
+        Frame(name, re.compile(regex, re.IGNORECASE), predicate, kind, strong)
+        for name, regex, predicate, kind, strong in _frames()
+    )
+
+
+@cache
+def cue(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    """Any of the phrases as whole words."""
+    return re.compile(rf"(?<![\w'’]){alt(phrases)}(?![\w'’])", re.IGNORECASE)
+
+
+@cache
+def category_words() -> dict[str, str]:
+    """A word naming a category ("queue", "db") → the category."""
+    return {w: cat for cat, words in lx.CATEGORY_WORDS.items() for w in words}
+
+
+@cache
+def category_phrase() -> re.Pattern[str]:
+    """'for its queue', 'as a cache', 'for the database': the category a tool is used for."""
+    return re.compile(
+        rf"^\s*(?:for|as)\s+(?:{_DET}\s+)?(?:main\s+|primary\s+)?(?P<cat>{_categories()})\b",
+        re.IGNORECASE,
+    )
+
+
+@cache
+def role_phrase() -> re.Pattern[str]:
+    """A role: up to three words before a role noun, and 'of X' after 'head' or 'VP'."""
+    return re.compile(
+        rf"^(?P<role>(?:[\w/&+-]+\s+){{0,3}}?{alt(lx.ROLE_HEADS)}s?(?:\s+of\s+[\w&-]+"
+        rf"(?:\s+[A-Z][\w&-]*)?)?)\b",
+        re.IGNORECASE,
+    )
+
+
+@cache
+def event_head() -> re.Pattern[str]:
+    """An event's name ends in an event word ("the team offsite", "the Q3 review")."""
+    return re.compile(rf"\b{alt(lx.EVENT_NOUNS)}s?$", re.IGNORECASE)
