@@ -2,7 +2,6 @@
 
 from tiermem.tui.mcp.tools import (
     audit,
-    changes,
     conversation,
     graph,
     hot,
@@ -19,9 +18,6 @@ TOOLS: tuple[ToolSpec, ...] = (
     recall.SEARCH,
     store.GET,
     store.UPDATE,
-    changes.SUPERSEDE,
-    changes.UNSUPERSEDE,
-    changes.CHANGES,
     hot.HOT,
     audit.INDEX_STATUS,
     audit.AUDIT,
