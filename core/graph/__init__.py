@@ -23,6 +23,7 @@ from tiermem.core.graph.extract import (
     Relation,
     extract,
 )
+from tiermem.core.graph.names import keys as name_keys
 from tiermem.core.graph.names import name_key
 from tiermem.core.graph.store import Edge, Entity, GraphStore
 from tiermem.core.graph.validity import Closed, relate
@@ -347,19 +348,22 @@ def _iso_day(text: str) -> float | None:
 
 def ngram_keys(text: str, *, capitalised: bool) -> set[str]:
     """The name keys of `text`'s 1–4-word runs (only runs starting with a capital letter when
-    `capitalised`, so "target" the word does not mention Target the shop)."""
+    `capitalised`, so "target" the word does not mention Target the shop); with accents, also
+    the keys homes written before accents folded have."""
     tokens = _TOKEN.findall(text)
-    keys = set()
+    found: set[str] = set()
+    accented = not text.isascii()
     for i, first in enumerate(tokens):
         if capitalised and not (first[:1].isupper() or first.startswith("http")):
             continue
         for n in range(1, MAX_NGRAM + 1):
             if i + n > len(tokens):
                 break
-            key = name_key(" ".join(tokens[i : i + n]))
-            if len(key) > 2:
-                keys.add(key)
-    return keys
+            phrase = " ".join(tokens[i : i + n])
+            for key in name_keys(phrase) if accented else (name_key(phrase),):
+                if len(key) > 2:
+                    found.add(key)
+    return found
 
 
 def known_mentions(db: Database, agent_id: str, keys: set[str]) -> set[str]:

@@ -44,6 +44,7 @@ _WORKS = re.compile(r"\b(?:quit|resign|laid|fired|retired|stepped|job|role|worki
 _LIVES = re.compile(r"\b(?:out\s+of|away\s+from)", re.I)
 _USES = re.compile(r"\b(?:using|dropped|drop|rid|off|ditched|abandoned|gave)\b", re.I)
 _SWITCH_TO = re.compile(r"^\s*(?:to|for|with|into|over\s+to)\s+", re.I)
+_FOR = re.compile(r"^\s*for\b", re.I)
 _AND = re.compile(r"^\s*(?:,\s*and|,|and|&|plus)\s+", re.I)
 _AS = re.compile(r"^\s*,?\s*as\s+(?:an?\s+|the\s+|our\s+)?", re.I)
 _AS_ROLE = re.compile(r"^\s*(?:at|for|with)\s+", re.I)
@@ -360,6 +361,9 @@ def _prefer(
     value, kind = read_preference(right, not liking, reader.lower)
     if not value or (liking and not kind):
         return []
+    _, surface, category = read_tool(right, True, False)
+    if category and _FOR.match(_after(right, surface)):
+        return []  # "prefers Postgres for Quillmark": a project's choice, not a taste
     if not kind and "drink" in verb:
         kind = "drink"
     over = re.match(r"\s*(?:over|to|than|instead\s+of|rather\s+than)\s+", _after(right, value))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from tiermem.core.graph import build, dates, names
 from tiermem.core.graph import lexicon as lx
-from tiermem.core.graph.patterns import Frame, frames
+from tiermem.core.graph.patterns import Frame, clause_words, frames_for
 from tiermem.core.graph.phrases import OWNER, Reader
 from tiermem.core.graph.sentences import Clause, Flags, clause_flags, split
 
@@ -98,7 +98,7 @@ class _Sentence:
 
     def clause(self, clause: Clause) -> None:
         taken: list[tuple[int, int]] = []
-        for frame in frames():
+        for frame in frames_for(clause_words(clause.text)):
             for m in frame.regex.finditer(clause.text):
                 if any(m.start() < e and s < m.end() for s, e in taken):
                     continue

@@ -396,3 +396,18 @@ TOOL_WORDS: Final = frozenset(
 the object of "uses"."""
 TOOL_PERSON_NAMES: Final = frozenset(_words("julia ruby claude jenkins gemini mistral"))
 """Tool names that are also people's names: a tool only as the object of "uses"."""
+IMPERATIVES: Final = frozenset(
+    _words(
+        "try check ask tell make keep add remove fix send call meet read write review book plan buy pay"
+    )
+)
+"""Verbs that open a note ("Prefer Postgres …", "Ask Maya …"): not part of a name."""
+DATE_WORDS: Final = frozenset(
+    _words(
+        """0 today tomorrow yesterday tonight next last this coming week month year weekend
+        monday tuesday wednesday thursday friday saturday sunday mon tue wed thu fri sat sun
+        january february march april may june july august september october november december
+        jan feb mar apr jun jul aug sep sept oct nov dec"""
+    )
+)
+"""Words that may start a date phrase ("0": any number)."""

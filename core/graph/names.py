@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import cache
+from functools import cache, lru_cache
 
+from tiermem.core.graph import lexicon as lx
 from tiermem.core.graph.lexicon import (
     DEMONYMS,
     FILLERS,
@@ -21,7 +22,12 @@ from tiermem.core.graph.lexicon import (
 from tiermem.core.terms import STOPWORDS
 
 _PUNCT = re.compile(r"[^\w\s:/.@+-]")
-_TOKEN = re.compile(r"[^\W_][\w.&'’+-]*")
+_CANDIDATE = re.compile(
+    r"(?<![\w'’.&+-])(?:[A-ZÀ-ÖØ-ÞĀ-ſͰ-ϿЀ-ӿ][\w.&'’+-]*|(?:of|de|da|du|van|von|der|den|la|le|"
+    r"del|di|y|al|bin)(?![\w'’])|&)"
+)
+"""The words a name may be made of: capitalised ones (checked again with `isupper`) and the
+connectors between them; what lies between two of them decides if they are one run."""
 _CONNECTORS = frozenset(
     [
         "of",
@@ -51,6 +57,7 @@ _ABBREVIATIONS = frozenset(
     ["inc", "ltd", "co", "corp", "st", "dr", "mr", "mrs", "ms", "jr", "sr", "prof", "mt", "ave"]
 )
 _POSSESSIVE = re.compile(r"['’]s$")
+_ACRONYM = re.compile(r"[A-Z]{2,4}|[A-Z]{2,5}s")
 _NEVER = FILLERS | STOPWORDS | TIME_NAMES | HOLIDAYS | _SELF
 WEEKDAYS = frozenset(
     [
@@ -72,8 +79,11 @@ WEEKDAYS = frozenset(
 )
 
 
+@lru_cache(maxsize=65536)
 def fold(text: str) -> str:
     """Case and accents folded: "Inês" and "INES" compare equal."""
+    if text.isascii():
+        return text.casefold()
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
 
@@ -145,20 +155,41 @@ def proper_names(sentence: str) -> list[str]:
     out = []
     first = _first_word_at(sentence)
     for start, words in _runs(sentence):
+        if start < first:
+            continue  # a label ("Lesson:", "Note:")
+        if start == first and fold(words[0]) in _sentence_words():
+            words = words[1:]  # "Prefer Postgres …", "Use uv …": a verb opening a sentence
         name = clean_name(" ".join(words))
         if not name:
             continue
         if start == first and " " not in name and name == words[0]:
             continue  # "Maya" opening a sentence is found by the relation patterns instead
-        if " " not in name and name.isupper() and len(name) <= 4:
-            continue  # an acronym (API, EUR, VAT) is a word, not a thing
+        if " " not in name and _ACRONYM.fullmatch(name):
+            continue  # an acronym (API, EUR, VAT, UIs) is a word, not a thing
         out.append(name)
     return out
 
 
+@cache
+def _sentence_words() -> frozenset[str]:
+    """Words of the relation verb lists: capitalised only because they open a sentence."""
+    phrases = (
+        *lx.LIVE_VERBS,
+        *lx.WORK_VERBS,
+        *lx.USE_VERBS,
+        *lx.LEAD_VERBS,
+        *lx.PREFER_VERBS,
+        *lx.SWITCH_VERBS,
+        *lx.LEAVE_VERBS,
+        *lx.MIGRATE_VERBS,
+        *lx.ROLE_VERBS,
+    )
+    return frozenset(fold(p.split()[0]) for p in phrases) | lx.IMPERATIVES
+
+
 def _first_word_at(sentence: str) -> int:
-    """Where a sentence's first word starts (after a "user:" label, a bullet or a quote)."""
-    m = re.match(r"\s*(?:[\w-]{1,20}:\s+)?[-*•>\"'“(\s]*", sentence)
+    """Where a sentence's first word starts (after a "Note:" label, a bullet or a quote)."""
+    m = re.match(r"\s*[-*•>\"'“(\s]*(?:[\w-]{1,20}:\s+)?[-*•>\"'“(\s]*", sentence)
     return m.end() if m else 0
 
 
@@ -169,7 +200,7 @@ def _runs(sentence: str) -> list[tuple[int, list[str]]]:
     start = end = 0
     pending: list[str] = []
     stop = False
-    for m in _TOKEN.finditer(sentence):
+    for m in _CANDIDATE.finditer(sentence):
         word = m.group(0).rstrip(".")
         gap = sentence[end : m.start()]
         joined = current and gap.strip() == "" and len(current) < 5 and not stop
@@ -224,27 +255,47 @@ def preferences() -> dict[str, str]:
 
 
 @cache
-def _tool_pattern() -> re.Pattern[str]:
-    aliases = sorted(tools(), key=len, reverse=True)
-    body = "|".join(re.escape(a).replace(r"\ ", r"\s+") for a in aliases)
-    return re.compile(rf"(?<![\w.-])(?:{body})(?![\w-])", re.IGNORECASE)
+def _tools_by_first_word() -> dict[str, list[tuple[str, ...]]]:
+    """First word of a tool alias → the aliases (as words) it starts, longest first."""
+    out: dict[str, list[tuple[str, ...]]] = {}
+    for alias in tools():
+        words = tuple(alias.split())
+        out.setdefault(words[0], []).append(words)
+    for found in out.values():
+        found.sort(key=len, reverse=True)
+    return out
+
+
+_TOOL_TOKEN = re.compile(r"[^\W_][\w.+#/-]*")
 
 
 def tool_mentions(text: str) -> list[tuple[str, str, str]]:
     """(surface, canonical, category) of each tool `text` names on its own: a tool name that is
     also a word ("rust", "linear") only with a capital, one that is also a person's name
     ("Julia") never (the object of "uses" is a tool whatever its name)."""
+    tokens = [t.rstrip(".,/-") for t in _TOOL_TOKEN.findall(text)]
+    folded = [fold(t) for t in tokens]
+    index = _tools_by_first_word()
     out = []
-    for m in _tool_pattern().finditer(text):
-        surface = " ".join(m.group(0).split())
-        folded = fold(surface)
-        canonical, category = tools()[folded]
-        if folded in TOOL_PERSON_NAMES:
-            continue
-        if len(surface) <= 2 or (folded in TOOL_WORDS and not surface[0].isupper()):
-            continue
-        out.append((surface, canonical, category))
+    i = 0
+    while i < len(tokens):
+        for words in index.get(folded[i], ()):
+            if tuple(folded[i : i + len(words)]) == words:
+                surface = " ".join(tokens[i : i + len(words)])
+                if _bare_tool(surface, " ".join(words)):
+                    canonical, category = tools()[" ".join(words)]
+                    out.append((surface, canonical, category))
+                i += len(words) - 1
+                break
+        i += 1
     return out
+
+
+def _bare_tool(surface: str, alias: str) -> bool:
+    """A tool named on its own counts: not a person's name, a word only with a capital."""
+    if alias in TOOL_PERSON_NAMES or len(surface) <= 2:
+        return False
+    return alias not in TOOL_WORDS or surface[0].isupper()
 
 
 def tool(name: str) -> tuple[str, str] | None:

@@ -23,6 +23,34 @@ class Frame:
     """What follows the verb: name, tool, role, preference, person, date, event, owner."""
     strong: bool = True
     """Lower-case objects count in mixed-case text ("I live in leeds")."""
+    triggers: frozenset[str] = frozenset()
+    """Words one of which a clause must have for the frame to be tried (a cheap filter)."""
+
+
+_WORD = re.compile(r"[\w']+")
+_DIGIT = re.compile(r"\d")
+
+
+def clause_words(text: str) -> frozenset[str]:
+    """A clause's words for the frames' filter: folded, contractions also in pieces ("i'm" →
+    "i", "'m"), and "0" when it has a digit."""
+    words = set(_WORD.findall(text.casefold().replace("’", "'")))
+    for word in [w for w in words if "'" in w]:
+        head, _, tail = word.partition("'")
+        words |= {head, "'" + tail}
+    if _DIGIT.search(text):
+        words.add("0")
+    return frozenset(words)
+
+
+def firsts(*lists: tuple[str, ...] | frozenset[str]) -> frozenset[str]:
+    """The words a frame's phrases start with."""
+    return frozenset(p.split()[0].casefold() for phrases in lists for p in phrases)
+
+
+def every(*lists: tuple[str, ...] | frozenset[str]) -> frozenset[str]:
+    """Every word of a frame's phrases."""
+    return frozenset(w.casefold() for phrases in lists for p in phrases for w in p.split())
 
 
 def alt(phrases: tuple[str, ...] | list[str] | frozenset[str]) -> str:
@@ -42,8 +70,16 @@ _DET = r"(?:the|our|my|a|an|its|their|his|her|this|that)"
 _POSS = r"(?:my|our|its|their|his|her|[\w.'’-]+['’]s)"
 
 
-def _frames() -> list[tuple[str, str, str, str, bool]]:
+FrameSpec = tuple[str, str, str, str, bool]
+
+
+def _frames() -> list[FrameSpec]:
     """(name, regex, predicate, object kind, strong) in the order they are tried."""
+    return _people_frames() + _change_frames() + _thing_frames()
+
+
+def _people_frames() -> list[FrameSpec]:
+    """The user's name, events, managers and roles."""
     manager, team_lead = alt(lx.MANAGER_NOUNS), alt(lx.TEAM_LEAD_NOUNS)
     copula = r"(?:is|['’]s|are|was|will\s+be|has\s+become|became|=|:)"
     return [
@@ -120,6 +156,12 @@ def _frames() -> list[tuple[str, str, str, str, bool]]:
             "role",
             True,
         ),
+    ]
+
+
+def _change_frames() -> list[FrameSpec]:
+    """Changes of tool or taste, a stack's categories, favourites, endings."""
+    return [
         (
             "switch",
             rf"\b(?P<v>{alt(lx.SWITCH_VERBS)})\s+(?:over\s+|back\s+)?(?:(?P<what>jobs|companies|"
@@ -162,6 +204,12 @@ def _frames() -> list[tuple[str, str, str, str, bool]]:
             "leave",
             True,
         ),
+    ]
+
+
+def _thing_frames() -> list[FrameSpec]:
+    """Places, employers, projects, tools, preferences."""
+    return [
         (
             "live",
             rf"\b{alt(lx.LIVE_VERBS)}\s+(?:back\s+|over\s+|here\s+|there\s+|now\s+|out\s+of\s+)?"
@@ -221,10 +269,63 @@ def _frames() -> list[tuple[str, str, str, str, bool]]:
 @cache
 def frames() -> tuple[Frame, ...]:
     """Every frame, compiled on first extraction (reading the graph never needs them)."""
+    triggers = _triggers()
     return tuple(
-        Frame(name, re.compile(regex, re.IGNORECASE), predicate, kind, strong)
+        Frame(name, re.compile(regex, re.IGNORECASE), predicate, kind, strong, triggers[name])
         for name, regex, predicate, kind, strong in _frames()
     )
+
+
+def frames_for(words: frozenset[str]) -> list[Frame]:
+    """The frames a clause with these words may state, in order."""
+    index = _by_word()
+    chosen: set[int] = set()
+    for word in words:
+        chosen.update(index.get(word, ()))
+    every_frame = frames()
+    return [every_frame[i] for i in sorted(chosen)]
+
+
+@cache
+def _by_word() -> dict[str, tuple[int, ...]]:
+    """Trigger word → the frames (by position) it lets be tried."""
+    index: dict[str, list[int]] = {}
+    for i, frame in enumerate(frames()):
+        for word in frame.triggers:
+            index.setdefault(word, []).append(i)
+    return {w: tuple(found) for w, found in index.items()}
+
+
+def _triggers() -> dict[str, frozenset[str]]:
+    """The words that let each frame be tried."""
+    nouns = every(lx.MANAGER_NOUNS, lx.TEAM_LEAD_NOUNS) - {"team", "line", "direct"}
+    dates = lx.DATE_WORDS
+    return {
+        "owner_name": frozenset({"name", "called", "call", "'m", "am", "this"}),
+        "event_moved_active": firsts(lx.EVENT_MOVE_VERBS) & every(lx.EVENT_MOVE_VERBS),
+        "event_cancel": frozenset({"cancelled", "canceled", "called", "off"}),
+        "event_at": dates,
+        "report_possessive": nouns,
+        "report_reverse": nouns,
+        "report_verb": firsts(lx.REPORT_VERBS),
+        "manages_me": frozenset({"manages", "managed", "managing", "supervises", "boss"}),
+        "role_possessive": every(lx.ROLE_NOUNS),
+        "role_verb": firsts(lx.ROLE_VERBS),
+        "role_copula": frozenset(lx.ROLE_HEADS) | {h + "s" for h in lx.ROLE_HEADS},
+        "switch": frozenset({"from"}),
+        "migrate": firsts(lx.MIGRATE_VERBS),
+        "category_is": every(*lx.CATEGORY_WORDS.values()),
+        "favourite": frozenset({"favourite", "favorite", "preferred", "go-to"}),
+        "leave": firsts(lx.LEAVE_VERBS),
+        "live": firsts(lx.LIVE_VERBS),
+        "work": firsts(lx.WORK_VERBS) | {"employed", "hired"},
+        "join": firsts(lx.JOIN_VERBS),
+        "works_on": frozenset({"on"}),
+        "use": firsts(lx.USE_VERBS),
+        "correction": frozenset({"meant", "mean", "'s", "it", "make", "should", "correction"}),
+        "lead": firsts(lx.LEAD_VERBS),
+        "prefer": firsts(lx.PREFER_VERBS) | {"rather", "into"},
+    }
 
 
 @cache

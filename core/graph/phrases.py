@@ -233,7 +233,7 @@ class Reader:
             return names.clean_name(" ".join(run)) or None
         if self.lower and last not in _STOP_AFTER and not names.never_a_name(last):
             pair = words[-2:] if len(words) >= 2 and _nameish(words[-2]) else words[-1:]
-            return names.clean_name(" ".join(pair)) or None
+            return names.display(names.clean_name(" ".join(pair)), "person") or None
         return None
 
 

@@ -13,7 +13,11 @@ from tiermem.core.graph.patterns import alt, cue
 
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _ABBREVIATION = re.compile(r"\b(?:St|Dr|Mr|Mrs|Ms|Jr|Sr|vs|Mt|e\.g|i\.e|approx|ca)\.$", re.I)
-_LABEL = re.compile(r"^\s*(?:\*\*)?(?P<who>[\w-]{1,20})(?:\*\*)?:\s+")
+_LABEL = re.compile(
+    r"^\s*(?:\*\*)?(?P<who>user|assistant|human|ai|system|bot|agent|model|me|you|tool)"
+    r"(?:\*\*)?:\s+",
+    re.I,
+)
 _CLAUSE_VERBS = (
     "work works worked working live lives lived living moved move moving started start joined "
     "join left quit use uses used using lead leads led report reports reported prefer prefers "

@@ -99,6 +99,8 @@ class GraphSignals:
         refs = graph.mentioned_in(entity_id, "memory", MEMORIES_PER_ENTITY)
         neighbours = []
         for edge in graph.edges(entity_id, NEIGHBOURS):
+            if not edge.object or edge.flags & {"negated", "corrected"}:
+                continue  # the record of an ending, or a statement that never held
             other = edge.object if edge.subject == entity_id else edge.subject
             other_name = graph.names({other}).get(other, other)
             subject, obj = (name, other_name) if edge.subject == entity_id else (other_name, name)

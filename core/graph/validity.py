@@ -42,7 +42,8 @@ def relate(
     """Record a relation (entity ids `subject` and `obj`, `obj` "" for a negation that names
     no value) read from `source` at `now`, the text's date."""
     if NEGATED in r.flags:
-        return negate(graph, subject, r.predicate, obj, r.valid_from or r.valid_to or now, source)
+        at = r.valid_from or r.valid_to or now
+        return negate(graph, subject, r.predicate, obj, at, source, now)
     if CORRECTION in r.flags:
         return _correct(graph, r, subject, obj, source, now, replaces)
     if TENTATIVE in r.flags:
@@ -115,15 +116,17 @@ def _settle(graph: GraphStore, edge: Edge, side: str, out: Outcome) -> Edge:
     begins = edge.valid_from if edge.valid_from is not None else 0.0
     anchor = edge.object if side == "object" else edge.subject
     rows = graph.slot(anchor, edge.predicate, by_object=side == "object")
+    if side == "subject":  # "I left Globex" says no predicate: it ends whichever held
+        rows += graph.slot(anchor, "")
     mine = edge.subject if side == "object" else edge.object
     successor: Edge | None = None
     ends = edge.valid_to
     for row in rows:
         other = row.subject if side == "object" else row.object
         if NEGATED in row.flags:
-            later = row.valid_from is not None and row.valid_from > begins
-            if other in (mine, "") and later and (ends is None or (row.valid_from or 0.0) < ends):
-                ends, successor = row.valid_from, row
+            stop = _stops(row, edge, begins)
+            if other in (mine, "") and stop is not None and (ends is None or stop < ends):
+                ends, successor = stop, row
             continue
         if other == mine or not row.firm:
             continue
@@ -141,12 +144,29 @@ def _settle(graph: GraphStore, edge: Edge, side: str, out: Outcome) -> Edge:
     return edge
 
 
+def _stops(marker: Edge, edge: Edge, begins: float) -> float | None:
+    """Where a known negation ends a statement that arrives after it: one dated before the
+    negation, or said before it."""
+    at = marker.valid_from
+    if at is None or (at <= begins and marker.created_at <= edge.created_at):
+        return None
+    return max(at, begins)
+
+
 def negate(
-    graph: GraphStore, subject: str, predicate: str, obj: str, at: float, source: str
+    graph: GraphStore,
+    subject: str,
+    predicate: str,
+    obj: str,
+    at: float,
+    source: str,
+    said: float | None = None,
 ) -> Outcome:
-    """End what a negation says is no longer so ("I left Acme": works_at Acme, at `at`); an
-    empty predicate or object ends any. A marker row keeps the negation, so a statement of
-    the old fact that arrives later still ends there."""
+    """End what a negation (said at `said`) says is no longer so ("I left Acme": works_at
+    Acme, at `at`); an empty predicate or object ends any. A statement made before the
+    negation ends even if it was only learnt after `at`. A marker row keeps the negation, so
+    a statement of the old fact that arrives later still ends there."""
+    said = at if said is None else said
     marker = _edge(graph, subject, predicate, obj, (at, at), source, at, frozenset({NEGATED}))
     if graph.has(marker.id):
         return Outcome()
@@ -163,9 +183,10 @@ def negate(
             continue
         if TENTATIVE in row.flags:
             graph.end(row, max(at, row.valid_from or at))
-        elif row.valid_from is None or row.valid_from <= at:
-            graph.end(row, at)
-            out.closed.append(Closed(row, None, at))
+        elif row.valid_from is None or row.valid_from <= at or row.created_at <= said:
+            ends = max(at, row.valid_from or at)
+            graph.end(row, ends)
+            out.closed.append(Closed(row, None, ends))
     graph.insert(marker)
     return out
 

@@ -1,0 +1,303 @@
+"""What the graph knows is true when: dates read against each memory's own date, slots closed
+whatever order memories arrive in, the closures indexing reports, questions answered with the
+current fact first, `--at`, the timeline, corrections by hand, the context block's lines, and
+bad input. CLI through `run`, MCP over stdio."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession
+
+from tests.agent.test_mcp import call, error, with_server
+from tests.conftest import Clock
+from tiermem.core import graph
+from tiermem.core.engine import Memory
+from tiermem.core.graph.history import current_facts
+from tiermem.tui.cli import run
+
+
+def day(text: str) -> float:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC).timestamp()
+
+
+def cli(capsys: pytest.CaptureFixture[str], home: Path, *args: str) -> Any:
+    code = run(["--home", str(home), "--json", *args])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def fails(capsys: pytest.CaptureFixture[str], home: Path, *args: str) -> tuple[int, str]:
+    code = run(["--home", str(home), *args])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and len(err.strip().splitlines()) == 1, err
+    return code, err
+
+
+def remember(mem: Memory, clock: Clock, when: str, text: str) -> graph.IndexReport:
+    """Store a memory written on `when` and index it as the store path does."""
+    clock.now = day(when)
+    stored = mem.store(text, "notes")
+    return graph.index_one(mem, stored.id)
+
+
+def spans(mem: Memory, predicate: str) -> dict[str, tuple[str | None, str | None]]:
+    store = graph.store_for(mem)
+    edges = [e for e in store.edges() if e.predicate == predicate and not e.flags]
+    names = store.names({e.object for e in edges})
+
+    def iso(ts: float | None) -> str | None:
+        return None if ts is None else dt.datetime.fromtimestamp(ts, dt.UTC).date().isoformat()
+
+    return {names[e.object]: (iso(e.valid_from), iso(e.valid_to)) for e in edges}
+
+
+def test_dates_are_read_against_the_memory_s_own_date(tmp_path: Path, clock: Clock) -> None:
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        remember(mem, clock, "2026-10-19", "I moved to Leeds last weekend.")
+        remember(mem, clock, "2026-10-19", "I work at Globex since 2025.")
+        remember(mem, clock, "2026-10-19", "Maya started at Initech on October 12.")
+        remember(mem, clock, "2026-10-19", "Tom works at Hooli.")
+        assert spans(mem, "lives_in") == {"Leeds": ("2026-10-17", None)}
+        assert spans(mem, "works_at") == {
+            "Globex": ("2025-01-01", None),
+            "Initech": ("2026-10-12", None),
+            "Hooli": ("2026-10-19", None),
+        }
+
+
+def test_a_newer_fact_indexed_first_still_ends_the_older_one(tmp_path: Path, clock: Clock) -> None:
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        newer = remember(mem, clock, "2026-10-19", "I live in Leeds.")
+        older = remember(mem, clock, "2026-01-05", "I live in Manchester.")
+        assert newer.closures == []
+        assert spans(mem, "lives_in") == {
+            "Leeds": ("2026-10-19", None),
+            "Manchester": ("2026-01-05", "2026-10-19"),
+        }
+        (closure,) = older.closures
+        assert (closure.old_object, closure.new_object, closure.at) == (
+            "Manchester",
+            "Leeds",
+            day("2026-10-19"),
+        )
+
+
+def test_an_older_fact_synced_in_later_is_placed_by_the_batch_indexer(
+    tmp_path: Path, clock: Clock
+) -> None:
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        clock.now = day("2026-10-19")
+        mem.store("I moved to Leeds.", "notes")
+        clock.now = day("2026-01-05")
+        mem.store("I live in Manchester.", "notes")
+        report = graph.index_memories(mem)
+        assert spans(mem, "lives_in") == {
+            "Leeds": ("2026-10-19", None),
+            "Manchester": ("2026-01-05", "2026-10-19"),
+        }
+        assert [(c.old_object, c.new_object) for c in report.closures] == [("Manchester", "Leeds")]
+
+
+def test_closures_name_the_memories_and_a_negation_has_no_successor(
+    tmp_path: Path, clock: Clock
+) -> None:
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        clock.now = day("2026-01-05")
+        first = mem.store("I live in Manchester.", "notes")
+        graph.index_one(mem, first.id)
+        clock.now = day("2026-10-19")
+        second = mem.store("I relocated to Leeds last weekend.", "notes")
+        moved = graph.index_one(mem, second.id)
+        clock.now = day("2026-11-20")
+        third = mem.store("I don't live in Leeds anymore.", "notes")
+        left = graph.index_one(mem, third.id)
+        one_text = remember(mem, clock, "2026-11-21", "I lived in York, then moved to Bath.")
+        assert moved.closures == [
+            graph.Closure(
+                first.id, second.id, day("2026-10-17"), "User", "lives_in", "Manchester", "Leeds"
+            )
+        ]
+        assert left.closures == [
+            graph.Closure(second.id, None, day("2026-11-20"), "User", "lives_in", "Leeds", None)
+        ]
+        assert one_text.closures == []  # within one memory: nothing to supersede
+        again = graph.index_one(mem, second.id)
+        assert (again.relations, again.closures) == (0, [])
+        assert graph.index_memories(mem).texts == 0  # the store path's calls moved the mark
+
+
+def test_a_plan_holds_only_from_its_date_and_ends_nothing(tmp_path: Path, clock: Clock) -> None:
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        remember(mem, clock, "2026-01-05", "I live in Leeds.")
+        remember(mem, clock, "2026-01-10", "I'm moving to Berlin in March.")
+        assert spans(mem, "lives_in") == {"Leeds": ("2026-01-05", None)}
+        before = current_facts(mem, mem.agent_id, "where do I live", day("2026-02-01"), 5)
+        after = current_facts(mem, mem.agent_id, "where do I live", day("2026-04-01"), 5)
+    assert before == ["User lives in Leeds since 2026-01-05"]
+    assert after == ["User lives in Berlin since 2026-03-01 (planned) (before: Leeds)"]
+
+
+@pytest.fixture
+def history(tmp_path: Path, clock: Clock) -> Path:
+    """A home whose user moved twice, changed jobs and managers, and a project's stack."""
+    home = tmp_path / "home"
+    with Memory(home, clock=clock) as mem:
+        for when, text in [
+            ("2025-03-01", "My name is Sam Rivera. I live in Manchester and work at Acme."),
+            ("2025-03-02", "My manager is Priya."),
+            ("2025-06-01", "Orchard uses RabbitMQ for its queue and Postgres as its database."),
+            ("2026-02-10", "Orchard switched from RabbitMQ to Kafka."),
+            ("2026-05-04", "I moved to Leeds last weekend and started at Globex."),
+            ("2026-05-05", "new boss is Tom Okafor"),
+        ]:
+            remember(mem, clock, when, text)
+    return home
+
+
+QUESTIONS = [
+    ("where does Sam live", "User lives in Leeds"),
+    ("Where do I live now?", "User lives in Leeds"),
+    ("who is my manager", "User reports to Tom Okafor"),
+    ("where do I work now", "User works at Globex"),
+    ("what does Orchard use for its queue", "Orchard uses Kafka (queue)"),
+    ("which database does orchard use", "Orchard uses PostgreSQL (database)"),
+    ("who does Sam report to?", "User reports to Tom Okafor"),
+    ("who works at Globex", "User works at Globex"),
+]
+
+
+@pytest.mark.parametrize(("question", "first"), QUESTIONS)
+def test_a_question_is_answered_current_first(
+    history: Path, capsys: pytest.CaptureFixture[str], question: str, first: str
+) -> None:
+    found = cli(capsys, history, "graph", "search", question)
+    assert found["answer"][0].startswith(first)
+
+
+def test_the_answer_then_says_what_held_before(
+    history: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = cli(capsys, history, "graph", "search", "where does Sam live")
+    assert found["answer"] == [
+        "User lives in Leeds (since 2026-05-02)",
+        "before: User lives in Manchester (2025-03-01 – 2026-05-02)",
+    ]
+    assert run(["--home", str(history), "graph", "search", "where does Sam live"]) == 0
+    assert capsys.readouterr().out.startswith("User lives in Leeds (since 2026-05-02)\n")
+
+
+def test_at_a_date_shows_what_was_true_then(
+    history: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    then = cli(capsys, history, "graph", "search", "where do I live", "--at", "2025-12-01")
+    assert then["answer"] == ["User lives in Manchester (2025-03-01 – 2026-05-02)"]
+    queue = cli(capsys, history, "graph", "search", "what does Orchard use", "--at", "2025-12")
+    assert {r["object"] for r in queue["current"]} == {"RabbitMQ", "PostgreSQL"}
+    shown = cli(capsys, history, "graph", "show", "User", "--at", "2025-12-01")
+    assert {(r["predicate"], r["object"]) for r in shown["relations"]} == {
+        ("lives_in", "Manchester"),
+        ("works_at", "Acme"),
+        ("reports_to", "Priya"),
+    }
+    early = cli(capsys, history, "graph", "search", "where do I live", "--at", "2024-01-01")
+    assert early["answer"] == [] and early["relations"] == []
+    by_name = cli(capsys, history, "graph", "search", "orch", "--at", "2024-01-01")
+    assert by_name["entities"] == [] and by_name["relations"] == []
+    assert cli(capsys, history, "graph", "show", "Orchard", "--at", "2024-01-01")["relations"] == []
+
+
+def test_the_timeline_is_in_time_order(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    found = cli(capsys, history, "graph", "timeline", "sam")
+    order = [(r["predicate"], r["object"]) for r in found["relations"]]
+    assert order == [
+        ("lives_in", "Manchester"),
+        ("works_at", "Acme"),
+        ("reports_to", "Priya"),
+        ("lives_in", "Leeds"),
+        ("works_at", "Globex"),
+        ("reports_to", "Tom Okafor"),
+    ]
+    starts = [r["valid_from"] for r in found["relations"]]
+    assert starts == sorted(starts)
+
+
+def test_add_and_invalidate_by_hand(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    added = cli(capsys, history, "graph", "add", "I", "lives in", "York", "--since", "2026-09-01")
+    assert added["added"] and len(added["closed"]) == 1
+    now = cli(capsys, history, "graph", "search", "where do I live")
+    assert now["answer"][:2] == [
+        "User lives in York (since 2026-09-01)",
+        "before: User lives in Leeds (2026-05-02 – 2026-09-01)",
+    ]
+    ended = cli(capsys, history, "graph", "invalidate", "User", "lives_in", "--at", "2026-10-01")
+    assert ended["closed"] == [added["relation"]]
+    assert cli(capsys, history, "graph", "search", "where do I live")["current"] == []
+    job = cli(capsys, history, "graph", "search", "where do I work")["current"][0]
+    assert cli(capsys, history, "graph", "invalidate", job["id"])["closed"] == [job["id"]]
+    assert cli(capsys, history, "graph", "search", "where do I work")["current"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (("graph", "add", "User", "lives in!", "York"), 3, "not a predicate"),
+        (("graph", "add", "User", "lives_in", "York", "--since", "someday"), 3, "not a date"),
+        (("graph", "add", "User", "lives_in", "User"), 3, "two different"),
+        (("graph", "invalidate", "re-000000000000"), 4, "no relation"),
+        (("graph", "invalidate", "Nobody", "lives_in"), 4, "no entity"),
+        (("graph", "invalidate", "User", "owns_boat"), 4, "nothing holds"),
+        (("graph", "invalidate", "a", "b", "c", "d"), 3, "give a relation id"),
+        (("graph", "search", "where do I live", "--at", "soon-ish"), 3, "not a date"),
+        (("graph", "timeline", "Nobody"), 4, "no entity"),
+        (("graph", "show", "User", "--at", ""), 3, "empty"),
+    ],
+)
+def test_bad_input_is_one_clear_line(
+    history: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], code: int, says: str
+) -> None:
+    got, err = fails(capsys, history, *args)
+    assert got == code and says in err
+
+
+def test_current_facts_for_the_context_block(history: Path, clock: Clock) -> None:
+    with Memory(history, clock=clock) as mem:
+        clock.now = day("2026-06-01")
+        facts = current_facts(mem, mem.agent_id, "", None, 10)
+        asked = current_facts(mem.db, mem.agent_id, "where do I live?", None, 3)
+        queue = current_facts(mem, mem.agent_id, "is Orchard's queue slow?", None, 1)
+        then = current_facts(mem, mem.agent_id, "where do I live?", day("2025-04-01"), 3)
+    assert "User lives in Leeds since 2026-05-02 (before: Manchester)" in facts
+    assert "User reports to Tom Okafor since 2026-05-05 (before: Priya)" in facts
+    assert asked[0] == "User lives in Leeds since 2026-05-02 (before: Manchester)"
+    assert queue == ["Orchard uses Kafka (queue) since 2026-02-10 (before: RabbitMQ)"]
+    assert then == ["User lives in Manchester since 2025-03-01"]
+
+
+def test_the_graph_tools_over_mcp(history: Path, tmp_path: Path) -> None:
+    async def body(s: ClientSession) -> None:
+        found = await call(s, "knowledge_graph_search", query="where does Sam live")
+        assert found["answer"][0] == "User lives in Leeds (since 2026-05-02)"
+        then = await call(s, "knowledge_graph_search", query="where does Sam live", at="2025-12-01")
+        assert then["current"][0]["object"] == "Manchester"
+        line = await call(s, "knowledge_graph_timeline", entity="Orchard")
+        assert [r["object"] for r in line["relations"]][2:] == ["Kafka"]
+        added = await call(
+            s, "knowledge_graph_add", subject="I", predicate="lives_in", object="York"
+        )
+        assert added["added"]
+        ended = await call(s, "knowledge_graph_invalidate", edge_id=added["relation"])
+        assert ended["closed"] == [added["relation"]]
+        assert "InvalidInput" in await error(
+            s, "knowledge_graph_add", subject="I", predicate="?", object="York"
+        )
+        assert "NotFound" in await error(s, "knowledge_graph_invalidate", edge_id="re-nope")
+        assert "not a date" in await error(s, "knowledge_graph_search", query="x", at="whenever")
+
+    with_server(history, tmp_path / "stderr.log", body)
+    assert "Traceback" not in (tmp_path / "stderr.log").read_text()
