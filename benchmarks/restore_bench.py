@@ -32,9 +32,10 @@ from benchmarks.agent_gen import generate, queries
 from tests.sync.faultproxy import FaultProxy
 from tests.sync.sqld import INSTALL_COMMAND, SqldServer, sqld_binary
 from tiermem.core.engine import Memory
-from tiermem.sync import crypto, records
+from tiermem.sync import crypto
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.restore import RestoreProgress, restore
+from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import HranaClient
 
 RESTORE_PROMISE_S = 120.0
@@ -156,7 +157,7 @@ def raw_read(url: str, token: str, page_rows: int, tag: bytes) -> tuple[float, i
     with HranaClient(url, token, timeout=60.0) as c:
         started = time.perf_counter()
         while True:
-            page = c.execute(records.SELECT_PAGE, (tag, after, page_rows)).rows
+            page = c.execute(*store.records_after(tag, after, page_rows)).rows
             for r in page:
                 envelope = r[5]
                 assert isinstance(envelope, bytes)

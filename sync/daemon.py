@@ -1,6 +1,6 @@
 """`tiermem daemon`: sync in the background, both ways.
 
-The loop sleeps until the home's database, its WAL or the wake file (`pusher.wake_path`, touched
+The loop sleeps until the home's database, its WAL or the wake file (`kick.wake_path`, touched
 by every conversation-end) changes, seen through a `watchdog` observer, and then pushes what
 changed with the backoff schedule, retrying transient failures for as long as it runs. Only when
 the observer cannot start (no inotify watches left, say) does it poll every `poll` seconds
@@ -10,7 +10,7 @@ the phone is recalled on the desktop within one interval. A failure that needs a
 token, SQL error) is reported and tried again after the longest backoff wait, so fixing the
 token is enough. A device removed from the vault (`epochs.DeviceRevoked`) can never sync again:
 the daemon reports it and stops with that error instead of retrying. Each push's outcome is
-recorded for `sync status` (`pusher.record_attempt`).
+recorded for `sync status` (`kick.record_attempt`).
 
 Stopping (SIGTERM/SIGINT call `stop()`) interrupts a wait at once; a request on the wire
 is allowed to finish (its timeouts bound it) so its outcome is recorded. Nothing queued can be

@@ -2,10 +2,10 @@
 
 ``SyncEngine(mem)`` is the front ends' one handle: it sets sync up (`init`, in
 `tiermem.sync.setup`), pushes local changes (`push`, `tiermem.sync.push.send`), applies what other
-devices pushed (`pull`, `tiermem.sync.pull.receive`; `sync` = pull then push), and reports (`status`,
-`history`); `tiermem.sync.restore` brings everything back on a new device. What the server
-stores is described in `tiermem.sync.state`, what each record holds in `tiermem.sync.records`;
-every request goes through `tiermem.sync.vault.remote`.
+devices pushed (`pull`, `tiermem.sync.pull.receive`; `sync` = pull then push), and reports
+(`status`, `history`); `tiermem.sync.restore` brings everything back on a new device. What the
+server stores is described in `tiermem.sync.vault.schema`, what each record holds in
+`tiermem.sync.records`; every request goes through `tiermem.sync.vault.remote`.
 
 **What changed** is tracked locally: the critical state (hot + tree) through the durable
 outbox (`core.snapshot`), warm/cold/frozen rows through triggers on ``memories`` that mark a

@@ -1,14 +1,14 @@
 """The remote record format: what one row of the server's ``records`` table holds, decrypted.
 
 Every row is ``(seq, agent_tag, record_id, version, epoch, device_id, envelope)`` (schema in
-`tiermem.sync.state.REMOTE_SCHEMA`). ``seq`` is the server's commit order (the pull cursor),
+`tiermem.sync.vault.schema.SCHEMA`). ``seq`` is the server's commit order (the pull cursor),
 ``version`` a hybrid logical clock (`tiermem.sync.hlc`, text that sorts by time then device),
 ``envelope`` a `crypto.seal_record` envelope whose associated data binds agent id, *table*,
 record id, version and writer device. The server never sees the table: it is only in the
 associated data and in the keyed record id.
 
 **Record ids** are ``crypto.record_id(id_key, TABLE, key)``. The *id key* is the epoch-1 vault
-key (`keys.id_key(engine)`; ``SyncEngine.id_key()`` wraps it), so ids stay stable
+key (`epochs.id_key(engine)`; ``SyncEngine.id_key()`` wraps it), so ids stay stable
 when the vault key is rotated. Envelopes are sealed under the *current epoch's* key
 (``SyncEngine.epoch_key(epoch)``); open a row with the key of the epoch written in its header
 (`crypto.parse_envelope(envelope).epoch`, equal to the row's ``epoch`` column).
@@ -17,7 +17,8 @@ Tables (the ``table`` bound in the associated data) and their payloads (UTF-8 JS
 sorted keys, no whitespace; every payload has ``"format": 1``):
 
 ``critical`` — key: the agent id. The hot state and tree of the agent with per-item HLC clocks
-  (`tiermem.sync.kinds.critical_merge.critical_document`; the original layout is the plain `core.snapshot.dump`).
+  (`tiermem.sync.kinds.critical_merge.critical_document`; the original layout is the plain
+  `core.snapshot.dump`).
   That document carries its own ``format``, validated by its loader, not here.
   Sealed with ``min_bucket=crypto.SNAPSHOT_BUCKET``. `encode_critical` / `decode_critical`.
 
@@ -69,8 +70,8 @@ sorted keys, no whitespace; every payload has ``"format": 1``):
 
 One push request (one hrana ``batch``: BEGIN IMMEDIATE; INSERT … ON CONFLICT DO NOTHING …;
 COMMIT) gives every row it writes the same version (one HLC tick per request); distinct record
-ids make the rows distinct. Pulls read pages with `SELECT_PAGE` (args: agent tag, after seq,
-limit), as `RemoteRow`.
+ids make the rows distinct. Pulls read pages with `vault.store.records_after` (agent tag,
+after seq, limit), as `RemoteRow`.
 """
 
 from __future__ import annotations
@@ -102,7 +103,6 @@ __all__ = [
     "METRICS_TABLE",
     "PRUNE_KEY",
     "PRUNE_TABLE",
-    "SELECT_PAGE",
     "TABLES",
     "Counters",
     "Extras",
@@ -146,11 +146,6 @@ TABLES: Final = (
     GRAPH_TABLE,
 )
 MEMORY_BUCKET: Final = crypto.MIN_BUCKET
-
-SELECT_PAGE: Final = (
-    "SELECT seq, record_id, version, epoch, device_id, envelope FROM records "
-    "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?"
-)
 
 Table = Literal["critical", "memory", "manifest", "prune", "metrics"]
 

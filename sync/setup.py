@@ -30,8 +30,6 @@ from tiermem.sync.devices.secret_store import TOKEN
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
     EPOCH,
-    INSERT_WRAP,
-    REMOTE_SCHEMA,
     AlreadyInitialised,
     NotInitialised,
     Settings,
@@ -44,6 +42,8 @@ from tiermem.sync.state import (
 from tiermem.sync.vault.hrana import Args, SqlError, to_base_url
 from tiermem.sync.vault.remote import Remote
 from tiermem.sync.vault.retry import RetryPolicy
+from tiermem.sync.vault.schema import SCHEMA
+from tiermem.sync.vault.store import INSERT_WRAP
 
 __all__ = [
     "MIN_PASSPHRASE_CHARS",
@@ -212,7 +212,7 @@ def _wraps(
     device_key: X25519PrivateKey,
     device_id: bytes,
 ) -> tuple[bytes, bytes, bytes | None]:
-    """The first epoch's wraps of the vault key (`keys`: vault key, recovery key): recovery,
+    """The first epoch's wraps of the vault key (`epochs`: vault key, recovery key): recovery,
     passphrase (optional), device."""
     vault_key, recovery_key = keys
 
@@ -271,7 +271,7 @@ def _register_statements(
     """The remote tables, the wraps and this device's entry; the recovery wrap comes right
     after the tables (`_register` tells "already there" by that statement's index)."""
     tag = s.tag
-    statements: list[tuple[str, Args]] = [(sql, ()) for sql in REMOTE_SCHEMA]
+    statements: list[tuple[str, Args]] = [(sql, ()) for sql in SCHEMA]
     recovery_id = wrap_id(tag, s.epoch, "recovery")
     statements.append((INSERT_WRAP, (recovery_id, tag, s.epoch, "recovery", s.recovery_wrap)))
     if s.passphrase_wrap is not None:
@@ -305,7 +305,7 @@ def _register(
         raise
     if others and not new_vault:  # kept pending: `init --new-vault` finishes it
         raise AlreadyInitialised(other_vaults_message(others))
-    recovery_at = len(REMOTE_SCHEMA)
+    recovery_at = len(SCHEMA)
     try:
         remote.batch(_register_statements(session, s, roster), policy)
     except SqlError as exc:

@@ -1,27 +1,12 @@
-"""What sync keeps and sends: the remote schema, opaque names, local settings, its errors.
+"""What sync keeps: opaque names, local settings, its errors.
 
-**The server's tables** hold only ciphertext and opaque ids:
-
-- ``records(seq, agent_tag, record_id, version, epoch, device_id, envelope)``: one row per
-  pushed version of a record. ``seq`` is the server's commit order (what pulls page by),
-  ``record_id`` an HMAC under the vault's id key (`crypto.record_id`), ``version`` a hybrid
-  logical clock (`hlc`) with the writer's device id as tie-break, ``envelope`` the sealed,
-  padded plaintext; ``UNIQUE (record_id, version)`` with inserts ``ON CONFLICT DO NOTHING``, so
-  a retried push changes nothing. What the envelopes hold: `tiermem.sync.records`.
-- ``key_wraps(wrap_id, agent_tag, epoch, kind, blob)``: the vault key wrapped to the recovery
-  key, the optional passphrase and each device. ``agent_tag`` files every row of one vault: an
-  HMAC of the agent id under a key derived from the recovery key (`crypto.keyed_agent_tag`), so
-  a restore with the recovery key finds it and the server cannot confirm a guessed agent id. A
-  vault set up before keyed tags keeps the unkeyed labelled hash (`agent_tag`), which a server
-  can test guesses against; so are the short-lived ``pairings`` rows of every vault.
-- ``devices(device_id, agent_tag, public_key, added)``: the devices that push (X25519 public
-  keys, for pairing later).
-- ``roster(agent_tag, seq, body)``: the signed, chained device roster (`tiermem.sync.devices.roster_pin`).
+The server's tables and the statements on them: `tiermem.sync.vault.schema` and
+`tiermem.sync.vault.store`.
 
 **Locally**, table ``sync_state`` (migration 4) keeps one row of non-secret settings per agent
 (and, from later migrations, the epoch floor, the pinned roster and the vault's agent tag:
 `Settings.tag` is the one way to get it); the token, the device's
-private key and its roster signing key live in a `secrets` store.
+private key and its roster signing key live in a `devices.secret_store` store.
 """
 
 from __future__ import annotations
@@ -54,11 +39,11 @@ from tiermem.sync.devices.secret_store import (
 )
 from tiermem.sync.records import CRITICAL_TABLE
 from tiermem.sync.vault.hrana import Args
+from tiermem.sync.vault.store import INSERT_DEVICE, INSERT_WRAP
 
 __all__ = [
     "CRITICAL_TABLE",
     "EPOCH",
-    "REMOTE_SCHEMA",
     "AlreadyInitialised",
     "HomeNotEmpty",
     "Inflight",
@@ -78,64 +63,6 @@ __all__ = [
 ]
 
 EPOCH: Final = 1
-
-REMOTE_SCHEMA: Final = (
-    "CREATE TABLE IF NOT EXISTS records ("
-    "seq INTEGER PRIMARY KEY AUTOINCREMENT, agent_tag BLOB NOT NULL, "
-    "record_id BLOB NOT NULL, version TEXT NOT NULL, epoch INTEGER NOT NULL, "
-    "device_id BLOB NOT NULL, envelope BLOB NOT NULL, UNIQUE (record_id, version))",
-    "CREATE INDEX IF NOT EXISTS records_agent ON records (agent_tag, seq)",
-    "CREATE TABLE IF NOT EXISTS key_wraps ("
-    "wrap_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, epoch INTEGER NOT NULL, "
-    "kind TEXT NOT NULL CHECK (kind IN ('device', 'recovery', 'passphrase', 'chain')), "
-    "blob BLOB NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS key_wraps_agent ON key_wraps (agent_tag, kind, epoch)",
-    "CREATE TABLE IF NOT EXISTS devices ("
-    "device_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, public_key BLOB NOT NULL, "
-    "added TEXT NOT NULL, "
-    # sync/devices/membership.py: name = sealed envelope; mac = crypto.device_entry_mac under the
-    # key of mac_epoch; revoked_* set by `sync remove-device`.
-    "name BLOB, last_seen REAL, revoked_at REAL, revoked_epoch INTEGER, "
-    "mac BLOB, mac_epoch INTEGER)",
-    # sync/devices/roster_pin.py: the signed, chained device roster.
-    "CREATE TABLE IF NOT EXISTS roster (agent_tag BLOB NOT NULL, seq INTEGER NOT NULL, "
-    "body BLOB NOT NULL, PRIMARY KEY (agent_tag, seq))",
-    # sync/devices/pairing_exchange.py: one row per pairing of a new device, deleted when it completes.
-    "CREATE TABLE IF NOT EXISTS pairings ("
-    "pairing_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, created REAL NOT NULL, "
-    "new_public BLOB NOT NULL, commitment BLOB NOT NULL, approver_public BLOB, "
-    "approver_nonce BLOB, new_nonce BLOB, bundle BLOB, refused INTEGER NOT NULL DEFAULT 0)",
-)
-INSERT_RECORD: Final = (
-    "INSERT INTO records (agent_tag, record_id, version, epoch, device_id, envelope) "
-    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
-)
-RECORDS_PER_INSERT: Final = 200
-"""Rows per `insert_records` statement: 1,200 parameters, within every SQLite's limit."""
-
-
-def insert_records(
-    rows: list[tuple[bytes, bytes, str, int, bytes, bytes]],
-) -> list[tuple[str, Args]]:
-    """`INSERT_RECORD` for many rows, as few statements (each costs the server a step of
-    its own): (agent_tag, record_id, version, epoch, device_id, envelope) per row."""
-    out: list[tuple[str, Args]] = []
-    for lo in range(0, len(rows), RECORDS_PER_INSERT):
-        chunk = rows[lo : lo + RECORDS_PER_INSERT]
-        values = ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk))
-        sql = INSERT_RECORD.replace("(?, ?, ?, ?, ?, ?)", values)
-        out.append((sql, tuple(v for row in chunk for v in row)))
-    return out
-
-
-INSERT_WRAP: Final = (
-    "INSERT INTO key_wraps (wrap_id, agent_tag, epoch, kind, blob) VALUES (?, ?, ?, ?, ?)"
-)
-INSERT_DEVICE: Final = (
-    "INSERT INTO devices (device_id, agent_tag, public_key, added) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT DO NOTHING"
-)
-
 
 # ------------------------------------------------------------------------------------- errors
 

@@ -1,15 +1,15 @@
 """The devices of a vault: list them, join a new one with the recovery key, remove a lost one.
 
-Each device has its own X25519 key, kept in the secret store (`tiermem.sync.devices.secret_store`), and a
-row in the server's ``devices`` table: its public key, a name sealed under the vault's id key
-(the server never reads it; the default is the host name), when it was added and last seen,
-and a MAC under the current epoch's key (`crypto.device_entry_mac`). What decides who belongs is
-the signed device roster (`tiermem.sync.devices.roster_pin`): a joining device is signed onto it by the
-recovery key or by the device that approved its pairing, and a rotation wraps the new key only
-to devices on it, so a public key the server slipped into the table never receives it.
+Each device has its own X25519 key, kept in the secret store (`tiermem.sync.devices.secret_store`),
+and a row in the server's ``devices`` table: its public key, a name sealed under the vault's id key
+(the server never reads it; the default is the host name), when it was added and last seen, and a
+MAC under the current epoch's key (`crypto.device_entry_mac`). What decides who belongs is the
+signed device roster (`tiermem.sync.devices.roster_pin`): a joining device is signed onto it by the
+recovery key or by the device that approved its pairing, and a rotation wraps the new key only to
+devices on it, so a public key the server slipped into the table never receives it.
 
-Joining (`add_device_with_recovery`, or pairing in `tiermem.sync.devices.pairing_exchange`) gives the new home
-its own device key and device wrap; its data then arrives by pulling. Removing
+Joining (`add_device_with_recovery`, or pairing in `tiermem.sync.devices.pairing_exchange`) gives
+the new home its own device key and device wrap; its data then arrives by pulling. Removing
 (`remove_device`) revokes the entry and rotates the vault key (`rotation.rotate`): new data is out
 of the removed device's reach; what it already downloaded is not.
 """
@@ -39,7 +39,6 @@ from tiermem.sync.devices import epochs, find_vault, roster_pin, rotation
 from tiermem.sync.devices.enroll import Enrollment, pin, recovery_enrollment
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
-    INSERT_WRAP,
     AlreadyInitialised,
     HomeNotEmpty,
     NothingToRestore,
@@ -52,6 +51,7 @@ from tiermem.sync.state import (
 from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Args, to_base_url
 from tiermem.sync.vault.remote import Remote
 from tiermem.sync.vault.retry import RetryPolicy
+from tiermem.sync.vault.store import INSERT_WRAP
 
 __all__ = [
     "NAME_TABLE",

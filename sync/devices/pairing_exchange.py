@@ -9,7 +9,7 @@ The server relays four messages through one row of its ``pairings`` table:
    keys, both nonces: `crypto.pairing_code`). The user compares them and confirms on E; only
    then does E post the vault key, sealed under a key only E's and N's private keys can derive
    (static X25519 + HKDF over the transcript). N opens it, makes its own device wrap and
-   registers like any joining device (`devices.join`).
+   registers like any joining device (`membership.join`).
 
 A server that swaps N's key for its own makes E show a different code (and cannot decrypt the
 answer anyway); one that swaps E's key makes N show a different code and the answer fails to
@@ -60,6 +60,7 @@ from tiermem.sync.state import agent_tag
 from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Value, to_base_url
 from tiermem.sync.vault.remote import Remote
 from tiermem.sync.vault.retry import RetryPolicy
+from tiermem.sync.vault.schema import CREATE_PAIRINGS
 
 __all__ = [
     "PAIRING_TTL",
@@ -80,12 +81,6 @@ __all__ = [
 PAIRING_TTL: Final = 15 * 60.0  # seconds a request stays listed
 POLL: Final = 1.0
 
-CREATE_PAIRINGS: Final = (
-    "CREATE TABLE IF NOT EXISTS pairings ("
-    "pairing_id BLOB PRIMARY KEY, agent_tag BLOB NOT NULL, created REAL NOT NULL, "
-    "new_public BLOB NOT NULL, commitment BLOB NOT NULL, approver_public BLOB, "
-    "approver_nonce BLOB, new_nonce BLOB, bundle BLOB, refused INTEGER NOT NULL DEFAULT 0)"
-)
 _SELECT: Final = (
     "SELECT pairing_id, created, new_public, commitment, approver_public, approver_nonce, "
     "new_nonce, bundle, refused FROM pairings"

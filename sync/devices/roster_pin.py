@@ -15,7 +15,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -36,10 +36,10 @@ from tiermem.sync.crypto.roster import (
 from tiermem.sync.devices.secret_store import SIGNING_KEY
 from tiermem.sync.session import Session
 from tiermem.sync.state import Settings
+from tiermem.sync.vault import schema, store
 from tiermem.sync.vault.hrana import Args, ResultSet, SqlError
 
 __all__ = [
-    "CREATE_ROSTER",
     "RECOVERY",
     "Anchor",
     "Draft",
@@ -54,17 +54,6 @@ __all__ = [
     "signing_key",
     "verified",
 ]
-
-CREATE_ROSTER: Final = (
-    "CREATE TABLE IF NOT EXISTS roster (agent_tag BLOB NOT NULL, seq INTEGER NOT NULL, "
-    "body BLOB NOT NULL, PRIMARY KEY (agent_tag, seq))"
-)
-INSERT_ENTRY: Final = (
-    "INSERT INTO roster (agent_tag, seq, body) SELECT ?1, ?2, ?3 WHERE NOT EXISTS "
-    "(SELECT 1 FROM roster WHERE agent_tag = ?1 AND seq = ?2 AND body = ?3)"
-)
-"""Appending an entry again (a retry after a lost answer) changes nothing; another entry at the
-same place is a conflict (the primary key refuses it)."""
 
 Select = Callable[[str, Args], ResultSet]
 
@@ -126,7 +115,7 @@ def save_anchor(db: Database, agent_id: str, view: RosterView, floor: int = 0) -
 def read_bodies(select: Select, tag: bytes) -> list[bytes]:
     """The roster's entries in order ([] when the server has no roster table yet)."""
     try:
-        rows = select("SELECT seq, body FROM roster WHERE agent_tag = ? ORDER BY seq", (tag,)).rows
+        rows = select(*store.roster_entries(tag)).rows
     except SqlError as exc:
         if "no such table" not in str(exc):
             raise
@@ -201,13 +190,13 @@ class Draft:
         self.tag = tag
         self.seq = 0 if view is None else view.seq + 1
         self.prev = b"" if view is None else view.head
-        self.statements: list[tuple[str, Args]] = [(CREATE_ROSTER, ())]
+        self.statements: list[tuple[str, Args]] = [(schema.CREATE_ROSTER, ())]
         self.bodies: list[bytes] = []
 
     def append(self, fields: dict[str, Any], key: Ed25519PrivateKey, by: str) -> bytes:
         entry = {**fields, "seq": self.seq, "prev": self.prev.hex(), "by": by}
         body = sign_entry(self.agent_id, entry, key)
-        self.statements.append((INSERT_ENTRY, (self.tag, self.seq, body)))
+        self.statements.append(store.append_roster_entry(self.tag, self.seq, body))
         self.bodies.append(body)
         self.seq += 1
         self.prev = entry_hash(body)
@@ -249,14 +238,7 @@ def check_roster(engine: Session) -> list[str]:
     if view is None:
         return []
     s = engine.require_ready()
-    rows = (
-        engine.remote(s)
-        .execute(
-            "SELECT device_id FROM devices WHERE agent_tag = ? AND revoked_at IS NULL",
-            (s.tag,),
-        )
-        .rows
-    )
+    rows = engine.remote(s).execute(*store.live_device_ids(s.tag)).rows
     problems: list[str] = []
     for (raw,) in rows:
         device_id = records.server_blob(raw)

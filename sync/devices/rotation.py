@@ -1,9 +1,9 @@
 """Rotating the vault key (`rotate`), optionally removing a device, and the plan of who keeps
 access (`plan_rotation`), shown to the owner before anything is written.
 
-A rotation makes epoch E+1 with a fresh key, wraps it to the devices kept (and the recovery key,
-and the passphrase when it is given), chains E's key under it and appends signed entries to
-the device roster (`tiermem.sync.devices.roster_pin`): the removals and the rotation itself (its epoch, its
+A rotation makes epoch E+1 with a fresh key, wraps it to the devices kept (and the recovery key, and
+the passphrase when it is given), chains E's key under it and appends signed entries to the device
+roster (`tiermem.sync.devices.roster_pin`): the removals and the rotation itself (its epoch, its
 start time and a check value of its key). All of it is one atomic remote batch.
 
 Who is kept comes from the signed roster, not from the server's device list: a device the
@@ -38,9 +38,11 @@ from tiermem.sync.devices.epochs import (
     remember,
 )
 from tiermem.sync.session import Session
-from tiermem.sync.state import INSERT_WRAP, Settings, wrap_id
+from tiermem.sync.state import Settings, wrap_id
+from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import Args, SqlError
 from tiermem.sync.vault.retry import RetryPolicy
+from tiermem.sync.vault.store import INSERT_WRAP
 
 __all__ = [
     "ROTATION_NOTE",
@@ -356,9 +358,9 @@ def _send_rotation(engine: Session, s: Settings, new: _NewEpoch, policy: RetryPo
         engine.remote(s).batch(new.statements, policy)
     except SqlError as exc:
         sql = new.statements[exc.statement][0] if exc.statement is not None else ""
-        if exc.statement != 0 and sql != roster_pin.INSERT_ENTRY:
+        if exc.statement != 0 and sql != store.APPEND_ROSTER_ENTRY:
             raise
-        if sql == roster_pin.INSERT_ENTRY:
+        if sql == store.APPEND_ROSTER_ENTRY:
             raise RotationConflict(
                 "the device roster changed while this rotation was prepared (a device was "
                 "added?); nothing was changed here; run the command again"

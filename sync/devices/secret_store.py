@@ -1,9 +1,9 @@
 """Where sync secrets live: the OS keyring when one is usable, else a 0600 file in the home.
 
-Three secrets are kept per agent and home: the Turso auth ``token``, this device's X25519
-private key (``device-key``) and its Ed25519 roster signing key (``signing-key``). They are filed under a random reference (``secret_ref``, kept in
-the local sync settings), so moving or renaming a home does not lose them. The recovery key and
-the passphrase are never stored anywhere.
+Three secrets are kept per agent and home: the Turso auth ``token``, this device's X25519 private
+key (``device-key``) and its Ed25519 roster signing key (``signing-key``). They are filed under a
+random reference (``secret_ref``, kept in the local sync settings), so moving or renaming a home
+does not lose them. The recovery key and the passphrase are never stored anywhere.
 
 For scripts and CI every secret can come from the environment instead (`ENV_*`); a secret taken
 from the environment is used, never copied to disk. ``TIERMEM_SECRET_STORE=keyring|file`` forces

@@ -31,7 +31,7 @@ _Row = tuple[str, str, bytes, str, int, int, bytes]
 
 
 class Sealer(Protocol):
-    """What `seal.py`'s batch sealer offers."""
+    """What `push/seal.py`'s batch sealer offers."""
 
     rows: list[_Row]
     used: int

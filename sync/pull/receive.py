@@ -1,18 +1,17 @@
 """Pull: fetch what other devices pushed since the last pull and apply it.
 
-The server's rows after a local cursor come in pages (`records.SELECT_PAGE`); this device's
-own rows are skipped. Each page is authenticated and decoded with no transaction held, then
-applied in one short local transaction with the cursor, so an interrupted pull resumes where
-it stopped. Memory rows converge by id (the highest content version wins; a row changed here
-and not yet sealed wins, since its push will carry a later version) and their read counters
-are merged, never overwritten (`core.reinforce`), critical states go to the
-per-item merge (`critical_merge.merge_remote`), episodes and entities to theirs (`graphsync`), manifests
-record the other devices' counters. Applied rows are not marked dirty (no ping-pong). Nothing a
-row says is trusted before it authenticates: this device's own rows are skipped unread, and only
-authenticated versions move the clock (`hlc.bounded`: at most a day past the wall clock). A row
-that fails authentication is never applied; it goes to the local `sync_rejected` list, and every
-later pull fetches it again until it authenticates, a newer version of its record replaces it,
-or the server no longer holds it."""
+The server's rows after a local cursor come in pages (`store.records_after`); this device's own rows
+are skipped. Each page is authenticated and decoded with no transaction held, then applied in one
+short local transaction with the cursor, so an interrupted pull resumes where it stopped. Memory
+rows converge by id (the highest content version wins; a row changed here and not yet sealed wins,
+since its push will carry a later version) and their read counters are merged, never overwritten
+(`core.reinforce`), critical states go to the per-item merge (`critical_merge.merge_remote`),
+episodes and entities to theirs (`graph_records`), manifests record the other devices'
+counters. Applied rows are not marked dirty (no ping-pong). Nothing a row says is trusted before it authenticates:
+this device's own rows are skipped unread, and only authenticated versions move the clock
+(`hlc.bounded`: at most a day past the wall clock). A row that fails authentication is never
+applied; it goes to the local `sync_rejected` list, and every later pull fetches it again until it
+authenticates, a newer version of its record replaces it, or the server no longer holds it."""
 
 from __future__ import annotations
 
@@ -30,17 +29,15 @@ from tiermem.sync import crypto, hlc, journal
 from tiermem.sync import records as records_fmt
 from tiermem.sync.devices import epochs
 from tiermem.sync.kinds import critical_merge, graph_records, memory_extras, metrics_records
-from tiermem.sync.push.seal import critical_document
-from tiermem.sync.push.send import TOUCH_DEVICE
 from tiermem.sync.records import (
     MANIFEST_TABLE,
     MEMORY_TABLE,
     METRICS_TABLE,
     PRUNE_TABLE,
-    SELECT_PAGE,
 )
 from tiermem.sync.session import Session
 from tiermem.sync.state import CRITICAL_TABLE, Settings, state_digest
+from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import HranaClient, HranaError, ResultSet
 from tiermem.sync.vault.retry import RetryPolicy
 
@@ -130,7 +127,7 @@ def pull(
         def select(client: HranaClient, cursor: int = cursor) -> list[ResultSet]:
             nonlocal limit
             result, limit = records_fmt.fit_page(
-                lambda n: client.execute(SELECT_PAGE, (tag, cursor, n)), limit
+                lambda n: client.execute(*store.records_after(tag, cursor, n)), limit
             )
             return [result]
 
@@ -166,7 +163,9 @@ def rejected_rows(session: Session) -> list[tuple[str, str, str]]:
 def _touch(session: Session, s: Settings, policy: RetryPolicy, t: _PullTotals) -> None:
     """Refresh this device's LAST SEEN (one small request; a failure here fails nothing)."""
     try:
-        session.remote(s).execute(TOUCH_DEVICE, (session.mem.now(), s.device_id, s.tag), policy)
+        session.remote(s).execute(
+            *store.touch_device(s.tag, s.device_id, session.mem.now()), policy
+        )
         t.requests += 1
     except HranaError:
         pass
@@ -196,8 +195,7 @@ def _retry_rejected(session: Session, s: Settings, policy: RetryPolicy, t: _Pull
     found: list[records_fmt.RemoteRow] = []
     for i in range(0, len(rids), _RETRY_CHUNK):
         chunk = rids[i : i + _RETRY_CHUNK]
-        sql = SELECT_BY_ID.format(", ".join("?" * len(chunk)))
-        result = session.remote(s).execute(sql, (tag, *chunk), policy)
+        result = session.remote(s).execute(*store.records_by_id(tag, chunk), policy)
         t.requests += 1
         found += [records_fmt.remote_row(r) for r in result.rows]
     rows = [r for r in found if r.version >= lowest.get(r.record_id, "~")]
@@ -210,12 +208,6 @@ def _retry_rejected(session: Session, s: Settings, policy: RetryPolicy, t: _Pull
             "DELETE FROM sync_rejected WHERE agent_id = ? AND record_id = ? AND version = ?", gone
         )
     t.gone += len(gone)
-
-
-SELECT_BY_ID: Final = (
-    "SELECT seq, record_id, version, epoch, device_id, envelope FROM records "
-    "WHERE agent_tag = ? AND record_id IN ({}) ORDER BY seq"
-)
 
 
 def _finish(session: Session, totals: _PullTotals, seconds: float) -> PullResult:
@@ -449,7 +441,9 @@ def merge_critical(
     outcome = critical_merge.merge_remote(session.mem, doc, s.device_id.hex())
     changed, conflicts = bool(outcome.changed), int(outcome.conflicts)
     if not snapshot.pending(session.db, session.agent_id):
-        body = records_fmt.encode_critical(critical_document(session, s))
+        body = records_fmt.encode_critical(
+            critical_merge.critical_document(session.mem, s.device_id.hex())
+        )
         session.db.execute(
             "UPDATE sync_state SET last_digest = ? WHERE agent_id = ?",
             (state_digest(body), session.agent_id),

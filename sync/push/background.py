@@ -1,7 +1,7 @@
-"""The detached pusher that `tiermem.sync.push.kick.kick` starts (`python -m tiermem.sync.push.background
-HOME AGENT LOCK_FD`): push what waits, retrying on the backoff schedule with jitter within the
-`sync.push_budget_seconds` budget, then exit. When it gives up, the outbox is left as it is for
-the next conversation-end, `sync push` or the daemon. Each outcome is recorded for
+"""The detached pusher that `tiermem.sync.push.kick.kick` starts (`python -m
+tiermem.sync.push.background HOME AGENT LOCK_FD`): push what waits, retrying on the backoff schedule
+with jitter within the `sync.push_budget_seconds` budget, then exit. When it gives up, the outbox is
+left as it is for the next conversation-end, `sync push` or the daemon. Each outcome is recorded for
 `sync status` and the home's log (secrets masked); it prints nothing.
 """
 

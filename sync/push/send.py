@@ -26,11 +26,8 @@ from tiermem.sync.devices.membership import own_entry_statements
 from tiermem.sync.push.seal import Batch, critical_candidate, inflight_batches, seal_batch
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE
 from tiermem.sync.session import Session
-from tiermem.sync.state import (
-    Settings,
-    device_rows,
-    insert_records,
-)
+from tiermem.sync.state import Settings, device_rows
+from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import Args, HranaClient, ResultSet, SqlError
 from tiermem.sync.vault.retry import RetryPolicy
 
@@ -150,19 +147,15 @@ def _push_statements(session: Session, s: Settings, batches: list[Batch]) -> lis
     if not s.registered:
         statements += device_rows(s, crypto.device_public_bytes(session.device_key(s)))
         statements += own_entry_statements(session, s)  # name, MAC vouching for the entry
-    statements += insert_records(
+    statements += store.append_records(
         [
             (tag, rid, v, epoch, s.device_id, envelope)
             for b in batches
             for _, _, rid, v, epoch, _, envelope in b.rows
         ]
     )
-    statements.append((TOUCH_DEVICE, (session.mem.now(), s.device_id, tag)))
+    statements.append(store.touch_device(tag, s.device_id, session.mem.now()))
     return statements
-
-
-TOUCH_DEVICE: Final = "UPDATE devices SET last_seen = ? WHERE device_id = ? AND agent_tag = ?"
-"""`sync devices` LAST SEEN: every push and pull refreshes it (display only, not trusted)."""
 
 
 def _send_batches(
@@ -348,10 +341,7 @@ def _settle_stale(
     held_rows = (
         session.remote(s)
         .execute(
-            "SELECT version, envelope FROM records WHERE agent_tag = ? "
-            "AND record_id = ? AND version >= ?",
-            (s.tag, manifest_rid, min(b.version for b in batches)),
-            policy,
+            *store.manifest_since(s.tag, manifest_rid, min(b.version for b in batches)), policy
         )
         .rows
     )

@@ -54,6 +54,7 @@ from tiermem.sync.restore import wrapcheck
 from tiermem.sync.restore.prune import PRUNE_TABLE, decode_prune, prune_horizon, prune_record_id
 from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS
 from tiermem.sync.session import Session
+from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import Args, HranaClient, ResultSet
 from tiermem.sync.vault.retry import RetryPolicy
 
@@ -233,10 +234,7 @@ class _Checker:
             self.damage("tampered", f"a prune record fails authentication ({exc})")
             self.horizon = None
         known_devices = [
-            records.server_blob(r[0])
-            for r in self.select(
-                "SELECT device_id FROM devices WHERE agent_tag = ?", (self.tag,)
-            ).rows
+            records.server_blob(r[0]) for r in self.select(*store.device_ids(self.tag)).rows
         ]
         self.manifest_rids = {
             d: records.record_id(self.id_key, records.MANIFEST_TABLE, d.hex())
@@ -245,26 +243,13 @@ class _Checker:
 
     def read_rows(self, page_rows: int, progress: CheckProgress | None) -> tuple[list[_Row], int]:
         """Every row with its envelope, in pages; returns the rows and their envelope bytes."""
-        total = int(
-            str(
-                self.select("SELECT count(*) FROM records WHERE agent_tag = ?", (self.tag,)).rows[
-                    0
-                ][0]
-            )
-        )
+        total = int(str(self.select(*store.count_records(self.tag)).rows[0][0]))
         rows: list[_Row] = []
-        envelope_sql = "envelope"
-        extra: tuple[object, ...] = ()
         after = 0
         size = 0
-        page_sql = (
-            "SELECT seq, record_id, version, epoch, device_id, length(envelope), "
-            f"substr(envelope, 1, {crypto.ENVELOPE_HEADER_LEN}), {envelope_sql} FROM records "
-            "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?"
-        )
         while True:
             result, page_rows = records.fit_page(
-                functools.partial(_select_page, self.select, page_sql, (*extra, self.tag, after)),
+                functools.partial(_select_page, self.select, self.tag, after),
                 page_rows,
             )
             page = result.rows
@@ -511,7 +496,7 @@ def _open_manifest(
     damage: Callable[[Damage, str, _Row], None],
 ) -> _Manifest | None:
     if row.envelope is None:  # a device missing from the device list: fetch it anyway
-        rs = select("SELECT envelope FROM records WHERE seq = ?", (row.seq,)).rows
+        rs = select(*store.envelope_at(row.seq)).rows
         row.envelope = records.server_blob(rs[0][0]) if rs else b""
     try:
         plaintext = records.open_row(
@@ -562,9 +547,6 @@ def _ranges(numbers: list[int]) -> str:
 
 
 def _select_page(
-    select: Callable[[str, Args], ResultSet],
-    sql: str,
-    args: tuple[object, ...],
-    limit: int,
+    select: Callable[[str, Args], ResultSet], tag: bytes, after: int, limit: int
 ) -> ResultSet:
-    return select(sql, (*args, limit))
+    return select(*store.with_headers_after(tag, after, limit))

@@ -14,7 +14,8 @@ from tiermem.core.errors import InvalidInput
 from tiermem.sync import crypto, hlc, records
 from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.session import Session
-from tiermem.sync.state import INSERT_RECORD, Settings
+from tiermem.sync.state import Settings
+from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import Args, HranaClient, ResultSet
 from tiermem.sync.vault.retry import RetryPolicy
 
@@ -35,11 +36,7 @@ def prune_horizon(
     """The newest authenticated prune horizon of the vault (None: never pruned). Every
     version of the prune record is read, so deleting the newest one cannot lower it."""
     rid = prune_record_id(ring)
-    rows = select(
-        "SELECT 0, record_id, version, epoch, device_id, envelope FROM records "
-        "WHERE record_id = ? AND agent_tag = ?",
-        (rid, tag),
-    ).rows
+    rows = select(*store.versions_of(tag, rid)).rows
     best: str | None = None
     for raw in rows:
         row = records.remote_row(tuple(raw))
@@ -140,11 +137,7 @@ def _versions(server: _Server, ring: KeyRing) -> dict[bytes, list[tuple[str, int
     versions: dict[bytes, list[tuple[str, int]]] = {}
     after = 0
     while True:
-        page = server.select(
-            "SELECT seq, record_id, version, device_id FROM records WHERE agent_tag = ? "
-            "AND seq > ? ORDER BY seq LIMIT 5000",
-            (server.tag, after),
-        ).rows
+        page = server.select(*store.versions_after(server.tag, after, 5000)).rows
         for seq, rid, version, device in page:
             assert isinstance(seq, int) and isinstance(rid, bytes)
             assert isinstance(version, str) and isinstance(device, bytes)
@@ -202,16 +195,10 @@ def _delete(
         )
     for start in range(0, len(doomed), batch_rows):
         chunk = doomed[start : start + batch_rows]
-        statements: list[tuple[str, Args]] = [
-            (
-                "DELETE FROM records WHERE agent_tag = ? AND seq IN "
-                f"({', '.join('?' * len(chunk))})",
-                (tag, *chunk),
-            )
-        ]
+        statements: list[tuple[str, Args]] = [store.delete_records(tag, chunk)]
         if start == 0:  # the horizon lands with the first deletes, atomically
             statements.insert(
                 0,
-                (INSERT_RECORD, (tag, rid, version, s.epoch, s.device_id, envelope)),
+                store.append_record((tag, rid, version, s.epoch, s.device_id, envelope)),
             )
         server.call(lambda c, st=statements: c.batch(st))  # type: ignore[misc]

@@ -47,6 +47,7 @@ from tiermem.sync.state import (
     HomeNotEmpty,
     NothingToRestore,
 )
+from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Args, ResultSet, to_base_url
 from tiermem.sync.vault.remote import Remote, allow_insecure_http
 from tiermem.sync.vault.retry import RetryPolicy, call_with_retry
@@ -226,7 +227,7 @@ def _remote_steps(
     with (
         ThreadPoolExecutor(4, thread_name_prefix="tiermem-restore") as pool,
         Prefetch(
-            lambda after, limit: select(records.SELECT_PAGE, (tag, after, limit)),
+            lambda after, limit: select(*store.records_after(tag, after, limit)),
             0 if pending is None else int(pending["cursor"]),
             job.page_rows,
         ) as prefetch,
@@ -400,7 +401,7 @@ def _open(
     recovery_key: bytes | None,
     passphrase: str | None,
 ) -> tuple[find_vault.Opened, Unlock]:
-    """Find the vault and unlock its newest epoch key (`vaults`), and say with what."""
+    """Find the vault and unlock its newest epoch key (`find_vault`), and say with what."""
     if recovery_key is not None:
         return find_vault.open_with_recovery_key(
             select, base, agent_id, recovery_key
@@ -524,13 +525,7 @@ def _critical_candidates(
 ) -> list[tuple[str, bytes, bytes]]:
     """(version, writer, envelope) of the critical states, newest first (not newer than
     `at`); a few, so that a salvage can fall back past damaged ones."""
-    bound = "" if at is None else "AND version <= ? "
-    args: tuple[object, ...] = (rid,) if at is None else (rid, at)
-    rows = select(
-        "SELECT version, epoch, device_id, envelope FROM records WHERE record_id = ? "
-        f"{bound}ORDER BY version DESC LIMIT 16",
-        args,
-    ).rows
+    rows = select(*store.critical_versions(rid, at)).rows
     if not rows:
         when = "" if at is None else f" as of {at}"
         raise NothingToRestore(

@@ -25,20 +25,13 @@ from typing import Final, Literal
 from tiermem.core.errors import RecordDeleted, RecordReplayed, ServerRollback, TiermemError
 from tiermem.sync import crypto, records
 from tiermem.sync.devices.epoch_keys import KeyRing
+from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import Args, ResultSet
 
 __all__ = ["Finding", "Listing", "Verified", "read_listing", "refusal", "verify"]
 
 Kind = Literal["rollback", "replay", "deletion", "damaged"]
 ORDER: Final[tuple[Kind, ...]] = ("damaged", "rollback", "replay", "deletion")
-_INDEX: Final = (
-    "SELECT seq, record_id, version, device_id, length(envelope) FROM records "
-    "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?"
-)
-_MANIFESTS: Final = (
-    "SELECT seq, record_id, version, epoch, device_id, envelope FROM records "
-    "WHERE agent_tag = ? AND record_id IN ({}) AND seq > ? ORDER BY seq LIMIT ?"
-)
 _LATEST: Final = "~"  # sorts after every version
 _INDEX_PAGE: Final = 20_000
 """Rows per request of the index (about 100 bytes each: one round trip per 20,000 rows keeps
@@ -94,7 +87,7 @@ def read_listing(select: Select, tag: bytes, page_rows: int) -> Listing:
     after, limit = 0, max(page_rows, _INDEX_PAGE)
     while True:
         result, limit = records.fit_page(
-            functools.partial(_page, select, _INDEX, (tag, after)), limit
+            functools.partial(_page, select, store.index_after, tag, after), limit
         )
         for _seq, rid, version, device, length in result.rows:
             rid_b = records.server_blob(rid)
@@ -189,11 +182,11 @@ def _read_manifests(
     rids = sorted(by_rid)
     for i in range(0, len(rids), 50):
         chunk = rids[i : i + 50]
-        sql = _MANIFESTS.format(", ".join("?" * len(chunk)))
         after = 0
         while True:
             result, page_rows = records.fit_page(
-                functools.partial(_page, select, sql, (tag, *chunk, after)), page_rows
+                functools.partial(_page, select, store.manifests_after, tag, chunk, after),
+                page_rows,
             )
             for raw in result.rows:
                 _add_manifest(ring, records.remote_row(tuple(raw)), index, out)
@@ -202,8 +195,9 @@ def _read_manifests(
             after = records.server_int(result.rows[-1][0])
 
 
-def _page(select: Select, sql: str, args: tuple[object, ...], limit: int) -> ResultSet:
-    return select(sql, (*args, limit))
+def _page(select: Select, build: Callable[..., store.Statement], *args: object) -> ResultSet:
+    """`select` the statement `build(*args)` makes (`fit_page` passes the limit last)."""
+    return select(*build(*args))
 
 
 def _add_manifest(ring: KeyRing, row: records.RemoteRow, index: _Index, out: Verified) -> None:

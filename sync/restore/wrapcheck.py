@@ -21,6 +21,7 @@ from tiermem.sync.devices.epochs import (
 )
 from tiermem.sync.session import Session
 from tiermem.sync.state import Settings, device_wrap_id, wrap_id
+from tiermem.sync.vault import store
 
 __all__ = ["WrapProblem", "check_wraps"]
 
@@ -54,11 +55,7 @@ def check_wraps(engine: Session) -> list[WrapProblem]:
         return [WrapProblem("chain", s.epoch, "epoch", str(exc))]
     s = engine.require_ready()
     epoch, key = current_key(engine, s)
-    rows = query(
-        engine,
-        "SELECT epoch, kind, wrap_id, blob FROM key_wraps WHERE agent_tag = ?",
-        (s.tag,),
-    )
+    rows = query(engine, *store.wraps(s.tag))
     by_id = {
         records.server_blob(wid): (int(str(e)), str(kind), records.server_blob(blob))
         for e, kind, wid, blob in rows

@@ -44,7 +44,7 @@ def fit_page(fetch: Callable[[int], _T], limit: int) -> tuple[_T, int]:
 
 
 def remote_row(row: tuple[object, ...] | list[object]) -> RemoteRow:
-    """A `SELECT_PAGE` row, type-checked (a malformed row is damage, not a crash)."""
+    """A `store.records_after` row, type-checked (a malformed row is damage, not a crash)."""
     seq, rid, version, epoch, device, envelope = row
     if not (
         isinstance(seq, int)

@@ -29,6 +29,7 @@ from tiermem.sync.devices import roster_pin
 from tiermem.sync.devices.secret_store import DEVICE_KEY, SIGNING_KEY
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.restore import restore
+from tiermem.sync.vault import schema, store
 from tiermem.sync.vault.hrana import HranaClient
 from tiermem.tui.cli import run
 
@@ -443,9 +444,9 @@ def test_a_retried_roster_append_is_a_no_op_and_another_entry_in_its_place_confl
     """A push whose answer was lost is sent again byte for byte: the entry it already appended
     must not make the retry fail, while a different entry at the same place still does."""
     tag = os.urandom(16)
-    client.batch([(roster_pin.CREATE_ROSTER, ()), (roster_pin.INSERT_ENTRY, (tag, 0, b"entry"))])
-    client.batch([(roster_pin.CREATE_ROSTER, ()), (roster_pin.INSERT_ENTRY, (tag, 0, b"entry"))])
+    client.batch([(schema.CREATE_ROSTER, ()), (store.APPEND_ROSTER_ENTRY, (tag, 0, b"entry"))])
+    client.batch([(schema.CREATE_ROSTER, ()), (store.APPEND_ROSTER_ENTRY, (tag, 0, b"entry"))])
     with pytest.raises(SqlError):
-        client.batch([(roster_pin.INSERT_ENTRY, (tag, 0, b"another entry"))])
+        client.batch([(store.APPEND_ROSTER_ENTRY, (tag, 0, b"another entry"))])
     rows = client.execute("SELECT body FROM roster WHERE agent_tag = ?", (tag,)).rows
     assert [r[0] for r in rows] == [b"entry"]

@@ -28,9 +28,10 @@ from tiermem.core.warm import NewFact
 from tiermem.sync import crypto, hlc
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.restore import restore
-from tiermem.sync.state import RECORDS_PER_INSERT, AlreadyInitialised, NotInitialised
+from tiermem.sync.state import AlreadyInitialised, NotInitialised
 from tiermem.sync.vault.hrana import AuthFailed, HranaClient, RequestRejected, ServerUnavailable
 from tiermem.sync.vault.retry import RetryPolicy
+from tiermem.sync.vault.store import RECORDS_PER_APPEND
 
 
 @pytest.fixture
@@ -384,7 +385,7 @@ def test_memories_and_reads_from_before_init_are_sent_by_the_first_push(
 def test_a_push_of_more_records_than_one_insert_holds_lands_every_record(
     tmp_path: Path, mem: Memory, sqld: SqldServer, fault_proxy: FaultProxy, client: HranaClient
 ) -> None:
-    n = 2 * RECORDS_PER_INSERT + 50  # three INSERT statements, the last one partly filled
+    n = 2 * RECORDS_PER_APPEND + 50  # three INSERT statements, the last one partly filled
     mem.store_many(NewFact(f"fact {i} of a large first push", "notes", 0.5) for i in range(n))
     engine, key = init_engine(mem, fault_proxy.url, sqld.token)
     before = len(fault_proxy.log)

@@ -17,7 +17,7 @@ from tests.sync.sqld import SqldServer
 from tiermem.core import snapshot
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
-from tiermem.sync import crypto, records
+from tiermem.sync import crypto
 from tiermem.sync.crypto.roster import (
     RECOVERY,
     RosterView,
@@ -36,6 +36,7 @@ from tiermem.sync.restore import (
     restore_pending,
 )
 from tiermem.sync.state import HomeNotEmpty
+from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import HranaClient
 
 COLUMNS = (
@@ -214,7 +215,7 @@ class _PageCounter(httpx.HTTPTransport):
         self.pages = 0
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if records.SELECT_PAGE.encode() in request.read():
+        if store.records_after(b"", 0, 0)[0].encode() in request.read():
             self.pages += 1
         return super().handle_request(request)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +54,42 @@ def test_crypto_does_no_io() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+SYNC = Path(__file__).resolve().parents[2] / "sync"
+SERVER_SQL = re.compile(
+    r"\b(?:FROM|INTO|UPDATE|TABLE(?: IF NOT EXISTS)?)\s+(records|roster|key_wraps|devices|pairings)\b"
+)
+
+
+def server_sql(package: str) -> list[str]:
+    """Each line of `sync/<package>` that names a server table in SQL: file, line, table."""
+    found = []
+    for path in sorted((SYNC / package).rglob("*.py")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            found += [f"{path.relative_to(SYNC)}:{n} {m}" for m in SERVER_SQL.findall(line)]
+    return found
+
+
+@pytest.mark.parametrize("package", ["push", "pull", "restore", "kinds", "crypto"])
+def test_push_pull_restore_write_no_server_sql(package: str) -> None:
+    """They say what they want of the vault through `sync/vault/store.py`."""
+    assert server_sql(package) == []
+
+
+def test_records_and_roster_are_written_only_by_the_vault_interface() -> None:
+    outside = [
+        line
+        for line in server_sql(".")
+        if not line.startswith("vault/") and line.split()[-1] in ("records", "roster")
+    ]
+    assert outside == []
+
+
+def test_the_server_schema_is_written_once() -> None:
+    creates = [
+        f"{path.relative_to(SYNC)}"
+        for path in sorted(SYNC.rglob("*.py"))
+        if "CREATE TABLE" in path.read_text()
+    ]
+    assert creates == ["vault/schema.py"]

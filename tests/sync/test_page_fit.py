@@ -15,10 +15,10 @@ from tests.sync.helpers import init_engine, policy, seed_memory
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
-from tiermem.sync import records
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.restore import restore
 from tiermem.sync.restore.check import check
+from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import SqlError
 
 
@@ -62,7 +62,7 @@ def test_a_page_too_large_for_the_server_is_halved_until_it_fits(
             # the server really refuses a page of everything
             with pytest.raises(SqlError) as refused:
                 engine.remote(engine.require_ready()).client.execute(
-                    records.SELECT_PAGE, (engine.require_ready().tag, 0, 1000)
+                    *store.records_after(engine.require_ready().tag, 0, 1000)
                 )
             assert refused.value.code == "RESPONSE_TOO_LARGE"
 

@@ -21,7 +21,7 @@ from tiermem.core.warm import NewFact
 from tiermem.sync import crypto, records
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.restore import restore
-from tiermem.sync.state import INSERT_RECORD
+from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import HranaClient
 
 
@@ -244,7 +244,7 @@ def test_a_forged_record_is_rejected_and_fetched_again_until_it_goes(
     )
     version = "000001000000000000.000000." + "ab" * 16
     client.execute(
-        INSERT_RECORD,
+        store.APPEND_RECORD,
         (s.tag, rid, version, s.epoch, s.device_id, forged),
     )
     before = texts(b.mem)
@@ -310,7 +310,7 @@ def test_the_prune_horizon_record_is_not_taken_for_damage(
         s.device_id,
         records.canonical({"format": 1, "horizon": version}),
     )
-    client.execute(INSERT_RECORD, (s.tag, rid, version, s.epoch, s.device_id, envelope))
+    client.execute(store.APPEND_RECORD, (s.tag, rid, version, s.epoch, s.device_id, envelope))
     pulled = b.engine.pull(policy())
     assert pulled.rejected == 0 and pulled.applied == 0
 

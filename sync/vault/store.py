@@ -1,0 +1,232 @@
+"""What the vault holds, as the only SQL against the server's records, roster and devices.
+
+Push, pull, restore, prune and check say what they want (records after a cursor, a batch of
+records to append, the manifests of some devices, the roster's entries) and get the statement
+that does it; they never write SQL text against the server's tables themselves. Each function
+returns a statement (``(sql, args)``) rather than running it, because the callers compose them
+into one atomic Hrana batch (a push: the epoch guard, its records and its manifest) and send it
+through whichever client they hold (`Remote` with retries, a restore's pooled reader). The
+tables themselves: `tiermem.sync.vault.schema`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from tiermem.sync import crypto
+from tiermem.sync.vault.hrana import Args
+
+__all__ = [
+    "APPEND_RECORD",
+    "APPEND_ROSTER_ENTRY",
+    "INSERT_DEVICE",
+    "INSERT_WRAP",
+    "RECORDS_PER_APPEND",
+    "RecordRow",
+    "Statement",
+    "append_record",
+    "append_records",
+    "append_roster_entry",
+    "count_records",
+    "critical_versions",
+    "delete_records",
+    "device_ids",
+    "envelope_at",
+    "index_after",
+    "live_device_ids",
+    "manifest_since",
+    "manifests_after",
+    "records_after",
+    "records_by_id",
+    "roster_entries",
+    "touch_device",
+    "versions_after",
+    "versions_of",
+    "with_headers_after",
+    "wraps",
+]
+
+Statement = tuple[str, Args]
+RecordRow = tuple[bytes, bytes, str, int, bytes, bytes]
+"""(agent_tag, record_id, version, epoch, device_id, envelope): one row to append."""
+
+_ROW: Final = "seq, record_id, version, epoch, device_id, envelope"
+
+APPEND_RECORD: Final = (
+    "INSERT INTO records (agent_tag, record_id, version, epoch, device_id, envelope) "
+    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+RECORDS_PER_APPEND: Final = 200
+"""Rows per `append_records` statement: 1,200 parameters, within every SQLite's limit."""
+
+APPEND_ROSTER_ENTRY: Final = (
+    "INSERT INTO roster (agent_tag, seq, body) SELECT ?1, ?2, ?3 WHERE NOT EXISTS "
+    "(SELECT 1 FROM roster WHERE agent_tag = ?1 AND seq = ?2 AND body = ?3)"
+)
+"""Appending an entry again (a retry after a lost answer) changes nothing; another entry at the
+same place is a conflict (the primary key refuses it)."""
+
+
+# ---------------------------------------------------------------------------------- records
+
+
+def append_record(row: RecordRow) -> Statement:
+    """One record version; a version already there is left as it is (a retry changes nothing)."""
+    return (APPEND_RECORD, row)
+
+
+def append_records(rows: Sequence[RecordRow]) -> list[Statement]:
+    """`append_record` for many rows, as few statements (each costs the server a step of its
+    own)."""
+    out: list[Statement] = []
+    for lo in range(0, len(rows), RECORDS_PER_APPEND):
+        chunk = rows[lo : lo + RECORDS_PER_APPEND]
+        values = ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk))
+        sql = APPEND_RECORD.replace("(?, ?, ?, ?, ?, ?)", values)
+        out.append((sql, tuple(v for row in chunk for v in row)))
+    return out
+
+
+def records_after(tag: bytes, after: int, limit: int) -> Statement:
+    """A pull page: the vault's rows after the cursor `after`, in commit order."""
+    return (
+        f"SELECT {_ROW} FROM records WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (tag, after, limit),
+    )
+
+
+def records_by_id(tag: bytes, record_ids: Sequence[bytes]) -> Statement:
+    """Every version of these records, wherever the cursor is."""
+    marks = ", ".join("?" * len(record_ids))
+    return (
+        f"SELECT {_ROW} FROM records WHERE agent_tag = ? AND record_id IN ({marks}) ORDER BY seq",
+        (tag, *record_ids),
+    )
+
+
+def versions_of(tag: bytes, record_id: bytes) -> Statement:
+    """Every version of one record, as pull rows with seq 0 (the prune horizon)."""
+    return (
+        "SELECT 0, record_id, version, epoch, device_id, envelope FROM records "
+        "WHERE record_id = ? AND agent_tag = ?",
+        (record_id, tag),
+    )
+
+
+def index_after(tag: bytes, after: int, limit: int) -> Statement:
+    """Every row's metadata without its envelope: seq, record id, version, writer, length."""
+    return (
+        "SELECT seq, record_id, version, device_id, length(envelope) FROM records "
+        "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (tag, after, limit),
+    )
+
+
+def versions_after(tag: bytes, after: int, limit: int) -> Statement:
+    """seq, record id, version and writer of the rows after `after` (what prune weighs)."""
+    return (
+        "SELECT seq, record_id, version, device_id FROM records WHERE agent_tag = ? "
+        "AND seq > ? ORDER BY seq LIMIT ?",
+        (tag, after, limit),
+    )
+
+
+def manifests_after(tag: bytes, record_ids: Sequence[bytes], after: int, limit: int) -> Statement:
+    """The versions of these manifest records after `after`, as pull rows."""
+    marks = ", ".join("?" * len(record_ids))
+    return (
+        f"SELECT {_ROW} FROM records "
+        f"WHERE agent_tag = ? AND record_id IN ({marks}) AND seq > ? ORDER BY seq LIMIT ?",
+        (tag, *record_ids, after, limit),
+    )
+
+
+def with_headers_after(tag: bytes, after: int, limit: int) -> Statement:
+    """`sync check`'s page: each row with its envelope's length, header and envelope."""
+    return (
+        "SELECT seq, record_id, version, epoch, device_id, length(envelope), "
+        f"substr(envelope, 1, {crypto.ENVELOPE_HEADER_LEN}), envelope FROM records "
+        "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (tag, after, limit),
+    )
+
+
+def manifest_since(tag: bytes, record_id: bytes, version: str) -> Statement:
+    """version, envelope of this device's manifest record from `version` on (what committed)."""
+    return (
+        "SELECT version, envelope FROM records WHERE agent_tag = ? "
+        "AND record_id = ? AND version >= ?",
+        (tag, record_id, version),
+    )
+
+
+def critical_versions(record_id: bytes, at: str | None) -> Statement:
+    """version, epoch, writer, envelope of the newest 16 versions of the critical record (not
+    newer than `at`)."""
+    bound = "" if at is None else "AND version <= ? "
+    return (
+        "SELECT version, epoch, device_id, envelope FROM records WHERE record_id = ? "
+        f"{bound}ORDER BY version DESC LIMIT 16",
+        (record_id,) if at is None else (record_id, at),
+    )
+
+
+def count_records(tag: bytes) -> Statement:
+    return ("SELECT count(*) FROM records WHERE agent_tag = ?", (tag,))
+
+
+def envelope_at(seq: int) -> Statement:
+    """The envelope of the row at `seq`."""
+    return ("SELECT envelope FROM records WHERE seq = ?", (seq,))
+
+
+def delete_records(tag: bytes, seqs: Sequence[int]) -> Statement:
+    """Delete the vault's rows at these seqs (prune)."""
+    return (
+        f"DELETE FROM records WHERE agent_tag = ? AND seq IN ({', '.join('?' * len(seqs))})",
+        (tag, *seqs),
+    )
+
+
+# ---------------------------------------------------------------------------- roster, devices
+
+INSERT_WRAP: Final = (
+    "INSERT INTO key_wraps (wrap_id, agent_tag, epoch, kind, blob) VALUES (?, ?, ?, ?, ?)"
+)
+INSERT_DEVICE: Final = (
+    "INSERT INTO devices (device_id, agent_tag, public_key, added) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT DO NOTHING"
+)
+
+
+def wraps(tag: bytes) -> Statement:
+    """Every key wrap of the vault: epoch, kind, wrap id, blob."""
+    return ("SELECT epoch, kind, wrap_id, blob FROM key_wraps WHERE agent_tag = ?", (tag,))
+
+
+def roster_entries(tag: bytes) -> Statement:
+    """The roster's entries in order: seq, body."""
+    return ("SELECT seq, body FROM roster WHERE agent_tag = ? ORDER BY seq", (tag,))
+
+
+def append_roster_entry(tag: bytes, seq: int, body: bytes) -> Statement:
+    return (APPEND_ROSTER_ENTRY, (tag, seq, body))
+
+
+def touch_device(tag: bytes, device_id: bytes, now: float) -> Statement:
+    """`sync devices` LAST SEEN: every push and pull refreshes it (display only, not trusted)."""
+    return (
+        "UPDATE devices SET last_seen = ? WHERE device_id = ? AND agent_tag = ?",
+        (now, device_id, tag),
+    )
+
+
+def device_ids(tag: bytes) -> Statement:
+    """Every device that ever joined the vault, removed ones too."""
+    return ("SELECT device_id FROM devices WHERE agent_tag = ?", (tag,))
+
+
+def live_device_ids(tag: bytes) -> Statement:
+    """The devices not removed."""
+    return ("SELECT device_id FROM devices WHERE agent_tag = ? AND revoked_at IS NULL", (tag,))
