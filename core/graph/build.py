@@ -68,7 +68,11 @@ _WEAK_USE = cue(
         "adopted",
     )
 )
-_LIKE = frozenset({"like", "likes", "love", "loves", "enjoy", "enjoys", "am into", "'m into"})
+_LIKE = frozenset(
+    {"like", "likes", "love", "loves", "enjoy", "enjoys", "am into", "'m into", "go for"}
+    | {"drink", "drinks", "drinking", "now drink", "mostly drink", "stick to", "stick with"}
+)
+"""Verbs whose object counts only when it is a known taste ("I drink tea", not "drinks hot")."""
 
 
 def possessor(m: re.Match[str], left: str, reader: Reader) -> str:
@@ -190,6 +194,8 @@ def _use(
     category = category_words().get(stated, "") or category
     if weak_verb and not category:
         return []  # "moved to Lisbon": a place, not a tool
+    if not category and not names.tool(name) and not _generic_use(subject, name):
+        return []
     if frame.name == "migrate":
         subject = _migrated(m, reader)
         if not subject:
@@ -222,6 +228,14 @@ def _more_tools(subject: str, kind: str, rest: str, reader: Reader) -> list[Buil
             rest = rest[said.end() :]
         alias = surface if surface != name else ""
         out.append(Built(subject, slots.uses(category), name, kind, "tool", alias=alias))
+
+
+def _generic_use(subject: str, name: str) -> bool:
+    """A thing of no known category used by the user or a one-word project ("Orchard uses
+    Foo"), not "Scammers use GDPR-Inspired Meme"."""
+    if len(name.split()) > 2:
+        return False
+    return subject == OWNER or (" " not in subject and not re.search(r"[^su]s$", subject))
 
 
 def _migrated(m: re.Match[str], reader: Reader) -> str:
@@ -337,7 +351,7 @@ def _named(
 ) -> list[Built]:
     """works_at, works_on, leads: a named object of the predicate's kind."""
     thing = read_name(right, frame.strong, reader.lower)
-    if not thing or names.tool(thing) or names.name_key(thing) == names.name_key(subject):
+    if not thing or names.name_key(thing) == names.name_key(subject):
         return []
     kind = slots.PREDICATES[frame.predicate].object_kind
     out = [Built(subject, frame.predicate, names.display(thing, kind), "person", kind)]

@@ -88,6 +88,17 @@ def extract(text: str, speaker: str = "", ref: float | None = None) -> Extractio
     return out
 
 
+def _plausible(item: build.Built, reader: Reader) -> bool:
+    """A relation about a person has a person as its subject ("Prices start at …" is not
+    about someone's employer), and a named value does not start with a number."""
+    person = item.subject_kind == "person" or item.predicate.startswith(("prefers", "role"))
+    known = item.subject in (OWNER, reader.last_person, "")
+    if person and not known and not names.personish(item.subject):
+        return False
+    named = item.object_kind in ("place", "organisation", "person")
+    return not (named and item.object[:1].isdigit())
+
+
 class _Sentence:
     """One sentence's clauses: the subject and dates a clause without its own carry on."""
 
@@ -116,7 +127,11 @@ class _Sentence:
         subject = self._subject(frame, m, left)
         if subject is None:
             return False
-        built = build.build(frame, m, subject, left, right, self.reader)
+        built = [
+            item
+            for item in build.build(frame, m, subject, left, right, self.reader)
+            if _plausible(item, self.reader)
+        ]
         if not built:
             return False
         for item in built:

@@ -31,7 +31,7 @@ LIVE_VERBS: Final = _phrases(
     "relocating, relocates, moved back, moving back, moved over, emigrated, immigrated, "
     "now live, am living, be living"
 )
-LIVE_PREPS: Final = _words("in to at near into")
+LIVE_PREPS: Final = _words("in to at near")
 HOME_PHRASES: Final = _phrases("home is, home is now, i call, hometown is, new home is")
 
 WORK_VERBS: Final = _phrases(
@@ -90,14 +90,15 @@ MIGRATE_VERBS: Final = _phrases(
 LEAD_VERBS: Final = _phrases(
     "lead, leads, led, leading, own, owns, owned, owning, run, runs, ran, running, head, heads, "
     "headed, heading, manage, manages, managed, managing, maintain, maintains, maintained, "
-    "maintaining, founded, founds, started, oversee, oversees, oversaw, drive, drives, drove, "
+    "maintaining, founded, founds, started, took over, take over, takes over, taking over, "
+    "has taken over, oversee, oversees, oversaw, drive, drives, drove, "
     "in charge of, is in charge of, responsible for, the lead on, the lead of, the owner of, "
     "the maintainer of, the head of"
 )
 PREFER_VERBS: Final = _phrases(
     "prefer, prefers, preferred, preferring, like, likes, love, loves, enjoy, enjoys, "
     "'d rather have, would rather have, 'd rather, would rather, favour, favor, "
-    "drink, drinks, drinking, eat, eats, eating, am into, 'm into, am now into, started drinking,"
+    "drink, drinks, drinking, am into, 'm into, am now into, started drinking,"
     " switched to drinking, now drink, now prefer, go for, stick to, stick with, mostly drink"
 )
 SWITCH_VERBS: Final = _phrases(
@@ -311,7 +312,7 @@ ROLE_HEADS: Final = _words(
 
 FILLERS: Final = frozenset(
     _words(
-        """noted got ok okay sure thanks thank thx yes yeah yep yup nope no hi hello hey great
+        """around about approximately roughly nearly almost noted got ok okay sure thanks thank thx yes yeah yep yup nope no hi hello hey great
         cool nice perfect right well so first second third then also actually sorry please
         understood absolutely anyway anyways btw oh ah wow alright awesome done good hmm next
         finally lastly today tomorrow yesterday tonight sounds let let's here now just maybe
@@ -411,3 +412,15 @@ DATE_WORDS: Final = frozenset(
     )
 )
 """Words that may start a date phrase ("0": any number)."""
+NOT_PEOPLE: Final = frozenset(
+    _words(
+        """airlines airways airport club association council ministry department museum park
+        station hotel restaurant cafe store shop market center centre street road avenue bridge
+        lake river mountain beach path trail island county city state province republic kingdom
+        church cathedral temple theatre theater stadium arena mall library gallery zoo fund trust
+        partners ventures capital media press news times post journal magazine records games
+        motors pharma health clinic academy team app service platform project product tool
+        tumbler bottle"""
+    )
+)
+"""Words that make a name a place, a body or a thing, not a person ("American Airlines")."""

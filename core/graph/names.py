@@ -53,6 +53,10 @@ _ORG_SUFFIX = re.compile(
     r"\b(?:Inc|Ltd|LLC|GmbH|Corp|Corporation|Labs|University|Bank|Foundation|Group|AG|SA|"
     r"Company|Co|Technologies|Systems|Studios|Agency|Institute|Hospital|School|College)\.?$"
 )
+_NOT_PEOPLE = lx.NOT_PEOPLE
+_ADVERB = re.compile(
+    r"(?:ically|ively|ously|fully|ately|ently|antly|ingly|edly|ably|ibly|ually|ionally)$", re.I
+)
 _ABBREVIATIONS = frozenset(
     ["inc", "ltd", "co", "corp", "st", "dr", "mr", "mrs", "ms", "jr", "sr", "prof", "mt", "ave"]
 )
@@ -223,6 +227,22 @@ def _runs(sentence: str) -> list[tuple[int, list[str]]]:
     if current:
         runs.append((start, current))
     return runs
+
+
+def personish(name: str) -> bool:
+    """Could be a person's name: one to three words, not an acronym, a plural, an adverb or
+    a place or organisation ("Prices", "GSB", "Specifically", "American Airlines")."""
+    words = name.split()
+    if not 1 <= len(words) <= 3 or organisation_like(name):
+        return False
+    if any(fold(w) in _NOT_PEOPLE or fold(w) in DEMONYMS for w in words):
+        return False
+    last = words[-1]
+    if any(w.isupper() and len(w) > 1 for w in words):
+        return False  # an acronym: "MIT Sloan", "GSB"
+    if _ADVERB.search(last) or last[0].isdigit():
+        return False
+    return not (len(words) == 1 and re.search(r"[^su]s$", last) and len(last) > 4)
 
 
 def organisation_like(name: str) -> bool:

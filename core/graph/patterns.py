@@ -213,7 +213,7 @@ def _thing_frames() -> list[FrameSpec]:
         (
             "live",
             rf"\b{alt(lx.LIVE_VERBS)}\s+(?:back\s+|over\s+|here\s+|there\s+|now\s+|out\s+of\s+)?"
-            rf"(?P<prep>in|to|at|near|into|from|out\s+of)\s+",
+            rf"(?P<prep>in|to|at|near|from|out\s+of)\s+",
             "lives_in",
             "name",
             True,
@@ -330,8 +330,13 @@ def _triggers() -> dict[str, frozenset[str]]:
 
 @cache
 def cue(phrases: tuple[str, ...]) -> re.Pattern[str]:
-    """Any of the phrases as whole words."""
-    return re.compile(rf"(?<![\w'’]){alt(phrases)}(?![\w'’])", re.IGNORECASE)
+    """Any of the phrases as whole words (a contraction's tail, "'ll", right after its word)."""
+    words = [p for p in phrases if not p.startswith("'")]
+    tails = [p for p in phrases if p.startswith("'")]
+    body = rf"(?<![\w'’]){alt(words)}(?![\w'’])"
+    if tails:
+        body += rf"|(?<=\w){alt(tails)}(?![\w'’])"
+    return re.compile(body, re.IGNORECASE)
 
 
 @cache

@@ -93,6 +93,18 @@ _SKIP_BACK = frozenset(
             "kind",
             "sort",
             "just",
+            "love",
+            "like",
+            "enjoy",
+            "hate",
+            "started",
+            "start",
+            "began",
+            "begun",
+            "keep",
+            "kept",
+            "continue",
+            "continued",
         ],
     )
 )
@@ -102,6 +114,7 @@ _STOP_AFTER = (
     | lx.TIME_NAMES
     | frozenset(
         [
+            *("days", "weeks", "months", "years", "hours", "minutes"),
             "now",
             "since",
             "because",
@@ -278,7 +291,7 @@ def read_name(right: str, strong: bool, lower: bool) -> str:
         return ""
     run = []
     for w in words[:3]:
-        if w in ",;:()" or w.casefold() in _STOP_AFTER:
+        if w in ",;:()" or w.casefold() in _STOP_AFTER or w[0].isdigit():
             break
         run.append(w.rstrip("."))
     return names.clean_name(" ".join(run))
