@@ -10,12 +10,13 @@ from functools import cache
 
 from tiermem.core.graph import slots
 from tiermem.core.graph.lexicon import CATEGORY_WORDS, PREFERENCE_CATALOGUE
-from tiermem.core.graph.names import fold, name_key
+from tiermem.core.graph.names import fold, keys, name_key
 from tiermem.core.graph.phrases import OWNER
 from tiermem.core.graph.store import GraphStore
 from tiermem.core.terms import STOPWORDS
 
 MAX_NGRAM = 4
+_TOKEN = re.compile(r"https?://\S+|[\w.&'’+-]+")
 _WH = re.compile(r"\b(?:who|whom|whose|where|what|which|when|how)\b|\?", re.I)
 _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|our|us|i'm|i’m|im)\b", re.I)
 _HINTS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -153,29 +154,43 @@ def mentioned(graph: GraphStore, text: str) -> list[str]:
 
 
 def mentioned_at(graph: GraphStore, text: str) -> list[tuple[str, int]]:
-    """`mentioned`, each with where in the text it is named."""
-    tokens = [(m.group(0), m.start()) for m in re.finditer(r"https?://\S+|[\w.&'’+-]+", text)]
+    """`mentioned`, each with where in the text it is named (the names looked up at once)."""
+    tokens = [(m.group(0), m.start()) for m in _TOKEN.finditer(text)]
+    phrases = _phrases(tokens)
+    known = graph.lookup_many({k for _, _, phrase in phrases for k in keys(phrase)})
     found: dict[str, int] = {}
     taken: set[int] = set()
-    for n in range(MAX_NGRAM, 0, -1):
-        for i in range(len(tokens) - n + 1):
-            if taken & set(range(i, i + n)):
-                continue
-            words = [t for t, _ in tokens[i : i + n]]
-            if n == 1 and (fold(words[0]) in STOPWORDS or fold(words[0]) in _NOT_NAMES):
-                continue
-            phrase = re.sub(r"['’]s$", "", " ".join(words)).rstrip(".?!,")
-            if not name_key(phrase):
-                continue
-            entity = graph.lookup(phrase) or (graph.first_name(phrase) if n == 1 else None)
-            if entity and entity not in found:
-                found[entity] = tokens[i][1]
-                taken |= set(range(i, i + n))
+    lower, tries = text.islower(), 0
+    for i, n, phrase in phrases:
+        if taken & set(range(i, i + n)):
+            continue
+        entity = next((known[k] for k in keys(phrase) if k in known), None)
+        if entity is None and n == 1 and (phrase[:1].isupper() or lower) and tries < 5:
+            tries += 1
+            entity = graph.first_name(phrase)
+        if entity and entity not in found:
+            found[entity] = tokens[i][1]
+            taken |= set(range(i, i + n))
     me = _FIRST_PERSON.search(text)
     owner = graph.lookup(OWNER) if me else None
     if me and owner and owner not in found:
         found[owner] = me.start()
     return sorted(found.items(), key=lambda item: (item[0] == owner, item[1]))
+
+
+def _phrases(tokens: list[tuple[str, int]]) -> list[tuple[int, int, str]]:
+    """(start, words, phrase) of every run of up to four tokens that may be a name, longest
+    first."""
+    out = []
+    for n in range(MAX_NGRAM, 0, -1):
+        for i in range(len(tokens) - n + 1):
+            words = [t for t, _ in tokens[i : i + n]]
+            if n == 1 and (fold(words[0]) in STOPWORDS or fold(words[0]) in _NOT_NAMES):
+                continue
+            phrase = re.sub(r"['’]s$", "", " ".join(words)).rstrip(".?!,")
+            if name_key(phrase):
+                out.append((i, n, phrase))
+    return out
 
 
 def inverse(text: str, at: int, predicates: tuple[str, ...]) -> bool:

@@ -157,6 +157,20 @@ class GraphStore:
                 return str(row[0])
         return None
 
+    def lookup_many(self, wanted: set[str]) -> dict[str, str]:
+        """Name key → the entity it means, for the keys the graph knows (looked up at once)."""
+        ordered = sorted(wanted)
+        found: dict[str, str] = {}
+        for start in range(0, len(ordered), 400):
+            chunk = ordered[start : start + 400]
+            rows = self.db.query(
+                "SELECT key, entity_id FROM entity_names WHERE agent_id = ? "
+                f"AND key IN ({','.join('?' * len(chunk))})",
+                [self.agent, *chunk],
+            )
+            found.update({str(k): str(e) for k, e in rows})
+        return found
+
     def add_name(self, entity_id: str, name: str) -> bool:
         """Give an entity another name; False when the name is taken (or has no letters)."""
         key = name_key(name)

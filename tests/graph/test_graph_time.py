@@ -17,6 +17,7 @@ from tests.agent.test_mcp import call, error, with_server
 from tests.conftest import Clock
 from tiermem.core import graph
 from tiermem.core.engine import Memory
+from tiermem.core.errors import NotFound
 from tiermem.core.graph.history import current_facts
 from tiermem.tui.cli import run
 
@@ -301,3 +302,24 @@ def test_the_graph_tools_over_mcp(history: Path, tmp_path: Path) -> None:
 
     with_server(history, tmp_path / "stderr.log", body)
     assert "Traceback" not in (tmp_path / "stderr.log").read_text()
+
+
+def test_a_lower_case_question_finds_a_person_by_first_name(
+    tmp_path: Path, clock: Clock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        remember(mem, clock, "2026-03-01", "Maya Chen lives in Porto.")
+    found = cli(capsys, tmp_path / "home", "graph", "search", "where does maya live")
+    assert found["answer"] == ["Maya Chen lives in Porto (since 2026-03-01)"]
+
+
+def test_the_store_path_indexes_within_its_own_transaction(tmp_path: Path, clock: Clock) -> None:
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        remember(mem, clock, "2026-01-05", "I work at Acme.")
+        clock.now = day("2026-06-01")
+        with mem.db.transaction():
+            stored = mem.store("I joined Globex.", "notes")
+            report = graph.index_one(mem, stored.id)
+        assert [(c.old_object, c.new_object) for c in report.closures] == [("Acme", "Globex")]
+        with pytest.raises(NotFound):
+            graph.index_one(mem, "no-such-memory")
