@@ -18,7 +18,6 @@ Every token count is `core.tokens.count_tokens` (cl100k, offline).
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import re
 import time
 from collections.abc import Sequence
@@ -251,6 +250,8 @@ def why(hit: Hit) -> str:
         parts.append(f"similarity {e.similarity:.2f}")
     if e.via:
         parts.append("via " + e.via)
+    if e.supersession:
+        parts.append(e.supersession)
     parts.append(f"{e.tier}, score {e.score:.2f}")
     return "; ".join(parts)
 
@@ -284,6 +285,7 @@ def entry(hit: Hit, tags: tuple[str, ...], fmt: str) -> dict[str, Any]:
                 "tier_score": round(e.tier_score, 4),
                 "found_by": e.found_by,
                 "via": e.via,
+                "supersession": e.supersession,
             },
         }
     return out
@@ -324,6 +326,7 @@ def recall(
     reinforce: bool = True,
     tags: Sequence[str] = (),
     include_context: bool = False,
+    as_of: float | None = None,
 ) -> Recall:
     """The best entries for `query` whose text fits `budget` tokens, best first (the best one
     always, shortened if need be); `include_context` adds the memories linked to them within
@@ -345,7 +348,7 @@ def recall(
     paths = paths or [None]
     for path in paths:
         result = mem.retrieve(
-            query, limit=pool, category=path, tier=tier, reinforce=False, tags=tags
+            query, limit=pool, category=path, tier=tier, reinforce=False, tags=tags, as_of=as_of
         )
         terms = result.terms
         notes += [n for n in result.notes if n not in notes]
@@ -452,6 +455,7 @@ def build_context(
     budget: int = DEFAULT_CONTEXT_BUDGET,
     session: str | None = None,
     threshold: float | None = None,
+    as_of: float | None = None,
 ) -> ContextBlock:
     """The block to put in the prompt before answering `query` (module doc): its whole text,
     `tokens`, is at most `budget`. Only memories whose relevance reaches `threshold` (default
@@ -476,7 +480,9 @@ def build_context(
     terms: list[str] = []
     if not out.trivial and query is not None:
         hygiene.archive_expired(mem)
-        result = mem.retrieve(query, limit=mem.cfg.retrieval.candidate_pool, reinforce=False)
+        result = mem.retrieve(
+            query, limit=mem.cfg.retrieval.candidate_pool, reinforce=False, as_of=as_of
+        )
         terms = result.terms
         out.notes += result.notes
         room = min(mem.cfg.context.episode_tokens, budget - out.tokens)
@@ -526,74 +532,7 @@ def _shorten_line(hit: Hit, room: int) -> Hit | None:
 
 def _memory_line(hit: Hit) -> str:
     e = hit.explanation
-    return f"- [{e.path or 'root'}] {hit.memory.text} (id {hit.memory.id})"
-
-
-# -- structured store (memory_store) ------------------------------------------------------------
-
-
-def parse_expiry(value: str, now: float) -> float:
-    """An ISO date (the memory expires at the end of that day, UTC) or date-time; never in
-    the past."""
-    text = value.strip()
-    try:
-        if len(text) == 10:
-            day = dt.date.fromisoformat(text)
-            moment = dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC) + dt.timedelta(days=1)
-        else:
-            moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=dt.UTC)
-    except ValueError:
-        raise InvalidInput(
-            f"expires {value!r} is not an ISO date (YYYY-MM-DD) or date-time"
-        ) from None
-    ts = moment.timestamp()
-    if ts <= now:
-        raise InvalidInput(f"expires {value!r} is already past")
-    return ts
-
-
-def store_entry(
-    mem: Memory,
-    content: str,
-    category: str,
-    *,
-    priority: str | None = None,
-    importance: float | None = None,
-    tags: Sequence[str] = (),
-    expires: str | None = None,
-    urls: Sequence[str] = (),
-    commands: Sequence[str] = (),
-    paths: Sequence[str] = (),
-    context: str | None = None,
-    related_to: Sequence[str] = (),
-) -> dict[str, Any]:
-    """The structured write: priority (or importance), tags, links and an expiry date on top
-    of `Memory.store` (deduplicated: a known fact is reinforced and gains the tags)."""
-    value = importance_for(priority, importance)
-    value = 0.5 if value is None else value
-    expires_at = parse_expiry(expires, mem.now()) if expires else None
-    source = "mcp" if not context else "mcp: " + " ".join(context.split())[:200]
-    with mem.db.transaction():
-        outcome = mem.store(
-            content, category, value, urls=urls, commands=commands, paths=paths, source=source
-        )
-        kept = hygiene.set_extras(mem, outcome.id, tags, expires_at)
-        for other in related_to:  # an unknown id stores nothing
-            links.link(mem, outcome.id, other)
-    node = mem.trees.load().node_for(outcome.category)
-    return {
-        "id": outcome.id,
-        "category": outcome.category,
-        "tree_node": node,
-        "stored": outcome.created,
-        "deduplicated": not outcome.created,
-        "merged_into": outcome.merged_into,
-        "similarity": outcome.similarity,
-        "priority": priority_of(mem.get(outcome.id).importance),
-        "token_cost": outcome.tokens,
-        "tags": list(kept),
-        "related_to": links.linked(mem, [outcome.id]).get(outcome.id, []),
-        "expires": iso(expires_at) if expires_at else None,
-    }
+    line = f"- [{e.path or 'root'}] {hit.memory.text} (id {hit.memory.id}"
+    if e.supersession and not e.supersession.startswith("the current"):
+        line += f"; {e.supersession.split(':', 1)[0]}"
+    return line + ")"

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from tiermem.core import ingest as ingestmod
     from tiermem.core import llm as llmmod
     from tiermem.core import memory_md as memorymdmod
-    from tiermem.core import metadata, treesearch
+    from tiermem.core import metadata, supersession, treesearch
     from tiermem.core import retrieve as retrievemod
     from tiermem.core.consolidate import ConsolidationReport
     from tiermem.core.conversation import ConversationReport
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from tiermem.core.transcript import Transcript
 else:  # the write path and the LLM client load on first use: store/retrieve/hot start fast
     consolidatemod = lazy_import("tiermem.core.consolidate")
+    supersession = lazy_import("tiermem.core.supersession")  # a store reads its dates; a read never
     graphsignal = lazy_import("tiermem.core.graph.signal")  # only an agent with a graph needs it
     conversationmod = lazy_import("tiermem.core.conversation")
     ingestmod = lazy_import("tiermem.core.ingest")
@@ -259,6 +260,7 @@ class Memory:
             categories = dict.fromkeys(category for _, category in batch)
             nodes = {self.trees.ensure(category, now, index) for category in categories}
             outcomes = self.memories.put(batch, now, self.cfg.dedup, count=count_tokens)
+            supersession.detect(self, [o.id for o in outcomes if o.created])
             self.trees.touch(nodes, now)
             self.metrics.bump(now, stores=sum(o.created for o in outcomes))
             if len(index.nodes) != known:
@@ -288,9 +290,11 @@ class Memory:
         mode: str | None = None,
         llm: bool = False,
         tags: Sequence[str] = (),
+        as_of: float | None = None,
     ) -> RetrievalResult:
         """Explained retrieval; what it returns is reinforced (access count, recency) later,
-        without taking the write lock now (see `reinforce_later`).
+        without taking the write lock now (see `reinforce_later`). `as_of`: what was true
+        then (memories whose fact started later left out, supersessions after it undone).
 
         `mode`: keyword (default, `[retrieval] mode`), vector or hybrid (the `vector` extra and
         the libSQL driver). `llm`: LLM tree search (the `[llm]` endpoint chooses categories);
@@ -339,6 +343,7 @@ class Memory:
             signals=self._graph_signals(entities, episodes),
             tags=tags,
             tagged=tagged,
+            as_of=as_of,
         )
         result.notes[:0] = notes
         if reinforce and not self.read_only:

@@ -922,6 +922,34 @@ MIGRATIONS: list[str] = [
         WHERE m.agent_id = old.agent_id AND m.id IN (old.a, old.b);
     END;
     """,
+    # Facts that change (core/supersession.py): `valid_from`, when a memory's fact became true
+    # (a date its text names, else NULL: its `created_at`); `superseded_by`, the memory that
+    # replaced it ('' when none) and `superseded_at`, when it stopped being true (NULL while
+    # it is current; set without a successor when a fact was closed, "I no longer …"). They
+    # travel in the memory's sync record, so a change marks it for upload.
+    """
+    ALTER TABLE memories ADD COLUMN valid_from REAL;
+    ALTER TABLE memories ADD COLUMN superseded_by TEXT NOT NULL DEFAULT '';
+    ALTER TABLE memories ADD COLUMN superseded_at REAL;
+    ALTER TABLE restore_staging ADD COLUMN valid_from REAL;
+    ALTER TABLE restore_staging ADD COLUMN superseded_by TEXT;
+    ALTER TABLE restore_staging ADD COLUMN superseded_at REAL;
+    CREATE INDEX memories_superseded ON memories (agent_id, superseded_at)
+        WHERE superseded_at IS NOT NULL;
+    DROP TRIGGER sync_dirty_au;
+    CREATE TRIGGER sync_dirty_au AFTER UPDATE ON memories
+    WHEN (old.id IS NOT new.id OR old.text IS NOT new.text OR old.category IS NOT new.category
+        OR old.importance IS NOT new.importance OR old.created_at IS NOT new.created_at
+        OR old.tier IS NOT new.tier OR old.tier_changed_at IS NOT new.tier_changed_at
+        OR old.urls IS NOT new.urls OR old.commands IS NOT new.commands
+        OR old.paths IS NOT new.paths OR old.source IS NOT new.source
+        OR old.size_bytes IS NOT new.size_bytes OR old.pinned IS NOT new.pinned
+        OR old.valid_from IS NOT new.valid_from OR old.superseded_by IS NOT new.superseded_by
+        OR old.superseded_at IS NOT new.superseded_at)
+        AND EXISTS (SELECT 1 FROM sync_state s WHERE s.agent_id = new.agent_id) BEGIN
+        INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (new.agent_id, new.id);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -69,6 +69,9 @@ class Explanation:
     """The memory's tags."""
     matched_tags: tuple[str, ...] = ()
     """Its tags that a query word or a `tag:` filter named."""
+    supersession: str | None = None
+    """Whether a newer memory replaced it ("superseded on … by …") or it replaced the one the
+    search found ("the current version of …")."""
 
 
 @dataclass(frozen=True)
@@ -105,13 +108,17 @@ class Candidate:
     tags: tuple[str, ...] = ()
     matched_tags: tuple[str, ...] = ()
     tag_terms: tuple[str, ...] = ()
+    supersession: str | None = None
 
 
 _NAMES = [c.strip() for c in COLUMNS.split(",")]
 
-ROW_TEXT, ROW_CATEGORY, _IMPORTANCE, _CREATED, _ACCESS, ROW_TOKENS = (
+ROW_TEXT, ROW_CATEGORY, _IMPORTANCE, ROW_CREATED, _ACCESS, ROW_TOKENS = (
     _NAMES.index(n)
     for n in ("text", "category", "importance", "created_at", "access_count", "tokens")
+)
+ROW_ID, ROW_VALID_FROM, ROW_SUPERSEDED_BY, ROW_SUPERSEDED_AT = (
+    _NAMES.index(n) for n in ("id", "valid_from", "superseded_by", "superseded_at")
 )
 
 _SEARCHABLE = [_NAMES.index(n) for n in ("text", "category", "urls", "commands", "paths")]
@@ -228,7 +235,7 @@ class RankContext:
         exp = math.exp
         for c in found:
             row = c.row
-            created = float(row[_CREATED])
+            created = float(row[ROW_CREATED])
             if reasons or labelled:
                 self._boost(c, created, reasons, labelled)
             else:
@@ -306,6 +313,7 @@ def explain(
             via=c.via,
             tags=c.tags,
             matched_tags=c.matched_tags,
+            supersession=c.supersession,
         )
         hits.append(Hit(memory, explanation))
     return hits

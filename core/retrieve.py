@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from tiermem.core import current
 from tiermem.core import tags as tagmod
 from tiermem.core.config import RetrievalConfig, ScoringConfig
 from tiermem.core.errors import InvalidInput
@@ -125,6 +126,7 @@ def search(
     signals: Signals | None = None,
     tags: Sequence[str] = (),
     tagged: bool = True,
+    as_of: float | None = None,
 ) -> RetrievalResult:
     """Rank this agent's memories for `query`. Pure read: reinforcement is the caller's.
 
@@ -137,7 +139,8 @@ def search(
     only memories carrying every one of them; a query word that names a tag finds its
     memories too. `tagged=False` (no memory of the agent has a tag) skips the tag lookups.
     `signals` (keyword mode) raises and adds memories the knowledge graph or an episode links
-    to the query."""
+    to the query. What is true now (or at `as_of`) ranks above what it replaced
+    (`core.current`)."""
     query, cued = tagmod.split_query(query)
     wanted_tags = [*tags, *cued]
     _check_arguments(query or ("tag" if wanted_tags else ""), limit, budget, mode, vectors)
@@ -179,6 +182,7 @@ def search(
     result.candidates = len({c.seq for c in (*keyword, *similar)})
     context = RankContext(result.categories, windows, now, retrieval, scoring)
     ranked = _rank(result, keyword, similar, context)
+    ranked = current.arrange(store.db, store.agent_id, ranked, now, as_of)
     if tagged:
         _label(store, ranked, wanted_tags)
     _finish(result, tree, ranked, wanted, prefixes)

@@ -89,6 +89,12 @@ class MemoryRow:
     size_bytes: int = 0
     tokens: int = 0
     pinned: bool = False
+    valid_from: float | None = None
+    """When its fact became true, when the text names a date (else `created_at`)."""
+    superseded_by: str = ""
+    """The memory that replaced this one ('' when none)."""
+    superseded_at: float | None = None
+    """When its fact stopped being true (None while current)."""
 
     def __post_init__(self) -> None:
         check_importance(self.importance)
@@ -125,6 +131,15 @@ class MemoryRow:
         """The stored values from `text` on (`stored` without the id)."""
         return self.stored()[1:]
 
+    @property
+    def since(self) -> float:
+        """When its fact became true."""
+        return self.created_at if self.valid_from is None else self.valid_from
+
+    def current_at(self, when: float) -> bool:
+        """Whether its fact still held at `when` (not yet superseded or closed)."""
+        return self.superseded_at is None or self.superseded_at > when
+
     def score(self, now: float, cfg: ScoringConfig) -> float:
         return score(self.importance, self.created_at, self.access_count, now, cfg)
 
@@ -133,7 +148,7 @@ FIELDS: Final = dataclasses.fields(MemoryRow)
 NAMES: Final = tuple(f.name for f in FIELDS)
 TYPES: Final[dict[str, str]] = {f.name: str(f.type) for f in FIELDS}
 """Each field's declared type, as written in `MemoryRow` (what the converters go by)."""
-ADDED_LATER: Final[frozenset[str]] = frozenset()
+ADDED_LATER: Final[frozenset[str]] = frozenset({"valid_from", "superseded_by", "superseded_at"})
 """Fields newer than the first record format: a record or archive entry without one holds
 the field's default (the other fields must all be present)."""
 DEFAULTS: Final[dict[str, Any]] = {
@@ -267,7 +282,7 @@ def insert_staged(store: AgentRows, staging: str) -> int:
     base = last_seq(store)
     store.db.execute(
         f"INSERT INTO memories (seq, agent_id, {column_list()}) "
-        f"SELECT CAST(? AS INTEGER) + s.rowid, agent_id, {column_list(alias='s')} "
+        f"SELECT CAST(? AS INTEGER) + s.rowid, agent_id, {_staged_columns()} "
         f"FROM {staging} s WHERE agent_id = ? AND deleted = 0 "
         "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.agent_id = s.agent_id "
         "AND m.id = s.id) ORDER BY s.rowid",
@@ -291,6 +306,17 @@ def insert_staged(store: AgentRows, staging: str) -> int:
     ):
         _alias(store.db, store.agent_id, str(memory_id_), str(text))
     return added
+
+
+def _staged_columns() -> str:
+    """The staged columns for an INSERT … SELECT: a field added after a restore was staged
+    (an upgrade mid-restore) takes its default."""
+    return ", ".join(
+        f"coalesce(s.{n}, {STORED_DEFAULTS[n]!r})"
+        if n in ADDED_LATER and STORED_DEFAULTS[n] is not None
+        else f"s.{n}"
+        for n in NAMES
+    )
 
 
 def counted_reads(db: Database, agent_id: str, memory_id_: str) -> tuple[int, float | None]:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
 
+from tiermem.core.errors import InvalidInput
+
 DAY = 86400.0
 SLACK = DAY
 
@@ -239,3 +241,20 @@ def _calendar_start(today: date, unit: str, back: int, at: Callable[[date], floa
 def _count(word: str) -> float:
     word = " ".join(word.lower().split())
     return float(word) if word.isdigit() else float(NUMBERS[word])
+
+
+def parse_day(value: str, what: str = "--as-of") -> float:
+    """The end of an ISO day (UTC), or an ISO date-time: the moment `--as-of` and `--since`
+    name."""
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            day = date.fromisoformat(text)
+            moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
+            return (moment + timedelta(days=1)).timestamp() - 1e-3
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(
+            f"{what} {value!r} is not an ISO date (YYYY-MM-DD) or date-time"
+        ) from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()

@@ -11,6 +11,7 @@ from tests.conftest import Clock
 from tiermem.core import audit, context
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
+from tiermem.core.remember import Entry, remember
 from tiermem.core.tokens import count_tokens
 
 
@@ -118,9 +119,9 @@ def test_recall_budget_is_real_and_reported(mem: Memory) -> None:
 
 
 def test_recall_filters_by_categories_and_priority(mem: Memory) -> None:
-    context.store_entry(mem, "Standup moved to 10am on Mondays", "work/meetings", priority="low")
-    context.store_entry(mem, "Standup notes go to the wiki page", "work/docs", priority="high")
-    context.store_entry(mem, "Standup at the gym is yoga", "home/hobbies", priority="critical")
+    remember(mem, Entry("Standup moved to 10am on Mondays", "work/meetings", priority="low"))
+    remember(mem, Entry("Standup notes go to the wiki page", "work/docs", priority="high"))
+    remember(mem, Entry("Standup at the gym is yoga", "home/hobbies", priority="critical"))
     found = context.recall(mem, "standup", categories=["work"])
     assert {e["category"] for e in found.entries} == {"work/meetings", "work/docs"}
     found = context.recall(mem, "standup", categories=["work/docs", "home"])
@@ -129,36 +130,41 @@ def test_recall_filters_by_categories_and_priority(mem: Memory) -> None:
     assert {e["priority"] for e in found.entries} == {"high", "critical"}
 
 
-def test_store_entry_dedups_merges_tags_and_expires(mem: Memory, clock: Clock) -> None:
-    first = context.store_entry(
+def test_remember_dedups_merges_tags_and_expires(mem: Memory, clock: Clock) -> None:
+    first = remember(
         mem,
-        "Use ruff format before committing",
-        "instructions",
-        priority="high",
-        tags=["python"],
-        expires="2026-01-10",
-        urls=["https://docs.astral.sh/ruff"],
-        commands=["ruff format ."],
+        Entry(
+            "Use ruff format before committing",
+            "instructions",
+            priority="high",
+            tags=["python"],
+            expires="2026-01-10",
+            urls=["https://docs.astral.sh/ruff"],
+            commands=["ruff format ."],
+        ),
     )
-    assert first["stored"] and not first["deduplicated"] and first["priority"] == "high"
-    assert first["token_cost"] == count_tokens("Use ruff format before committing")
-    again = context.store_entry(mem, "use ruff format before committing", "x", tags=["style"])
-    assert again["deduplicated"] and again["id"] == first["id"]
-    assert again["tags"] == ["python", "style"]
-    record = mem.get(first["id"])
+    assert (
+        first.outcome.created
+        and context.priority_of(mem.get(first.outcome.id).importance) == "high"
+    )
+    assert first.outcome.tokens == count_tokens("Use ruff format before committing")
+    again = remember(mem, Entry("use ruff format before committing", "x", tags=["style"]))
+    assert not again.outcome.created and again.outcome.id == first.outcome.id
+    assert again.tags == ("python", "style")
+    record = mem.get(first.outcome.id)
     assert record.urls == ("https://docs.astral.sh/ruff",) and record.importance == 0.8
     with pytest.raises(InvalidInput, match="priority or importance"):
-        context.store_entry(mem, "x", "y", priority="low", importance=0.2)
+        remember(mem, Entry("x", "y", priority="low", importance=0.2))
     with pytest.raises(InvalidInput, match="past"):
-        context.store_entry(mem, "x", "y", expires="2025-12-31")
+        remember(mem, Entry("x", "y", expires="2025-12-31"))
     with pytest.raises(InvalidInput, match="ISO"):
-        context.store_entry(mem, "x", "y", expires="next tuesday")
+        remember(mem, Entry("x", "y", expires="next tuesday"))
     clock.advance(9)  # 2026-01-10: still valid that day
     assert context.recall(mem, "ruff format").entries
     clock.advance(1.01)  # past the end of 2026-01-10 UTC
     found = context.recall(mem, "ruff format")
-    assert mem.get(first["id"]).tier == "cold"  # archived, still searchable
-    assert found.entries and found.entries[0]["id"] == first["id"]
+    assert mem.get(first.outcome.id).tier == "cold"  # archived, still searchable
+    assert found.entries and found.entries[0]["id"] == first.outcome.id
 
 
 def test_index_status_and_audit_in_tokens(mem: Memory) -> None:

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Clock, MemoryFactory
-from tiermem.core import context as ctx
 from tiermem.core import curate, hygiene, reinforce
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
+from tiermem.core.remember import Entry, remember
 from tiermem.tui.cli import run
 
 
@@ -90,7 +90,7 @@ def test_reads_wait_for_a_rolled_back_write(mem: Memory) -> None:
 def test_editing_keeps_the_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     home = tmp_path / "home"
     with Memory(home) as mem:
-        fid = ctx.store_entry(mem, "standup moved to 9:30", "work", tags=["team"])["id"]
+        fid = remember(mem, Entry("standup moved to 9:30", "work", tags=["team"])).outcome.id
         hygiene.track(mem, "s1", [fid])
     args = ["--home", str(home), "--json"]
     assert (

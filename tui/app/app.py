@@ -22,11 +22,11 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import get_current_worker
 
-from tiermem.core import hygiene
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput
 from tiermem.core.paths import DEFAULT_AGENT
 from tiermem.core.printable import printable
+from tiermem.core.remember import Entry, remember
 from tiermem.tui.app.messages import (
     ActionDone,
     ActionFailed,
@@ -278,17 +278,17 @@ class TiermemApp(App[None]):
                 return
 
             def store(mem: Memory) -> str:
-                with mem.db.transaction():
-                    outcome = mem.store(
-                        values["text"],
-                        values["category"],
-                        parse_importance(values["importance"]),
-                        urls=split_lines(values["urls"]),
-                        commands=split_lines(values["commands"]),
-                        paths=split_lines(values["paths"]),
-                        source="tui",
-                    )
-                    hygiene.set_extras(mem, outcome.id, split_lines(values["tags"]), None)
+                entry = Entry(
+                    values["text"],
+                    values["category"].strip() or None,
+                    parse_importance(values["importance"]),
+                    urls=split_lines(values["urls"]),
+                    commands=split_lines(values["commands"]),
+                    paths=split_lines(values["paths"]),
+                    tags=split_lines(values["tags"]),
+                    source="tui",
+                )
+                outcome = remember(mem, entry).outcome
                 return (
                     f"{'stored' if outcome.created else 'already known, reinforced'}: {outcome.id}"
                 )

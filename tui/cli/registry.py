@@ -26,6 +26,27 @@ ROOT: dict[str, Lazy] = {
         "memory", "retrieve", "Find memories through the tree, with the reason each was found."
     ),
     "cold": _at("memory", "cold", "Search the cold archive (cold and frozen facts)."),
+    "supersede": _at(
+        "changes",
+        "supersede",
+        "Mark memory OLD replaced by NEW (without NEW: no longer true); it stays, ranked below.",
+    ),
+    "unsupersede": _at(
+        "changes",
+        "unsupersede",
+        "Make a superseded memory current again (undo a wrong supersession).",
+    ),
+    "history": _at(
+        "changes",
+        "history",
+        "Show the chain a memory belongs to: what it replaced and what replaced it, oldest first.",
+    ),
+    "changes": _at(
+        "changes",
+        "changes",
+        "List the facts that changed since a date: old → new, when, and where the new one came "
+        "from.",
+    ),
     "get": _at("memory", "get", "Show one memory with its metadata and score."),
     "edit": _at(
         "edit", "edit", "Edit a memory's text, category, importance or metadata (its id stays)."

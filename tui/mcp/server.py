@@ -31,8 +31,12 @@ INSTRUCTIONS = """tiermem is this agent's long-term memory (hot memory always in
 cold memories found through a category tree). Before answering, call memory_context with the
 user's message (or memory_recall for a specific question) and put the result in your ctx.
 Call memory_store for anything worth remembering (decisions, preferences, facts, URLs,
-commands). Pass the same session_id in a conversation: memories recalled in 3 sessions are
-promoted to hot memory, hot lessons unused for 3 sessions are demoted."""
+commands). When the user says something changed (they moved, a new manager, a decision
+reversed, "actually it's X"), store the new fact with `supersedes` naming the memory it
+replaces, or call memory_supersede; the old one stays, ranked below the new. Undo a wrong one
+with memory_unsupersede; memory_changes lists what changed since a date, and `as_of` on recall
+answers what was true then. Pass the same session_id in a conversation: memories recalled in 3
+sessions are promoted to hot memory, hot lessons unused for 3 sessions are demoted."""
 
 
 def build_server(

@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Input, Select, Static
 from textual.worker import get_current_worker
 
-from tiermem.core import curate
+from tiermem.core import curate, supersession
 from tiermem.core.curate import Listed
 from tiermem.core.engine import Memory, tiers_for
 from tiermem.core.printable import printable
@@ -151,6 +151,7 @@ class MemoriesScreen(DataScreen[Page]):
         Binding("minus", "demote", "Demote", key_display="-"),
         Binding("d,delete", "forget", "Forget", key_display="d"),
         Binding("u", "undo", "Undo"),
+        Binding("U", "unsupersede", "Current again", show=False),
         Binding("y", "copy", "Copy", show=False),
         Binding("o", "open_url", "Open URL", show=False),
     ]
@@ -383,6 +384,14 @@ class MemoriesScreen(DataScreen[Page]):
             return f"pinned in {tier}" if pinned else "unpinned"
 
         self.tiermem.perform(toggle)
+
+    def action_unsupersede(self) -> None:
+        """A superseded memory made current again (a wrong supersession undone)."""
+        memory_id = self._selected()
+        if memory_id is not None:
+            self.tiermem.perform(
+                lambda mem: f"current again: {supersession.unsupersede(mem, memory_id).id}"
+            )
 
     def action_promote(self) -> None:
         memory_id = self._selected()

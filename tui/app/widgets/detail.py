@@ -10,10 +10,11 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Sparkline, Static
 
-from tiermem.core import curate, hygiene, links
+from tiermem.core import curate, hygiene, links, supersession
 from tiermem.core.curate import Listed, ScoreParts
 from tiermem.core.engine import Memory
 from tiermem.core.retrieve import Explanation
+from tiermem.core.rows import MemoryRow
 from tiermem.tui.app.widgets.format import markup, markup_lines, stamp
 
 CURVE_DAYS = 90
@@ -29,6 +30,8 @@ class DetailData:
     explanation: Explanation | None
     tags: tuple[str, ...] = ()
     related_to: tuple[str, ...] = ()
+    chain: tuple[MemoryRow, ...] = ()
+    """What it replaced and what replaced it, oldest first (itself included)."""
 
 
 def load_detail(mem: Memory, memory_id: str, explanation: Explanation | None) -> DetailData:
@@ -44,6 +47,7 @@ def load_detail(mem: Memory, memory_id: str, explanation: Explanation | None) ->
         explanation=explanation,
         tags=hygiene.extras_for(mem, [memory_id]).get(memory_id, ((), None))[0],
         related_to=tuple(links.linked(mem, [memory_id]).get(memory_id, [])),
+        chain=tuple(supersession.history(mem, memory_id)),
     )
 
 
@@ -77,6 +81,7 @@ def describe(data: DetailData) -> Content:
         lines.append(markup("[b]linked to[/b] $ids", ids=", ".join(data.related_to)))
     for label, values in (("url", m.urls), ("command", m.commands), ("path", m.paths)):
         lines += [markup(f"[b]{label}[/b] $value", value=value) for value in values]
+    lines += _history(data)
     lines += [
         markup(""),
         markup(
@@ -91,6 +96,29 @@ def describe(data: DetailData) -> Content:
         markup(f"  the score alone points to [b]{p.band}[/b]"),
     ]
     return markup_lines(lines)
+
+
+def _history(data: DetailData) -> list[Content]:
+    """The memory's place in its chain of changes; `U` makes a superseded one current again."""
+    m = data.listed.record
+    if len(data.chain) < 2:
+        return []
+    lines = [markup(""), markup("[b]history[/b] (oldest first)")]
+    for item in data.chain:
+        until = stamp(item.superseded_at) if item.superseded_at is not None else "now"
+        mark = "▸" if item.id == m.id else " "
+        lines.append(
+            markup(
+                f"{mark} $since – $until  $text  [dim]$id[/dim]",
+                since=stamp(item.since),
+                until=until,
+                text=item.text,
+                id=item.id,
+            )
+        )
+    if m.superseded_at is not None:
+        lines.append(markup("[dim]superseded: U makes it current again[/dim]"))
+    return lines
 
 
 def describe_rest(data: DetailData) -> Content:
@@ -133,6 +161,8 @@ def _why_found(e: Explanation) -> list[Content]:
         lines.append(markup("  found by $how", how=e.found_by))
     if e.via:
         lines.append(markup("  via $via", via=e.via))
+    if e.supersession:
+        lines.append(markup("  $note", note=e.supersession))
     lines.append(markup(f"  tier score {e.tier_score:.3f} (tie-break) → final {e.score:.3f}"))
     return lines
 

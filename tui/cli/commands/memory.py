@@ -7,20 +7,21 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from tiermem.core import temporal
 from tiermem.core.engine import TIER_CHOICES
 from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import record_dict
 from tiermem.core.lazy import lazy_import
+from tiermem.core.remember import Entry, remember
 from tiermem.core.tokens import count_tokens
 from tiermem.tui.cli.options import Options, emit, pass_options, session_option, when
 
 if TYPE_CHECKING:
-    from tiermem.core import distill, hygiene, links
+    from tiermem.core import hygiene, links
     from tiermem.core.retrieve import RetrievalResult
 else:  # only a session, tags or links need them; `store` and `retrieve` start faster without
     hygiene = lazy_import("tiermem.core.hygiene")
     links = lazy_import("tiermem.core.links")
-    distill = lazy_import("tiermem.core.distill")
 
 TIER = click.Choice(TIER_CHOICES)
 
@@ -44,6 +45,12 @@ TIER = click.Choice(TIER_CHOICES)
 @click.option("--path", multiple=True, help="A file path (repeatable).")
 @click.option("--tag", multiple=True, help="A tag (repeatable): `retrieve --tag T` finds it.")
 @click.option("--related-to", multiple=True, metavar="ID", help="Link to this memory (repeatable).")
+@click.option(
+    "--supersedes",
+    multiple=True,
+    metavar="ID",
+    help="A memory this one replaces (repeatable): it stays, marked superseded.",
+)
 @pass_options
 def store(
     opts: Options,
@@ -55,42 +62,30 @@ def store(
     path: tuple[str, ...],
     tag: tuple[str, ...],
     related_to: tuple[str, ...],
+    supersedes: tuple[str, ...],
 ) -> None:
     """Store a fact in warm memory (storing a known fact reinforces it instead)."""
+    entry = Entry(
+        text,
+        category,
+        importance,
+        urls=url,
+        commands=command,
+        paths=path,
+        tags=tag,
+        related_to=related_to,
+        supersedes=supersedes,
+        source="cli",
+        count_tokens=False,  # counted by the first read that needs it: starts fast
+    )
     with opts.open(create=True) as mem:
-        placed = category is None
-        if category is None:
-            projects = [p.name for p in mem.hot().active_context.projects]
-            _kind, category, _importance = distill.classify(" ".join(text.split()), projects)
-        with mem.db.transaction():  # an unknown related id stores nothing
-            outcome = mem.store(  # counted by the first read that needs it: starts fast
-                text,
-                category,
-                importance,
-                urls=url,
-                commands=command,
-                paths=path,
-                source="cli",
-                count_tokens=False,
-            )
-            tags = hygiene.set_extras(mem, outcome.id, tag, None) if tag else ()
-            for other in related_to:
-                links.link(mem, outcome.id, other)
-        node = mem.trees.load().node_for(outcome.category)
-        urls, commands, paths = mem.memories.metadata_of(outcome.id)
-        related = links.linked(mem, [outcome.id]).get(outcome.id, [])
-    payload = {
-        "id": outcome.id,
+        done = remember(mem, entry)
+        urls, commands, paths = mem.memories.metadata_of(done.outcome.id)
+    outcome, node, placed = done.outcome, done.tree_node, done.placed_by_content
+    payload = done.common() | {
         "created": outcome.created,
-        "deduplicated": not outcome.created,
-        "merged_into": outcome.merged_into,
-        "similarity": outcome.similarity,
-        "category": outcome.category,
         "placed_by_content": placed,
-        "tree_node": node,
         "metadata": {"urls": urls, "commands": commands, "paths": paths},
-        "tags": list(tags),
-        "related_to": related,
     }
     if opts.json:  # the tokenizer takes longer to load than the rest of this command
         payload["tokens"] = count_tokens(text)
@@ -124,6 +119,11 @@ def store(
     is_flag=True,
     help="LLM tree search: the [llm] endpoint picks the categories (falls back to keyword).",
 )
+@click.option(
+    "--as-of",
+    metavar="DATE",
+    help="What was true then (YYYY-MM-DD): later facts left out, later changes undone.",
+)
 @session_option
 @pass_options
 def retrieve(
@@ -136,11 +136,13 @@ def retrieve(
     budget: int | None,
     mode: str | None,
     llm: bool,
+    as_of: str | None,
     session: str | None,
 ) -> None:
     """Find memories through the tree, with the reason each was found."""
     if not query.strip():
         raise InvalidInput("query is empty")
+    as_of_ts = temporal.parse_day(as_of) if as_of else None
     with opts.open(create=session is not None) as mem:  # a session's first turn creates
         result = mem.retrieve(
             query,
@@ -151,6 +153,7 @@ def retrieve(
             mode=mode,
             llm=llm,
             tags=tag,
+            as_of=as_of_ts,
         )
         if session and not mem.read_only:
             hygiene.track_result(mem, session, result)
@@ -254,6 +257,8 @@ def render_retrieval(result: RetrievalResult) -> str:
             lines.append(f"   LLM: {e.llm_reason}")
         if e.via:
             lines.append(f"   via {e.via}")
+        if e.supersession:
+            lines.append(f"   {e.supersession}")
     if result.budget:
         lines.append(f"{result.tokens}/{result.budget} tokens")
     return "\n".join(lines)

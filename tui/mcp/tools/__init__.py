@@ -2,6 +2,7 @@
 
 from tiermem.tui.mcp.tools import (
     audit,
+    changes,
     conversation,
     graph,
     hot,
@@ -18,6 +19,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     recall.SEARCH,
     store.GET,
     store.UPDATE,
+    changes.SUPERSEDE,
+    changes.UNSUPERSEDE,
+    changes.CHANGES,
     hot.HOT,
     audit.INDEX_STATUS,
     audit.AUDIT,

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from tiermem.core import context as ctx
-from tiermem.core import hygiene
+from tiermem.core import hygiene, temporal
 from tiermem.core.engine import Memory
 from tiermem.tui.mcp.home import Home
 from tiermem.tui.mcp.tools.base import SESSION_DOC, ToolSpec
@@ -41,6 +41,10 @@ def memory_recall(
     include_context: Annotated[
         bool, Field(description="Add the memories linked to the entries, in the same budget.")
     ] = False,
+    as_of: Annotated[
+        str | None,
+        Field(description="What was true on this date (YYYY-MM-DD): later facts left out."),
+    ] = None,
     session_id: Annotated[str | None, Field(description=SESSION_DOC)] = None,
 ) -> dict[str, Any]:
     return home.run(
@@ -54,6 +58,7 @@ def memory_recall(
             session=home.session_for(session_id),
             tags=tags or [],
             include_context=include_context,
+            as_of=_as_of(as_of),
         ).as_dict()
     )
 
@@ -70,10 +75,16 @@ def memory_search(
     tags: Annotated[
         list[str] | None, Field(description="Only memories carrying all these tags.")
     ] = None,
+    as_of: Annotated[
+        str | None,
+        Field(description="What was true on this date (YYYY-MM-DD): later facts left out."),
+    ] = None,
     session_id: Annotated[str | None, Field(description=SESSION_DOC)] = None,
 ) -> dict[str, Any]:
     def work(mem: Memory) -> dict[str, Any]:
-        result = mem.retrieve(query, limit=limit, tier=tier, category=category, tags=tags or [])
+        result = mem.retrieve(
+            query, limit=limit, tier=tier, category=category, tags=tags or [], as_of=_as_of(as_of)
+        )
         hygiene.track_result(mem, home.session_for(session_id), result)
         return {
             "query": query,
@@ -107,13 +118,25 @@ def memory_context(
     token_budget: Annotated[
         int, Field(ge=1, description="Most tokens of the whole block.")
     ] = ctx.DEFAULT_CONTEXT_BUDGET,
+    as_of: Annotated[
+        str | None,
+        Field(description="What was true on this date (YYYY-MM-DD): later facts left out."),
+    ] = None,
     session_id: Annotated[str | None, Field(description=SESSION_DOC)] = None,
 ) -> dict[str, Any]:
     return home.run(
         lambda mem: ctx.build_context(
-            mem, message, budget=token_budget, session=home.session_for(session_id)
+            mem,
+            message,
+            budget=token_budget,
+            session=home.session_for(session_id),
+            as_of=_as_of(as_of),
         ).as_dict()
     )
+
+
+def _as_of(value: str | None) -> float | None:
+    return None if value is None else temporal.parse_day(value, "as_of")
 
 
 RECALL = ToolSpec(
@@ -122,7 +145,9 @@ RECALL = ToolSpec(
     "Recall the memories relevant to a query within a token budget (their text fits it; "
     "the best one always comes back, shortened if need be), best first, each with why it "
     "was found. Filters: categories (each with its subcategories), a minimum priority, "
-    "tags (also `tag:T` in the query); include_context adds linked memories.",
+    "tags (also `tag:T` in the query); include_context adds linked memories. What is true now "
+    "comes first: a superseded memory ranks below what replaced it and says so; as_of answers "
+    "what was true on a date.",
 )
 SEARCH = ToolSpec(
     "memory_search",

@@ -11,6 +11,7 @@ from tiermem.core import context as ctx
 from tiermem.core import curate, hygiene, links
 from tiermem.core.engine import Memory
 from tiermem.core.interchange import record_dict
+from tiermem.core.remember import Entry, remember
 from tiermem.tui.mcp.home import Home
 from tiermem.tui.mcp.tools.base import SESSION_DOC, Strings, ToolSpec, strings
 
@@ -19,9 +20,12 @@ def memory_store(
     home: Home,
     content: Annotated[str, Field(description="The fact to remember (one fact).")],
     category: Annotated[
-        str,
-        Field(description="Category path, e.g. preferences, projects/evoclaw/bsc, people/sarah."),
-    ] = "facts",
+        str | None,
+        Field(
+            description="Category path, e.g. preferences, projects/evoclaw/bsc, people/sarah "
+            "(default: placed by its content)."
+        ),
+    ] = None,
     priority: Annotated[
         Literal["critical", "high", "medium", "low"] | None,
         Field(description="critical 0.95, high 0.8, medium 0.5 (default), low 0.3."),
@@ -43,24 +47,40 @@ def memory_store(
     related_to: Annotated[
         list[str] | None, Field(description="Ids of related memories to link it to.")
     ] = None,
-) -> dict[str, Any]:
-    return home.run(
-        lambda mem: ctx.store_entry(
-            mem,
-            content,
-            category,
-            priority=priority,
-            importance=importance,
-            tags=tags or [],
-            expires=expires,
-            urls=strings(url),
-            commands=strings(command),
-            paths=strings(path),
-            context=context,
-            related_to=related_to or [],
+    supersedes: Annotated[
+        list[str] | None,
+        Field(
+            description="Ids of memories this one replaces (a fact that changed: they stay, "
+            "marked superseded, and rank below it)."
         ),
-        creates=True,
+    ] = None,
+) -> dict[str, Any]:
+    entry = Entry(
+        content,
+        category,
+        importance=importance,
+        priority=priority,
+        urls=strings(url),
+        commands=strings(command),
+        paths=strings(path),
+        tags=tags or [],
+        expires=expires,
+        related_to=related_to or [],
+        supersedes=supersedes or [],
+        source="mcp" if not context else "mcp: " + " ".join(context.split())[:200],
     )
+    return home.run(lambda mem: _store(mem, entry), creates=True)
+
+
+def _store(mem: Memory, entry: Entry) -> dict[str, Any]:
+    done = remember(mem, entry)
+    o = done.outcome
+    return done.common() | {
+        "stored": o.created,
+        "priority": ctx.priority_of(mem.get(o.id).importance),
+        "token_cost": o.tokens,
+        "expires": ctx.iso(done.expires_at) if done.expires_at else None,
+    }
 
 
 def memory_get(

@@ -1,0 +1,119 @@
+"""Answers that use the current fact: a search's candidates arranged so that what is true now
+(or at the `as_of` date asked for) comes first.
+
+A memory superseded by then ranks lower and says so ("superseded on 2026-10-17 by …"); the
+memory that replaced it joins the results where the stale one would have ranked, even when
+the query's words did not find it ("where do I live now?" finds "I live in Lisbon", whose
+successor "I moved to Porto" shares no word with the question), and always ranks above it.
+With `as_of`, memories whose fact started later are left out."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from tiermem.core.db import Database, Row
+from tiermem.core.ranking import (
+    ROW_CREATED,
+    ROW_FIELDS,
+    ROW_ID,
+    ROW_SUPERSEDED_AT,
+    ROW_SUPERSEDED_BY,
+    ROW_TEXT,
+    ROW_VALID_FROM,
+    Candidate,
+    with_count,
+)
+
+STALE_FACTOR = 0.5
+"""What a superseded memory's score is multiplied by."""
+MAX_CHAIN = 20
+
+
+def since(row: Row) -> float:
+    """When a row's fact became true."""
+    valid = row[ROW_VALID_FROM]
+    return float(row[ROW_CREATED] if valid is None else valid)
+
+
+def stale_at(row: Row, when: float) -> bool:
+    ended = row[ROW_SUPERSEDED_AT]
+    return ended is not None and float(ended) <= when
+
+
+def arrange(
+    db: Database, agent_id: str, ranked: list[Candidate], now: float, as_of: float | None = None
+) -> list[Candidate]:
+    """`ranked` (best first) with superseded memories below what replaced them."""
+    when = now if as_of is None else as_of
+    if as_of is not None:
+        ranked = [c for c in ranked if since(c.row) <= as_of]
+    if not any(stale_at(c.row, when) for c in ranked):
+        return ranked
+    by_id = {str(c.row[ROW_ID]): c for c in ranked}
+    pairs: list[tuple[Candidate, Candidate]] = []
+    for c in list(ranked):
+        if not stale_at(c.row, when):
+            continue
+        successor = _current_successor(db, agent_id, c.row, when, by_id)
+        ended = _day(float(c.row[ROW_SUPERSEDED_AT]))
+        if successor is None:
+            c.supersession = f"no longer true since {ended}"
+        else:
+            c.supersession = (
+                f"superseded on {ended} by {successor.row[ROW_ID]}: "
+                f"{_short(str(successor.row[ROW_TEXT]))}"
+            )
+            if str(successor.row[ROW_ID]) not in by_id:
+                _stand_in(successor, c)
+                by_id[str(successor.row[ROW_ID])] = successor
+                ranked.append(successor)
+            pairs.append((c, successor))
+        c.score *= STALE_FACTOR
+    for old, new in pairs:  # every reader that sorts by score keeps the current one first
+        new.score = max(new.score, old.score * (1 + 1e-6) + 1e-9)
+    ranked.sort(key=lambda c: (-c.score, c.seq))
+    return ranked
+
+
+def _current_successor(
+    db: Database, agent_id: str, row: Row, when: float, known: dict[str, Candidate]
+) -> Candidate | None:
+    """The end of `row`'s chain of replacements as of `when` (None for a closed fact)."""
+    nxt = str(row[ROW_SUPERSEDED_BY])
+    found: Candidate | None = None
+    for _ in range(MAX_CHAIN):
+        if not nxt:
+            break
+        candidate = known.get(nxt) or _load(db, agent_id, nxt)
+        if candidate is None or since(candidate.row) > when:
+            break
+        found = candidate
+        if not stale_at(candidate.row, when):
+            break
+        nxt = str(candidate.row[ROW_SUPERSEDED_BY])
+    return found
+
+
+def _load(db: Database, agent_id: str, memory_id: str) -> Candidate | None:
+    row = db.query_one(
+        f"SELECT m.seq, {ROW_FIELDS} FROM memories m WHERE m.agent_id = ? AND m.id = ?",
+        (agent_id, memory_id),
+    )
+    return None if row is None else Candidate(seq=int(row[0]), row=with_count(row[1:]))
+
+
+def _stand_in(successor: Candidate, stale: Candidate) -> None:
+    """A successor the search did not find takes the stale memory's place in the ranking."""
+    successor.score = stale.score
+    successor.relevance = stale.relevance
+    successor.found_by = stale.found_by
+    successor.supersession = f"the current version of {stale.row[ROW_ID]}"
+
+
+def _day(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).date().isoformat()
+
+
+def _short(text: str, width: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"

@@ -1,0 +1,348 @@
+"""Two statements of one frame with another value: "my manager is Priya" → "my new manager is
+Diego", "the offsite is on March 3" → "the offsite moved to March 10", "we use MySQL for
+Ledgerly" → "Ledgerly is on Postgres now". Offline and word-class based: a statement's
+*frame* is its content words once values, change words and filler are taken out; its
+*values* are the names, tools, dates and times it states. `replaces` decides whether a newer
+claim replaces an older one; `core.supersession` acts on it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from tiermem.core.temporal import MONTHS, WEEKDAYS, find_windows
+from tiermem.core.terms import STOPWORDS, stem
+
+CHANGE = frozenset(
+    """now new newly moved move moving relocated switched switch switching changed change
+    changing replaced replace instead anymore longer since started start starting joined
+    became become promoted rescheduled postponed pushed bumped delayed shifted updated update
+    finally ditched dropped migrated migrating these days nowadays currently""".split()  # noqa: SIM905
+)
+"""Words that say a value changed (taken out of the frame; one of them makes a claim a change)."""
+NEGATION = re.compile(
+    r"\b(?:no longer|not anymore|any ?more|quit|left|stopped|don'?t (?:work|live|use)|"
+    r"do not (?:work|live|use)|gave up|resigned from|retired from)\b",
+    re.IGNORECASE,
+)
+HYPOTHETICAL = re.compile(
+    r"\b(?:if|might|maybe|perhaps|thinking (?:about|of)|considering|could|would|wondering|"
+    r"dream(?:ing)? (?:of|about)|someday|one day|hope to|want to|wanna|eventually|unless)\b",
+    re.IGNORECASE,
+)
+"""A change that may never happen (a wish, a condition): it replaces nothing."""
+FUTURE = re.compile(
+    r"\b(?:will|'ll|going to|gonna|plan(?:ning)? to|about to|next (?:year|month|week)|soon|"
+    r"(?:i'?m|i am|we'?re|we are|s?he'?s|they'?re) (?:moving|switching|changing|starting|"
+    r"joining|leaving|relocating|migrating))\b",
+    re.IGNORECASE,
+)
+"""A change planned for later: it replaces from its date on, or not at all without one."""
+SLOT_WORDS: dict[str, str] = {
+    word: f"~{slot}"
+    for slot, words in {
+        "residence": "live lives living lived based home hometown flat apartment relocated",
+        "employer": "work works working worked job employer company joined hired offer "
+        "accepted employed",
+        "manager": "manager boss lead supervisor report reports reporting",
+        "role": "role title position promoted",
+        "name": "name named called",
+    }.items()
+    for word in words.split()
+}
+"""Words that name one attribute, however it is said ("new boss" / "my manager")."""
+_SLOT_SURFACE: dict[str, list[str]] = {}
+for _word, _slot in SLOT_WORDS.items():
+    _SLOT_SURFACE.setdefault(_slot, []).append(_word)
+_SLOT_SURFACE["~residence"] += ["moved", "moving", "move"]
+_MOVE_TO = re.compile(
+    r"\b(?:mov(?:e|ed|ing)|relocat(?:e|ed|ing))\s+(?:back\s+)?(?:to|into|in)\s+[A-ZÀ-Þ]"
+)
+_WORK_ON = re.compile(r"\bwork(?:s|ing|ed)?\s+on\b", re.IGNORECASE)
+CORRECTION = re.compile(
+    r"\b(?:actually|sorry,? i meant|i meant|correction|to be clear|my mistake|typo)\b|,\s*not\s+\w",
+    re.IGNORECASE,
+)
+SLOTS = frozenset(
+    """live lives living based home city town flat apartment address work works working job
+    employer company firm office manager boss lead supervisor report reports role title position
+    team database db queue broker ci cloud hosting host editor ide stack framework language
+    orm cache deadline due date meeting offsite standup appointment flight trip launch release
+    demo review interview wedding party birthday prefer preference favourite favorite drink
+    diet summary summaries newsletter name called named partner wife husband girlfriend
+    boyfriend cat dog pet phone email number budget salary rent price""".split()  # noqa: SIM905
+)
+"""Frame words of attributes that hold one value at a time: a change of value replaces."""
+FILLER = frozenset(
+    """yeah yes ok okay oh btw lol haha hey hi so well also really just actually basically
+    literally pretty quite got get gets getting thing things stuff guess think know like
+    kinda sorta anyway honestly finally last weekend week month year today yesterday ago""".split()  # noqa: SIM905
+)
+TOOL_KINDS: dict[str, str] = {
+    tool: kind
+    for kind, tools in {
+        "database": "postgres postgresql mysql mariadb sqlite mongodb mongo dynamodb cassandra "
+        "supabase firebase turso libsql cockroachdb",
+        "queue": "kafka rabbitmq sqs nats celery pubsub",
+        "ci": "jenkins circleci travis buildkite",
+        "cloud": "aws gcp azure heroku vercel netlify hetzner digitalocean",
+        "editor": "vim neovim emacs vscode cursor zed pycharm intellij sublime",
+        "channel": "slack teams discord email whatsapp telegram signal",
+        "drink": "coffee tea matcha espresso latte cappuccino",
+        "language": "python rust go golang java kotlin typescript javascript ruby php elixir",
+        "framework": "django flask fastapi rails react vue svelte angular nextjs",
+    }.items()
+    for tool in tools.split()
+}
+"""Tools and things by what they are for: two of one kind for one subject are one slot."""
+_WORD = re.compile(r"[A-Za-zÀ-ÿ][\w'’.-]*|\d[\d:./-]*(?:am|pm)?", re.UNICODE)
+_DATE = re.compile(
+    rf"\b(?:(?P<m1>{'|'.join(sorted(MONTHS, key=len, reverse=True))})\.?\s+(?P<d1>\d{{1,2}})"
+    rf"(?:st|nd|rd|th)?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?"
+    rf"(?P<m2>{'|'.join(sorted(MONTHS, key=len, reverse=True))}))(?:,?\s+(?P<y>(?:19|20)\d\d))?\b",
+    re.IGNORECASE,
+)
+_MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
+_SINCE_YEAR = re.compile(r"\bsince\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
+_ISO = re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<m>\d\d)-(?P<d>\d\d)\b")
+_WRONG = re.compile(
+    r"(?:,|\bbut)\s*not\s+(?:in\s+|at\s+|on\s+)?([A-Za-zÀ-ÿ][\w'-]*)", re.IGNORECASE
+)
+_POSSESSIVE = re.compile(r"['’]s$")
+_FIRST_PERSON = frozenset(
+    {
+        "i'd",
+        "i'll",
+        "i’m",
+        "i’d",
+        "i’ll",
+        "id",
+        "i",
+        "i'm",
+        "im",
+        "i've",
+        "ive",
+        "my",
+        "me",
+        "we",
+        "we're",
+        "our",
+        "us",
+    }
+)
+
+
+_COMMON_STARTS = STOPWORDS | FILLER | CHANGE | {"the", "we", "our", "let", "please", "thanks"}
+"""Sentence-initial words that are not names."""
+_SLOT_STEMS = frozenset(stem(s) for s in SLOTS)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What one statement says, as frames compare it."""
+
+    subject: str
+    """"user" for the first person, else the statement's first name (folded)."""
+    frame: frozenset[str]
+    values: frozenset[str]
+    kinds: frozenset[str]
+    """What its tools are for (database, queue, drink…)."""
+    corrected: frozenset[str]
+    """Values it says were wrong ("Leeds, not Lees": lees)."""
+    change: bool
+    negated: bool
+    hypothetical: bool
+    correction: bool
+    future: bool
+    """A planned change: it holds from `valid_from` on (never without one)."""
+    valid_from: float | None
+    """When it became true, when the text names a date."""
+
+
+def claim_of(text: str, said_at: float) -> Claim | None:
+    """The claim of a statement, or None when it has no frame (a greeting, a bare name)."""
+    words = _WORD.findall(text)
+    if not words:
+        return None
+    folded = [_POSSESSIVE.sub("", w.casefold().strip(".'’")) for w in words]
+    if _WORK_ON.search(text):  # working on a project is not working at an employer
+        folded = ["project" if w.startswith("work") else w for w in folded]
+    values = _values(text, words)
+    value_words = {v for value in values for v in value.split()}
+    slots = {SLOT_WORDS[w] for w in folded if w in SLOT_WORDS}
+    if _MOVE_TO.search(text) and not _DATE.search(text):
+        slots.add("~residence")
+    frame = frozenset(slots) | frozenset(
+        stem(w)
+        for w in folded
+        if w not in SLOT_WORDS
+        if w not in STOPWORDS
+        and w not in CHANGE
+        and w not in FILLER
+        and w not in _FIRST_PERSON
+        and w not in value_words
+        and not w[0].isdigit()
+        and w not in MONTHS
+        and w not in WEEKDAYS
+        and len(w) > 1
+    )
+    if not frame and not values:
+        return None
+    return Claim(
+        subject=_subject(words, folded),
+        frame=frame,
+        values=frozenset(values),
+        kinds=frozenset(TOOL_KINDS[v] for v in values if v in TOOL_KINDS),
+        corrected=frozenset(_fold_accents(w.casefold()) for w in _WRONG.findall(text)),
+        change=any(w in CHANGE for w in folded),
+        negated=bool(NEGATION.search(text)),
+        hypothetical=bool(HYPOTHETICAL.search(text)),
+        future=bool(FUTURE.search(text)) and not _past(folded),
+        correction=bool(CORRECTION.search(text)),
+        valid_from=valid_from(text, said_at, ahead=bool(FUTURE.search(text))),
+    )
+
+
+def replaces(new: Claim, old: Claim) -> bool:
+    """Whether `new` states another value of what `old` stated (or closes it)."""
+    if new.hypothetical or old.hypothetical or (new.future and new.valid_from is None):
+        return False
+    if new.corrected & old.values:
+        return True  # "actually it's Leeds, not Lees"
+    if not _same_subject(new, old):
+        return False
+    if new.corrected & old.values:
+        return True  # "actually it's Leeds, not Lees"
+    shared = new.frame & old.frame
+    union = new.frame | old.frame
+    overlap = len(shared) / len(union) if union else 0.0
+    anchored = bool(_SLOT_STEMS & shared) or any(w.startswith("~") for w in shared)
+    kinds = bool(new.kinds & old.kinds)
+    if new.negated:
+        return bool(new.values & old.values) and (anchored or kinds or overlap >= 0.5)
+    if not new.values - old.values or not old.values - new.values:
+        return False
+    if new.correction and (overlap >= 0.3 or kinds):
+        return True
+    if anchored or kinds:
+        return new.change or overlap >= 0.5
+    return new.change and overlap >= 0.6
+
+
+def _same_subject(new: Claim, old: Claim) -> bool:
+    """One subject, or the user speaking about a thing the other statement is about ("we
+    moved Ledgerly to Postgres" / "Ledgerly uses MySQL")."""
+    if new.subject == old.subject:
+        return True
+    return (new.subject == "user" and old.subject in new.values) or (
+        old.subject == "user" and new.subject in old.values
+    )
+
+
+def fts_query(claim: Claim) -> str:
+    """An FTS5 query for statements that may state the same thing: any of the claim's frame
+    words (an attribute by every word that names it), values or tool kinds."""
+    words: list[str] = []
+    for word in sorted(claim.frame):
+        words += _SLOT_SURFACE.get(word, [word])
+    words += sorted(claim.values | claim.corrected)
+    for kind in claim.kinds:
+        words += [t for t, k in TOOL_KINDS.items() if k == kind]
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
+
+
+def valid_from(text: str, said_at: float, ahead: bool = False) -> float | None:
+    """The date a statement says its fact starts ("since 2025", "on October 12", "last
+    weekend"), relative to when it was said (`ahead`: a plan, so a date without a year is
+    the next one); None when it names none."""
+    said = dt.datetime.fromtimestamp(said_at, dt.UTC)
+    if ahead:
+        return _next_date(text, said)
+    if m := _ISO.search(text):
+        return _day(int(m["y"]), int(m["m"]), int(m["d"]))
+    if m := _DATE.search(text):
+        month = MONTHS[(m["m1"] or m["m2"]).casefold()]
+        day = int(m["d1"] or m["d2"])
+        year = int(m["y"]) if m["y"] else said.year
+        return _day(year, month, day)
+    if m := _SINCE_YEAR.search(text):
+        return _day(int(m["y"]), 1, 1)
+    windows = find_windows(text, said_at, dt.UTC)
+    if windows:
+        return min(said_at, windows[0].start + 86400.0)
+    return None
+
+
+def _next_date(text: str, said: dt.datetime) -> float | None:
+    """The first date on or after `said` that a plan names ("in March", "on May 2")."""
+    m = _DATE.search(text)
+    month_only = re.search(rf"\b(?:in|by|from|early|late|mid)[- ]+({_MONTH_NAMES})\b", text, re.I)
+    if m:
+        month, day = MONTHS[(m["m1"] or m["m2"]).casefold()], int(m["d1"] or m["d2"])
+    elif month_only:
+        month, day = MONTHS[month_only[1].casefold()], 1
+    else:
+        return None
+    year = int(m["y"]) if m and m["y"] else said.year
+    when = _day(year, month, day)
+    if when is not None and when < said.timestamp() and not (m and m["y"]):
+        when = _day(year + 1, month, day)
+    return when
+
+
+def _day(year: int, month: int, day: int) -> float | None:
+    try:
+        return dt.datetime(year, month, day, tzinfo=dt.UTC).timestamp()
+    except ValueError:
+        return None
+
+
+def _values(text: str, words: list[str]) -> set[str]:
+    """Names, tools, dates and times a statement states (folded, accents kept)."""
+    out: set[str] = set()
+    for m in _DATE.finditer(text):
+        month = MONTHS[(m["m1"] or m["m2"]).casefold()]
+        out.add(f"{month:02d}-{int(m['d1'] or m['d2']):02d}")
+    for i, word in enumerate(words):
+        folded = _POSSESSIVE.sub("", word.casefold().strip(".'’"))
+        if folded in TOOL_KINDS:
+            out.add(_tool(folded))
+        elif folded in WEEKDAYS or re.fullmatch(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}:\d\d", folded):
+            out.add(folded)
+        elif word[0].isupper() and folded not in _FIRST_PERSON and folded not in STOPWORDS:
+            if folded in MONTHS or folded in FILLER or folded in CHANGE:
+                continue
+            if i == 0 and folded in _COMMON_STARTS:
+                continue
+            out.add(_fold_accents(folded))
+    return out
+
+
+def _tool(word: str) -> str:
+    return {"postgresql": "postgres", "mongo": "mongodb", "golang": "go"}.get(word, word)
+
+
+def fold(text: str) -> str:
+    """Text as values compare: case and accents folded."""
+    return _fold_accents(text.casefold())
+
+
+def _fold_accents(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+def _subject(words: list[str], folded: list[str]) -> str:
+    """The first person, else the first capitalised name before the verb."""
+    if any(w in _FIRST_PERSON for w in folded[:4]):
+        return "user"
+    for word, low in zip(words[:3], folded[:3], strict=False):
+        if word[0].isupper() and low not in STOPWORDS and low not in FILLER:
+            return _fold_accents(_POSSESSIVE.sub("", low))
+    return "user"
+
+
+def _past(folded: list[str]) -> bool:
+    """A statement of what already happened ("I moved to Porto and will start Monday")."""
+    return any(w in {"moved", "switched", "joined", "started", "changed", "quit"} for w in folded)

@@ -1,0 +1,149 @@
+"""One structured write, the same from every front end (`tiermem store`, MCP `memory_store`, the
+TUI's store form): a fact placed by its content unless a category is given, its priority or
+importance, tags, expiry, links and the memories it replaces, all in one transaction.
+
+Batch writers (conversation end, importers, dreaming) store through `Memory.store_many`, the
+step this one ends in, so every memory gets the same checks, dedup, graph indexing and
+supersession whichever way it came in."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tiermem.core import supersession
+from tiermem.core.errors import InvalidInput
+from tiermem.core.lazy import lazy_import
+from tiermem.core.warm import StoreOutcome
+
+if TYPE_CHECKING:
+    from tiermem.core import context as contextmod
+    from tiermem.core import distill, hygiene, links
+    from tiermem.core.engine import Memory
+else:  # loaded only when an entry needs them: a plain `tiermem store` starts faster without
+    contextmod = lazy_import("tiermem.core.context")
+    distill = lazy_import("tiermem.core.distill")
+    hygiene = lazy_import("tiermem.core.hygiene")
+    links = lazy_import("tiermem.core.links")
+
+DEFAULT_IMPORTANCE = 0.5
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What a front end asks to remember; `category=None` places it by its content."""
+
+    text: str
+    category: str | None = None
+    importance: float | None = None
+    priority: str | None = None
+    urls: Sequence[str] = ()
+    commands: Sequence[str] = ()
+    paths: Sequence[str] = ()
+    tags: Sequence[str] = ()
+    expires: str | None = None
+    related_to: Sequence[str] = ()
+    supersedes: Sequence[str] = ()
+    source: str = ""
+    count_tokens: bool = True
+    """False leaves the token count to the first read that needs it (a one-shot command then
+    never loads the tokenizer)."""
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What storing an entry did."""
+
+    outcome: StoreOutcome
+    placed_by_content: bool
+    tree_node: str | None
+    tags: tuple[str, ...]
+    related_to: list[str]
+    expires_at: float | None
+    superseded: list[str]
+
+    def common(self) -> dict[str, Any]:
+        """The fields every front end reports."""
+        o = self.outcome
+        return {
+            "id": o.id,
+            "category": o.category,
+            "tree_node": self.tree_node,
+            "deduplicated": not o.created,
+            "merged_into": o.merged_into,
+            "similarity": o.similarity,
+            "tags": list(self.tags),
+            "related_to": self.related_to,
+            "supersedes": self.superseded,
+        }
+
+
+def remember(mem: Memory, entry: Entry) -> Remembered:
+    """Store `entry` (a known fact is reinforced and gains the tags); an unknown related or
+    superseded id stores nothing."""
+    importance = entry.importance
+    if entry.priority is not None:
+        importance = contextmod.importance_for(entry.priority, entry.importance)
+    expires_at = parse_expiry(entry.expires, mem.now()) if entry.expires else None
+    category = entry.category or place(mem, entry.text)
+    with mem.db.transaction():
+        outcome = mem.store(
+            entry.text,
+            category,
+            DEFAULT_IMPORTANCE if importance is None else importance,
+            urls=entry.urls,
+            commands=entry.commands,
+            paths=entry.paths,
+            source=entry.source,
+            count_tokens=entry.count_tokens,
+        )
+        tags = (
+            hygiene.set_extras(mem, outcome.id, entry.tags, expires_at)
+            if (entry.tags or expires_at is not None)
+            else ()
+        )
+        for other in entry.related_to:
+            links.link(mem, outcome.id, other)
+        for old in entry.supersedes:
+            supersession.supersede(mem, old, outcome.id)
+    related = links.linked(mem, [outcome.id]).get(outcome.id, []) if entry.related_to else []
+    return Remembered(
+        outcome=outcome,
+        placed_by_content=entry.category is None,
+        tree_node=mem.trees.load().node_for(outcome.category),
+        tags=tags,
+        related_to=related,
+        expires_at=expires_at,
+        superseded=list(entry.supersedes),
+    )
+
+
+def place(mem: Memory, text: str) -> str:
+    """The category distillation would give `text` (its projects known from hot memory)."""
+    projects = [p.name for p in mem.hot().active_context.projects]
+    _kind, category, _importance = distill.classify(" ".join(text.split()), projects)
+    return category
+
+
+def parse_expiry(value: str, now: float) -> float:
+    """An ISO date (the memory expires at the end of that day, UTC) or date-time; never in
+    the past."""
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            day = dt.date.fromisoformat(text)
+            moment = dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC) + dt.timedelta(days=1)
+        else:
+            moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=dt.UTC)
+    except ValueError:
+        raise InvalidInput(
+            f"expires {value!r} is not an ISO date (YYYY-MM-DD) or date-time"
+        ) from None
+    ts = moment.timestamp()
+    if ts <= now:
+        raise InvalidInput(f"expires {value!r} is already past")
+    return ts

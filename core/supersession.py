@@ -1,0 +1,272 @@
+"""Facts that change: a memory replaced by a newer one is *superseded* — kept, never deleted,
+with the memory that replaced it and when it stopped being true — and a fact the user closed
+("I no longer work at X") is superseded with no successor.
+
+Detection runs after every store (`Memory.store_many`: every front end, conversation end,
+importers, pulled records): the knowledge graph's exclusive relations (where someone lives or
+works, their manager, what a project uses for a job…) and, for what the graph cannot read,
+two statements of the same frame with a different value (`core.frames`). The older fact by
+the time it became true is the one replaced, whichever arrived first. A person or an agent
+can say it outright (`supersede`) and undo a wrong one (`unsupersede`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tiermem.core import frames
+from tiermem.core.errors import InvalidInput, NotFound
+from tiermem.core.rows import MemoryRow, column_list
+
+if TYPE_CHECKING:
+    from tiermem.core.engine import Memory
+
+RECORD_CATEGORY = "conversations"
+"""Where conversation end keeps one dated record per conversation (`core.conversation`)."""
+CANDIDATES = 24
+"""Older memories compared with a new one (the best full-text matches of its frame)."""
+_COLUMNS = column_list()
+
+
+@dataclass(frozen=True)
+class Change:
+    """One fact replaced (or closed, `new` None) at `at`."""
+
+    old: MemoryRow
+    new: MemoryRow | None
+    at: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "old": {"id": self.old.id, "text": self.old.text, "since": iso(self.old.since)},
+            "new": None if self.new is None else {"id": self.new.id, "text": self.new.text},
+            "at": iso(self.at),
+            "source": self.new.source if self.new is not None else self.old.source,
+        }
+
+
+def iso(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).date().isoformat()
+
+
+def supersede(mem: Memory, old_id: str, new_id: str | None, at: float | None = None) -> Change:
+    """Mark `old_id` replaced by `new_id` (None: closed with no successor) from `at` (default:
+    when the new fact became true, else now). Inside the caller's transaction or its own."""
+    with mem.db.transaction():
+        old = mem.memories.get(_resolve(mem, old_id))
+        new = None if new_id is None else mem.memories.get(_resolve(mem, new_id))
+        if new is not None and new.id == old.id:
+            raise InvalidInput("a memory cannot supersede itself")
+        if new is not None and old.id in {m.id for m in successors(mem, new)}:
+            raise InvalidInput(f"{new.id} is already superseded by {old.id}: undo that first")
+        when = at if at is not None else (new.since if new is not None else mem.now())
+        _mark(mem, old.id, "" if new is None else new.id, when)
+        return Change(mem.memories.get(old.id), new, when)
+
+
+def unsupersede(mem: Memory, memory_id: str) -> MemoryRow:
+    """Make a superseded memory current again (a wrong supersession undone)."""
+    with mem.db.transaction():
+        record = mem.memories.get(_resolve(mem, memory_id))
+        if record.superseded_at is None:
+            raise InvalidInput(f"memory {record.id} is not superseded")
+        mem.db.execute(
+            "UPDATE memories SET superseded_by = '', superseded_at = NULL "
+            "WHERE agent_id = ? AND id = ?",
+            (mem.agent_id, record.id),
+        )
+        return mem.memories.get(record.id)
+
+
+def history(mem: Memory, memory_id: str) -> list[MemoryRow]:
+    """The chain a memory belongs to, oldest first: what it replaced, it, what replaced it."""
+    record = mem.memories.get(_resolve(mem, memory_id))
+    older: list[MemoryRow] = []
+    seen = {record.id}
+    current = record
+    while True:
+        before = _replaced(mem, current.id, seen)
+        if before is None:
+            break
+        older.insert(0, before)
+        seen.add(before.id)
+        current = before
+    return [*older, record, *successors(mem, record)]
+
+
+def successors(mem: Memory, record: MemoryRow) -> list[MemoryRow]:
+    """What replaced `record`, then what replaced that, … (cycle-safe)."""
+    out: list[MemoryRow] = []
+    seen = {record.id}
+    nxt = record.superseded_by
+    while nxt and nxt not in seen:
+        found = mem.memories.get_many([nxt])
+        if not found:
+            break
+        out.append(found[0])
+        seen.add(nxt)
+        nxt = found[0].superseded_by
+    return out
+
+
+def changes(mem: Memory, since: float, until: float | None = None) -> list[Change]:
+    """Facts replaced or closed between `since` and `until` (default: now), oldest first."""
+    end = mem.now() if until is None else until
+    rows = mem.db.query(
+        f"SELECT {_COLUMNS} FROM memories WHERE agent_id = ? AND superseded_at IS NOT NULL "
+        "AND superseded_at >= ? AND superseded_at <= ? ORDER BY superseded_at, seq",
+        (mem.agent_id, since, end),
+    )
+    olds = [MemoryRow.read(r) for r in rows]
+    news = {
+        m.id: m for m in mem.memories.get_many([o.superseded_by for o in olds if o.superseded_by])
+    }
+    return [Change(o, news.get(o.superseded_by), float(o.superseded_at or 0)) for o in olds]
+
+
+def detect(mem: Memory, new_ids: Iterable[str], closures: Sequence[Any] = ()) -> list[Change]:
+    """Supersessions the memories just stored make (inside the caller's transaction):
+    `closures` the graph reported while indexing them, then frames for the rest."""
+    found: list[Change] = []
+    done: set[str] = set()
+    for closure in closures:
+        change = _from_closure(mem, closure)
+        if change is not None:
+            found.append(change)
+            done.add(change.old.id)
+    for new in _rows(mem, list(new_ids)):
+        found += _by_frame(mem, new, done)
+    return found
+
+
+def _from_closure(mem: Memory, closure: Any) -> Change | None:
+    """A graph closure between two memories → the older memory superseded."""
+    ids = [closure.old_source, *([closure.new_source] if closure.new_source else [])]
+    got = {m.id: m for m in _rows(mem, ids)}
+    old = got.get(closure.old_source)
+    new = got.get(closure.new_source) if closure.new_source else None
+    if old is None or old.superseded_at is not None or (closure.new_source and new is None):
+        return None
+    _mark(mem, old.id, "" if new is None else new.id, float(closure.at))
+    return Change(old, new, float(closure.at))
+
+
+def _by_frame(mem: Memory, new: MemoryRow, done: set[str]) -> list[Change]:
+    """Older (or, arriving late, newer) statements of the same frame as `new` with another
+    value: the earlier by the time it became true is superseded."""
+    claim = frames.claim_of(new.text, new.created_at)
+    if claim is None or claim.hypothetical:
+        return []
+    out: list[Change] = []
+    if claim.valid_from is not None and new.valid_from is None:
+        _set_valid_from(mem, new.id, claim.valid_from)
+        new = _rows(mem, [new.id])[0]
+    for other in _candidates(mem, new, claim):
+        if other.id in done or other.id == new.id:
+            continue
+        other_claim = frames.claim_of(other.text, other.created_at)
+        if other_claim is None or not frames.replaces(claim, other_claim):
+            continue
+        older, newer = (other, new) if other.created_at <= new.created_at else (new, other)
+        if older.superseded_at is not None and older.superseded_by != newer.id:
+            continue
+        if claim.negated and newer.id == new.id:
+            _mark(mem, older.id, "", new.since)
+            out.append(Change(older, None, new.since))
+        else:
+            _mark(mem, older.id, newer.id, newer.since)
+            out.append(Change(older, newer, newer.since))
+        done.add(older.id)
+        stale = (other_claim if older.id == other.id else claim).values
+        _mark_records(
+            mem, older, newer, stale - (claim if newer.id == new.id else other_claim).values
+        )
+    return out
+
+
+def _mark_records(mem: Memory, older: MemoryRow, newer: MemoryRow, stale: frozenset[str]) -> None:
+    """The record of the conversation the old fact came from states it too: superseded with it
+    when it names the old value (a conversation record is what was true that day)."""
+    if not stale or not older.source:
+        return
+    rows = mem.db.query(
+        "SELECT id, text FROM memories WHERE agent_id = ? AND source = ? AND category = ? "
+        "AND id != ? AND superseded_at IS NULL",
+        (mem.agent_id, older.source, RECORD_CATEGORY, older.id),
+    )
+    for record_id, text in rows:
+        folded = frames.fold(str(text))
+        if any(value in folded for value in stale):
+            _mark(mem, str(record_id), newer.id, newer.since)
+
+
+def _candidates(mem: Memory, new: MemoryRow, claim: frames.Claim) -> list[MemoryRow]:
+    """The agent's memories that share the new one's frame words (full-text search)."""
+    match = frames.fts_query(claim)
+    if not match:
+        return []
+    store = mem.memories
+    rows = mem.db.query(
+        f"SELECT {_COLUMNS} FROM memories WHERE seq IN (SELECT rowid FROM memories_fts "
+        "WHERE memories_fts MATCH ? AND rowid BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER) "
+        "ORDER BY rank LIMIT ?) AND +agent_id = ?",
+        (match, str(store.seq_low), str(store.seq_high), CANDIDATES, mem.agent_id),
+    )
+    return [MemoryRow.from_db(r) for r in rows]
+
+
+def _rows(mem: Memory, ids: Sequence[str]) -> list[MemoryRow]:
+    """The rows as stored: a write never counts tokens a one-shot store left uncounted (the
+    tokenizer is slow to load)."""
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = mem.db.query(
+        f"SELECT {_COLUMNS} FROM memories WHERE agent_id = ? AND id IN ({marks})",
+        (mem.agent_id, *ids),
+    )
+    return [MemoryRow.from_db(r) for r in rows]
+
+
+def _mark(mem: Memory, old_id: str, new_id: str, at: float) -> None:
+    mem.db.execute(
+        "UPDATE memories SET superseded_by = ?, superseded_at = ? WHERE agent_id = ? AND id = ?",
+        (new_id, at, mem.agent_id, old_id),
+    )
+
+
+def _set_valid_from(mem: Memory, memory_id: str, when: float) -> None:
+    mem.db.execute(
+        "UPDATE memories SET valid_from = ? WHERE agent_id = ? AND id = ?",
+        (when, mem.agent_id, memory_id),
+    )
+
+
+def _replaced(mem: Memory, memory_id: str, seen: set[str]) -> MemoryRow | None:
+    row = mem.db.query_one(
+        f"SELECT {_COLUMNS} FROM memories WHERE agent_id = ? AND superseded_by = ? "
+        "ORDER BY superseded_at DESC LIMIT 1",
+        (mem.agent_id, memory_id),
+    )
+    if row is None:
+        return None
+    record = MemoryRow.read(row)
+    return None if record.id in seen else record
+
+
+def _resolve(mem: Memory, memory_id: str) -> str:
+    """A full memory id from an id or a unique prefix of one."""
+    memory_id = memory_id.strip()
+    if not memory_id:
+        raise InvalidInput("a memory id is empty")
+    rows = mem.db.query(
+        "SELECT id FROM memories WHERE agent_id = ? AND substr(id, 1, ?) = ? LIMIT 2",
+        (mem.agent_id, len(memory_id), memory_id),
+    )
+    if not rows:
+        raise NotFound(f"no memory {memory_id!r}")
+    if len(rows) > 1:
+        raise InvalidInput(f"{memory_id!r} names more than one memory: give more of its id")
+    return str(rows[0][0])
