@@ -16,12 +16,13 @@ authenticates, a newer version of its record replaces it, or the server no longe
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tiermem.core import curate, reinforce, rows, snapshot
+from tiermem.core import curate, reinforce, rows, snapshot, supersession
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.core.errors import NotFound
@@ -371,6 +372,7 @@ def _apply_decoded(session: Session, s: Settings, page: _Page, t: _PullTotals) -
         )
     )
     own = s.device_id.hex()
+    arriving = _not_held(session, [got.item.id for got, _ in page.memories])
     for got, version in page.memories:
         counters = {d: c for d, c in got.reinforced.items() if d != own}
         grown = reinforce.merge(session.mem.memories, got.item.id, counters)
@@ -379,6 +381,8 @@ def _apply_decoded(session: Session, s: Settings, page: _Page, t: _PullTotals) -
             t.memories += 1
         else:
             t.skipped += 1
+    # A fact that arrives may replace one held here, or be replaced by one (in any order).
+    supersession.detect(session.mem, [i for i in arriving if _holds(session, i)])
     session.db.executemany(
         "INSERT INTO sync_peers (agent_id, device_id, last_n, last_version) "
         "VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, device_id) DO UPDATE SET "
@@ -395,6 +399,28 @@ def _apply_decoded(session: Session, s: Settings, page: _Page, t: _PullTotals) -
         t.critical += int(changed)
         t.skipped += int(not changed)
         t.conflicts += conflicts
+
+
+def _not_held(session: Session, ids: list[str]) -> list[str]:
+    """Those of `ids` this device holds no memory of yet."""
+    if not ids:
+        return []
+    held = {
+        str(r[0])
+        for r in session.db.query(
+            "SELECT id FROM memories WHERE agent_id = ? AND id IN (SELECT value FROM json_each(?))",
+            (session.agent_id, json.dumps(ids)),
+        )
+    }
+    return [i for i in ids if i not in held]
+
+
+def _holds(session: Session, memory_id: str) -> bool:
+    return bool(
+        session.db.scalar(
+            "SELECT 1 FROM memories WHERE agent_id = ? AND id = ?", (session.agent_id, memory_id)
+        )
+    )
 
 
 def _apply_memory(
