@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +51,9 @@ class Tally:
 @dataclass
 class Result:
     tallies: dict[str, Tally] = field(default_factory=dict)
-    note: str = ""
+    note: str = ""  # why nothing was measured
+    stopped: str = ""  # why fewer questions than chosen were asked
+    seconds: float = 0.0
 
 
 def pct(part: int, whole: int) -> float | None:
@@ -78,8 +82,15 @@ def newest_first(stack: Haystack, ranked: list[int], groups: list[list[str]]) ->
     return False, False
 
 
-def run(limit: int | None, say: Callable[[str], None]) -> Result:
-    """Score the first `limit` questions of the two types (all of them when None)."""
+def pick(questions: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
+    """The first questions of each type, taken in turn (ku, tr, ku, …): `limit` in all."""
+    per_type = [[q for q in questions if q["question_type"] == t] for t in TYPES]
+    turns = [q for group in zip_longest(*per_type) for q in group if q is not None]
+    return turns[:limit]
+
+
+def run(limit: int | None, budget: float, say: Callable[[str], None]) -> Result:
+    """Score `limit` questions of the two types (all when None), stopping after `budget` s."""
     try:  # tiermem itself, in process: a broken working tree is a note, not a crash
         from benchmarks import longmemeval as bench
     except Exception as exc:
@@ -87,12 +98,18 @@ def run(limit: int | None, say: Callable[[str], None]) -> Result:
     if not (bench.BENCH / bench.FILES["s"]).is_file():
         return Result(note=f"LongMemEval not found at {bench.BENCH / bench.FILES['s']}")
     questions, sessions_of = bench.load("s")
-    chosen = [q for q in questions if q["question_type"] in TYPES][:limit]
+    chosen = pick(questions, limit)
     result = Result({t: Tally() for t in TYPES})
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tiermem-current-truth-lme-") as tmp:
         system = bench.Tiermem(Path(tmp))
         for n, question in enumerate(chosen, 1):
-            if n % 25 == 0:
+            if time.perf_counter() - started > budget:
+                result.stopped = (
+                    f"time budget of {budget:.0f} s spent after {n - 1} of {len(chosen)} questions"
+                )
+                break
+            if n % 10 == 0:
                 say(f"LongMemEval {n}/{len(chosen)}")
             tally = result.tallies[question["question_type"]]
             groups = evidence_order(question, bench.parse_date)
@@ -103,6 +120,7 @@ def run(limit: int | None, say: Callable[[str], None]) -> Result:
             stack = bench.build(question, sessions_of(question))
             _score(system, stack, groups, tally)
             shutil.rmtree(Path(tmp) / f"{system.name}-{system.count}", ignore_errors=True)
+    result.seconds = time.perf_counter() - started
     return result
 
 

@@ -128,12 +128,15 @@ def lme_table(result: Result | None) -> str:
         return "LongMemEval: skipped (--no-lme)"
     if result.note:
         return f"LongMemEval: {result.note}"
-    head = f"{'LongMemEval (S) type':<22}{'scored':>7}{'newest first':>18}{'newest in top 10':>18}{'one date':>10}"
-    lines = [head, "-" * len(head)]
+    title = f"LongMemEval (S): newest evidence session first in retrieve's top 10 ({result.seconds:.0f} s)"
+    head = f"{'type':<22}{'scored':>7}{'newest first':>18}{'newest in top 10':>18}{'one date':>10}"
+    lines = [title, head, "-" * len(head)]
     for name, t in result.tallies.items():
         first = f"{t.newest_first}/{t.scored} {pct(t.newest_first, t.scored) or 0:.1f}%"
         found = f"{t.newest_found}/{t.scored}"
         lines.append(f"{name:<22}{t.scored:>7}{first:>18}{found:>18}{t.single:>10}")
+    if result.stopped:
+        lines.append(f"(stopped early: {result.stopped})")
     return "\n".join(lines)
 
 
@@ -171,6 +174,8 @@ def figures(
     out["acks stored"] = {"count": sum(counted) if counted else None, "goal": 0}
     if result is not None and not result.note:
         out["longmemeval newest first"] = {t: v.as_dict() for t, v in result.tallies.items()}
+        out["longmemeval newest first"]["stopped"] = result.stopped
+        out["longmemeval newest first"]["seconds"] = round(result.seconds, 1)
     return out
 
 
