@@ -76,7 +76,7 @@ def ask_everyone(
         imported = import_person(cli, person)
         imports.append(imported)
         if imported.code:
-            say(f"{person.name}: import failed (exit {imported.code}): {imported.summary}")
+            say(f"{person.name}: import failed (exit {imported.code}): {imported.error}")
         say(f"{person.name}: {len(person.questions)} questions")
         answers += [ask(cli, person, q) for q in person.questions]
         acks[person.name] = check_acks(cli, person, scratch)
@@ -139,9 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.cpu_count()} CPUs; {cli.calls} CLI calls in {time.time() - started:.0f} s",
         file=stream,
     )
-    document = build_report(
-        args, started, (load_before, load_after), imports, answers, acks, result
-    )
+    loads = (load_before, load_after)
+    document = build_report(args, people, started, loads, imports, answers, acks, result)
     if args.json:
         print(json.dumps(document, indent=2, ensure_ascii=False))
     if args.out:
@@ -151,8 +150,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def dataset_counts(people: list[Person]) -> dict[str, Any]:
+    """What was asked: people, formats, questions per type, expected changes, acknowledgements."""
+    questions = [q for p in people for q in p.questions]
+    return {
+        "people": [p.name for p in people],
+        "formats": sorted({p.format for p in people}),
+        "changes": sum(len(p.timeline) for p in people),
+        "questions": {
+            t: sum(q.type == t for q in questions) for t in ("current", "as_of", "changes")
+        },
+        "expected_changes": sum(len(q.expected) for q in questions),
+        "acks": sum(len(p.acks) for p in people),
+    }
+
+
 def build_report(
     args: argparse.Namespace,
+    people: list[Person],
     started: float,
     loads: tuple[str, str],
     imports: list[Imported],
@@ -170,6 +185,7 @@ def build_report(
         "load_after": loads[1],
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
+        "dataset": dataset_counts(people),
         "figures": report.figures(answers, acks, result),
         "imports": [i.__dict__ for i in imports],
         "acks": {name: a.__dict__ for name, a in acks.items()},

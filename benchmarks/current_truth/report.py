@@ -141,10 +141,12 @@ def lme_table(result: Result | None) -> str:
 
 
 def imports_line(imports: Sequence[Imported]) -> str:
-    parts = [
-        f"{i.person} {i.seconds:.1f} s" + (f" (exit {i.code})" if i.code else "") for i in imports
-    ]
-    return "imports: " + ", ".join(parts)
+    def one(i: Imported) -> str:
+        if i.code:
+            return f"{i.person} failed (exit {i.code})"
+        return f"{i.person} {i.conversations} conv. → {i.facts} facts in {i.seconds:.1f} s"
+
+    return "imports: " + ", ".join(one(i) for i in imports)
 
 
 def figures(

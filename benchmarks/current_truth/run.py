@@ -89,16 +89,23 @@ class Imported:
     person: str
     code: int
     seconds: float
-    summary: str
+    conversations: int = 0
+    facts: int = 0  # facts stored from the conversations, or notes' facts for OpenClaw
+    error: str = ""
 
 
 def import_person(cli: Cli, person: Person) -> Imported:
     """Import a person's export into their own agent (the agent is named after them)."""
-    call = cli(person.name, "import", "--from", person.format, str(person.path))
-    summary = call.error.splitlines()[-1] if call.code and call.error else ""
-    if call.data is not None and not call.code:
-        summary = json.dumps(call.data)[:200]
-    return Imported(person.name, call.code, call.seconds, summary)
+    call = cli(person.name, "import", "--from", person.format, str(person.path), "--json")
+    done = Imported(person.name, call.code, call.seconds)
+    if call.code:
+        done.error = call.error[-300:]
+    elif isinstance(call.data, dict):
+        done.conversations = int(call.data.get("conversations") or 0)
+        done.facts = int(call.data.get("facts_from_conversations") or 0) + int(
+            call.data.get("stored") or 0
+        )
+    return done
 
 
 @dataclass
