@@ -40,39 +40,16 @@ class Built:
 
 
 Builder = Callable[[Frame, re.Match[str], str, str, str, Reader], list[Built]]
-_WORKS = re.compile(r"\b(?:quit|resign|laid|fired|retired|stepped|job|role|working)", re.I)
-_LIVES = re.compile(r"\b(?:out\s+of|away\s+from)", re.I)
-_USES = re.compile(r"\b(?:using|dropped|drop|rid|off|ditched|abandoned|gave)\b", re.I)
+_WORKS = cue(lx.LEAVE_JOB_WORDS)
+_LIVES = cue(lx.LEAVE_HOME_WORDS)
+_USES = cue(lx.LEAVE_TOOL_WORDS)
 _SWITCH_TO = re.compile(r"^\s*(?:to|for|with|into|over\s+to)\s+", re.I)
 _FOR = re.compile(r"^\s*for\b", re.I)
 _AND = re.compile(r"^\s*(?:,\s*and|,|and|&|plus)\s+", re.I)
 _AS = re.compile(r"^\s*,?\s*as\s+(?:an?\s+|the\s+|our\s+)?", re.I)
 _AS_ROLE = re.compile(r"^\s*(?:at|for|with)\s+", re.I)
-_WEAK_USE = cue(
-    (
-        "moved to",
-        "moving to",
-        "switched to",
-        "switch to",
-        "switching to",
-        "migrated to",
-        "migrate to",
-        "migrating to",
-        "is on",
-        "are on",
-        "went with",
-        "go with",
-        "chose",
-        "picked",
-        "settled on",
-        "adopted",
-    )
-)
-_LIKE = frozenset(
-    {"like", "likes", "love", "loves", "enjoy", "enjoys", "am into", "'m into", "go for"}
-    | {"drink", "drinks", "drinking", "now drink", "mostly drink", "stick to", "stick with"}
-)
-"""Verbs whose object counts only when it is a known taste ("I drink tea", not "drinks hot")."""
+_WEAK_USE = cue(lx.WEAK_USE_VERBS)
+_LIKE = frozenset(lx.TASTE_VERBS)
 
 
 def possessor(m: re.Match[str], left: str, reader: Reader) -> str:

@@ -31,8 +31,8 @@ LIVE_VERBS: Final = _phrases(
     "relocating, relocates, moved back, moving back, moved over, emigrated, immigrated, "
     "now live, am living, be living"
 )
-LIVE_PREPS: Final = _words("in to at near")
-HOME_PHRASES: Final = _phrases("home is, home is now, i call, hometown is, new home is")
+LIVE_PREPS: Final = _phrases("in, to, at, near, from, out of")
+"""'from' starts "from A to B"; 'out of' ends where someone lived."""
 
 WORK_VERBS: Final = _phrases(
     "work, works, worked, working, employed, joined, join, joins, joining, started, start, "
@@ -41,7 +41,7 @@ WORK_VERBS: Final = _phrases(
     "took a position, work full-time, work part-time, intern, interning, interned, "
     "am an intern, contracting, consulting"
 )
-WORK_PREPS: Final = _words("at for with by in")
+WORK_PREPS: Final = _words("at for")
 JOIN_VERBS: Final = _phrases("joined, join, joins, joining")
 """Verbs whose object follows with no preposition ("I joined Globex")."""
 
@@ -54,13 +54,8 @@ LEAVE_VERBS: Final = _phrases(
     "migrated away from, ditched, abandoned, gave up, gave up on, stopped drinking, "
     "stopped working at, stopped working for"
 )
-NEGATION_CUES: Final = _phrases(
-    "no longer, not anymore, not any more, anymore, any more, not longer, nolonger, never again"
-)
-NEGATED_AUX: Final = _phrases(
-    "don't, do not, doesn't, does not, dont, doesnt, am not, 'm not, is not, isn't, are not, "
-    "aren't, not"
-)
+NEGATION_CUES: Final = _phrases("no longer, anymore, any more, nolonger, no more, never again")
+"""Anywhere in a clause, these end what it states ("I don't live there anymore")."""
 
 REPORT_VERBS: Final = _phrases(
     "report to, reports to, reporting to, reported to, work under, works under, working under, "
@@ -158,9 +153,12 @@ FUTURE_PROGRESSIVE: Final = _words(
 )
 """'I'm moving to Berlin': a plan until it happens."""
 CORRECTION_CUES: Final = _phrases(
-    "actually, sorry, i meant, i mean, correction, my mistake, my bad, oops, to correct, "
-    "scratch that, not quite, wait"
+    "i meant, i mean, correction, my mistake, my bad, scratch that, typo, misspoke, mis-spoke, "
+    "should have said, to correct"
 )
+"""A sentence with one of these corrects what was said."""
+SOFT_CORRECTION_CUES: Final = _phrases("actually, sorry, oops, wait, no")
+"""These correct only with the wrong value named ("actually it's Leeds, not Lees")."""
 PAST_CUES: Final = _phrases("used to, previously, formerly, before that, back then, once")
 
 # -- tools and their categories --------------------------------------------------------------
@@ -424,3 +422,17 @@ NOT_PEOPLE: Final = frozenset(
     )
 )
 """Words that make a name a place, a body or a thing, not a person ("American Airlines")."""
+WEAK_USE_VERBS: Final = _phrases(
+    "moved to, moving to, switched to, switch to, switching to, migrated to, migrate to, "
+    "migrating to, is on, are on, went with, go with, chose, picked, settled on, adopted"
+)
+"""Verbs of using that need a known tool or a category ("moved to Lisbon" is no tool)."""
+TASTE_VERBS: Final = _phrases(
+    "like, likes, love, loves, enjoy, enjoys, am into, 'm into, go for, drink, drinks, drinking,"
+    " now drink, mostly drink, stick to, stick with"
+)
+"""Verbs whose object counts only when it is a known taste ("I drink tea", not "drinks hot")."""
+LEAVE_JOB_WORDS: Final = _words("quit resign resigned laid fired retired stepped job role working")
+LEAVE_HOME_WORDS: Final = _phrases("out of, away from")
+LEAVE_TOOL_WORDS: Final = _words("using dropped drop rid off ditched abandoned gave")
+"""Which slot an ending verb ends: a job, a home, a tool."""

@@ -213,7 +213,7 @@ def _thing_frames() -> list[FrameSpec]:
         (
             "live",
             rf"\b{alt(lx.LIVE_VERBS)}\s+(?:back\s+|over\s+|here\s+|there\s+|now\s+|out\s+of\s+)?"
-            rf"(?P<prep>in|to|at|near|from|out\s+of)\s+",
+            rf"(?P<prep>{alt(lx.LIVE_PREPS)})\s+",
             "lives_in",
             "name",
             True,
@@ -221,7 +221,7 @@ def _thing_frames() -> list[FrameSpec]:
         (
             "work",
             rf"\b(?:{alt(lx.WORK_VERBS)}\s+(?:full-time\s+|part-time\s+|remotely\s+|now\s+|"
-            rf"there\s+)?(?:at|for)|(?:employed|hired)\s+by)\s+",
+            rf"there\s+)?{alt(lx.WORK_PREPS)}|(?:employed|hired)\s+by)\s+",
             "works_at",
             "name",
             True,

@@ -28,18 +28,13 @@ _NOW = re.compile(r"\b(?:now|currently|these\s+days|nowadays|at\s+the\s+moment|t
 _NEGATION_BEFORE = re.compile(
     r"(?:\bnot|\bno\s+longer|n['’]t|\bnever|\bnolonger|\bno\s+more)(?:\s+\w+){0,2}\s*$", re.I
 )
-_NEGATION_ANYWHERE = re.compile(r"\b(?:anymore|any\s+more|no\s+longer|nolonger)\b", re.I)
+
 _BE = re.compile(r"(?:\b(?:am|is|are|be|been)|['’](?:m|s|re))\s*(?:\w+ly\s+)?$", re.I)
 _MODAL: tuple[str, ...] = (
     *("might", "may", "could", "maybe", "possibly", "probably", "perhaps", "if", "would"),
     *("thinking", "considering", "'d", "unless", "in case"),
 )
-_CORRECTION = re.compile(
-    r"\b(?:i\s+meant|i\s+mean|correction|my\s+mistake|my\s+bad|scratch\s+that|typo|"
-    r"misspoke|mis-spoke|should\s+have\s+said|not\s+\w+\s+but)\b",
-    re.I,
-)
-_SOFT_CORRECTION = re.compile(r"\b(?:actually|sorry|oops|wait|no,|sorry,)", re.I)
+_NOT_BUT = re.compile(r"\bnot\s+\w+\s+but\b", re.I)
 _WRONG = re.compile(
     r",\s*not\s+(?:in\s+|at\s+|to\s+|on\s+|for\s+)?(?P<w>[\w'’.-]+(?:\s+[A-Z0-9][\w'’.-]*)?)"
     r"|\bnot\s+(?:in\s+|at\s+|to\s+|on\s+|for\s+)?(?P<w2>[\w'’.-]+(?:\s+[A-Z0-9][\w'’.-]*)?)"
@@ -125,7 +120,7 @@ def clause_flags(clause: Clause, left: str, verb: str, predicate: str) -> Flags:
     """Negated, tentative, correction or past, from the words around a verb."""
     found: set[str] = set()
     before = f"{left} {verb}"
-    if _NEGATION_BEFORE.search(left) or _NEGATION_ANYWHERE.search(clause.text):
+    if _NEGATION_BEFORE.search(left) or cue(lx.NEGATION_CUES).search(clause.text):
         found.add("negated")
     tentative = cue(lx.TENTATIVE_CUES).search(before) is not None
     progressive = any(w in verb.casefold().split() for w in lx.FUTURE_PROGRESSIVE)
@@ -135,9 +130,9 @@ def clause_flags(clause: Clause, left: str, verb: str, predicate: str) -> Flags:
         found.add("past")
     modal = cue(_MODAL).search(before) is not None
     wrong = ""
-    if _CORRECTION.search(clause.sentence) or (
-        _SOFT_CORRECTION.search(clause.sentence) and _WRONG.search(clause.sentence)
-    ):
+    hard = cue(lx.CORRECTION_CUES).search(clause.sentence) or _NOT_BUT.search(clause.sentence)
+    soft = cue(lx.SOFT_CORRECTION_CUES).search(clause.sentence)
+    if hard or (soft and _WRONG.search(clause.sentence)):
         found.add("correction")
         m = _WRONG.search(clause.text) or _WRONG.search(clause.sentence)
         wrong = (m.group("w") or m.group("w2") or "") if m else ""
