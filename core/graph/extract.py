@@ -135,7 +135,7 @@ class _Sentence:
         if not built:
             return False
         for item in built:
-            self._add(item, flags, clause, m)
+            self._add(item, flags, clause)
         return True
 
     def _subject(self, frame: Frame, m: re.Match[str], left: str) -> str | None:
@@ -169,15 +169,15 @@ class _Sentence:
         self.out.owner_names.append(name)
         return True
 
-    def _add(self, item: build.Built, flags: Flags, clause: Clause, m: re.Match[str]) -> None:
-        """Date a built relation by its clause and record it with its entities."""
+    def _add(self, item: build.Built, flags: Flags, clause: Clause) -> None:
+        """Date a built relation by its clause and record it with its entities (an event's
+        relation holds from when it was said: its date is its object)."""
         lean: dates.Lean = "future" if TENTATIVE in flags.names else "past"
         start, end, future = self._dates(clause, item.date_span, lean)
         marks = set(flags.names) | set(item.flags)
         if future and item.predicate != "happens_on" and NEGATED not in marks:
             marks.add(TENTATIVE)
         if item.predicate == "happens_on":
-            marks.discard(TENTATIVE) if not flags.modal else None
             start, end = None, None
         if PAST in marks and end is None:
             end = self.ref
