@@ -19,6 +19,7 @@ from tiermem.core import graph
 from tiermem.core.engine import Memory
 from tiermem.core.errors import NotFound
 from tiermem.core.graph.history import current_facts
+from tiermem.core.warm import NewFact
 from tiermem.tui.cli import run
 
 
@@ -45,6 +46,15 @@ def remember(mem: Memory, clock: Clock, when: str, text: str) -> graph.IndexRepo
     clock.now = day(when)
     stored = mem.store(text, "notes")
     return graph.index_one(mem, stored.id)
+
+
+def put(mem: Memory, clock: Clock, when: str, text: str) -> str:
+    """A memory row written on `when` that nothing has indexed yet (as a pull or an import
+    writes them): the indexing calls under test see it first."""
+    clock.now = day(when)
+    with mem.db.transaction():
+        (outcome,) = mem.memories.put([(NewFact(text, "notes"), "notes")], clock.now)
+    return outcome.id
 
 
 def spans(mem: Memory, predicate: str) -> dict[str, tuple[str | None, str | None]]:
@@ -74,8 +84,8 @@ def test_dates_are_read_against_the_memory_s_own_date(tmp_path: Path, clock: Clo
 
 def test_a_newer_fact_indexed_first_still_ends_the_older_one(tmp_path: Path, clock: Clock) -> None:
     with Memory(tmp_path / "home", clock=clock) as mem:
-        newer = remember(mem, clock, "2026-10-19", "I live in Leeds.")
-        older = remember(mem, clock, "2026-01-05", "I live in Manchester.")
+        newer = graph.index_one(mem, put(mem, clock, "2026-10-19", "I live in Leeds."))
+        older = graph.index_one(mem, put(mem, clock, "2026-01-05", "I live in Manchester."))
         assert newer.closures == []
         assert spans(mem, "lives_in") == {
             "Leeds": ("2026-10-19", None),
@@ -93,10 +103,8 @@ def test_an_older_fact_synced_in_later_is_placed_by_the_batch_indexer(
     tmp_path: Path, clock: Clock
 ) -> None:
     with Memory(tmp_path / "home", clock=clock) as mem:
-        clock.now = day("2026-10-19")
-        mem.store("I moved to Leeds.", "notes")
-        clock.now = day("2026-01-05")
-        mem.store("I live in Manchester.", "notes")
+        put(mem, clock, "2026-10-19", "I moved to Leeds.")
+        put(mem, clock, "2026-01-05", "I live in Manchester.")
         report = graph.index_memories(mem)
         assert spans(mem, "lives_in") == {
             "Leeds": ("2026-10-19", None),
@@ -109,26 +117,24 @@ def test_closures_name_the_memories_and_a_negation_has_no_successor(
     tmp_path: Path, clock: Clock
 ) -> None:
     with Memory(tmp_path / "home", clock=clock) as mem:
-        clock.now = day("2026-01-05")
-        first = mem.store("I live in Manchester.", "notes")
-        graph.index_one(mem, first.id)
-        clock.now = day("2026-10-19")
-        second = mem.store("I relocated to Leeds last weekend.", "notes")
-        moved = graph.index_one(mem, second.id)
-        clock.now = day("2026-11-20")
-        third = mem.store("I don't live in Leeds anymore.", "notes")
-        left = graph.index_one(mem, third.id)
-        one_text = remember(mem, clock, "2026-11-21", "I lived in York, then moved to Bath.")
+        first = put(mem, clock, "2026-01-05", "I live in Manchester.")
+        graph.index_one(mem, first)
+        second = put(mem, clock, "2026-10-19", "I relocated to Leeds last weekend.")
+        moved = graph.index_one(mem, second)
+        third = put(mem, clock, "2026-11-20", "I don't live in Leeds anymore.")
+        left = graph.index_one(mem, third)
+        fourth = put(mem, clock, "2026-11-21", "I lived in York, then moved to Bath.")
+        one_text = graph.index_one(mem, fourth)
         assert moved.closures == [
             graph.Closure(
-                first.id, second.id, day("2026-10-17"), "User", "lives_in", "Manchester", "Leeds"
+                first, second, day("2026-10-17"), "User", "lives_in", "Manchester", "Leeds"
             )
         ]
         assert left.closures == [
-            graph.Closure(second.id, None, day("2026-11-20"), "User", "lives_in", "Leeds", None)
+            graph.Closure(second, None, day("2026-11-20"), "User", "lives_in", "Leeds", None)
         ]
         assert one_text.closures == []  # within one memory: nothing to supersede
-        again = graph.index_one(mem, second.id)
+        again = graph.index_one(mem, second)
         assert (again.relations, again.closures) == (0, [])
         assert graph.index_memories(mem).texts == 0  # the store path's calls moved the mark
 
@@ -315,10 +321,12 @@ def test_a_lower_case_question_finds_a_person_by_first_name(
 
 def test_the_store_path_indexes_within_its_own_transaction(tmp_path: Path, clock: Clock) -> None:
     with Memory(tmp_path / "home", clock=clock) as mem:
-        remember(mem, clock, "2026-01-05", "I work at Acme.")
+        graph.index_one(mem, put(mem, clock, "2026-01-05", "I work at Acme."))
         clock.now = day("2026-06-01")
         with mem.db.transaction():
-            stored = mem.store("I joined Globex.", "notes")
+            (stored,) = mem.memories.put(
+                [(NewFact("I joined Globex.", "notes"), "notes")], clock.now
+            )
             report = graph.index_one(mem, stored.id)
         assert [(c.old_object, c.new_object) for c in report.closures] == [("Acme", "Globex")]
         with pytest.raises(NotFound):
