@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 from tiermem.core.graph import lexicon as lx
 
@@ -16,7 +16,7 @@ class Frame:
     """One way of stating a relation: where its verb is, what the object after it is."""
 
     name: str
-    regex: re.Pattern[str]
+    pattern: str
     predicate: str
     """The predicate, or "" when the object decides it (a tool, a preference, a date)."""
     object_kind: str
@@ -25,6 +25,11 @@ class Frame:
     """Lower-case objects count in mixed-case text ("I live in leeds")."""
     triggers: frozenset[str] = frozenset()
     """Words one of which a clause must have for the frame to be tried (a cheap filter)."""
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        """Compiled when first tried: a one-shot `store` compiles only what its text needs."""
+        return re.compile(self.pattern, re.IGNORECASE)
 
 
 _WORD = re.compile(r"[\w']+")
@@ -271,7 +276,7 @@ def frames() -> tuple[Frame, ...]:
     """Every frame, compiled on first extraction (reading the graph never needs them)."""
     triggers = _triggers()
     return tuple(
-        Frame(name, re.compile(regex, re.IGNORECASE), predicate, kind, strong, triggers[name])
+        Frame(name, regex, predicate, kind, strong, triggers[name])
         for name, regex, predicate, kind, strong in _frames()
     )
 
