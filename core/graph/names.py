@@ -95,7 +95,7 @@ def fold(text: str) -> str:
 def name_key(name: str) -> str:
     """How names compare: case, accents, punctuation, spacing and a leading "the" do not
     count."""
-    return _key(fold(name))
+    return _key(name.casefold() if name.isascii() else fold(name))
 
 
 def legacy_key(name: str) -> str:
