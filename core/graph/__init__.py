@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ from tiermem.core.graph.extract import (
 from tiermem.core.graph.names import keys as name_keys
 from tiermem.core.graph.names import name_key
 from tiermem.core.graph.store import Edge, Entity, GraphStore
-from tiermem.core.graph.validity import Closed, relate
+from tiermem.core.graph.validity import Closed, relate, settle
 from tiermem.core.lazy import lazy_import
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ __all__ = [
     "index_episode",
     "index_memories",
     "index_one",
+    "settle_pulled",
 ]
 MAX_NGRAM = 4
 _TOKEN = re.compile(r"https?://\S+|[\w.&'+-]+")
@@ -273,6 +275,13 @@ def _mark(mem: Memory, seq: int) -> None:
         "ON CONFLICT (agent_id) DO UPDATE SET memory_seq = excluded.memory_seq",
         (mem.agent_id, seq),
     )
+
+
+def settle_pulled(db: Database, agent_id: str, relation_ids: Iterable[str]) -> int:
+    """Put relations a pull wrote as they came (sync) in their place in their slots, so the
+    newest value of each is the one left open; the number of relations it closed. Call it in
+    the pull's transaction with the ids of the relations it inserted."""
+    return len({c.old.id for c in settle(GraphStore(db, agent_id), relation_ids)})
 
 
 def index_episode(

@@ -4,6 +4,7 @@ a plan closes nothing; a correction replaces the wrong statement at once."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tiermem.core.graph import slots
@@ -287,3 +288,24 @@ def _wrong_statement(
         if e.firm
     ]
     return found[0] if found else None
+
+
+def settle(graph: GraphStore, edge_ids: Iterable[str]) -> list[Closed]:
+    """Relations another path wrote as they were (a pull from another device) put in their
+    place in their slots: the older value ends where a newer begins, whatever order they came
+    in."""
+    out = Outcome()
+    wanted = sorted(set(edge_ids))
+    for start in range(0, len(wanted), 400):
+        chunk = wanted[start : start + 400]
+        rows = graph.select(
+            f"agent_id = ? AND id IN ({','.join('?' * len(chunk))})", [graph.agent, *chunk]
+        )
+        for edge in rows:
+            side = slots.exclusive(edge.predicate)
+            if not side or not edge.firm or edge.valid_from is None:
+                continue
+            placed = _settle(graph, edge, side, out)
+            if placed.valid_to is not None and placed.valid_to != edge.valid_to:
+                graph.end(edge, placed.valid_to)
+    return out.closed

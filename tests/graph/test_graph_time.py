@@ -331,3 +331,30 @@ def test_the_store_path_indexes_within_its_own_transaction(tmp_path: Path, clock
         assert [(c.old_object, c.new_object) for c in report.closures] == [("Acme", "Globex")]
         with pytest.raises(NotFound):
             graph.index_one(mem, "no-such-memory")
+
+
+def test_relations_a_pull_wrote_as_they_came_are_settled(tmp_path: Path, clock: Clock) -> None:
+    """A pull writes another device's relations as they are (both still open); settling them
+    leaves the newest value of the slot open and ends the older where it begins."""
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        store = graph.store_for(mem)
+        with mem.db.transaction():
+            user = store.resolve("User", "person", 0.0)
+            ids = []
+            for place, when in (("Leeds", "2026-10-19"), ("Manchester", "2026-01-05")):
+                edge = graph.Edge(
+                    store.edge_id(user, "lives_in", place, day(when), ""),
+                    user,
+                    "lives_in",
+                    store.resolve(place, "place", 0.0),
+                    day(when),
+                    None,
+                    "memory:elsewhere",
+                )
+                store.insert(edge)
+                ids.append(edge.id)
+            assert graph.settle_pulled(mem.db, mem.agent_id, ids) == 1
+        assert spans(mem, "lives_in") == {
+            "Leeds": ("2026-10-19", None),
+            "Manchester": ("2026-01-05", "2026-10-19"),
+        }
