@@ -185,7 +185,8 @@ def _closures(graph: GraphStore, closed: list[Closed]) -> list[Closure]:
     out = []
     for c in closed:
         old, new = c.old.memory, c.new.memory if c.new else None
-        if old is None or old == new or (c.new is not None and new is None):
+        by = c.by[7:] if c.by.startswith("memory:") else None
+        if old is None or by is None or by == old:
             continue
         wanted = {c.old.subject, c.old.object} | ({c.new.object} if c.new else set())
         names = graph.names({w for w in wanted if w})

@@ -19,6 +19,8 @@ class Closed:
     old: Edge
     new: Edge | None
     at: float
+    by: str
+    """The source of the statement that ended it (the negation's, when `new` is None)."""
 
 
 @dataclass
@@ -137,11 +139,11 @@ def _settle(graph: GraphStore, edge: Edge, side: str, out: Outcome) -> Edge:
                 ends, successor = start, row
         elif row.valid_to is None or row.valid_to > begins:
             graph.end(row, begins)
-            out.closed.append(Closed(row, edge, begins))
+            out.closed.append(Closed(row, edge, begins, edge.source))
     if successor is not None and ends is not None:
         edge = Edge(**{**edge.__dict__, "valid_to": ends})
         new = None if NEGATED in successor.flags else successor
-        out.closed.append(Closed(edge, new, ends))
+        out.closed.append(Closed(edge, new, ends, successor.source))
     return edge
 
 
@@ -187,7 +189,7 @@ def negate(
         elif row.valid_from is None or row.valid_from <= at or row.created_at <= said:
             ends = max(at, row.valid_from or at)
             graph.end(row, ends)
-            out.closed.append(Closed(row, None, ends))
+            out.closed.append(Closed(row, None, ends, source))
     graph.insert(marker)
     return out
 
@@ -236,7 +238,7 @@ def _replace(
             continue
         if row.valid_from is None or row.valid_from <= at:
             graph.end(row, at)
-            out.closed.append(Closed(row, out.edge, at))
+            out.closed.append(Closed(row, out.edge, at, source))
     if not rows:
         graph.insert(_edge(graph, subject, predicate, old, (None, at), source, now))
 
@@ -262,7 +264,7 @@ def _correct(
     graph.adopt_kind(obj, target.object)
     fixed = Relation(target.subject, target.predicate, obj, begins)
     out = state(graph, fixed, target.subject, obj, source, now, frozenset({CORRECTION}))
-    out.closed.insert(0, Closed(target, out.edge, begins))
+    out.closed.insert(0, Closed(target, out.edge, begins, source))
     out.added = True
     return out
 

@@ -358,3 +358,14 @@ def test_relations_a_pull_wrote_as_they_came_are_settled(tmp_path: Path, clock: 
             "Leeds": ("2026-10-19", None),
             "Manchester": ("2026-01-05", "2026-10-19"),
         }
+
+
+def test_only_closures_between_memories_are_reported(tmp_path: Path, clock: Clock) -> None:
+    """An episode's statement ends a memory's fact in the graph, but names no memory that
+    replaces it: nothing to supersede."""
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        graph.index_one(mem, put(mem, clock, "2026-01-05", "I work at Acme."))
+        clock.now = day("2026-03-01")
+        report = graph.index_episode(mem, "ep-nowhere", "I quit Acme last week.")
+        assert report.closures == []
+        assert spans(mem, "works_at") == {"Acme": ("2026-01-05", "2026-02-16")}
