@@ -30,6 +30,7 @@ from tiermem.core import hot as hotmod
 from tiermem.core import hygiene, injection, links, working
 from tiermem.core.budget import fit, shorten
 from tiermem.core.errors import InvalidInput
+from tiermem.core.graph import history as graphhistory
 from tiermem.core.hot import HotState
 from tiermem.core.ranking import Hit
 from tiermem.core.terms import STOPWORDS
@@ -446,6 +447,25 @@ class ContextBlock:
 
 
 MEMORIES_HEADING = "## Relevant memories"
+FACTS_HEADING = "## Current facts"
+MAX_FACTS = 6
+
+
+def _add_current_facts(mem: Memory, out: ContextBlock, query: str, as_of: float | None) -> None:
+    """What the knowledge graph holds true about what the message names, with what each fact
+    replaced ("lives in Porto since 2026-10-17 (before: Lisbon)"), within a quarter of the
+    budget left (nothing when the agent has no graph)."""
+    if not mem.reads.view()[2][0]:
+        return
+    lines = graphhistory.current_facts(mem, mem.agent_id, query, as_of, MAX_FACTS)
+    room = (out.budget - out.tokens) // 4
+    while lines:
+        text = f"\n{FACTS_HEADING}\n\n" + "\n".join(f"- {line}" for line in lines) + "\n"
+        if count_tokens(text) <= room:
+            out.text += text
+            out.tokens = count_tokens(out.text)
+            return
+        lines.pop()
 
 
 def build_context(
@@ -485,6 +505,7 @@ def build_context(
         )
         terms = result.terms
         out.notes += result.notes
+        _add_current_facts(mem, out, query, as_of)
         room = min(mem.cfg.context.episode_tokens, budget - out.tokens)
         eps = injection.episode_block(mem, query, terms, room, floor)
         chosen = _inject(out, result.hits, terms, floor, eps)

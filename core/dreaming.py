@@ -3,9 +3,10 @@ dreamt within the debounce), consolidation synthesises them into long-term warm 
 preferences, project facts, recurring patterns, decisions — each carrying the ids of the
 episodes it came from, and marks those episodes promoted.
 
-Offline synthesis is extraction and frequency: the sentences of the episodes and of their facts
-that state a preference, a decision or a project fact, and the topics that recur in at least two
-episodes. With `[dreaming] synthesis = "llm"` the model writes the facts; any failure falls back
+Offline synthesis reconciles, it does not copy: a preference, decision or project fact said in
+at least two of the episodes (a fact said once is already a memory of its own), never one that
+a newer fact superseded; the topics that recur in at least two episodes; and what changed in
+the episodes' time ("Changed on 2026-10-13: … → …"). With `[dreaming] synthesis = "llm"` the model writes the facts; any failure falls back
 to the offline synthesis, and the report says so.
 """
 
@@ -18,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import episodes
+from tiermem.core import episodes, supersession
 from tiermem.core import llm as llmmod
 from tiermem.core.episodes import Episode
 from tiermem.core.summarise import clip, sentences
@@ -29,8 +30,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CATEGORY = "dreams"
-KINDS = ("preferences", "projects", "patterns", "decisions")
+KINDS = ("preferences", "projects", "patterns", "decisions", "changes")
 LABELS = {"preferences": "Preference", "projects": "Project fact", "decisions": "Decision"}
+MIN_REPEATS = 2
+"""Episodes that must state a fact before dreaming restates it."""
 MAX_FACT_CHARS = 300
 _CUES: dict[str, re.Pattern[str]] = {
     "preferences": re.compile(
@@ -137,15 +140,15 @@ def dream(
 
 
 def _offline(mem: Memory, batch: list[Episode]) -> list[tuple[str, str]]:
-    """(kind, text): cue sentences of the episodes' summaries and facts, most repeated first,
-    and the topics that recur across episodes."""
+    """(kind, text): the current facts the episodes repeat, most repeated first, the topics
+    that recur across episodes, and the facts that changed in their time."""
     texts: Counter[str] = Counter()
     kinds: dict[str, str] = {}
+    now = mem.now()
     for e in batch:
-        facts = [m.text for m in mem.memories.get_many(list(e.fact_ids))] if e.fact_ids else []
-        for sentence in dict.fromkeys(sentences([e.summary, *facts])):
-            if sentence.startswith("Conversation "):
-                continue
+        facts = mem.memories.get_many(list(e.fact_ids)) if e.fact_ids else []
+        current = [m.text for m in facts if m.current_at(now)]
+        for sentence in dict.fromkeys(sentences(current)):
             kind = next((k for k, cue in _CUES.items() if cue.search(sentence)), None)
             if kind:
                 texts[sentence] += 1
@@ -154,6 +157,7 @@ def _offline(mem: Memory, batch: list[Episode]) -> list[tuple[str, str]]:
     out = [
         (kinds[t], f"{LABELS[kinds[t]]} (conversations of {days}, {n}×): {t}")
         for t, n in texts.most_common(20)
+        if n >= MIN_REPEATS
     ]
     topics = Counter(t for e in batch for t in dict.fromkeys(e.topics))
     for topic, n in topics.most_common(10):
@@ -161,6 +165,17 @@ def _offline(mem: Memory, batch: list[Episode]) -> list[tuple[str, str]]:
             out.append(
                 ("patterns", f"Recurring topic: {topic} (in {n} of {len(batch)} conversations)")
             )
+    return out + _changes(mem, batch)
+
+
+def _changes(mem: Memory, batch: list[Episode]) -> list[tuple[str, str]]:
+    """What changed while the episodes ran, said once: old → new, with the day."""
+    start, end = batch[0].started_at - 86400, batch[-1].ended_at + 86400
+    out = []
+    for change in supersession.changes(mem, start, end):
+        old = clip(change.old.text, MAX_FACT_CHARS // 2)
+        new = clip(change.new.text, MAX_FACT_CHARS // 2) if change.new else "no longer true"
+        out.append(("changes", f"Changed on {supersession.iso(change.at)}: {old} → {new}"))
     return out
 
 

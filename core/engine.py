@@ -260,7 +260,7 @@ class Memory:
             categories = dict.fromkeys(category for _, category in batch)
             nodes = {self.trees.ensure(category, now, index) for category in categories}
             outcomes = self.memories.put(batch, now, self.cfg.dedup, count=count_tokens)
-            supersession.detect(self, [o.id for o in outcomes if o.created])
+            supersession.after_store(self, [o.id for o in outcomes if o.created])
             self.trees.touch(nodes, now)
             self.metrics.bump(now, stores=sum(o.created for o in outcomes))
             if len(index.nodes) != known:

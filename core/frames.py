@@ -11,6 +11,7 @@ import datetime as dt
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tiermem.core.temporal import MONTHS, WEEKDAYS, find_windows
 from tiermem.core.terms import STOPWORDS, stem
@@ -110,6 +111,14 @@ _ISO = re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<m>\d\d)-(?P<d>\d\d)\b")
 _WRONG = re.compile(
     r"(?:,|\bbut)\s*not\s+(?:in\s+|at\s+|on\s+)?([A-Za-zÀ-ÿ][\w'-]*)", re.IGNORECASE
 )
+_THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "he's", "she's", "they're"})
+_POSSESSIVES = frozenset({"my", "our"})
+_RELATIVES = frozenset(
+    """sister brother mum mom mother dad father partner wife husband girlfriend boyfriend son
+    daughter friend roommate flatmate colleague coworker cousin aunt uncle grandma grandpa
+    niece nephew neighbour neighbor""".split()  # noqa: SIM905
+)
+"""Whose a statement is when it starts "my sister …": a subject of its own, not the user."""
 _POSSESSIVE = re.compile(r"['’]s$")
 _FIRST_PERSON = frozenset(
     {
@@ -159,6 +168,29 @@ class Claim:
     """A planned change: it holds from `valid_from` on (never without one)."""
     valid_from: float | None
     """When it became true, when the text names a date."""
+
+
+_CLAUSE = re.compile(r"(?<=[.!?;])\s+|\n+|\s+[—–-]\s+|\s*\(\s*|\)\s*")
+
+
+@lru_cache(maxsize=8192)
+def claims_of(text: str, said_at: float) -> tuple[Claim, ...]:
+    """The claims of each sentence of a text (a long note says several things); cached, as a
+    stored memory is compared again with every later one that shares its words."""
+    parts = [p for p in _CLAUSE.split(text) if p and p.strip()]
+    found = [claim_of(p, said_at) for p in parts[:12]]
+    return tuple(c for c in found if c is not None)
+
+
+def can_replace(claim: Claim) -> bool:
+    """Whether a claim has what `replaces` needs from either side of a change: a one-value
+    attribute, a tool kind, a change word, a negation or a correction (most sentences have
+    none, and are never compared)."""
+    anchored = any(w.startswith("~") for w in claim.frame) or bool(_SLOT_STEMS & claim.frame)
+    return bool(
+        claim.values
+        and (anchored or claim.kinds or claim.change or claim.negated or claim.corrected)
+    )
 
 
 def claim_of(text: str, said_at: float) -> Claim | None:
@@ -242,10 +274,11 @@ def _same_subject(new: Claim, old: Claim) -> bool:
 
 
 def fts_query(claim: Claim) -> str:
-    """An FTS5 query for statements that may state the same thing: any of the claim's frame
-    words (an attribute by every word that names it), values or tool kinds."""
+    """An FTS5 query for statements that may state the same thing: its one-value attributes
+    (by every word that names one), values and tool kinds, else its frame words."""
     words: list[str] = []
-    for word in sorted(claim.frame):
+    anchors = [w for w in sorted(claim.frame) if w.startswith("~") or w in _SLOT_STEMS]
+    for word in anchors or sorted(claim.frame):
         words += _SLOT_SURFACE.get(word, [word])
     words += sorted(claim.values | claim.corrected)
     for kind in claim.kinds:
@@ -334,11 +367,15 @@ def _fold_accents(word: str) -> str:
 
 
 def _subject(words: list[str], folded: list[str]) -> str:
-    """The first person, else the first capitalised name before the verb."""
-    if any(w in _FIRST_PERSON for w in folded[:4]):
-        return "user"
-    for word, low in zip(words[:3], folded[:3], strict=False):
-        if word[0].isupper() and low not in STOPWORDS and low not in FILLER:
+    """Who a statement is about: the first person, a third person ("she", "my sister": never
+    the user), or its first capitalised name before the verb."""
+    for word, low in zip(words[:4], folded[:4], strict=False):
+        if low in _THIRD_PERSON:
+            return "~" + low
+        if low in _FIRST_PERSON:
+            following = folded[folded.index(low) + 1] if low in _POSSESSIVES else ""
+            return "~" + following if following in _RELATIVES else "user"
+        if word[0].isupper() and low not in STOPWORDS and low not in FILLER and low not in CHANGE:
             return _fold_accents(_POSSESSIVE.sub("", low))
     return "user"
 

@@ -69,6 +69,8 @@ class Explanation:
     """The memory's tags."""
     matched_tags: tuple[str, ...] = ()
     """Its tags that a query word or a `tag:` filter named."""
+    graph_boost: float = 0.0
+    """What the knowledge graph or an episode added (`via` says how it reached the memory)."""
     supersession: str | None = None
     """Whether a newer memory replaced it ("superseded on … by …") or it replaced the one the
     search found ("the current version of …")."""
@@ -313,6 +315,7 @@ def explain(
             via=c.via,
             tags=c.tags,
             matched_tags=c.matched_tags,
+            graph_boost=c.signal_boost,
             supersession=c.supersession,
         )
         hits.append(Hit(memory, explanation))

@@ -13,20 +13,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import supersession
 from tiermem.core.errors import InvalidInput
 from tiermem.core.lazy import lazy_import
 from tiermem.core.warm import StoreOutcome
 
 if TYPE_CHECKING:
     from tiermem.core import context as contextmod
-    from tiermem.core import distill, hygiene, links
+    from tiermem.core import distill, hygiene, links, supersession
     from tiermem.core.engine import Memory
 else:  # loaded only when an entry needs them: a plain `tiermem store` starts faster without
     contextmod = lazy_import("tiermem.core.context")
     distill = lazy_import("tiermem.core.distill")
     hygiene = lazy_import("tiermem.core.hygiene")
     links = lazy_import("tiermem.core.links")
+    supersession = lazy_import("tiermem.core.supersession")
 
 DEFAULT_IMPORTANCE = 0.5
 

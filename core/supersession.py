@@ -16,16 +16,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import frames
+from tiermem.core import frames, graph
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.rows import MemoryRow, column_list
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
 
+DREAMS = "dreams"
 RECORD_CATEGORY = "conversations"
 """Where conversation end keeps one dated record per conversation (`core.conversation`)."""
-CANDIDATES = 24
+CANDIDATES = 16
 """Older memories compared with a new one (the best full-text matches of its frame)."""
 _COLUMNS = column_list()
 
@@ -126,6 +127,15 @@ def changes(mem: Memory, since: float, until: float | None = None) -> list[Chang
     return [Change(o, news.get(o.superseded_by), float(o.superseded_at or 0)) for o in olds]
 
 
+def after_store(mem: Memory, new_ids: Sequence[str]) -> list[Change]:
+    """The knowledge graph and supersession brought up to date with memories just stored
+    (inside the caller's transaction): each indexed, then what they replace marked."""
+    closures: list[Any] = []
+    for memory_id in new_ids:
+        closures += graph.index_one(mem, memory_id).closures
+    return detect(mem, new_ids, closures)
+
+
 def detect(mem: Memory, new_ids: Iterable[str], closures: Sequence[Any] = ()) -> list[Change]:
     """Supersessions the memories just stored make (inside the caller's transaction):
     `closures` the graph reported while indexing them, then frames for the rest."""
@@ -150,40 +160,67 @@ def _from_closure(mem: Memory, closure: Any) -> Change | None:
     if old is None or old.superseded_at is not None or (closure.new_source and new is None):
         return None
     _mark(mem, old.id, "" if new is None else new.id, float(closure.at))
+    if new is not None:
+        _mark_records(mem, old, new, frozenset({frames.fold(closure.old_object)}))
     return Change(old, new, float(closure.at))
 
 
 def _by_frame(mem: Memory, new: MemoryRow, done: set[str]) -> list[Change]:
     """Older (or, arriving late, newer) statements of the same frame as `new` with another
-    value: the earlier by the time it became true is superseded."""
-    claim = frames.claim_of(new.text, new.created_at)
-    if claim is None or claim.hypothetical:
+    value: the earlier one said is superseded."""
+    if _derived(new):
         return []
-    out: list[Change] = []
-    if claim.valid_from is not None and new.valid_from is None:
-        _set_valid_from(mem, new.id, claim.valid_from)
+    claims = [c for c in frames.claims_of(new.text, new.created_at) if frames.can_replace(c)]
+    if not claims or all(c.hypothetical for c in claims):
+        return []
+    start = next((c.valid_from for c in claims if c.valid_from is not None), None)
+    if start is not None and new.valid_from is None:
+        _set_valid_from(mem, new.id, start)
         new = _rows(mem, [new.id])[0]
-    for other in _candidates(mem, new, claim):
-        if other.id in done or other.id == new.id:
+    out: list[Change] = []
+    for other in _candidates(mem, new, claims):
+        if other.id in done or other.id == new.id or _derived(other):
             continue
-        other_claim = frames.claim_of(other.text, other.created_at)
-        if other_claim is None or not frames.replaces(claim, other_claim):
+        others = [
+            c for c in frames.claims_of(other.text, other.created_at) if frames.can_replace(c)
+        ]
+        pair = _replacing(claims, others, new, other)
+        if pair is None:
             continue
-        older, newer = (other, new) if other.created_at <= new.created_at else (new, other)
-        if older.superseded_at is not None and older.superseded_by != newer.id:
-            continue
-        if claim.negated and newer.id == new.id:
-            _mark(mem, older.id, "", new.since)
-            out.append(Change(older, None, new.since))
-        else:
-            _mark(mem, older.id, newer.id, newer.since)
-            out.append(Change(older, newer, newer.since))
+        older, newer, claim, negated = pair
+        if older.superseded_at is not None or newer.superseded_by == older.id:
+            continue  # replaced already, or this would make a cycle
+        successor = None if negated else newer
+        when = newer.since
+        _mark(mem, older.id, "" if successor is None else successor.id, when)
+        out.append(Change(older, successor, when))
         done.add(older.id)
-        stale = (other_claim if older.id == other.id else claim).values
-        _mark_records(
-            mem, older, newer, stale - (claim if newer.id == new.id else other_claim).values
-        )
+        if successor is not None:
+            _mark_records(mem, older, successor, claim)
     return out
+
+
+def _replacing(
+    new_claims: Sequence[frames.Claim],
+    other_claims: Sequence[frames.Claim],
+    new: MemoryRow,
+    other: MemoryRow,
+) -> tuple[MemoryRow, MemoryRow, frozenset[str], bool] | None:
+    """(older, newer, the older's stale values, closed without successor) when the later
+    said of the two replaces a statement of the earlier; None otherwise."""
+    new_is_newer = other.created_at <= new.created_at
+    later, earlier = (new_claims, other_claims) if new_is_newer else (other_claims, new_claims)
+    for claim in later:
+        for old in earlier:
+            if frames.replaces(claim, old):
+                older, newer = (other, new) if new_is_newer else (new, other)
+                return older, newer, old.values - claim.values, claim.negated
+    return None
+
+
+def _derived(memory: MemoryRow) -> bool:
+    """Dream syntheses and conversation records restate facts: they are not statements."""
+    return memory.category.startswith((DREAMS, RECORD_CATEGORY))
 
 
 def _mark_records(mem: Memory, older: MemoryRow, newer: MemoryRow, stale: frozenset[str]) -> None:
@@ -202,9 +239,9 @@ def _mark_records(mem: Memory, older: MemoryRow, newer: MemoryRow, stale: frozen
             _mark(mem, str(record_id), newer.id, newer.since)
 
 
-def _candidates(mem: Memory, new: MemoryRow, claim: frames.Claim) -> list[MemoryRow]:
+def _candidates(mem: Memory, new: MemoryRow, claims: list[frames.Claim]) -> list[MemoryRow]:
     """The agent's memories that share the new one's frame words (full-text search)."""
-    match = frames.fts_query(claim)
+    match = " OR ".join(dict.fromkeys(q for c in claims if (q := frames.fts_query(c))))
     if not match:
         return []
     store = mem.memories
@@ -247,8 +284,9 @@ def _set_valid_from(mem: Memory, memory_id: str, when: float) -> None:
 def _replaced(mem: Memory, memory_id: str, seen: set[str]) -> MemoryRow | None:
     row = mem.db.query_one(
         f"SELECT {_COLUMNS} FROM memories WHERE agent_id = ? AND superseded_by = ? "
+        "AND category != ? AND substr(category, 1, ?) != ? "
         "ORDER BY superseded_at DESC LIMIT 1",
-        (mem.agent_id, memory_id),
+        (mem.agent_id, memory_id, RECORD_CATEGORY, len(DREAMS), DREAMS),
     )
     if row is None:
         return None

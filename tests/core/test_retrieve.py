@@ -47,7 +47,8 @@ def test_results_carry_explanations(seeded: Memory) -> None:
     assert set(e.matched_terms) == {"hackathon", "deadline"}
     assert e.tree_match is not None and "hackathon" in e.tree_match
     assert e.category_boost > 0 and 0 < e.relevance <= 1 and e.tier == "warm"
-    assert e.score == pytest.approx(e.relevance * (1 + e.category_boost) + 0.01 * e.tier_score)
+    boosted = e.relevance * (1 + e.category_boost) * (1 + e.graph_boost)
+    assert e.score == pytest.approx(boosted + 0.01 * e.tier_score)
     assert [c.path for c in result.categories] == ["projects/evoclaw/bsc"]
 
 

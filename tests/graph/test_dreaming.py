@@ -17,9 +17,10 @@ from tiermem.tui.cli import run
 
 TALKS = [
     "user: I prefer dark roast coffee in the morning before standup. Ledgerly billing came up.",
+    "user: Ledgerly keeps its invoices in MySQL for now. I prefer dark roast coffee in the "
+    "morning before standup.",
     "user: We decided to move Ledgerly invoices to PostgreSQL this quarter.",
     "user: Maya works on Ledgerly and always asks for tests before a release.",
-    "user: The Ledgerly release 2.0 deadline is the end of May for the whole team.",
     "user: Ledgerly support tickets doubled after the price change, said Tom.",
 ]
 
@@ -44,8 +45,16 @@ def test_five_episodes_become_facts_with_provenance_and_are_promoted(
             set(m.source.removeprefix("dreaming: ").split(",")) <= ids for m in dreamt
         )
         kinds = {m.category for m in dreamt}
-        assert {"dreams/preferences", "dreams/decisions", "dreams/patterns"} <= kinds
+        assert {"dreams/preferences", "dreams/patterns", "dreams/changes"} <= kinds
         assert any("Recurring topic: Ledgerly" in m.text for m in dreamt)
+        # said twice: restated once; said once: already a memory, never copied
+        assert [m.text.count("dark roast") for m in dreamt if "dark roast" in m.text] == [1]
+        assert not any("Maya" in m.text for m in dreamt if m.category != "dreams/patterns")
+        # a superseded fact is never restated as current, only as what changed
+        stale = [m for m in dreamt if "MySQL" in m.text]
+        assert stale and all(
+            m.category == "dreams/changes" and "PostgreSQL" in m.text for m in stale
+        )
 
 
 def test_dreaming_waits_for_the_debounce_unless_forced(

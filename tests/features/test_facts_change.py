@@ -1,0 +1,208 @@
+"""Facts that change, through the CLI: a dated chat history imported, then the questions a user
+asks. Each test tries to break one promise: the current fact first, a correction, a negation,
+a future move, two updates in one conversation, an undo, an as-of date before any fact."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.features.conftest import Cli
+
+DAY = 86400.0
+
+
+def at(day: str) -> float:
+    return dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC).timestamp()
+
+
+def chatgpt_export(path: Path, conversations: list[tuple[str, list[str]]]) -> Path:
+    """A ChatGPT `conversations.json`: each conversation on its day, user lines each answered
+    by an assistant acknowledgement."""
+    out = []
+    for n, (day, lines) in enumerate(conversations):
+        start = at(day) + 9 * 3600
+        mapping: dict[str, Any] = {"root": {"id": "root", "message": None, "children": ["m0"]}}
+        messages = []
+        for i, line in enumerate(lines):
+            messages += [("user", line), ("assistant", "Got it, I'll keep that in mind.")]
+            del i
+        for i, (role, text) in enumerate(messages):
+            mapping[f"m{i}"] = {
+                "id": f"m{i}",
+                "parent": "root" if i == 0 else f"m{i - 1}",
+                "children": [f"m{i + 1}"] if i + 1 < len(messages) else [],
+                "message": {
+                    "id": f"m{i}",
+                    "author": {"role": role},
+                    "create_time": start + 60 * i,
+                    "content": {"content_type": "text", "parts": [text]},
+                },
+            }
+        out.append(
+            {
+                "title": f"chat {n}",
+                "create_time": start,
+                "update_time": start + 600,
+                "conversation_id": f"00000000-0000-8000-9000-{n:012d}",
+                "current_node": f"m{len(messages) - 1}",
+                "mapping": mapping,
+            }
+        )
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "conversations.json").write_text(json.dumps(out))
+    return path
+
+
+def imported(cli: Cli, tmp_path: Path, conversations: list[tuple[str, list[str]]]) -> None:
+    folder = chatgpt_export(tmp_path / "export", conversations)
+    code, _out, err = cli("import", "--from", "chatgpt", str(folder))
+    assert code == 0, err
+
+
+def texts(cli: Cli, *args: str) -> list[str]:
+    return [r["text"] for r in cli.json("retrieve", *args)["results"]]
+
+
+def first_with(results: list[str], *words: str) -> int:
+    """The rank of the first result naming one of `words` (a large number when none does)."""
+    return next(
+        (i for i, t in enumerate(results) if any(w.casefold() in t.casefold() for w in words)),
+        99,
+    )
+
+
+def test_a_move_puts_the_new_city_first_and_explains_the_old_one(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-09-02", ["I live in Lisbon and I love the trams here."]),
+            ("2026-10-19", ["Big news: I moved to Porto last weekend!"]),
+        ],
+    )
+    found = cli.json("retrieve", "where do I live now?")["results"]
+    ranked = [r["text"] for r in found]
+    assert first_with(ranked, "Porto") < first_with(ranked, "Lisbon")
+    old = next(r for r in found if "Lisbon" in r["text"])
+    assert old["superseded_by"] and "superseded on 2026-10-1" in old["explanation"]["supersession"]
+    block = cli.json("context", "--query", "where do I live now?")["context"]
+    assert "Porto" in block and (
+        "Lisbon" not in block or block.index("Porto") < block.index("Lisbon")
+    )
+
+
+def test_a_correction_replaces_at_once(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-09-10", ["My sister just moved to Lees for her new job."]),
+            ("2026-09-10", ["sorry typo — actually it's Leeds, not Lees"]),
+        ],
+    )
+    ranked = texts(cli, "where does my sister live")
+    assert first_with(ranked, "Leeds") < first_with(ranked, "Lees ")
+
+
+def test_a_negation_closes_the_fact_with_no_successor(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-08-01", ["I work at Acme Corp as a data engineer."]),
+            ("2026-10-01", ["Quick update: I don't work at Acme anymore, I quit last week."]),
+        ],
+    )
+    changes = cli.json("changes", "--since", "2026-09-01")["changes"]
+    closed = [c for c in changes if "Acme Corp" in c["old"]["text"]]
+    assert closed and closed[0]["new"] is None
+    found = cli.json("retrieve", "where do I work", "--as-of", "2026-09-01")["results"]
+    assert found and "Acme" in found[0]["text"] and found[0]["explanation"]["supersession"] is None
+
+
+def test_a_future_move_does_not_replace_the_current_city(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-06-01", ["I live in Manchester, near the Northern Quarter."]),
+            ("2026-07-15", ["I'm moving to Berlin in March, so excited"]),
+            ("2026-07-20", ["If I ever moved to Oslo I would need a much warmer coat."]),
+        ],
+    )
+    found = cli.json("retrieve", "where do I live")["results"]
+    manchester = next(r for r in found if "Manchester" in r["text"])
+    assert not manchester["superseded_by"] or manchester["superseded_at"] > at("2027-01-01")
+    assert manchester["explanation"]["supersession"] is None
+    assert all(
+        "Oslo" not in c["new"]["text"]
+        for c in cli.json("changes", "--since", "2026-01-01")["changes"]
+        if c["new"]
+    )
+
+
+def test_two_updates_in_one_conversation(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-08-03", ["My manager is Priya Shah.", "Ledgerly uses MySQL for its database."]),
+            (
+                "2026-10-13",
+                ["New boss is Diego Alvarez btw.", "We finally moved Ledgerly to Postgres."],
+            ),
+        ],
+    )
+    assert first_with(texts(cli, "who is my manager"), "Diego") < first_with(
+        texts(cli, "who is my manager"), "Priya"
+    )
+    ranked = texts(cli, "what database does Ledgerly use")
+    assert first_with(ranked, "Postgres") < first_with(ranked, "MySQL")
+    changed = cli.json("changes", "--since", "2026-10-01")["changes"]
+    olds = " ".join(c["old"]["text"] for c in changed)
+    assert "Priya" in olds and "MySQL" in olds
+
+
+def test_a_wrong_supersession_can_be_undone_and_redone(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-08-01", ["My manager is Priya Shah."]),
+            ("2026-09-01", ["My new manager is Diego Alvarez."]),
+        ],
+    )
+    priya = next(r for r in cli.json("retrieve", "manager")["results"] if "Priya" in r["text"])
+    diego = next(r for r in cli.json("retrieve", "manager")["results"] if "Diego" in r["text"])
+    assert priya["superseded_by"] == diego["id"]
+    cli.json("unsupersede", priya["id"])
+    again = next(r for r in cli.json("retrieve", "manager")["results"] if r["id"] == priya["id"])
+    assert again["superseded_by"] == "" and again["explanation"]["supersession"] is None
+    history = cli.json("history", diego["id"])["history"]
+    assert [h["id"] for h in history] == [diego["id"]]
+    cli.json("supersede", priya["id"], diego["id"])
+    history = cli.json("history", diego["id"])["history"]
+    assert [h["id"] for h in history] == [priya["id"], diego["id"]]
+    code, _out, err = cli("supersede", diego["id"], priya["id"])
+    assert code == 3 and "already superseded" in err and "Traceback" not in err
+    code, _out, err = cli("unsupersede", diego["id"])
+    assert code == 3 and "not superseded" in err
+
+
+def test_as_of_answers_what_was_true_then(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-01", ["I live in Lisbon."]),
+            ("2026-10-17", ["I moved to Porto last weekend."]),
+        ],
+    )
+    assert first_with(texts(cli, "where do I live", "--as-of", "2026-09-15"), "Lisbon") == 0
+    assert first_with(texts(cli, "where do I live", "--as-of", "2026-09-15"), "Porto") == 99
+    assert texts(cli, "where do I live", "--as-of", "2026-06-01") == []  # before any fact
+    code, _out, err = cli("retrieve", "where do I live", "--as-of", "last tuesday")
+    assert code == 3 and "ISO date" in err
