@@ -24,7 +24,7 @@ CHANGE = frozenset(
 )
 """Words that say a value changed (taken out of the frame; one of them makes a claim a change)."""
 NEGATION = re.compile(
-    r"\b(?:no longer|not anymore|any ?more|quit|left|stopped|don'?t (?:work|live|use)|"
+    r"\b(?:no longer|not anymore|any ?more|quit|left|stop(?:ped)?|don'?t (?:work|live|use)|"
     r"do not (?:work|live|use)|gave up|resigned from|retired from)\b",
     re.IGNORECASE,
 )
@@ -105,6 +105,8 @@ _DATE = re.compile(
     rf"(?P<m2>{'|'.join(sorted(MONTHS, key=len, reverse=True))}))(?:,?\s+(?P<y>(?:19|20)\d\d))?\b",
     re.IGNORECASE,
 )
+_HANDLE = re.compile(r"(?<![\w/])[#@][A-Za-z][\w-]*")
+"""A channel or account ("#general", "@sam"): a value like a name."""
 _MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
 _SINCE_YEAR = re.compile(r"\bsince\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
 _ISO = re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<m>\d\d)-(?P<d>\d\d)\b")
@@ -143,7 +145,15 @@ _FIRST_PERSON = frozenset(
 )
 
 
-_COMMON_STARTS = STOPWORDS | FILLER | CHANGE | {"the", "we", "our", "let", "please", "thanks"}
+_COMMON_STARTS = (
+    STOPWORDS
+    | FILLER
+    | CHANGE
+    | frozenset(
+        """the we our let let's please pls plz thanks stop start keep send post remind use make
+        put add remove don't dont do can could would will also so note sorry""".split()  # noqa: SIM905
+    )
+)
 """Sentence-initial words that are not names."""
 _SLOT_STEMS = frozenset(stem(s) for s in SLOTS)
 
@@ -334,7 +344,7 @@ def _day(year: int, month: int, day: int) -> float | None:
 
 def _values(text: str, words: list[str]) -> set[str]:
     """Names, tools, dates and times a statement states (folded, accents kept)."""
-    out: set[str] = set()
+    out: set[str] = {h.casefold() for h in _HANDLE.findall(text)}
     for m in _DATE.finditer(text):
         month = MONTHS[(m["m1"] or m["m2"]).casefold()]
         out.add(f"{month:02d}-{int(m['d1'] or m['d2']):02d}")
@@ -375,7 +385,7 @@ def _subject(words: list[str], folded: list[str]) -> str:
         if low in _FIRST_PERSON:
             following = folded[folded.index(low) + 1] if low in _POSSESSIVES else ""
             return "~" + following if following in _RELATIVES else "user"
-        if word[0].isupper() and low not in STOPWORDS and low not in FILLER and low not in CHANGE:
+        if word[0].isupper() and low not in _COMMON_STARTS:
             return _fold_accents(_POSSESSIVE.sub("", low))
     return "user"
 

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import frames, graph
+from tiermem.core import frames, graph, outbox
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.core.rows import MemoryRow, column_list
+from tiermem.core.rows import MemoryRow, column_list, normalize_text
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
@@ -27,6 +27,8 @@ DREAMS = "dreams"
 RECORD_CATEGORY = "conversations"
 """Where conversation end keeps one dated record per conversation (`core.conversation`)."""
 CANDIDATES = 16
+MIN_HOT_MATCH = 12
+"""Characters a hot item must have to be matched against a superseded fact's text."""
 """Older memories compared with a new one (the best full-text matches of its frame)."""
 _COLUMNS = column_list()
 
@@ -133,7 +135,35 @@ def after_store(mem: Memory, new_ids: Sequence[str]) -> list[Change]:
     closures: list[Any] = []
     for memory_id in new_ids:
         closures += graph.index_one(mem, memory_id).closures
-    return detect(mem, new_ids, closures)
+    found = detect(mem, new_ids, closures)
+    if found and _retire_hot(mem, [c.old for c in found]):
+        mem.write_memory_md()
+    return found
+
+
+def _retire_hot(mem: Memory, olds: Sequence[MemoryRow]) -> bool:
+    """Hot memory's pending tasks, events and lessons that restate a superseded fact leave it
+    (hot memory is always in context: a stale item there is a wrong answer every time)."""
+    stale = [normalize_text(o.text) for o in olds]
+    ids = {o.id for o in olds}
+
+    def restates(text: str) -> bool:
+        said = normalize_text(text)
+        return len(said) >= MIN_HOT_MATCH and any(said in s or s in said for s in stale)
+
+    state = mem.hot_store.load()
+    ctx = state.active_context
+    size = len(ctx.tasks) + len(ctx.events) + len(state.critical_lessons)
+    ctx.tasks = [t for t in ctx.tasks if t.status != "pending" or not restates(t.text)]
+    ctx.events = [e for e in ctx.events if not restates(e.text)]
+    state.critical_lessons = [
+        x for x in state.critical_lessons if x.source_id not in ids and not restates(x.text)
+    ]
+    if len(ctx.tasks) + len(ctx.events) + len(state.critical_lessons) == size:
+        return False
+    mem.hot_store.save(state, mem.now())
+    outbox.enqueue(mem.db, mem.agent_id, "hot", mem.now())
+    return True
 
 
 def detect(mem: Memory, new_ids: Iterable[str], closures: Sequence[Any] = ()) -> list[Change]:
@@ -214,7 +244,8 @@ def _replacing(
         for old in earlier:
             if frames.replaces(claim, old):
                 older, newer = (other, new) if new_is_newer else (new, other)
-                return older, newer, old.values - claim.values, claim.negated
+                closed = claim.negated and not claim.values - old.values  # no new value given
+                return older, newer, old.values - claim.values, closed
     return None
 
 

@@ -206,3 +206,16 @@ def test_as_of_answers_what_was_true_then(cli: Cli, tmp_path: Path) -> None:
     assert texts(cli, "where do I live", "--as-of", "2026-06-01") == []  # before any fact
     code, _out, err = cli("retrieve", "where do I live", "--as-of", "last tuesday")
     assert code == 3 and "ISO date" in err
+
+
+def test_a_changed_request_leaves_hot_memory(cli: Cli) -> None:
+    said = "Please post the standup summary in #general every morning."
+    cli.json("store", "--text", said)
+    cli.json("hot", "--add-task", "post the standup summary in #general every morning")
+    assert "every morning" in json.dumps(cli.json("hot")["hot"])
+    cli.json("store", "--text", "Stop posting the standup summary in #general, DM it instead.")
+    hot = cli.json("hot")
+    assert "every morning" not in json.dumps(hot["hot"])
+    assert "every morning" not in Path(hot["memory_md"]).read_text()
+    ranked = texts(cli, "where should the standup summary go")
+    assert first_with(ranked, "DM") < first_with(ranked, "every morning")

@@ -81,16 +81,16 @@ def test_the_owner_merges_two_entities(
         converse(
             mem, "user: Maya Silva works on Ledgerly. Later Maya said Mo reviews Ledgerly too."
         )
-        converse(mem, "user: Our designer Maya works on Billboard since 2026-02.")
-    code, merged = cli(capsys, home, "graph", "merge", "Maya Silva", "Maya")
-    assert code == 0 and merged["name"] == "Maya Silva" and "Maya" in merged["aliases"]
-    code, shown = cli(capsys, home, "graph", "show", "maya")
+        converse(mem, "user: Our designer Mai works on Billboard since 2026-02.")
+    code, merged = cli(capsys, home, "graph", "merge", "Maya Silva", "Mai")
+    assert code == 0 and merged["name"] == "Maya Silva" and "Mai" in merged["aliases"]
+    code, shown = cli(capsys, home, "graph", "show", "mai")
     assert code == 0 and shown["id"] == merged["id"]
     objects = {r["object"] for r in shown["relations"]}
     assert {"Ledgerly", "Billboard"} <= objects
-    assert run(["--home", str(home), "graph", "merge", "Maya", "Maya Silva"]) == 3
+    assert run(["--home", str(home), "graph", "merge", "Mai", "Maya Silva"]) == 3
     assert "already one entity" in capsys.readouterr().err
-    assert run(["--home", str(home), "graph", "merge", "Maya", "Nobody"]) == 4
+    assert run(["--home", str(home), "graph", "merge", "Mai", "Nobody"]) == 4
 
 
 def test_the_graph_is_scoped_per_agent(tmp_path: Path, clock: Clock) -> None:
