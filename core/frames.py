@@ -105,6 +105,11 @@ _DATE = re.compile(
     rf"(?P<m2>{'|'.join(sorted(MONTHS, key=len, reverse=True))}))(?:,?\s+(?P<y>(?:19|20)\d\d))?\b",
     re.IGNORECASE,
 )
+_KEBAB = re.compile(
+    r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:api|service|app|web|cli|bot|db|ui|server|worker|core|"
+    r"lib|sdk|site|\d+)\b"
+)
+"""A lower-case identifier ("payroll-api"): a project's name as developers write it."""
 _HANDLE = re.compile(r"(?<![\w/])[#@][A-Za-z][\w-]*")
 """A channel or account ("#general", "@sam"): a value like a name."""
 _MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
@@ -345,6 +350,7 @@ def _day(year: int, month: int, day: int) -> float | None:
 def _values(text: str, words: list[str]) -> set[str]:
     """Names, tools, dates and times a statement states (folded, accents kept)."""
     out: set[str] = {h.casefold() for h in _HANDLE.findall(text)}
+    out |= {k.casefold() for k in _KEBAB.findall(text)}
     for m in _DATE.finditer(text):
         month = MONTHS[(m["m1"] or m["m2"]).casefold()]
         out.add(f"{month:02d}-{int(m['d1'] or m['d2']):02d}")

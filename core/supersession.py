@@ -119,8 +119,9 @@ def changes(mem: Memory, since: float, until: float | None = None) -> list[Chang
     end = mem.now() if until is None else until
     rows = mem.db.query(
         f"SELECT {_COLUMNS} FROM memories WHERE agent_id = ? AND superseded_at IS NOT NULL "
-        "AND superseded_at >= ? AND superseded_at <= ? ORDER BY superseded_at, seq",
-        (mem.agent_id, since, end),
+        "AND superseded_at >= ? AND superseded_at <= ? AND category != ? "
+        "AND substr(category, 1, ?) != ? ORDER BY superseded_at, seq",
+        (mem.agent_id, since, end, RECORD_CATEGORY, len(DREAMS), DREAMS),
     )
     olds = [MemoryRow.read(r) for r in rows]
     news = {
@@ -189,6 +190,10 @@ def _from_closure(mem: Memory, closure: Any) -> Change | None:
     new = got.get(closure.new_source) if closure.new_source else None
     if old is None or old.superseded_at is not None or (closure.new_source and new is None):
         return None
+    if _derived(old) or (new is not None and _derived(new)):
+        return None
+    if closure.new_object and frames.fold(closure.new_object) == frames.fold(closure.old_object):
+        return None  # the same value said again is not a change
     _mark(mem, old.id, "" if new is None else new.id, float(closure.at))
     if new is not None:
         _mark_records(mem, old, new, frozenset({frames.fold(closure.old_object)}))
