@@ -438,3 +438,18 @@ def error_classes() -> dict[int, list[type[TiermemError]]]:
         if "exit_code" in vars(cls):
             codes.setdefault(int(vars(cls)["exit_code"]), []).append(cls)
     return dict(sorted(codes.items()))
+
+
+# -- errors of the optional LLM and vector features (the first two are caught inside core) ------
+
+
+class LLMError(Exception):
+    """The endpoint could not give a usable answer. The message never contains the key."""
+
+
+class TreeSearchError(Exception):
+    """The model gave no usable choice of categories (the message says why)."""
+
+
+class VectorUnavailable(InvalidInput):
+    """Vector retrieval cannot run here (extra not installed, or the sqlite3 driver)."""

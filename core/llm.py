@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from tiermem.core.config import LLMConfig
 from tiermem.core.environment import environment
+from tiermem.core.errors import LLMError as LLMError
 from tiermem.core.lazy import lazy_import
 
 if TYPE_CHECKING:
@@ -37,10 +38,6 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 
 Transport = Callable[[str, bytes, dict[str, str], float], bytes]
 """(url, body, headers, timeout seconds) → response body; raises LLMError."""
-
-
-class LLMError(Exception):
-    """The endpoint could not give a usable answer. The message never contains the key."""
 
 
 @dataclass(frozen=True)

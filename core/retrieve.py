@@ -139,8 +139,7 @@ def search(
     only memories carrying every one of them; a query word that names a tag finds its
     memories too. `tagged=False` (no memory of the agent has a tag) skips the tag lookups.
     `signals` (keyword mode) raises and adds memories the knowledge graph or an episode links
-    to the query. What is true now (or at `as_of`) ranks above what it replaced
-    (`core.current`)."""
+    to the query; what is true now (or at `as_of`) ranks first (`core.current`)."""
     query, cued = tagmod.split_query(query)
     wanted_tags = [*tags, *cued]
     _check_arguments(query or ("tag" if wanted_tags else ""), limit, budget, mode, vectors)

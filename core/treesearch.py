@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tiermem.core.errors import TreeSearchError as TreeSearchError
 from tiermem.core.llm import LLMError, LLMSettings, chat_json
 from tiermem.core.tree import TreeIndex
 
@@ -50,10 +51,6 @@ SYSTEM_PROMPT = (
 
 Complete = Callable[[list[dict[str, str]]], str]
 """messages → the assistant's text (the endpoint, or anything that speaks like it)."""
-
-
-class TreeSearchError(Exception):
-    """The model gave no usable choice of categories (the message says why)."""
 
 
 @dataclass(frozen=True)

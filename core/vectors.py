@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tiermem.core.db import Database
-from tiermem.core.errors import InvalidInput
+from tiermem.core.errors import VectorUnavailable as VectorUnavailable
 from tiermem.core.lazy import lazy_import
 from tiermem.core.warm import MemoryStore
 
@@ -50,10 +50,6 @@ there (about 0.7 ms for 500 rows against 15 ms for a DiskANN query) and exact.""
 OVERFETCH = 4
 """The ANN index is shared by every agent of the home: ask it for this many times the pool and
 keep this agent's rows (an exact scan of the agent's rows if that leaves too few)."""
-
-
-class VectorUnavailable(InvalidInput):
-    """Vector retrieval cannot run here (extra not installed, or the sqlite3 driver)."""
 
 
 class Embedder(Protocol):
