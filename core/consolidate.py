@@ -18,8 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from tiermem.core import dreaming, episodes, outbox, provenance
-from tiermem.core import graph as graphmod
+from tiermem.core import dreaming, episodes, outbox, provenance, supersession
 from tiermem.core.curate import pinned_ids
 from tiermem.core.errors import InvalidInput
 from tiermem.core.rows import MemoryRow, Tier
@@ -132,7 +131,7 @@ def consolidate(mem: Memory, mode: str, progress: Progress | None = None) -> Con
         _quick(mem, now, report)
         step()
         report.episodes_pruned = episodes.prune(mem.db, mem.agent_id, now)
-        graphmod.index_memories(mem)
+        supersession.catch_up(mem)
         report.dream = dreaming.dream(mem)
         if chosen in ("daily", "monthly", "full"):
             step()

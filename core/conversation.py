@@ -210,7 +210,7 @@ def _episode(
         ended_at=now,
     )
     report.episode = episodes.write(mem, draft, transport=transport)
-    found = graphmod.index_memories(mem)
+    found = supersession.catch_up(mem)
     linked = graphmod.index_episode(mem, report.episode.id, report.episode.summary, transport)
     found.entities |= linked.entities
     found.relations += linked.relations

@@ -27,6 +27,8 @@ DREAMS = "dreams"
 RECORD_CATEGORY = "conversations"
 """Where conversation end keeps one dated record per conversation (`core.conversation`)."""
 CANDIDATES = 16
+INLINE_LIMIT = 64
+"""Memories one store indexes and compares at once; a bulk load waits for `catch_up`."""
 MIN_HOT_MATCH = 12
 """Characters a hot item must have to be matched against a superseded fact's text."""
 """Older memories compared with a new one (the best full-text matches of its frame)."""
@@ -133,9 +135,34 @@ def changes(mem: Memory, since: float, until: float | None = None) -> list[Chang
 def after_store(mem: Memory, new_ids: Sequence[str]) -> list[Change]:
     """The knowledge graph and supersession brought up to date with memories just stored
     (inside the caller's transaction): each indexed, then what they replace marked."""
+    if len(new_ids) > INLINE_LIMIT:
+        return []  # a bulk load: `catch_up` reads these at the next consolidation
     closures: list[Any] = []
     for memory_id in new_ids:
         closures += graph.index_one(mem, memory_id).closures
+    return _detected(mem, new_ids, closures)
+
+
+def catch_up(mem: Memory) -> graph.IndexReport:
+    """The graph and supersession brought up to date with what bulk loads left behind (the
+    memories after the graph's progress mark, a batch at a time): consolidation's step."""
+    last = mem.db.scalar(
+        "SELECT memory_seq FROM graph_progress WHERE agent_id = ?", (mem.agent_id,)
+    )
+    rows_after, params = mem.memories.after(int(last or 0))
+    ids = [
+        str(r[0])
+        for r in mem.db.query(
+            f"SELECT id FROM memories WHERE {rows_after} ORDER BY seq LIMIT ?",
+            (*params, graph.BATCH),
+        )
+    ]
+    report = graph.index_memories(mem)
+    _detected(mem, ids, report.closures)
+    return report
+
+
+def _detected(mem: Memory, new_ids: Sequence[str], closures: Sequence[Any]) -> list[Change]:
     found = detect(mem, new_ids, closures)
     if found and _retire_hot(mem, [c.old for c in found]):
         mem.write_memory_md()
