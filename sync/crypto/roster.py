@@ -8,11 +8,17 @@ recovery signing key and carries its public half, so a holder of the recovery ke
 roster alone, and a device that verified a roster once pins its genesis and newest entry. Ops:
 
 - ``genesis``: the recovery signing public key, the epoch at creation;
-- ``add``: a device (id, X25519 box key, Ed25519 signing key or none), signed by the recovery
-  key or a listed device;
+- ``add``: a new device (id, X25519 box key, Ed25519 signing key or none), signed by the
+  recovery key or a listed device. An ``add`` for an id the roster already lists (even a removed
+  one) changes nothing: it is kept in the view as *refused*, so a stolen device cannot swap
+  another device's keys for its own (`sync check` names it);
+- ``rekey``: new keys for a listed device (recovery key only: the one way a device's keys
+  change);
 - ``remove``: a device leaves (recovery key only);
 - ``rotate``: key epoch ``epoch`` starts at wall time ``at`` (ms), with a check value of its key
-  (recovery key only).
+  and its ``tail``: the `row_digest` of every row under the ended epoch that the server held
+  after the rotating device's pull cursor (the only rows under that epoch that a device which
+  learnt of the rotation still accepts, see `tiermem.sync.devices.epochs`) (recovery key only).
 
 An entry is stored as canonical JSON ``{"e": {fields}, "s": signature hex}``; the signed message
 binds the agent id, which is not stored.
@@ -37,13 +43,16 @@ from tiermem.sync.crypto.base import check_key, hkdf, lp
 
 __all__ = [
     "RECOVERY",
+    "RefusedEntry",
     "RosterDevice",
     "RosterView",
     "entry_hash",
     "epoch_check",
+    "fingerprint",
     "generate_signing_key",
     "load_signing_key",
     "recovery_signing_key",
+    "row_digest",
     "sign_entry",
     "signing_public_bytes",
     "verify_roster",
@@ -54,8 +63,10 @@ _SIGN_LABEL: Final = b"tiermem/v1/roster"
 _HASH_LABEL: Final = b"tiermem/v1/roster-hash"
 _INFO_RECOVERY_SIGN: Final = b"tiermem/v1/roster-recovery-signing"
 _INFO_EPOCH_CHECK: Final = b"tiermem/v1/epoch-check"
-_OPS: Final = frozenset({"genesis", "add", "remove", "rotate"})
-_RECOVERY_ONLY: Final = frozenset({"genesis", "remove", "rotate"})
+_FINGERPRINT_LABEL: Final = b"tiermem/v1/device-fingerprint"
+_ROW_LABEL: Final = b"tiermem/v1/rotation-tail"
+_OPS: Final = frozenset({"genesis", "add", "rekey", "remove", "rotate"})
+_RECOVERY_ONLY: Final = frozenset({"genesis", "rekey", "remove", "rotate"})
 
 
 def generate_signing_key() -> Ed25519PrivateKey:
@@ -82,6 +93,20 @@ def epoch_check(vault_key: bytes) -> str:
     key unwrapped later is known to be the one the rotation made."""
     check_key(vault_key, "vault key")
     return hkdf(vault_key, None, _INFO_EPOCH_CHECK)[:16].hex()
+
+
+def fingerprint(box_public: bytes) -> str:
+    """A device key's fingerprint (80 bits, five groups of four hex digits): short enough to
+    compare by eye on two screens, too long for a server to find another key that shows it."""
+    digest = hashlib.sha256(_FINGERPRINT_LABEL + box_public).hexdigest()[:20]
+    return "-".join(digest[i : i + 4] for i in range(0, 20, 4))
+
+
+def row_digest(record_id: bytes, version: str, envelope: bytes) -> str:
+    """A server row as a rotation's tail names it (128 bits, hex): its id, version and the
+    exact envelope, so a row rewritten under the same id and version is not it."""
+    message = _ROW_LABEL + lp(record_id) + lp(version.encode()) + envelope
+    return hashlib.sha256(message).hexdigest()[:32]
 
 
 def _canonical(entry: dict[str, Any]) -> bytes:
@@ -115,6 +140,15 @@ class RosterDevice:
     removed: bool = False
 
 
+@dataclass(frozen=True)
+class RefusedEntry:
+    """An ``add`` for a device the roster already lists, signed by `by`: it changed nothing."""
+
+    seq: int
+    device_id: bytes
+    by: str
+
+
 @dataclass
 class RosterView:
     """A verified roster: the devices, the newest epoch, when each epoch started, its head."""
@@ -125,8 +159,10 @@ class RosterView:
     epoch: int = 1
     rotations: dict[int, int] = field(default_factory=dict)  # epoch → start (wall ms)
     checks: dict[int, str] = field(default_factory=dict)  # epoch → epoch_check
+    tails: dict[int, frozenset[str]] = field(default_factory=dict)  # epoch → rows it let in
     seq: int = 0
     head: bytes = b""
+    refused: list[RefusedEntry] = field(default_factory=list)
 
     def active(self) -> list[RosterDevice]:
         return [d for d in self.devices.values() if not d.removed]
@@ -181,16 +217,22 @@ def _signer(view: RosterView | None, entry: dict[str, Any]) -> Ed25519PublicKey:
 
 def _apply(view: RosterView, entry: dict[str, Any]) -> None:
     op = entry["op"]
-    if op == "add":
+    if op in ("add", "rekey"):
         device_id = _hex(entry["device"], "device id", 16)
         sign = str(entry.get("sign") or "")
-        view.devices[device_id] = RosterDevice(
-            device_id,
-            _hex(entry["box"], "device key", 32),
-            _hex(sign, "signing key", 32) if sign else None,
-            str(entry["by"]),
-            int(entry["seq"]),
-        )
+        box = _hex(entry["box"], "device key", 32)
+        sign_public = _hex(sign, "signing key", 32) if sign else None
+        listed = view.devices.get(device_id)
+        if op == "rekey":
+            if listed is None or listed.removed:
+                raise RosterTampered(f"device roster entry #{entry['seq']} re-keys no device")
+            listed.box_public, listed.sign_public = box, sign_public
+        elif listed is not None:
+            view.refused.append(RefusedEntry(int(entry["seq"]), device_id, str(entry["by"])))
+        else:
+            view.devices[device_id] = RosterDevice(
+                device_id, box, sign_public, str(entry["by"]), int(entry["seq"])
+            )
     elif op == "remove":
         gone = view.devices.get(_hex(entry["device"], "device id", 16))
         if gone is not None:
@@ -202,6 +244,7 @@ def _apply(view: RosterView, entry: dict[str, Any]) -> None:
         view.epoch = epoch
         view.rotations[epoch] = int(entry["at"])
         view.checks[epoch] = str(entry["check"])
+        view.tails[epoch] = frozenset(str(d) for d in entry.get("tail", ()))
 
 
 def verify_roster(

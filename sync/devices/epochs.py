@@ -22,8 +22,39 @@ chain, because it never had the old key.
 
 Every device keeps the highest epoch it has authenticated (its *floor*: from its own wraps, the
 signed rotation entries of the roster, or the device that paired it) and never seals new data
-under an older epoch (`sealing_key`), whatever the server shows. A record sealed under an epoch
-after the signed rotation that ended it is refused on reading (`record_key`).
+under an older epoch (`sealing_key`), whatever the server shows.
+
+**Records under an ended epoch** (`record_key`). A removed device still holds the old key and
+(until the token is rotated) the token, so it can seal records under the old epoch and push them
+after the rotation. Which of those were written before the rotation cannot be told from the
+record: its version is the writer's own clock (a removed device sets it back at will), and the
+server's order (``seq``, the pull cursor) is whatever the server says (a hostile server, or the
+removed device with its token, renumbers or inserts rows anywhere). So a record is judged by
+what this device knew when it received it: once this device has authenticated epoch E+1 (its
+own wrap opens it and the chain leads back to the key it held, checked against the signed
+rotation entry), a record under an epoch ≤ E that it receives from then on is refused (set
+aside as rejected, as tampered rows are), whatever its version or place, unless the signed
+rotation that ended its epoch names it: the rotating device lists in that entry (its *tail*)
+the digest (`crypto.roster.row_digest`: id, version and exact envelope) of every row under the
+ended epoch that the server held after its own pull cursor, i.e. what it had not read yet and
+that was written before the rotation. The tail is signed with the recovery key, so neither
+the server nor the removed device can add to it, and a row rewritten under a listed id and
+version has another digest. A pull learns of a newer epoch before it reads anything
+(`refresh_epoch` first), so a removed device's records are refused by every device that has
+seen the rotation, and by the rotating device at once.
+
+Why not the other candidates: the writer's version is the writer's clock; the server's order
+is the server's word; a per-device bound (the last manifest number under the old epoch) still
+lets the removed device forge a push with a number the reader has not seen yet, since it holds
+the old key and can write under any device's id.
+
+What this costs: a row written under the old epoch before the rotation that the rotating
+device had already pulled (so not in its tail) but this device had not is refused here (it
+stays on the devices that pulled it; `sync status` lists it). What stays open: a device the
+server hides the rotation from keeps accepting old-epoch records until it learns of it (no one
+can tell a device about an epoch the server withholds; once it has learnt of it, `sealing_key`
+refuses to write under the old key); a restore reads every row and is checked by the manifests
+(`restore.verify`), not by this rule.
 """
 
 from __future__ import annotations
@@ -40,7 +71,7 @@ from tiermem.core.errors import (
     RotationConflict,
     SupersededEpoch,
 )
-from tiermem.sync import crypto, hlc, records
+from tiermem.sync import crypto, records
 from tiermem.sync.crypto.roster import epoch_check
 from tiermem.sync.devices import roster_pin
 from tiermem.sync.session import Session
@@ -292,9 +323,6 @@ def _check_against_roster(engine: Session, epoch: int, key: bytes) -> None:
 
 # ------------------------------------------------------------------------------ epoch floor
 
-ROTATION_SKEW_MS: Final = 60_000
-"""How far a record's version may be past its epoch's end (clocks of devices differ)."""
-
 
 def sealing_key(engine: Session, epoch: int) -> tuple[int, bytes]:
     """(epoch, key) to seal new records under: `epoch` (this device's current one), unless this
@@ -313,20 +341,21 @@ def sealing_key(engine: Session, epoch: int) -> tuple[int, bytes]:
     return epoch, epoch_key(engine, epoch)
 
 
-def record_key(engine: Session, epoch: int, version: str, *, current: int = 0) -> bytes:
-    """The key to open a record of `epoch` written at `version`; `SupersededEpoch` when that
-    epoch had already been rotated away (by the signed roster) when the record was written.
+def record_key(engine: Session, epoch: int, row: str, *, current: int = 0) -> bytes:
+    """The key to open a record of `epoch` that this device receives now (`row`: its
+    `row_digest`); `SupersededEpoch` when this device already holds a newer epoch and the signed
+    rotation that ended `epoch` does not name the row in its tail (see the module docstring).
     `current`: this device's epoch as the caller last read it (read here when 0)."""
     key = epoch_key(engine, epoch)
     current = max(current, _CURRENT.get(engine, 0)) or engine.require_ready().epoch
     if epoch < current:
         view = roster_pin.verified(engine)
-        started = None if view is None else view.rotations.get(epoch + 1)
-        if started is not None and hlc.parse(version).wall_ms > started + ROTATION_SKEW_MS:
-            raise SupersededEpoch(
-                f"a record written at {version[:18]} is sealed under key epoch {epoch}, which was "
-                f"rotated away before that: only a removed device or the server makes those"
-            )
+        if view is not None and row in view.tails.get(epoch + 1, frozenset()):
+            return key
+        raise SupersededEpoch(
+            f"a record sealed under key epoch {epoch} arrived after this device learnt that "
+            f"epoch {current} replaced it: only a removed device or the server makes those"
+        )
     return key
 
 

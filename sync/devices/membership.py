@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -32,6 +33,7 @@ from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.sync import crypto, hlc, records
 from tiermem.sync.crypto.roster import (
     RosterDevice,
+    fingerprint,
     generate_signing_key,
     signing_public_bytes,
 )
@@ -79,7 +81,11 @@ MAX_NAME: Final = 64
 @dataclass(frozen=True)
 class DeviceInfo:
     """``verified``: the entry is vouched for under the current key. ``added_by``: who signed
-    it onto the roster ('' when the roster does not list it: a rotation leaves it out)."""
+    it onto the roster ('' when the roster does not list it: a rotation leaves it out).
+    ``fingerprint``: of this device's own key for this device, of the roster's (signed) key for
+    a device on it, else of the key the server lists (``key_from`` says which: 'this device',
+    'roster' or 'server'), so the owner compares a device's own screen with another's.
+    ``key_differs``: the server lists another key than the roster's."""
 
     device_id: str
     name: str
@@ -90,6 +96,9 @@ class DeviceInfo:
     current: bool
     verified: bool
     added_by: str = ""  # on the signed roster: 'recovery' or the adding device's id
+    fingerprint: str = ""
+    key_from: str = ""
+    key_differs: bool = False
 
 
 @dataclass(frozen=True)
@@ -213,9 +222,16 @@ def list_devices(engine: Session, *, touch: bool = True) -> list[DeviceInfo]:
     on_roster = {} if view is None else view.devices
     epoch, key = epochs.current_key(engine, s)
     id_key = epochs.id_key(engine)
+    own_public = crypto.device_public_bytes(engine.device_key(s))
     out = []
     for e in epochs.device_entries(engine):
         current = e.device_id == s.device_id
+        listed = on_roster.get(e.device_id)
+        public, key_from = e.public_key, "server"
+        if listed is not None and not listed.removed:
+            public, key_from = listed.box_public, "roster"
+        if current:
+            public, key_from = own_public, "this device"
         out.append(
             DeviceInfo(
                 device_id=e.device_id.hex(),
@@ -226,7 +242,10 @@ def list_devices(engine: Session, *, touch: bool = True) -> list[DeviceInfo]:
                 revoked_at=e.revoked_at,
                 current=current,
                 verified=not e.revoked and e.verified_at(engine.agent_id, epoch, key),
-                added_by=_added_by(on_roster.get(e.device_id)),
+                added_by=_added_by(listed),
+                fingerprint=fingerprint(public),
+                key_from=key_from,
+                key_differs=public != e.public_key,
             )
         )
     return out
@@ -264,17 +283,24 @@ def remove_device(
     *,
     passphrase: str | None = None,
     keep: tuple[bytes, ...] = (),
+    confirmed: Mapping[bytes, str] | None = None,
     policy: RetryPolicy | None = None,
 ) -> rotation.RotationResult:
-    """Revoke a (lost) device, and the devices it added (but those in `keep`), and rotate the
-    vault key to a new epoch for future data.
+    """Revoke a (lost) device, and the devices it added (but those in `keep`; `confirmed`: see
+    `rotation.plan_rotation`), and rotate the vault key to a new epoch for future data.
 
     Needs the recovery key (see `rotation.rotate`); with the passphrase the new epoch keeps a
     passphrase wrap, without it the passphrase stops unlocking new data (the result says so).
     Data the removed device already had is NOT protected by this (`rotation.ROTATION_NOTE`)."""
     target = device_id if isinstance(device_id, bytes) else resolve_device(engine, device_id)
     return rotation.rotate(
-        engine, recovery_key, passphrase=passphrase, remove=target, keep=keep, policy=policy
+        engine,
+        recovery_key,
+        passphrase=passphrase,
+        remove=target,
+        keep=keep,
+        confirmed=confirmed,
+        policy=policy,
     )
 
 

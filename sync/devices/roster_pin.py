@@ -24,6 +24,7 @@ from tiermem.core.errors import RosterTampered
 from tiermem.sync import crypto, records
 from tiermem.sync.crypto.roster import (
     RECOVERY,
+    RefusedEntry,
     RosterView,
     entry_hash,
     generate_signing_key,
@@ -223,14 +224,28 @@ class Draft:
         }
         self.append(fields, key, by)
 
+    def rekey(
+        self, device_id: bytes, box_public: bytes, sign_public: bytes | None, recovery_key: bytes
+    ) -> None:
+        """New keys for a listed device: only the recovery key signs this."""
+        fields = {
+            "op": "rekey",
+            "device": device_id.hex(),
+            "box": box_public.hex(),
+            "sign": "" if sign_public is None else sign_public.hex(),
+        }
+        self.append(fields, recovery_signing_key(recovery_key), RECOVERY)
+
 
 # ------------------------------------------------------------------------------ sync check
 
 
 def check_roster(engine: Session) -> list[str]:
     """`sync check`'s roster step: the roster verifies from its first entry against this
-    device's anchor, and every device the server lists as active is on it and not removed (a
-    device slipped in, or added by a device since removed, is named)."""
+    device's anchor, every device the server lists as active is on it and not removed (a
+    device slipped in, or added by a device since removed, is named), and no device still on it
+    signed an ``add`` for a device already listed (a stolen device trying to swap in its own
+    keys: it changed nothing, but its signer must be removed)."""
     try:
         view = verified(engine, fresh=True)
     except RosterTampered as exc:
@@ -239,7 +254,7 @@ def check_roster(engine: Session) -> list[str]:
         return []
     s = engine.require_ready()
     rows = engine.remote(s).execute(*store.live_device_ids(s.tag)).rows
-    problems: list[str] = []
+    problems = [_refused_problem(r) for r in view.refused if _still_signing(view, r.by)]
     for (raw,) in rows:
         device_id = records.server_blob(raw)
         listed = view.devices.get(device_id)
@@ -254,3 +269,21 @@ def check_roster(engine: Session) -> list[str]:
                 "lists it as active"
             )
     return problems
+
+
+def _still_signing(view: RosterView, by: str) -> bool:
+    """Whether the device `by` (hex) is on the roster and not removed."""
+    try:
+        listed = view.devices.get(bytes.fromhex(by))
+    except ValueError:
+        return False
+    return listed is not None and not listed.removed
+
+
+def _refused_problem(refused: RefusedEntry) -> str:
+    return (
+        f"device roster entry #{refused.seq}, signed by device {refused.by[:12]}…, tries to "
+        f"replace the keys of device {refused.device_id.hex()[:12]}… (only the recovery key "
+        "may): it was ignored, but the device that signed it is likely stolen; remove it "
+        f"(`tiermem sync remove-device {refused.by[:12]}`)"
+    )

@@ -6,24 +6,32 @@ the passphrase when it is given), chains E's key under it and appends signed ent
 roster (`tiermem.sync.devices.roster_pin`): the removals and the rotation itself (its epoch, its
 start time and a check value of its key). All of it is one atomic remote batch.
 
-Who is kept comes from the signed roster, not from the server's device list: a device the
-roster does not list never gets the new key, and removing a device also removes every device
-it added (it could have added one of its own before it was stolen), unless the owner keeps one
-by name. A vault set up before the roster existed gets its roster's first entry here, listing
-the devices the old key vouches for (shown in the plan).
+Who is kept, and with which key, comes from the signed roster, not from the server's device
+list: a device the roster does not list never gets the new key, and removing a device also
+removes every device it added (it could have added one of its own before it was stolen), unless
+the owner keeps one by name. A device kept by name that is on the roster gets the new key under
+the roster's (signed) key, never the one the server lists. One that is not on the roster (a
+device restored with the passphrase) has only the server's word for its key, so it is kept only
+when the owner confirms that key's fingerprint (`fingerprint`, shown by `sync devices` on that
+device itself); else `UnconfirmedDevice`, and nothing is written. A vault set up before the
+roster existed gets its roster's first entry here, listing the devices the old key vouches for
+(shown in the plan).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from tiermem.core.errors import InvalidInput, NotFound, RotationConflict
-from tiermem.sync import crypto
+from tiermem.sync import crypto, journal, records
 from tiermem.sync.crypto.roster import (
     RECOVERY,
     epoch_check,
+    fingerprint,
     recovery_signing_key,
+    row_digest,
     signing_public_bytes,
 )
 from tiermem.sync.devices import epochs, roster_pin
@@ -40,7 +48,7 @@ from tiermem.sync.devices.epochs import (
 from tiermem.sync.session import Session
 from tiermem.sync.state import Settings, wrap_id
 from tiermem.sync.vault import store
-from tiermem.sync.vault.hrana import Args, SqlError
+from tiermem.sync.vault.hrana import Args, ResultSet, SqlError
 from tiermem.sync.vault.retry import RetryPolicy
 from tiermem.sync.vault.store import INSERT_WRAP
 
@@ -50,6 +58,8 @@ __all__ = [
     "KeptDevice",
     "RotationPlan",
     "RotationResult",
+    "UnconfirmedDevice",
+    "fingerprint",
     "plan_rotation",
     "rotate",
 ]
@@ -67,14 +77,30 @@ TOKEN_NOTE: Final = (
 )
 
 
+class UnconfirmedDevice(InvalidInput):
+    """A device to keep that the signed roster does not list, without its key's fingerprint
+    confirmed by the owner: its key is only the server's word."""
+
+    def __init__(self, device_id: str, shown: str) -> None:
+        super().__init__(
+            f"device {device_id[:12]}… is not on the signed roster, so its key comes only from "
+            f"the server (fingerprint {shown}); check that `tiermem sync devices` on that device "
+            f"shows the same, then keep it with --keep {device_id[:12]}:{shown}"
+        )
+        self.device_id = device_id
+        self.fingerprint = shown
+
+
 @dataclass(frozen=True)
 class KeptDevice:
-    """A device that keeps access: id (hex), who added it ('recovery' or a device id), and
-    whether the signed roster lists it (False only for a vault getting its roster now)."""
+    """A device that keeps access: id (hex), who added it ('recovery' or a device id), whether
+    the signed roster lists it (False only for a vault getting its roster now, or a device the
+    owner keeps by its confirmed fingerprint), and the fingerprint of the key it gets."""
 
     device_id: str
     added_by: str
     on_roster: bool
+    fingerprint: str = ""
 
 
 @dataclass
@@ -108,10 +134,14 @@ class RotationResult:
 
 
 def plan_rotation(
-    engine: Session, remove: bytes | None = None, keep: tuple[bytes, ...] = ()
+    engine: Session,
+    remove: bytes | None = None,
+    keep: tuple[bytes, ...] = (),
+    confirmed: Mapping[bytes, str] | None = None,
 ) -> RotationPlan:
     """Who keeps access if the key is rotated now (removing `remove`); `keep` names devices the
-    removed one added that stay. Remote reads only; nothing is written."""
+    removed one added that stay, or devices off the roster whose key fingerprint the owner
+    confirmed (`confirmed`: device id → fingerprint). Remote reads only; nothing is written."""
     epochs.refresh_epoch(engine)
     s = engine.require_ready()
     entries = device_entries(engine)
@@ -119,7 +149,8 @@ def plan_rotation(
     view = roster_pin.verified(engine, fresh=True)
     plan = RotationPlan(view=view)
     own_public = crypto.device_public_bytes(engine.device_key(s))
-    plan.kept.append(KeptDevice(s.device_id.hex(), _added_by(view, s.device_id), True))
+    own = KeptDevice(s.device_id.hex(), _added_by(view, s.device_id), True, fingerprint(own_public))
+    plan.kept.append(own)
     plan.boxes[s.device_id.hex()] = own_public
     if view is None:
         epoch, key = current_key(engine, s)
@@ -135,13 +166,17 @@ def plan_rotation(
             plan.also_removed = [d.device_id.hex() for d in cascade]
             for d in cascade:
                 vouched.pop(d.device_id, None)
-        # Devices the owner names that the roster does not list yet get signed on now.
-        vouched |= {e.device_id: e.public_key for e in entries if e.device_id in keep}
+    # Devices the owner names that the roster does not list get signed on now, with the key
+    # whose fingerprint the owner confirmed (a listed device keeps its signed key).
+    for device_id in keep:
+        if device_id not in vouched and device_id not in (remove, s.device_id):
+            vouched[device_id] = _confirmed_key(view, entries, device_id, confirmed or {})
     for device_id, box in vouched.items():
         if device_id in (remove, s.device_id):
             continue
         listed = view is not None and device_id in view.devices
-        plan.kept.append(KeptDevice(device_id.hex(), _added_by(view, device_id), listed))
+        kept = KeptDevice(device_id.hex(), _added_by(view, device_id), listed, fingerprint(box))
+        plan.kept.append(kept)
         plan.boxes[device_id.hex()] = box
     plan.left_out = [
         e.device_id.hex()
@@ -152,6 +187,40 @@ def plan_rotation(
         and e.device_id.hex() not in plan.also_removed
     ]
     return plan
+
+
+def _confirmed_key(
+    view: roster_pin.RosterView | None,
+    entries: list[DeviceEntry],
+    device_id: bytes,
+    confirmed: Mapping[bytes, str],
+) -> bytes:
+    """The server-listed key of a device the roster does not list, when the owner confirmed
+    its fingerprint (`UnconfirmedDevice` when not given, `InvalidInput` when it differs)."""
+    listed = None if view is None else view.devices.get(device_id)
+    if listed is not None and listed.removed:
+        raise InvalidInput(
+            f"device {device_id.hex()[:12]}… was removed from the signed roster; it cannot be "
+            "kept (pair it again in a new home)"
+        )
+    found = [e for e in entries if e.device_id == device_id and not e.revoked]
+    if not found:
+        raise NotFound(f"no device {device_id.hex()} in this vault (or it is already removed)")
+    shown = fingerprint(found[0].public_key)
+    given = confirmed.get(device_id)
+    if given is None:
+        raise UnconfirmedDevice(device_id.hex(), shown)
+    if _plain(given) != _plain(shown):
+        raise InvalidInput(
+            f"the key the server lists for device {device_id.hex()[:12]}… has fingerprint "
+            f"{shown}, not the {given} given: refusing to keep it (the server may have swapped "
+            "the key; compare with `tiermem sync devices` on that device)"
+        )
+    return found[0].public_key
+
+
+def _plain(text: str) -> str:
+    return "".join(c for c in text.lower() if c in "0123456789abcdef")
 
 
 def _added_by(view: roster_pin.RosterView | None, device_id: bytes) -> str:
@@ -178,11 +247,13 @@ def rotate(
     passphrase: str | None = None,
     remove: bytes | None = None,
     keep: tuple[bytes, ...] = (),
+    confirmed: Mapping[bytes, str] | None = None,
     now: float | None = None,
     policy: RetryPolicy | None = None,
 ) -> RotationResult:
     """Start epoch E+1 with a fresh vault key (one atomic remote batch), optionally removing
-    the device `remove` and the devices it added (but those in `keep`).
+    the device `remove` and the devices it added (but those in `keep`; `confirmed`: the
+    fingerprints the owner confirmed for kept devices off the roster, see `plan_rotation`).
 
     The recovery key is required: its wrap is symmetric (only its holder can wrap a new key to
     it), it signs the roster's removal and rotation entries, and asking for it means a stolen
@@ -190,7 +261,7 @@ def rotate(
     recovery wrap before anything is written. With the passphrase the new key gets a passphrase
     wrap too; without it, the passphrase stops working from this epoch on (say so)."""
     policy = policy or RetryPolicy()
-    plan = plan_rotation(engine, remove, keep)
+    plan = plan_rotation(engine, remove, keep, confirmed)
     s = engine.require_ready()
     agent = engine.agent_id
     old_epoch, old_key = current_key(engine, s)
@@ -266,10 +337,38 @@ def _roster_entries(
                 draft.add(device_id, plan.boxes[k.device_id], None, owner, RECOVERY)
     for device_id in gone:
         draft.append({"op": "remove", "device": device_id.hex()}, owner, RECOVERY)
-    fields = {"op": "rotate", "epoch": new.epoch, "at": int(at * 1000), "check": ""}
+    fields: dict[str, object] = {"op": "rotate", "epoch": new.epoch, "at": int(at * 1000)}
     fields["check"] = epoch_check(new.key)
+    fields["tail"] = _unpulled_tail(engine, s, new.epoch - 1)
     draft.append(fields, owner, RECOVERY)
     return draft
+
+
+TAIL_MAX: Final = 2000
+"""Rows a rotation's tail names at most (a device that lets more pile up unpulled before it
+rotates sees the older of them refused by devices that learnt of the rotation first)."""
+
+
+def _unpulled_tail(engine: Session, s: Settings, old_epoch: int) -> list[str]:
+    """The digests of the rows under `old_epoch` the server holds after this device's pull
+    cursor: written before this rotation, so devices that learn of it still accept them."""
+    cursor = journal.read_progress(engine.mem).pull_cursor
+    found: list[str] = []
+    limit = 200
+    while len(found) < TAIL_MAX:
+
+        def fetch(n: int, after: int = cursor) -> ResultSet:
+            return engine.remote(s).execute(*store.records_after(s.tag, after, n))
+
+        result, limit = records.fit_page(fetch, limit)
+        page = [records.remote_row(r) for r in result.rows]
+        found += [
+            row_digest(r.record_id, r.version, r.envelope) for r in page if r.epoch == old_epoch
+        ]
+        if len(page) < limit:
+            break
+        cursor = page[-1].seq
+    return sorted(found[:TAIL_MAX])
 
 
 def _check_secrets(

@@ -28,6 +28,7 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import NotFound
 from tiermem.sync import crypto, hlc, journal
 from tiermem.sync import records as records_fmt
+from tiermem.sync.crypto.roster import row_digest
 from tiermem.sync.devices import epochs
 from tiermem.sync.kinds import critical_merge, graph_records, memory_extras, metrics_records
 from tiermem.sync.records import (
@@ -117,6 +118,7 @@ def pull(
     """Fetch what other devices pushed since the last pull and apply it, page by page."""
     started = time.perf_counter()
     policy = policy or RetryPolicy()
+    epochs.refresh_epoch(session)  # learn of a rotation before any record under the old key
     s = session.require_ready()
     tag = s.tag
     totals = _PullTotals()
@@ -327,7 +329,8 @@ def _decode_page(
         try:
             hlc.parse(row.version)
             epoch = crypto.parse_envelope(row.envelope).epoch
-            key = epochs.record_key(session, epoch, row.version, current=s.epoch)
+            digest = row_digest(row.record_id, row.version, row.envelope)
+            key = epochs.record_key(session, epoch, digest, current=s.epoch)
             device_hex = row.device_id.hex()
             if row.record_id == critical_rid:
                 doc = records_fmt.decode_critical(

@@ -24,7 +24,7 @@ from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.core.errors import DeviceRevoked, SqlError
 from tiermem.sync import crypto
-from tiermem.sync.crypto.roster import load_signing_key
+from tiermem.sync.crypto.roster import fingerprint, load_signing_key
 from tiermem.sync.devices import roster_pin
 from tiermem.sync.devices.secret_store import DEVICE_KEY, SIGNING_KEY
 from tiermem.sync.engine import SyncEngine
@@ -386,6 +386,8 @@ def test_a_device_restored_with_the_passphrase_is_off_the_roster_until_the_owner
             restored.push(policy())
             restored_id = restored.require_ready().device_id.hex()
         before = local_state(mem_a)
+        own_key = crypto.load_device_private_key(secret(tmp_path / "r", DEVICE_KEY))
+        shown = fingerprint(crypto.device_public_bytes(own_key))  # what its own screen shows
         assert cli(tmp_path / "a", agent_id, "sync", "check") == ROSTER_DAMAGE  # not signed on
         code = cli(
             tmp_path / "a",
@@ -393,7 +395,7 @@ def test_a_device_restored_with_the_passphrase_is_off_the_roster_until_the_owner
             "sync",
             "rotate-key",
             "--keep",
-            restored_id[:8],
+            f"{restored_id[:8]}:{shown}",
             "--stdin",
             stdin=crypto.format_recovery_key(recovery) + "\n",
         )

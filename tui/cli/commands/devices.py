@@ -62,6 +62,8 @@ def _when(ts: float | None) -> str:
 def _status(d: DeviceInfo) -> str:
     if d.revoked:
         return f"removed {_when(d.revoked_at)}"
+    if d.key_differs and not d.current:
+        return "THE SERVER LISTS ANOTHER KEY than the signed roster (the roster's is used)"
     by = ""
     if d.added_by:
         by = " (added by the recovery key)" if d.added_by == "recovery" else ""
@@ -71,17 +73,34 @@ def _status(d: DeviceInfo) -> str:
     return ("ok" if d.verified else "UNVERIFIED (not vouched for by the vault key)") + by
 
 
+def _fingerprint(d: DeviceInfo) -> str:
+    """A key's fingerprint, starred when only the server vouches for the key."""
+    return d.fingerprint + ("*" if d.key_from == "server" else "")
+
+
 def _devices_text(found: list[DeviceInfo], epoch: int) -> str:
-    rows = [("ID", "NAME", "ADDED", "LAST SEEN", "STATUS")]
+    rows = [("ID", "NAME", "ADDED", "LAST SEEN", "KEY FINGERPRINT", "STATUS")]
     rows += [
-        (d.device_id[:12], d.name or "-", _when(d.added), _when(d.last_seen), _status(d))
+        (
+            d.device_id[:12],
+            d.name or "-",
+            _when(d.added),
+            _when(d.last_seen),
+            _fingerprint(d),
+            _status(d),
+        )
         for d in found
     ]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = [
-        "  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4]
+        "  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5]
         for r in rows
     ]
+    if any(d.key_from == "server" and not d.revoked for d in found):
+        lines.append(
+            "* key known only from the server's list (not on the signed roster): compare the "
+            "fingerprint with that device's own `tiermem sync devices` before keeping it"
+        )
     active = sum(not d.revoked for d in found)
     lines.append(f"{active} active device(s), {len(found) - active} removed; key epoch {epoch}")
     return "\n".join(lines)
@@ -357,7 +376,7 @@ def _plan_text(plan: rotation.RotationPlan, names: dict[str, DeviceInfo], target
         return "by the recovery key" if k.added_by == "recovery" else f"by {k.added_by[:12]}…"
 
     lines = [f"Remove device {label(target.hex())} and rotate the vault key.", "Keeps access:"]
-    lines += [f"  {label(k.device_id)} (added {by(k)})" for k in plan.kept]
+    lines += [f"  {label(k.device_id)} (added {by(k)}; key {k.fingerprint})" for k in plan.kept]
     if plan.also_removed:
         lines.append("Also removed (added by the device being removed; --keep ID to keep one):")
         lines += [f"  {label(d)}" for d in plan.also_removed]
@@ -367,6 +386,49 @@ def _plan_text(plan: rotation.RotationPlan, names: dict[str, DeviceInfo], target
     return "\n".join(lines)
 
 
+def _keeps(
+    engine: SyncEngine, given: tuple[str, ...]
+) -> tuple[tuple[bytes, ...], dict[bytes, str]]:
+    """The devices named by --keep ID[:FINGERPRINT] and the fingerprints given with them."""
+    ids: list[bytes] = []
+    confirmed: dict[bytes, str] = {}
+    for text in given:
+        ref, _, shown = text.partition(":")
+        device_id = resolve_device(engine, ref, active=True)
+        ids.append(device_id)
+        if shown.strip():
+            confirmed[device_id] = shown.strip()
+    return tuple(ids), confirmed
+
+
+def _plan(
+    engine: SyncEngine, target: bytes | None, kept: tuple[bytes, ...], confirmed: dict[bytes, str]
+) -> rotation.RotationPlan:
+    """The rotation plan; on a terminal, a kept device off the roster is confirmed by typing
+    the fingerprint its own `sync devices` shows (without one: the one-line refusal)."""
+    while True:
+        try:
+            return rotation.plan_rotation(engine, target, kept, confirmed)
+        except rotation.UnconfirmedDevice as exc:
+            if not interactive():
+                raise
+            say(
+                f"Device {exc.device_id[:12]}… is not on the signed roster: the server alone "
+                f"says its key has fingerprint {exc.fingerprint}. Run `tiermem sync devices` "
+                "on that device and type the fingerprint it shows for itself."
+            )
+            typed = click.prompt("Fingerprint", err=True, default="", show_default=False)
+            if not typed.strip():
+                raise
+            confirmed[bytes.fromhex(exc.device_id)] = typed
+
+
+_KEEP_HELP = (
+    "Keep this device although the removed one added it, or the roster does not list it (then "
+    "as ID:FINGERPRINT, the fingerprint that device's own `sync devices` shows)."
+)
+
+
 @click.command(name="remove-device")
 @click.argument("device_id")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
@@ -374,8 +436,8 @@ def _plan_text(plan: rotation.RotationPlan, names: dict[str, DeviceInfo], target
     "--keep",
     "keep",
     multiple=True,
-    metavar="ID",
-    help="Keep this device although the removed one added it, or the roster does not list it.",
+    metavar="ID[:FINGERPRINT]",
+    help=_KEEP_HELP,
 )
 @click.option(
     "--stdin",
@@ -398,8 +460,8 @@ def remove_device_cmd(
                 "this is the device you are using; remove it from another device (or just "
                 "delete this home)"
             )
-        kept = tuple(resolve_device(engine, k, active=True) for k in keep)
-        plan = rotation.plan_rotation(engine, target, kept)
+        kept, confirmed = _keeps(engine, keep)
+        plan = _plan(engine, target, kept, confirmed)
         if not yes:
             if not interactive():
                 raise InvalidInput("add --yes to remove a device without a terminal to confirm on")
@@ -414,7 +476,14 @@ def remove_device_cmd(
             )
         recovery_key, passphrase = _rotation_secrets(from_stdin, s.passphrase_wrap is not None)
         try:
-            result = remove_device(engine, target, recovery_key, passphrase=passphrase, keep=kept)
+            result = remove_device(
+                engine,
+                target,
+                recovery_key,
+                passphrase=passphrase,
+                keep=kept,
+                confirmed=confirmed,
+            )
         except HranaError as exc:
             raise SyncFailed(
                 f"remove-device could not finish: {exc}; run it again (a rotation that did reach "
@@ -444,8 +513,11 @@ def _rotate_text(r: rotation.RotationResult) -> str:
     "--keep",
     "keep",
     multiple=True,
-    metavar="ID",
-    help="Also give the new key to this device the signed roster does not list yet.",
+    metavar="ID:FINGERPRINT",
+    help=(
+        "Also give the new key to this device the signed roster does not list yet (the "
+        "fingerprint that device's own `sync devices` shows)."
+    ),
 )
 @click.option(
     "--stdin",
@@ -460,10 +532,14 @@ def rotate_key_cmd(opts: Options, keep: tuple[str, ...], from_stdin: bool) -> No
         engine.require_ready()
         epochs.refresh_epoch(engine)
         s = engine.require_ready()
-        kept = tuple(resolve_device(engine, k, active=True) for k in keep)
+        kept, confirmed = _keeps(engine, keep)
+        if kept:
+            _plan(engine, None, kept, confirmed)
         recovery_key, passphrase = _rotation_secrets(from_stdin, s.passphrase_wrap is not None)
         try:
-            result = rotation.rotate(engine, recovery_key, passphrase=passphrase, keep=kept)
+            result = rotation.rotate(
+                engine, recovery_key, passphrase=passphrase, keep=kept, confirmed=confirmed
+            )
         except HranaError as exc:
             raise SyncFailed(
                 f"rotate-key could not finish: {exc}; run it again (a rotation that did reach "
