@@ -32,8 +32,16 @@ from tests.sync.test_adversarial_roster import (
     secret,
 )
 from tiermem.core.engine import Memory
+from tiermem.core.errors import RosterTampered
 from tiermem.sync import crypto
-from tiermem.sync.crypto.roster import generate_signing_key, load_signing_key, signing_public_bytes
+from tiermem.sync.crypto.roster import (
+    RECOVERY,
+    generate_signing_key,
+    load_signing_key,
+    recovery_signing_key,
+    signing_public_bytes,
+    verify_roster,
+)
 from tiermem.sync.devices import roster_pin
 from tiermem.sync.devices.secret_store import DEVICE_KEY, SIGNING_KEY
 from tiermem.sync.restore import restore
@@ -341,3 +349,28 @@ def test_a_removed_device_cannot_add_records_under_the_old_key_whatever_its_cloc
                     "SELECT count(*) FROM memories WHERE agent_id = ? AND text LIKE 'INJECTED%'",
                     (agent_id,),
                 )
+
+
+def test_only_a_recovery_signed_rekey_changes_a_listed_devices_keys() -> None:
+    recovery = crypto.generate_recovery_key()
+    owner = recovery_signing_key(recovery)
+    device, other = b"\x01" * 16, b"\x02" * 16
+    device_sign = generate_signing_key()
+    draft = roster_pin.Draft("agent", b"tag", None)
+    draft.genesis(recovery, 1)
+    draft.add(device, b"\x11" * 32, signing_public_bytes(device_sign), owner, RECOVERY)
+    draft.add(other, b"\x22" * 32, None, owner, RECOVERY)
+    draft.add(other, b"\x33" * 32, None, device_sign, device.hex())  # by a listed device
+    view = verify_roster("agent", draft.bodies)
+    assert view.devices[other].box_public == b"\x22" * 32
+    assert [(r.device_id, r.by) for r in view.refused] == [(other, device.hex())]
+    draft.rekey(other, b"\x44" * 32, None, recovery)
+    assert verify_roster("agent", draft.bodies).devices[other].box_public == b"\x44" * 32
+    forged = roster_pin.Draft("agent", b"tag", verify_roster("agent", draft.bodies))
+    forged.append(
+        {"op": "rekey", "device": other.hex(), "box": "55" * 32, "sign": ""},
+        device_sign,
+        device.hex(),
+    )
+    with pytest.raises(RosterTampered):
+        verify_roster("agent", draft.bodies + forged.bodies)
