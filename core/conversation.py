@@ -174,7 +174,10 @@ def conversation_end(
             [(item_key(f.text), o.id, o.created) for f, o in zip(facts, outcomes, strict=True)],
         )
         state = mem.hot_store.load()
-        report.hot_added, hot_keys = _update_hot(state, distilled, known, now)
+        later = (
+            distillmod.stated_after(mem.db, mem.agent_id, now, source) if distilled.profile else []
+        )
+        report.hot_added, hot_keys = _update_hot(state, distilled, known, now, later)
         report.hot_pruned = mem.hot_store.save(state, now)
         record_items(mem, source, [(key, "", False) for key in hot_keys])
         record_source(mem, source, digest)
@@ -304,14 +307,15 @@ def _update_hot(
     distilled: distillmod.Distilled,
     known: dict[str, tuple[str, bool]],
     now: float,
+    later: list[str],
 ) -> tuple[list[str], list[str]]:
     """Events, open tasks and lessons of the conversation into hot memory, and the owner-profile
-    fields the person stated into its owner profile; (what was added, their item keys). An item
-    the same session already gave in an earlier call is not added again — a task completed
-    since then stays completed."""
+    fields the person stated into its owner profile unless a `later` statement states them too;
+    (what was added, their item keys). An item the same session already gave in an earlier
+    call is not added again — a task completed since then stays completed."""
     stated = [(f"hot:profile:{item_key(f'{p.field}:{p.value}')}", p) for p in distilled.profile]
     fresh = [(key, p) for key, p in stated if key not in known]
-    changed = distillmod.follow_profile(state, [p for _, p in fresh], now)
+    changed = distillmod.follow_profile(state, [p for _, p in fresh], later)
     added = [f"profile: {c}" for c in changed]
     keys: list[str] = list(dict.fromkeys(key for key, _ in fresh))
     importance = {f.text: f.importance for f in distilled.facts}

@@ -44,7 +44,7 @@ from tiermem.core.distill.facts import (
     summarize,
 )
 from tiermem.core.distill.llm import SCHEMA, SYSTEM_PROMPT, conversation_text, distill_llm
-from tiermem.core.distill.profile import follow_profile, profile_facts
+from tiermem.core.distill.profile import follow_profile, profile_facts, stated_after
 from tiermem.core.distill.rule import distill_rule
 from tiermem.core.errors import InvalidInput
 from tiermem.core.transcript import Transcript
@@ -70,6 +70,7 @@ __all__ = [
     "profile_facts",
     "sentences",
     "slug",
+    "stated_after",
     "summarize",
 ]
 

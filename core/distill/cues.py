@@ -84,7 +84,7 @@ CUE_PATTERNS: dict[str, str] = {
     "person": rf"\bmy {_RELATION_ADJ}{RELATIONS}\b|\b(?:is|was) my {_RELATION_ADJ}{RELATIONS}\b|"
     r"\bbirthday\b|\bborn\b",
     "task": r"\btodo\b|\bto-do\b|\bneed to\b|\bneeds to\b|\bnext step|\bfollow[ -]up\b|"
-    r"\bremind me\b|\baction item|\bdon'?t forget to\b|\bi'?ll\b|\bwe'?ll\b|\bplan to\b|"
+    r"\bremind me\b|\b(?:set|add|create) a reminder\b|\baction item|\bdon'?t forget to\b|\bi'?ll\b|\bwe'?ll\b|\bplan to\b|"
     r"\bhave to\b|\bhas to\b|\bgotta\b|\bgot to\b|\bmust (?!always|never|be\b)|"
     r"\bdeadline\b|\bdue\b|"
     rf"\btomorrow\b|\b(?:by|before|until|till) (?:the )?(?:end of|eod|eow|tonight|tomorrow|next|"
@@ -107,7 +107,7 @@ TRIGGERS: dict[str, frozenset[str]] = {
     "preference": _words("i prefer prefers favorite favourite call please"),
     "person": _words("my birthday born"),
     "task": _words(
-        """todo to-do need needs next follow follow-up remind action don't i'll we'll plan
+        """todo to-do need needs next follow follow-up remind reminder action don't i'll we'll plan
         tomorrow by before until till have has gotta got must deadline due"""
     ),
     "event": _words(
@@ -407,3 +407,21 @@ SMALL_TALK = re.compile(
     re.I,
 )
 """Small-talk questions: "how are you?", "what's up?"."""
+REQUEST = re.compile(
+    r"^(?:(?:hi|hey|hello|so|ok(?:ay)?|also|and|well|actually)\W+)*(?:"
+    r"(?:i'?m|i am|we'?re|we are) (?:looking|searching|hoping|asking) for (?:some |a few |any |"
+    r"a |an |more |good |new |the best )*(?:[\w-]+ ){0,3}(?:ideas?|recommendations?|suggestions?|"
+    r"advice|tips|help|information|info|resources|options|ways|guidance|inspiration|deals?|"
+    r"alternatives)\b|"
+    r"(?:i|we) (?:need|want|would like|'d like|could use) (?:some |a bit of |more |your )?"
+    r"(?:help|advice|suggestions?|recommendations?|ideas|tips|guidance|input)\b|"
+    r"(?:i|we) (?:was|were|am|'m) (?:just )?(?:wondering|curious) (?:if|whether|what|how|about)\b|"
+    r"(?:can|could|would|will) you (?:please )?(?:help|suggest|recommend|give|tell|provide|"
+    r"explain|find|show|share|list|create|write|make|check)\b|"
+    r"(?:please )?(?:help me|suggest|recommend|give me|tell me|show me)\b)",
+    re.I,
+)
+"""A request to the assistant ("I'm looking for some recipe ideas", "Can you suggest…"): a
+question in other words, not knowledge."""
+REMIND = re.compile(r"\bremind me\b|\bdon'?t let me forget\b|\bset a reminder\b", re.I)
+"""A reminder the person asks for: their task, even when asked as a question."""

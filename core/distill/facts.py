@@ -214,21 +214,29 @@ def cue_kind(text: str) -> str:
     return ""
 
 
+SHORT_WORDS = 5
+"""A sentence with fewer meaningful words is short: a change or a date in it is the point of it
+("I quit my job at Acme yesterday"); in a longer one it is a detail of a note."""
+
+
 def plain_kind(text: str, has_meta: bool = False) -> str:
-    """The kind of a sentence without cue words: something technical, an owner-profile field,
-    a short statement about the person (profile) or the world (event, technical), or a note."""
+    """The kind of a sentence without cue words: something technical, an owner-profile field, a
+    short statement of a change or a date (event), a tool a project uses (technical), or a
+    note. Only a stated profile field ranks as high as a preference: a plain statement must not
+    crowd cue facts out of a conversation's `max_facts`."""
     if has_meta:
         return "technical"
     if states_profile(text):
         return "profile"
     if not signals.is_statement(text):
         return "note"
-    dated = bool(DATE.search(text))
-    if signals.first_person(text, singular=True):
-        return "event" if dated and not signals.has_change(text) else "profile"
-    if any(w.casefold() in TOOLS for w in signals.tokens(text)):
+    if not signals.first_person(text, singular=True) and any(
+        w.casefold() in TOOLS for w in signals.tokens(text)
+    ):
         return "technical"
-    return "event" if dated or signals.has_change(text) else "note"
+    short = len(meaningful_words(text)) < SHORT_WORDS
+    changed = bool(DATE.search(text)) or signals.has_change(text)
+    return "event" if short and changed else "note"
 
 
 def classify(text: str, projects: Sequence[str] = ()) -> tuple[str, str, float]:
@@ -236,7 +244,7 @@ def classify(text: str, projects: Sequence[str] = ()) -> tuple[str, str, float]:
     where a person would look: people/<name>, owner/preferences, owner/profile, tasks,
     decisions (projects/<name>/decisions), projects/<name>."""
     kind = cue_kind(text)
-    has_meta = "://" in text or "`" in text or bool(meta.find_paths(text))
+    has_meta = has_metadata(text)
     if not kind:
         kind = plain_kind(text, has_meta)
     importance = IMPORTANCE[kind]
@@ -245,6 +253,11 @@ def classify(text: str, projects: Sequence[str] = ()) -> tuple[str, str, float]:
     if has_meta and kind != "technical":
         importance += 0.05
     return kind, placement(text, kind, projects), round(min(1.0, importance), 2)
+
+
+def has_metadata(text: str) -> bool:
+    """A URL, a command in backticks or a file path: technical whatever else it says."""
+    return "://" in text or "`" in text or bool(meta.find_paths(text))
 
 
 def placement(text: str, kind: str, projects: Sequence[str] = ()) -> str:

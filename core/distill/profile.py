@@ -1,6 +1,7 @@
 """The owner profile from what the person says: where they live, who they work for and as what,
 who their manager is, their diet and their tools. Hot memory's owner profile follows the newest
-statement of each field; a statement older than the hot state never replaces a value."""
+statement of each field: a statement older than another stored statement of the same field
+(a chat history imported late) never replaces its value."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from tiermem.core.db import Database
 from tiermem.core.distill.cues import (
     DATE_WORDS,
     MAX_TOOLS,
@@ -25,6 +27,8 @@ from tiermem.core.transcript import Transcript
 _CONNECTORS = frozenset({"de", "da", "do", "dos", "van", "von", "del", "la", "le", "of", "y"})
 _EDGE = ".,;:!?\"'()[]"
 _NAMED = frozenset({"location", "employer", "manager"})
+MAX_LATER = 2000
+"""Memories stated after a conversation that are read for the profile fields they state."""
 
 
 def profile_facts(text: str) -> list[ProfileFact]:
@@ -109,25 +113,37 @@ def _capitalised(words: list[str]) -> list[str]:
     return out
 
 
-def follow_profile(state: HotState, facts: Sequence[ProfileFact], now: float) -> list[str]:
-    """Apply the person's statements (`now` is when they were made) to the owner profile: each
-    replaces its field's value, under the key the profile already uses for it; a statement
-    older than the hot state's last change fills only fields the profile lacks. Returns what
-    changed as `key: value`."""
+def follow_profile(
+    state: HotState, facts: Sequence[ProfileFact], later: Iterable[str] = ()
+) -> list[str]:
+    """Apply the person's statements to the owner profile: each replaces its field's value,
+    under the key the profile already uses for it, unless one of the `later` statements (the
+    texts stated after these) states the same field. Returns what changed as `key: value`."""
+    stated_later = {f.field for text in later for f in profile_facts(text)}
     profile = state.owner_profile
-    older = now < state.updated_at
     changes: list[str] = []
     for fact in facts:
+        if fact.field in stated_later:
+            continue
         key = _key_for(profile, fact.field)
         old = profile.get(key)
-        if older and old is not None:
-            continue
         new = _tools(old, fact) if fact.field == "tools" else fact.value
         if new == old:
             continue
         profile[key] = new
         changes.append(f"{key}: {', '.join(new) if isinstance(new, list) else new}")
     return changes
+
+
+def stated_after(db: Database, agent_id: str, when: float, source: str) -> list[str]:
+    """The texts of the memories stated after `when` by another source than `source`: an
+    older statement (a chat history imported late) must not replace what they say."""
+    rows = db.query(
+        "SELECT text FROM memories WHERE agent_id = ? AND created_at > ? AND source != ? "
+        "ORDER BY created_at DESC LIMIT ?",
+        (agent_id, when, source, MAX_LATER),
+    )
+    return [str(r[0]) for r in rows]
 
 
 def _key_for(profile: dict[str, Any], field: str) -> str:

@@ -15,6 +15,7 @@ from tiermem.core.distill.cues import (
     IMPORTANCE,
     NAME,
     NOT_NAMES,
+    REMIND,
     TOOLS,
     USER_ONLY,
 )
@@ -24,7 +25,9 @@ from tiermem.core.distill.facts import (
     classify,
     content_words,
     core_summary,
+    cue_kind,
     has_content,
+    has_metadata,
     is_trivial,
     meaningful_words,
     sentences,
@@ -122,7 +125,7 @@ def _fact_from_sentence(
     if len(text) > 2000:
         text = text[:2000].rsplit(" ", 1)[0] + " …"
     text, todo = strip_filler(text)
-    if text.endswith("?") or is_trivial(text, cfg.min_words):
+    if _asks(text, message) or is_trivial(text, cfg.min_words):
         return None
     text = signals.strip_ack(text)
     if not text:
@@ -133,12 +136,16 @@ def _fact_from_sentence(
     kind, category, importance = classify(text, projects)
     if todo and kind not in ("task", "lesson"):
         kind, category, importance = "task", CATEGORY["task"], IMPORTANCE["task"]
-    if assistant and (kind in USER_ONLY or kind == "note"):
+    if assistant and (kind in USER_ONLY or not (cue_kind(text) or has_metadata(text))):
         return None  # the assistant's promises, echoes and chatter are not knowledge
     if kind != "technical" and not has_content(text):
         return None  # "We decided this last week." says nothing
-    if kind == "note" and len(meaningful_words(text)) < cfg.min_words + 2:
-        return None
+    if (
+        kind == "note"
+        and len(meaningful_words(text)) < cfg.min_words + 2
+        and not signals.is_statement(text)
+    ):
+        return None  # a short note needs a name, a date or the person speaking of themselves
     return Fact(
         text=text,
         category=category,
@@ -147,6 +154,14 @@ def _fact_from_sentence(
         role=message.role,
         commands=block_commands,  # its own metadata is added once it is chosen
     )
+
+
+def _asks(text: str, message: Message) -> bool:
+    """A question or a request to the assistant, not knowledge; the person asking to be
+    reminded of something states their task."""
+    if message.role != "assistant" and REMIND.search(text):
+        return False
+    return text.endswith("?") or signals.is_request(text)
 
 
 def _with_metadata(fact: Fact) -> Fact:

@@ -19,6 +19,7 @@ from tiermem.core.distill.cues import (
     FIRST_PERSON_SINGULAR,
     GREETING_WORDS,
     NOT_NAMES,
+    REQUEST,
     RESTATE,
     TOOLS,
     VAGUE,
@@ -116,12 +117,20 @@ def is_statement(text: str) -> bool:
 
 def strip_ack(text: str) -> str:
     """The sentence without its leading acknowledgement or greeting ("Great, we decided…" is
-    "We decided…"); '' when nothing else is left."""
+    "we decided…", the person's own words); '' when nothing else is left."""
     match = ACK_LEAD.match(text)
+    return text[match.end() :].strip() if match else text
+
+
+def is_request(text: str) -> bool:
+    """A request to the assistant that says nothing of the person ("I'm looking for some snack
+    ideas", "Can you suggest a restaurant"); one that does ("…tips for my current project, a
+    Ford Mustang model") keeps what it says."""
+    match = REQUEST.match(text)
     if not match:
-        return text
-    rest = text[match.end() :].strip()
-    return rest[:1].upper() + rest[1:] if rest else ""
+        return False
+    rest = text[match.end() :]
+    return not (first_person(rest) or names(rest) or has_date(rest))
 
 
 def is_farewell(text: str) -> bool:

@@ -226,3 +226,50 @@ def test_a_conversation_end_keeps_no_acknowledgement_in_warm_or_hot_memory(
     ]
     lessons = [x["text"] for x in hot["critical_lessons"] if x["category"] == "lessons"]
     assert lessons == ["Lesson learned: never run migrations without a backup."]
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        "I'm looking for some healthy snack ideas that are easy to prepare.",
+        "can you suggest a good restaurant nearby",
+        "I need some advice on renovating a kitchen.",
+        "I was wondering if you could recommend some tutorials on the topic.",
+        "Hi, I'm searching for a few good podcast recommendations.",
+    ],
+)
+def test_a_request_to_the_assistant_is_not_knowledge(capsys, tmp_path: Path, request_: str) -> None:
+    out = distilled(capsys, tmp_path, f"User: {request_}\n")
+    assert out["facts"] == [] and out["tasks"] == []
+
+
+def test_a_request_that_says_something_of_the_person_keeps_it(capsys, tmp_path: Path) -> None:
+    line = (
+        "I'm looking for tips on weathering effects for my current project, a Ford Mustang model."
+    )
+    assert texts(distilled(capsys, tmp_path, f"User: {line}\n")) == [line]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "can you remind me to renew my passport by dec 3?",
+        "Could you please remind me to call mum on Friday?",
+        "pls set a reminder to pay the rent on the 1st?",
+    ],
+)
+def test_a_reminder_asked_as_a_question_is_a_task(capsys, tmp_path: Path, question: str) -> None:
+    out = distilled(capsys, tmp_path, f"User: {question}\nAssistant: Sure, will do!\n")
+    assert out["tasks"] == [question] and out["facts"][0]["kind"] == "task"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Notion is a highly customizable workspace for your book journal.",
+        "Many readers find that Goodreads and a paper journal complement each other.",
+        "Evernote and Notion are both powerful tools for this.",
+    ],
+)
+def test_an_assistant_statement_without_a_cue_is_chatter(capsys, tmp_path: Path, line: str) -> None:
+    assert distilled(capsys, tmp_path, f"User: hi\nAssistant: {line}\n")["facts"] == []
