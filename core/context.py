@@ -88,8 +88,10 @@ def meaningful_words(message: str) -> list[str]:
 
 
 def is_trivial(message: str) -> bool:
-    """The trivial filter: fewer than 3 meaningful words after stopwords."""
-    return len(meaningful_words(message)) < MIN_MEANINGFUL_WORDS
+    """The trivial filter: greetings, thanks and acknowledgements; a question (a question mark or
+    a wh-word) or a name with content is never trivial, other messages need 3 meaningful words
+    (`injection.is_trivial`)."""
+    return injection.is_trivial(message, MIN_MEANINGFUL_WORDS)
 
 
 # -- the always-loaded part ---------------------------------------------------------------------

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tiermem.core import episodes
+from tiermem.core.distill import signals
+from tiermem.core.distill.cues import GREETING_WORDS, QUESTION_FILLER, SMALL_TALK, WH_WORDS
 from tiermem.core.errors import InvalidInput
 from tiermem.core.ranking import Hit
-from tiermem.core.terms import matched_terms, stem
+from tiermem.core.terms import STOPWORDS, TERM, matched_terms, stem
 from tiermem.core.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -23,6 +25,34 @@ if TYPE_CHECKING:
 
 EPISODES_HEADING = "## Related conversations"
 EPISODE_CANDIDATES = 5
+
+
+def is_trivial(message: str, min_words: int) -> bool:
+    """Greetings, thanks and acknowledgements ("hi", "thanks!", "ok cool", "how are you?"):
+    nothing to look up. A message with a word of content is never trivial when it asks (a
+    question mark, a wh-word, also "whats") or names someone or something beyond that word
+    ("Diego's birthday"); otherwise it needs `min_words` content words."""
+    text = SMALL_TALK.sub(" ", message)
+    words = [w.casefold() for w in TERM.findall(text)]
+    content = [w for w in words if len(w) > 1 and w not in _NOT_CONTENT]
+    if len(content) >= min_words:
+        return False
+    if not content:
+        return True
+    if "?" in text or any(w in WH_WORDS for w in words):
+        return False
+    named = {w.casefold() for name in signals.names(text) for w in TERM.findall(name)}
+    return not (named and set(content) - named)
+
+
+_NOT_CONTENT = STOPWORDS | GREETING_WORDS | WH_WORDS
+
+
+def asked(terms: Sequence[str]) -> list[str]:
+    """The terms that say what a message asks about: not its wh-words or politeness ("whats",
+    "please", "tell me"), which no memory needs to contain."""
+    kept = [t for t in terms if t not in WH_WORDS and t not in QUESTION_FILLER]
+    return kept or list(terms)
 
 
 def check_threshold(floor: float) -> float:
@@ -34,10 +64,12 @@ def check_threshold(floor: float) -> float:
 def relevance(hit: Hit, terms: Sequence[str]) -> float:
     """0..1: how much of the message this memory is about (module doc)."""
     e = hit.explanation
-    if not terms:
+    wanted = asked(terms)
+    if not wanted:
         return 0.0
-    matched = len(e.matched_terms) + (1 if e.via and not e.via.startswith("episode") else 0)
-    share = min(1.0, matched / len(terms))
+    found = sum(1 for t in e.matched_terms if t in wanted)
+    matched = found + (1 if e.via and not e.via.startswith("episode") else 0)
+    share = min(1.0, matched / len(wanted))
     return max(share, e.similarity or 0.0)
 
 
@@ -60,6 +92,7 @@ def episode_block(
     """Abstracts of the episodes that match the message at or above `threshold` (the same
     term share as memories), best first, within `budget` tokens (heading included)."""
     block = EpisodeBlock()
+    terms = asked(terms)
     if budget <= 0 or not terms:
         return block
     stems = {stem(t): t for t in terms}

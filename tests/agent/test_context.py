@@ -76,7 +76,7 @@ def test_context_block_respects_the_budget_and_injects_relevant_memories(mem: Me
         ("hi", True),
         ("ok thanks!", True),
         ("Yes, sure, sounds good to me", True),
-        ("what is the deploy command?", True),  # 2 meaningful words: deploy, command
+        ("what is the deploy command?", False),  # a question: never trivial
         ("what was the deploy command for staging?", False),
         ("Remind me of Sarah's birthday party plans", False),
     ],
