@@ -34,7 +34,6 @@ from tiermem.core.distill.cues import CATEGORY, IMPORTANCE, KINDS
 from tiermem.core.distill.facts import (
     Distilled,
     Fact,
-    ProfileFact,
     classify,
     cue_kind,
     is_trivial,
@@ -44,7 +43,12 @@ from tiermem.core.distill.facts import (
     summarize,
 )
 from tiermem.core.distill.llm import SCHEMA, SYSTEM_PROMPT, conversation_text, distill_llm
-from tiermem.core.distill.profile import follow_profile, profile_facts, stated_after
+from tiermem.core.distill.profile import (
+    ProfileFact,
+    follow_profile,
+    profile_facts,
+    stated_after,
+)
 from tiermem.core.distill.rule import distill_rule
 from tiermem.core.errors import InvalidInput
 from tiermem.core.transcript import Transcript

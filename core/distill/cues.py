@@ -118,7 +118,11 @@ TRIGGERS: dict[str, frozenset[str]] = {
 MONTHS = _words("jan feb mar apr may jun jul aug sep oct nov dec")
 CRITICAL = re.compile(r"\b(?:critical|urgent|important|must|never|password|credential)\b", re.I)
 WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+SENTENCE_END = re.compile(
+    r"(?<=[.!?])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bProf\.)"
+    r"(?<!\bSr\.)(?<!\bJr\.)(?<!\bvs\.)(?<!\be\.g\.)(?<!\bi\.e\.)\s+(?=[\"'(\[]?[A-Z0-9])"
+)
+"""A sentence's end: not the dot of a title or an abbreviation ("Mr. Sousa", "St. Mary's")."""
 BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[ \t]*$", re.M | re.S)
 NAME = re.compile(
@@ -138,7 +142,8 @@ NOT_NAMES = frozenset(
     Windows Github Google Slack Hi Hello Hey Dear Great Good Cool Nice Perfect Noted Got Sounds
     So If Not No Of For In On At To From With By As Or Once Since Until After Before Every
     Lesson Rule Remember Never Always Don't Do Did Does Is Are Was Were Will Would Should Can
-    Could Might Must Have Has Had Be Been Oh Ah Well Congrats Congratulations Reminder
+    Could Might Must Have Has Had Be Been Oh Ah Well Congrats Congratulations Reminder Mr Mrs Ms
+    Dr Prof Sr Jr St Fyi Btw Asap Lol Omg Tbh Imo Eod Eta
     Everything Nothing Something Anything Everyone Someone Nobody Last First New Old Another
     Some Any All Both Each Most More Very Really Team""".split()  # noqa: SIM905
 )
@@ -191,18 +196,15 @@ DATE_WORDS = _words(
 )
 TOOLS = _words(
     """postgres postgresql mysql mariadb sqlite redis mongodb kafka rabbitmq elasticsearch
-    docker podman kubernetes k8s helm terraform ansible nginx caddy apache traefik linux
-    macos windows ubuntu debian fedora arch nixos python rust golang java kotlin swift
-    javascript typescript node nodejs deno bun react vue svelte angular nextjs django flask
-    fastapi rails laravel spring aws gcp azure hetzner cloudflare vercel netlify heroku
-    fly.io supabase firebase stripe paypal git github gitlab bitbucket slack discord notion
-    jira linear trello asana confluence vscode vim neovim emacs intellij pycharm xcode figma
-    obsidian logseq excel sheets zoom teams grafana prometheus sentry datadog pytorch
-    tensorflow jupyter pandas numpy uv pip poetry conda npm pnpm yarn homebrew openai claude
-    jenkins circleci travis
-    chatgpt ollama llama mistral gemini copilot cursor zed iterm tmux zsh bash fish"""
+    docker podman kubernetes k8s terraform ansible nginx traefik linux macos ubuntu debian
+    nixos python golang javascript typescript nodejs deno kotlin svelte nextjs django fastapi
+    laravel aws gcp hetzner cloudflare vercel netlify heroku fly.io supabase firebase paypal
+    git github gitlab bitbucket jira trello confluence vscode vim neovim emacs intellij pycharm
+    xcode figma grafana datadog pytorch tensorflow jupyter numpy conda npm pnpm homebrew
+    openai chatgpt ollama tmux zsh iterm jenkins circleci"""
 )
-"""Tools and platforms named in lower case as often as not."""
+"""Tools and platforms named in lower case as often as not (not those that are also common
+words, like Linear, Slack or Notion: those count as names when capitalised)."""
 
 # -- assistant acknowledgements, promises and restatements -------------------------------------
 

@@ -24,7 +24,6 @@ from tiermem.core.distill.cues import (
     MONTHS,
     NOT_NAMES,
     PERSON_NAME,
-    PROFILE,
     PROJECT_NAME,
     SENTENCE_END,
     TASK_LEAD,
@@ -32,6 +31,7 @@ from tiermem.core.distill.cues import (
     TRIGGERS,
     WORD,
 )
+from tiermem.core.distill.profile import ProfileFact, profile_facts
 from tiermem.core.terms import STOPWORDS
 
 
@@ -56,19 +56,6 @@ class Fact:
             "commands": self.commands,
             "paths": self.paths,
         }
-
-
-@dataclass(frozen=True)
-class ProfileFact:
-    """One owner-profile field the person stated ("location", "Porto"); `replaces` is the value
-    it says it replaced ("switched from Vim to Neovim")."""
-
-    field: str
-    value: str
-    replaces: str = ""
-
-    def as_dict(self) -> dict[str, str]:
-        return {"field": self.field, "value": self.value, "replaces": self.replaces}
 
 
 @dataclass
@@ -160,7 +147,7 @@ def is_trivial(text: str, min_words: int) -> bool:
 
 def states_profile(text: str) -> bool:
     """Whether the sentence states an owner-profile field ("I'm vegan now")."""
-    return any(pattern.search(text) for _, pattern in PROFILE)
+    return bool(profile_facts(text))
 
 
 def strip_filler(text: str) -> tuple[str, bool]:

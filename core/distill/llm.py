@@ -14,8 +14,7 @@ from tiermem.core import metadata as meta
 from tiermem.core.config import DistillConfig
 from tiermem.core.distill import signals
 from tiermem.core.distill.facts import Distilled, Fact, classify, core_summary, summarize
-from tiermem.core.distill.profile import profile_of
-from tiermem.core.distill.rule import distill_rule
+from tiermem.core.distill.rule import distill_rule, profile_of
 from tiermem.core.transcript import Transcript
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tiermem.core.db import Database
@@ -19,16 +20,27 @@ from tiermem.core.distill.cues import (
     TOOLS,
     VALUE_STOPS,
 )
-from tiermem.core.distill.facts import ProfileFact, sentences
 from tiermem.core.distill.signals import tokens
 from tiermem.core.hot import HotState
-from tiermem.core.transcript import Transcript
 
 _CONNECTORS = frozenset({"de", "da", "do", "dos", "van", "von", "del", "la", "le", "of", "y"})
 _EDGE = ".,;:!?\"'()[]"
 _NAMED = frozenset({"location", "employer", "manager"})
 MAX_LATER = 2000
 """Memories stated after a conversation that are read for the profile fields they state."""
+
+
+@dataclass(frozen=True)
+class ProfileFact:
+    """One owner-profile field the person stated ("location", "Porto"); `replaces` is the value
+    it says it replaced ("switched from Vim to Neovim")."""
+
+    field: str
+    value: str
+    replaces: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"field": self.field, "value": self.value, "replaces": self.replaces}
 
 
 def profile_facts(text: str) -> list[ProfileFact]:
@@ -41,19 +53,6 @@ def profile_facts(text: str) -> list[ProfileFact]:
             if value and not any(f.field == field for f in out):
                 old = match.groupdict().get("old") or ""
                 out.append(ProfileFact(field, value, _clean(old)))
-    return out
-
-
-def profile_of(transcript: Transcript) -> list[ProfileFact]:
-    """The profile fields the person states in a conversation (never the assistant's words,
-    never a question)."""
-    out: list[ProfileFact] = []
-    for message in transcript.messages:
-        if message.role == "assistant":
-            continue
-        for text, _ in sentences(message.text):
-            if not text.endswith("?"):
-                out += profile_facts(text)
     return out
 
 

@@ -33,7 +33,7 @@ from tiermem.core.distill.facts import (
     sentences,
     strip_filler,
 )
-from tiermem.core.distill.profile import profile_facts
+from tiermem.core.distill.profile import ProfileFact, profile_facts
 from tiermem.core.transcript import Message, Transcript
 
 
@@ -94,6 +94,19 @@ def distill_rule(
     out.people = [n for n, _ in people.most_common(20) if n not in set(projects)]
     out.urls, out.commands, out.paths = list(urls), list(commands), list(paths)
     out.summary = core_summary(out.facts, cfg.summary_bytes)
+    return out
+
+
+def profile_of(transcript: Transcript) -> list[ProfileFact]:
+    """The profile fields the person states in a conversation (never the assistant's words,
+    never a question)."""
+    out: list[ProfileFact] = []
+    for message in transcript.messages:
+        if message.role == "assistant":
+            continue
+        for text, _ in sentences(message.text):
+            if not text.endswith("?"):
+                out += profile_facts(text)
     return out
 
 

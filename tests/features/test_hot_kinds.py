@@ -74,6 +74,7 @@ def test_placement_without_a_category(cli: Cli) -> None:
     assert placed("Ledgerly invoices are generated every night at 2am") == "projects/ledgerly"
     assert placed("I really like dark roast coffee in the morning") == "owner/preferences"
     assert placed("Priya Natarajan is my new boss") == "people/priya-natarajan"
+    assert placed("btw my landlord is Mr. Sousa, he lives upstairs") == "people/sousa"
     assert placed("Accepted the offer, I start at Northwind in May") != "lessons"
 
 
