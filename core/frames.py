@@ -197,6 +197,15 @@ def claims_of(text: str, said_at: float) -> tuple[Claim, ...]:
     return tuple(c for c in found if c is not None)
 
 
+def says_change(claim: Claim) -> bool:
+    """Whether a statement itself says something changed or holds one value at a time (where
+    someone lives or works, their manager, role or name; a tool for a job): a store compares
+    these at once, the rest at the next consolidation."""
+    owned = any(w.startswith("~") for w in claim.frame) or bool(claim.kinds)
+    said = claim.change or claim.negated or claim.correction or claim.future
+    return bool(claim.values) and (owned or said or bool(claim.corrected))
+
+
 def can_replace(claim: Claim) -> bool:
     """Whether a claim has what `replaces` needs from either side of a change: a one-value
     attribute, a tool kind, a change word, a negation or a correction (most sentences have
@@ -289,15 +298,18 @@ def _same_subject(new: Claim, old: Claim) -> bool:
 
 
 def fts_query(claim: Claim) -> str:
-    """An FTS5 query for statements that may state the same thing: its one-value attributes
-    (by every word that names one), values and tool kinds, else its frame words."""
+    """An FTS5 query for statements that may state the same thing: any word naming one of its
+    one-value attributes, its tools' kind, or (a correction) the value it corrects; else its
+    frame words."""
     words: list[str] = []
     anchors = [w for w in sorted(claim.frame) if w.startswith("~") or w in _SLOT_STEMS]
-    for word in anchors or sorted(claim.frame):
+    for word in anchors:
         words += _SLOT_SURFACE.get(word, [word])
-    words += sorted(claim.values | claim.corrected)
     for kind in claim.kinds:
         words += [t for t, k in TOOL_KINDS.items() if k == kind]
+    words += sorted(claim.corrected)
+    if not words:
+        words = sorted(claim.frame)
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
 
 

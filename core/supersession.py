@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 DREAMS = "dreams"
 RECORD_CATEGORY = "conversations"
 """Where conversation end keeps one dated record per conversation (`core.conversation`)."""
-CANDIDATES = 16
+CANDIDATES = 8
 INLINE_LIMIT = 64
 """Memories one store indexes and compares at once; a bulk load waits for `catch_up`."""
 MIN_HOT_MATCH = 12
@@ -137,10 +137,16 @@ def after_store(mem: Memory, new_ids: Sequence[str]) -> list[Change]:
     (inside the caller's transaction): each indexed, then what they replace marked."""
     if len(new_ids) > INLINE_LIMIT:
         return []  # a bulk load: `catch_up` reads these at the next consolidation
+    rows = _rows(mem, list(new_ids))
+    changing = [m.id for m in rows if any(map(frames.says_change, _claims(m)))]
     closures: list[Any] = []
-    for memory_id in new_ids:
+    for memory_id in changing:  # the rest wait for `catch_up` (consolidation)
         closures += graph.index_one(mem, memory_id).closures
-    return _detected(mem, new_ids, closures)
+    return _detected(mem, changing, closures)
+
+
+def _claims(memory: MemoryRow) -> tuple[frames.Claim, ...]:
+    return () if _derived(memory) else frames.claims_of(memory.text, memory.created_at)
 
 
 def catch_up(mem: Memory) -> graph.IndexReport:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from tiermem.core import reinforce
 from tiermem.core.config import DedupConfig
@@ -527,25 +527,31 @@ def _insert_row(
     size = len(fact.text.encode()) + sum(
         len(v.encode()) for v in (*fact.urls, *fact.commands, *fact.paths)
     )
-    values = {
-        "id": fid,
-        "text": fact.text,
-        "category": category,
-        "importance": float(fact.importance),
-        "created_at": now if fact.created_at is None else fact.created_at,
-        "access_count": fact.access_count + seen[0],
-        "last_access": seen[1],
-        "tier": "warm",
-        "tier_changed_at": now,
-        "urls": _join(fact.urls),
-        "commands": _join(fact.commands),
-        "paths": _join(fact.paths),
-        "source": fact.source,
-        "size_bytes": size,
-        "tokens": n_tokens,
-    }
-    # 64-bit: the row id is bound as text (driver trap)
-    return (str(seq), agent_id, *(values.get(n, STORED_DEFAULTS.get(n)) for n in NAMES))
+    return (
+        str(seq),  # 64-bit: bound as text (driver trap)
+        agent_id,
+        fid,
+        fact.text,
+        category,
+        float(fact.importance),
+        now if fact.created_at is None else fact.created_at,
+        fact.access_count + seen[0],
+        seen[1],
+        "warm",
+        now,
+        _join(fact.urls),
+        _join(fact.commands),
+        _join(fact.paths),
+        fact.source,
+        size,
+        n_tokens,
+        *_NEW_ROW_DEFAULTS,
+    )
+
+
+_NEW_ROW_GIVEN: Final = NAMES[: NAMES.index("tokens") + 1]
+_NEW_ROW_DEFAULTS: Final = tuple(STORED_DEFAULTS[n] for n in NAMES[len(_NEW_ROW_GIVEN) :])
+"""What a new row holds in the columns after `tokens` (pinned, supersession): their defaults."""
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
