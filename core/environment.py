@@ -34,6 +34,7 @@ RECOVERY_KEY: Final = "TIERMEM_RECOVERY_KEY"
 PASSPHRASE: Final = "TIERMEM_PASSPHRASE"
 SECRET_STORE: Final = "TIERMEM_SECRET_STORE"
 RESIDENT: Final = "TIERMEM_RESIDENT"
+RESIDENT_TIMEOUT: Final = "TIERMEM_RESIDENT_TIMEOUT"
 
 Driver = Literal["", "libsql", "sqlite3"]
 Store = Literal["", "keyring", "file"]
@@ -132,6 +133,12 @@ VARIABLES: Final[tuple[Variable, ...]] = (
         "flag",
         "`0`: run every command in its own process, even while `tiermem resident start` runs "
         "(read by the entry point itself, before this model loads).",
+    ),
+    Variable(
+        RESIDENT_TIMEOUT,
+        "seconds",
+        "How long a command waits for the resident process to take it before running in its "
+        "own process (default 2; read by the entry point itself).",
     ),
 )
 BY_NAME: Final[Mapping[str, Variable]] = MappingProxyType({v.name: v for v in VARIABLES})

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from tiermem.core.environment import VARIABLES
 from tiermem.core.errors import InvalidInput, ServiceError
 from tiermem.core.paths import DEFAULT_AGENT
 
@@ -276,6 +277,8 @@ RestartSec=2
 # {RESIDENT_RENEW_EXIT}: it stopped because an upgrade changed its files: start it on the new ones
 RestartForceExitStatus={RESIDENT_RENEW_EXIT}
 Environment=PYTHONUNBUFFERED=1
+# it lives for the whole login: no secret of the manager's environment (callers bring theirs)
+UnsetEnvironment={" ".join(v.name for v in VARIABLES if v.secret)}
 
 [Install]
 WantedBy=default.target

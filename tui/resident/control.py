@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -9,15 +10,21 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from tiermem.core.environment import VARIABLES
 from tiermem.core.errors import ResidentFailed
 from tiermem.sync.push.kick import take_lock
 from tiermem.tui.resident import client
 
 SERVER = "tiermem.tui.resident.server"
+SECRETS = frozenset(v.name for v in VARIABLES if v.secret)
+"""What the resident process never keeps: each caller brings its own in its request."""
+MAX_SOCKET_PATH = 107
+"""The longest path a Unix socket can be bound to on Linux (108 bytes with the final NUL)."""
 
 
 @dataclass(frozen=True)
@@ -31,8 +38,27 @@ class Status:
 
 def status() -> Status:
     path = client.socket_path()
-    pid = _listener(path) if client.private(os.path.dirname(path)) else None
+    pid = _listener(path) if path and client.private_folder(os.path.dirname(path)) else None
     return Status(pid is not None, pid, path)
+
+
+def scrubbed(environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` without the secrets: a process that lives for days keeps none of them."""
+    return {name: value for name, value in environ.items() if name not in SECRETS}
+
+
+def make_folder(path: str) -> None:
+    """Make the socket's folder for `path` (0700), or refuse one that is not ours alone."""
+    folder = os.path.dirname(path)
+    if not path:
+        raise ResidentFailed("no folder for its socket: set XDG_RUNTIME_DIR or HOME")
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        raise ResidentFailed(f"{path} is too long for a socket: set XDG_RUNTIME_DIR")
+    os.makedirs(os.path.dirname(folder), mode=0o700, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder, mode=0o700)
+    if not client.private_folder(folder):
+        raise ResidentFailed(f"{folder} must be owned by you and closed to others (mode 0700)")
 
 
 def start(timeout: float = 60.0) -> Status:
@@ -42,10 +68,7 @@ def start(timeout: float = 60.0) -> Status:
     current = status()
     if current.running:
         return current
-    folder = client.socket_dir()
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    if not client.private(folder):
-        raise ResidentFailed(f"{folder} must be owned by you and closed to others (mode 0700)")
+    make_folder(current.socket)
     log = current.socket.removesuffix(".sock") + ".log"
     read, write = os.pipe()
     with open(log, "wb") as errors:
@@ -57,6 +80,7 @@ def start(timeout: float = 60.0) -> Status:
             stdout=subprocess.DEVNULL,
             stderr=errors,
             cwd="/",
+            env=scrubbed(os.environ),
         )
     os.close(write)
     try:

@@ -1,23 +1,31 @@
 """The resident process: the engine imported once, a child forked for each command.
 
-Each request brings the caller's command line, environment, working folder, umask and its three
-standard streams (file descriptors passed over the socket). A child takes them over and runs
+Each request brings the caller's command line, environment, working folder and umask; its three
+standard streams (file descriptors passed over the socket) come with its go. A child takes them over and runs
 the command as `tiermem` itself would, so output, prompts on standard input, exit codes and
 Ctrl-C behave the same; the caller relays signals to it and exits with its code. The process
 stays single-threaded, so forking it is safe, and it holds no database open: every child opens
 its own connections, as a new process would.
 
 A child declines (and stops this process) when a file it imported has changed since, such as
-after an upgrade or an edit; the caller then runs the command itself.
+after an upgrade or an edit; the caller then runs the command itself. A child runs the command
+only once the caller, given its pid, says go (a caller that gave up waiting runs it itself), and
+it dies with its caller: the kernel kills its process group when the caller's end of the socket
+closes before the command has ended, even while it is stopped.
+
+This process keeps no secret variable of the environment it was started in: `main` starts
+itself again without them (each caller brings its own in its request).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib
 import io
 import os
 import pkgutil
+import select
 import signal
 import socket
 import sys
@@ -31,7 +39,7 @@ from tiermem.core import tokens
 from tiermem.sync.push.kick import take_lock
 from tiermem.sync.vault.hrana import tls_context
 from tiermem.tui.resident import client
-from tiermem.tui.resident.control import lock_path, peer
+from tiermem.tui.resident.control import SECRETS, SERVER, lock_path, make_folder, peer, scrubbed
 
 PRELOADED = ("tiermem.core", "tiermem.ops", "tiermem.tui.cli")
 """Packages imported whole before serving: everything a forwarded command may need."""
@@ -61,7 +69,6 @@ class Request:
     environ: dict[str, str]
     umask: int
     streams: list[tuple[str | None, str | None]]
-    fds: list[int]
 
 
 def preload() -> dict[str, int]:
@@ -133,7 +140,7 @@ def listen(path: str) -> socket.socket:
 def serve(path: str, ready: int | None = None) -> None:
     """Preload, listen on `path`, then fork a child per connection until SIGTERM (exit 0) or
     until a child finds the install changed (`EXIT_RENEW`)."""
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    make_folder(path)
     lock = take_lock(Path(lock_path(path)))  # held until this process ends
     if lock is None:  # what was asked for runs already: not a failure to restart on
         sys.stderr.write("another resident process is starting or running\n")
@@ -187,9 +194,9 @@ def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
     """Run one request in this forked child, report its exit code, and never return."""
     code = 1
     try:
+        os.setpgid(0, 0)  # a group of its own: what the command starts dies with it
         conn.settimeout(RECEIVE_TIMEOUT)
         request = _receive(conn)
-        conn.settimeout(None)
         stale = request is not None and changed(loaded)
         if request is None or request.package != client.package_dir() or stale:
             conn.sendall((0).to_bytes(8, "little"))
@@ -197,7 +204,12 @@ def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
                 os.kill(os.getppid(), signal.SIGUSR1)  # out of date: let the next start renew it
             os._exit(0)
         conn.sendall(os.getpid().to_bytes(8, "little", signed=True))
-        _adopt(request)
+        fds = _go(conn)
+        if fds is None:
+            os._exit(0)  # the caller gave up waiting: it runs the command itself
+        conn.settimeout(None)
+        _die_with_caller(conn)
+        _adopt(request, fds)
         from tiermem.tui.entry import run_here
 
         code = run_here(request.args)
@@ -212,29 +224,51 @@ def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
             with contextlib.suppress(Exception):
                 stream.flush()
         with contextlib.suppress(OSError):
+            _live_after_caller(conn)  # the caller reads the code, then hangs up: not a death
             conn.sendall(code.to_bytes(4, "little", signed=True))
         os._exit(code)
+
+
+def _die_with_caller(conn: socket.socket) -> None:
+    """Have the kernel SIGKILL this child's process group as soon as the caller's end of `conn`
+    closes (the caller killed, even by SIGKILL), as the command would have died with a direct
+    run; the kernel does it, so it works while the child is stopped or busy."""
+    fcntl.fcntl(conn, fcntl.F_SETOWN, -os.getpgrp() if os.getpgrp() == os.getpid() else os.getpid())
+    fcntl.fcntl(conn, fcntl.F_SETSIG, signal.SIGKILL)  # instead of SIGIO
+    fcntl.fcntl(conn, fcntl.F_SETFL, fcntl.fcntl(conn, fcntl.F_GETFL) | os.O_ASYNC)
+    if select.select([conn], [], [], 0)[0]:  # it hung up before that: nothing tells us again
+        os._exit(1)
+
+
+def _live_after_caller(conn: socket.socket) -> None:
+    """Undo `_die_with_caller`: the command has ended."""
+    fcntl.fcntl(conn, fcntl.F_SETFL, fcntl.fcntl(conn, fcntl.F_GETFL) & ~os.O_ASYNC)
 
 
 def _receive(conn: socket.socket) -> Request | None:
     import marshal
 
-    space = socket.CMSG_SPACE(3 * 4)
-    header, ancillary, _, _ = conn.recvmsg(4, space)
-    fds = [
-        int.from_bytes(data[i : i + 4], sys.byteorder, signed=True)
-        for level, kind, data in ancillary
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
-        for i in range(0, len(data) - len(data) % 4, 4)
-    ]
-    size = int.from_bytes(header, "little") if len(header) == 4 else 0
-    if len(fds) != 3 or not 0 < size <= client.MAX_REQUEST:
+    header = b"".join(_chunks(conn, 4))
+    size = int.from_bytes(header, "little")
+    if not 0 < size <= client.MAX_REQUEST:
         return None
     payload = b"".join(_chunks(conn, size))
     protocol, package, args, cwd, environ, umask, streams = marshal.loads(payload)
     if protocol != client.PROTOCOL:
         return None
-    return Request(package, list(args), cwd, dict(environ), umask, list(streams), fds)
+    return Request(package, list(args), cwd, dict(environ), umask, list(streams))
+
+
+def _go(conn: socket.socket) -> list[int] | None:
+    """The caller's standard streams, sent with its go; None if it hung up instead."""
+    data, ancillary, _, _ = conn.recvmsg(1, socket.CMSG_SPACE(3 * 4))
+    fds = [
+        int.from_bytes(raw[i : i + 4], sys.byteorder, signed=True)
+        for level, kind, raw in ancillary
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+        for i in range(0, len(raw) - len(raw) % 4, 4)
+    ]
+    return fds if data == client.GO and len(fds) == 3 else None
 
 
 def _chunks(conn: socket.socket, size: int) -> Iterator[bytes]:
@@ -246,12 +280,12 @@ def _chunks(conn: socket.socket, size: int) -> Iterator[bytes]:
         yield chunk
 
 
-def _adopt(request: Request) -> None:
+def _adopt(request: Request, fds: list[int]) -> None:
     """Become the caller: its streams, folder, environment, umask, and default signals."""
     for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    for target, fd in enumerate(request.fds):
+    for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
     os.chdir(request.cwd)
@@ -276,6 +310,12 @@ def _adopt(request: Request) -> None:
 
 def main() -> None:
     """`python -m tiermem.tui.resident.server [READY_FD]` (what `tiermem resident start` runs)."""
+    if SECRETS & set(os.environ):  # removing them here would leave them in /proc/PID/environ
+        os.execve(
+            sys.executable,
+            [sys.executable, "-m", SERVER, *sys.argv[1:]],
+            scrubbed(os.environ),
+        )
     ready = int(sys.argv[1]) if len(sys.argv) > 1 else None
     serve(client.socket_path(), ready)
 
