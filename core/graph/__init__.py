@@ -230,7 +230,8 @@ def index_memories(mem: Memory, limit: int | None = BATCH) -> IndexReport:
         rows_after, params = mem.memories.after(int(last or 0))
         rows = mem.db.query(
             f"SELECT seq, id, text, created_at FROM memories WHERE {rows_after} "
-            "AND category != 'conversations' ORDER BY seq LIMIT ?",
+            "AND category != 'conversations' AND substr(category, 1, 6) != 'dreams' "
+            "ORDER BY seq LIMIT ?",
             (*params, -1 if limit is None else limit),
         )
         for _, memory_id, text, created_at in rows:
@@ -254,7 +255,7 @@ def index_one(mem: Memory, memory_id: str) -> IndexReport:
         if row is None:
             raise NotFound(f"no memory {memory_id!r}")
         seq, text, created_at, category = row
-        if str(category) == "conversations":
+        if str(category) == "conversations" or str(category).startswith("dreams"):
             return report
         index_text(graph, str(text), "memory", memory_id, float(created_at), report)
         last = mem.db.scalar(

@@ -4,16 +4,22 @@ each says how it was reached ("via Maya → works_on → Ledgerly")."""
 
 from __future__ import annotations
 
+import re
+import time
 from dataclasses import dataclass, field
 from typing import cast
 
 from tiermem.core import episodes
 from tiermem.core.config import GraphConfig
 from tiermem.core.db import Database, Row
-from tiermem.core.graph import known_mentions_by_key, ngram_keys
+from tiermem.core.graph import history, known_mentions_by_key, ngram_keys, question
+from tiermem.core.graph.extract import OWNER
 from tiermem.core.graph.store import GraphStore
 from tiermem.core.ranking import ROW_FIELDS, Candidate, with_count
 
+_QUESTION = re.compile(r"\?|\b(?:what|whats|what's|where|who|whom|whose|which|when|how)\b", re.I)
+ANSWER_BOOST = 1.0
+"""A question's current answer: as relevant as the best keyword match, then doubled."""
 NEIGHBOURS = 10
 MEMORIES_PER_ENTITY = 50
 EPISODES = 3
@@ -44,6 +50,8 @@ class GraphSignals:
         """`found` with the signal's boosts and reasons, plus memories reached only through an
         entity of the query (within the same filters)."""
         reached = self._entity_paths(query)
+        for memory_id, mark in self._answers(query).items():
+            reached[memory_id] = mark  # a question's current answer outranks a mention
         linked = self._episode_facts(query)
         by_id = {str(c.row[0]): c for c in found}
         for memory_id, (boost, via) in linked.items():
@@ -73,6 +81,29 @@ class GraphSignals:
                     continue
                 for ref in other_refs:
                     out.setdefault(ref, (boost / 2, path))
+        return out
+
+    def _answers(self, query: str) -> dict[str, tuple[float, str]]:
+        """memory id → (boost, "answers …") for the memories stating what holds now for what a
+        question asks ("who is my manager" → the memory that said who it is now)."""
+        if not self.entities or not _QUESTION.search(query):
+            return {}
+        asked = question.parse(query)
+        if not asked.predicates:
+            return {}
+        graph = GraphStore(self.db, self.agent_id)
+        about = question.mentioned(graph, query)
+        owner = graph.lookup(OWNER) if asked.first_person or not about else None
+        out: dict[str, tuple[float, str]] = {}
+        for entity_id in [*about, *([owner] if owner else [])][:3]:
+            edges = [
+                e for e in graph.edges(entity_id) if question.wanted(e.predicate, asked.predicates)
+            ]
+            holding = [e for e in history.at_time(edges, time.time()) if e.firm and e.memory]
+            names = graph.names({e.subject for e in holding} | {e.object for e in holding})
+            for e in holding:
+                via = f"answers: {names.get(e.subject, e.subject)} → {e.predicate} → "
+                out.setdefault(str(e.memory), (ANSWER_BOOST, via + names.get(e.object, e.object)))
         return out
 
     def _known(self, keys: set[str]) -> set[str]:
