@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.clikit import cli, cli_json
 from tests.terminal import open_terminal, read_until
-from tiermem.tui.cli import run
 
 SEED = Path(__file__).parent / "fixtures" / "seed"
 
@@ -19,18 +19,6 @@ SEED = Path(__file__).parent / "fixtures" / "seed"
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
-
-
-def cli(capsys, home: Path, *args: str) -> tuple[int, str, str]:
-    code = run(["--home", str(home), *args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def cli_json(capsys, home: Path, *args: str):
-    code, out, err = cli(capsys, home, "--json", *args)
-    assert code == 0, err
-    return json.loads(out)
 
 
 def test_store_retrieve_round_trip(capsys, home: Path) -> None:

@@ -12,13 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.clikit import cli
 from tiermem.tui.cli import run
-
-
-def cli(capsys, home: Path, *args: str) -> tuple[int, str, str]:
-    code = run(["--home", str(home), *args])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def store(capsys, home: Path, text: str, *extra: str) -> dict[str, Any]:

@@ -3,13 +3,11 @@ a name) and injects what answers it; greetings, thanks and small talk stay trivi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tiermem.tui.cli import run
+from tests.clikit import cli_json
 
 FACTS = {
     "cat": "My cat is called Miso",
@@ -18,13 +16,6 @@ FACTS = {
     "manager": "My new manager is Diego Alvarez",
     "db": "Ledgerly now uses Postgres",
 }
-
-
-def cli_json(capsys: pytest.CaptureFixture[str], home: Path, *args: str) -> Any:
-    code = run(["--home", str(home), "--json", *args])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
 
 
 @pytest.fixture

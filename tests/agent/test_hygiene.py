@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.clikit import cli_json
 from tiermem.core import context, curate, hygiene, snapshot
 from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound
@@ -207,13 +207,6 @@ def test_health_report_has_the_seed_layout(mem: Memory) -> None:
     ):
         assert any(line.startswith(prefix) for line in lines), prefix
     assert lines[-1] == "1. general:keep-answers-short — 0 sessions stale"
-
-
-def cli_json(capsys: pytest.CaptureFixture[str], home: Path, *args: str) -> Any:
-    code = run(["--home", str(home), "--json", *args])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
 
 
 def test_cli_equivalents(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

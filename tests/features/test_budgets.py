@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.features.conftest import Cli
+from tests.clikit import Cli
 from tiermem.core.tokens import count_tokens
 
 LONG = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.features.conftest import Cli
+from tests.clikit import Cli
 
 SEED = Path(__file__).parents[1] / "fixtures" / "seed" / "config.json"
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.features.conftest import Cli
+from tests.clikit import Cli
 
 DAY = 86400.0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.features.conftest import Cli
+from tests.clikit import Cli
 
 
 def facts(folder: Path) -> dict[str, Path]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.features.conftest import Cli
+from tests.clikit import Cli
 
 
 def sections(markdown: str) -> dict[str, str]:

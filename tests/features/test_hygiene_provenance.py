@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.features.conftest import Cli
+from tests.clikit import Cli
 
 
 def test_promoted_lesson_carries_provenance_and_the_log_is_a_file(

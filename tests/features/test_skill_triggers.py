@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.features.conftest import Cli
+from tests.clikit import Cli
 
 FILLER = {"please", "pls", "thanks", "thank", "thx", "today", "now", "just", "can", "could"}
 FILLER |= {"you", "hey", "tonight", "again", "quickly", "maybe", "want", "need", "help"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.features.conftest import Cli
+from tests.clikit import Cli
 
 
 def store(cli: Cli, text: str, category: str, *extra: str) -> str:

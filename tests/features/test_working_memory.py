@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.features.conftest import Cli
+from tests.clikit import Cli
 
 STATE = {
     "goal": "send the project update email to John",

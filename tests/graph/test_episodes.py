@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
+from tests.clikit import cli_result as cli
 from tests.conftest import Clock
 from tiermem.core import episodes
 from tiermem.core.config import config_from_mapping
@@ -25,12 +26,6 @@ TRANSCRIPT = """user: Maya works on Ledgerly since March 2026. She prefers Postg
 assistant: Noted, Ledgerly stays on PostgreSQL.
 user: We decided to deploy Ledgerly with Docker on Fridays from now on.
 """
-
-
-def cli(capsys: pytest.CaptureFixture[str], home: Path, *args: str) -> tuple[int, Any]:
-    code = run(["--home", str(home), "--json", *args])
-    out, err = capsys.readouterr()
-    return code, json.loads(out) if code == 0 else json.loads(err or out)
 
 
 def end(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str = TRANSCRIPT) -> Any:

@@ -3,12 +3,11 @@ deduplication and merging, agent scoping, and the retrieval signal with its expl
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.clikit import cli_result as cli
 from tests.conftest import Clock
 from tiermem.core import curate, graph
 from tiermem.core.config import config_from_mapping
@@ -18,12 +17,6 @@ from tiermem.core.transcript import parse
 from tiermem.tui.cli import run
 from tiermem.tui.mcp.home import Home
 from tiermem.tui.mcp.tools.graph import knowledge_graph_search
-
-
-def cli(capsys: pytest.CaptureFixture[str], home: Path, *args: str) -> tuple[int, Any]:
-    code = run(["--home", str(home), "--json", *args])
-    out, err = capsys.readouterr()
-    return code, json.loads(out) if code == 0 else err
 
 
 def converse(mem: Memory, text: str) -> None:

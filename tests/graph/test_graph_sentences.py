@@ -5,22 +5,14 @@ accents, and no junk entities. Through the CLI: `store`, `graph build`, `graph r
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tiermem.tui.cli import run
+from tests.clikit import cli_json
 
 Triple = tuple[str, str, str]
-
-
-def cli(capsys: pytest.CaptureFixture[str], home: Path, *args: str) -> Any:
-    code = run(["--home", str(home), "--json", *args])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
 
 
 def relations_after(
@@ -28,9 +20,9 @@ def relations_after(
 ) -> list[dict[str, Any]]:
     """Store each text as a memory, index them, and return every relation."""
     for text in texts:
-        cli(capsys, home, "store", "--text", text, "--category", "notes")
-    cli(capsys, home, "graph", "build")
-    return list(cli(capsys, home, "graph", "relations")["relations"])
+        cli_json(capsys, home, "store", "--text", text, "--category", "notes")
+    cli_json(capsys, home, "graph", "build")
+    return list(cli_json(capsys, home, "graph", "relations")["relations"])
 
 
 def current(relations: list[dict[str, Any]]) -> set[Triple]:
@@ -213,9 +205,9 @@ def test_the_user_is_named_and_found_by_that_name(
 ) -> None:
     home = tmp_path / "home"
     relations_after(capsys, home, "Hi, I'm Sam.", "I live in Leeds.")
-    shown = cli(capsys, home, "graph", "show", "sam")
+    shown = cli_json(capsys, home, "graph", "show", "sam")
     assert shown["name"] == "User" and "Sam" in shown["aliases"]
-    names = [e["name"] for e in cli(capsys, home, "graph", "entities")["entities"]]
+    names = [e["name"] for e in cli_json(capsys, home, "graph", "entities")["entities"]]
     assert "Sam" not in names
 
 
@@ -228,7 +220,8 @@ def test_a_first_name_means_the_one_person_of_that_name(
     )
     assert ("Maya Chen", "lives_in", "Porto") in current(found)
     people = [
-        e["name"] for e in cli(capsys, home, "graph", "entities", "--kind", "person")["entities"]
+        e["name"]
+        for e in cli_json(capsys, home, "graph", "entities", "--kind", "person")["entities"]
     ]
     assert people.count("Maya Chen") == 1 and "Maya" not in people
 
@@ -263,10 +256,10 @@ def test_accents_and_case_fold(tmp_path: Path, capsys: pytest.CaptureFixture[str
     home = tmp_path / "home"
     found = relations_after(capsys, home, "Inês works at Globex.", "ines moved to lisbon")
     assert current(found) == {("Inês", "works_at", "Globex"), ("Inês", "lives_in", "Lisbon")}
-    assert cli(capsys, home, "graph", "show", "INES")["name"] == "Inês"
-    assert cli(capsys, home, "graph", "search", "where does Ines live")["answer"][0].startswith(
-        "Inês lives in Lisbon"
-    )
+    assert cli_json(capsys, home, "graph", "show", "INES")["name"] == "Inês"
+    assert cli_json(capsys, home, "graph", "search", "where does Ines live")["answer"][
+        0
+    ].startswith("Inês lives in Lisbon")
 
 
 def test_no_junk_entities(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -280,6 +273,6 @@ def test_no_junk_entities(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         "Sure. Then we talk to Priya Patel before Thanksgiving.",
     )
     names = {
-        e["name"] for e in cli(capsys, home, "graph", "entities", "--limit", "200")["entities"]
+        e["name"] for e in cli_json(capsys, home, "graph", "entities", "--limit", "200")["entities"]
     }
     assert names == {"Maya Chen", "Priya Patel"}

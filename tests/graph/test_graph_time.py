@@ -6,14 +6,13 @@ bad input. CLI through `run`, MCP over stdio."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import ClientSession
 
 from tests.agent.test_mcp import call, error, with_server
+from tests.clikit import cli_json
 from tests.conftest import Clock
 from tiermem.core import graph
 from tiermem.core.engine import Memory
@@ -25,13 +24,6 @@ from tiermem.tui.cli import run
 
 def day(text: str) -> float:
     return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC).timestamp()
-
-
-def cli(capsys: pytest.CaptureFixture[str], home: Path, *args: str) -> Any:
-    code = run(["--home", str(home), "--json", *args])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
 
 
 def fails(capsys: pytest.CaptureFixture[str], home: Path, *args: str) -> tuple[int, str]:
@@ -183,14 +175,14 @@ QUESTIONS = [
 def test_a_question_is_answered_current_first(
     history: Path, capsys: pytest.CaptureFixture[str], question: str, first: str
 ) -> None:
-    found = cli(capsys, history, "graph", "search", question)
+    found = cli_json(capsys, history, "graph", "search", question)
     assert found["answer"][0].startswith(first)
 
 
 def test_the_answer_then_says_what_held_before(
     history: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    found = cli(capsys, history, "graph", "search", "where does Sam live")
+    found = cli_json(capsys, history, "graph", "search", "where does Sam live")
     assert found["answer"] == [
         "User lives in Leeds (since 2026-05-02)",
         "before: User lives in Manchester (2025-03-01 – 2026-05-02)",
@@ -202,25 +194,28 @@ def test_the_answer_then_says_what_held_before(
 def test_at_a_date_shows_what_was_true_then(
     history: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    then = cli(capsys, history, "graph", "search", "where do I live", "--at", "2025-12-01")
+    then = cli_json(capsys, history, "graph", "search", "where do I live", "--at", "2025-12-01")
     assert then["answer"] == ["User lives in Manchester (2025-03-01 – 2026-05-02)"]
-    queue = cli(capsys, history, "graph", "search", "what does Orchard use", "--at", "2025-12")
+    queue = cli_json(capsys, history, "graph", "search", "what does Orchard use", "--at", "2025-12")
     assert {r["object"] for r in queue["current"]} == {"RabbitMQ", "PostgreSQL"}
-    shown = cli(capsys, history, "graph", "show", "User", "--at", "2025-12-01")
+    shown = cli_json(capsys, history, "graph", "show", "User", "--at", "2025-12-01")
     assert {(r["predicate"], r["object"]) for r in shown["relations"]} == {
         ("lives_in", "Manchester"),
         ("works_at", "Acme"),
         ("reports_to", "Priya"),
     }
-    early = cli(capsys, history, "graph", "search", "where do I live", "--at", "2024-01-01")
+    early = cli_json(capsys, history, "graph", "search", "where do I live", "--at", "2024-01-01")
     assert early["answer"] == [] and early["relations"] == []
-    by_name = cli(capsys, history, "graph", "search", "orch", "--at", "2024-01-01")
+    by_name = cli_json(capsys, history, "graph", "search", "orch", "--at", "2024-01-01")
     assert by_name["entities"] == [] and by_name["relations"] == []
-    assert cli(capsys, history, "graph", "show", "Orchard", "--at", "2024-01-01")["relations"] == []
+    assert (
+        cli_json(capsys, history, "graph", "show", "Orchard", "--at", "2024-01-01")["relations"]
+        == []
+    )
 
 
 def test_the_timeline_is_in_time_order(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    found = cli(capsys, history, "graph", "timeline", "sam")
+    found = cli_json(capsys, history, "graph", "timeline", "sam")
     order = [(r["predicate"], r["object"]) for r in found["relations"]]
     assert order == [
         ("lives_in", "Manchester"),
@@ -235,19 +230,23 @@ def test_the_timeline_is_in_time_order(history: Path, capsys: pytest.CaptureFixt
 
 
 def test_add_and_invalidate_by_hand(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    added = cli(capsys, history, "graph", "add", "I", "lives in", "York", "--since", "2026-09-01")
+    added = cli_json(
+        capsys, history, "graph", "add", "I", "lives in", "York", "--since", "2026-09-01"
+    )
     assert added["added"] and len(added["closed"]) == 1
-    now = cli(capsys, history, "graph", "search", "where do I live")
+    now = cli_json(capsys, history, "graph", "search", "where do I live")
     assert now["answer"][:2] == [
         "User lives in York (since 2026-09-01)",
         "before: User lives in Leeds (2026-05-02 – 2026-09-01)",
     ]
-    ended = cli(capsys, history, "graph", "invalidate", "User", "lives_in", "--at", "2026-10-01")
+    ended = cli_json(
+        capsys, history, "graph", "invalidate", "User", "lives_in", "--at", "2026-10-01"
+    )
     assert ended["closed"] == [added["relation"]]
-    assert cli(capsys, history, "graph", "search", "where do I live")["current"] == []
-    job = cli(capsys, history, "graph", "search", "where do I work")["current"][0]
-    assert cli(capsys, history, "graph", "invalidate", job["id"])["closed"] == [job["id"]]
-    assert cli(capsys, history, "graph", "search", "where do I work")["current"] == []
+    assert cli_json(capsys, history, "graph", "search", "where do I live")["current"] == []
+    job = cli_json(capsys, history, "graph", "search", "where do I work")["current"][0]
+    assert cli_json(capsys, history, "graph", "invalidate", job["id"])["closed"] == [job["id"]]
+    assert cli_json(capsys, history, "graph", "search", "where do I work")["current"] == []
 
 
 @pytest.mark.parametrize(
@@ -315,7 +314,7 @@ def test_a_lower_case_question_finds_a_person_by_first_name(
 ) -> None:
     with Memory(tmp_path / "home", clock=clock) as mem:
         remember(mem, clock, "2026-03-01", "Maya Chen lives in Porto.")
-    found = cli(capsys, tmp_path / "home", "graph", "search", "where does maya live")
+    found = cli_json(capsys, tmp_path / "home", "graph", "search", "where does maya live")
     assert found["answer"] == ["Maya Chen lives in Porto (since 2026-03-01)"]
 
 

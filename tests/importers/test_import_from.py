@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.clikit import cli, cli_json
 from tiermem.core.errors import EXIT_USAGE, InvalidInput
-from tiermem.tui.cli import run
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "import"
 MEMORY_FORMATS = [
@@ -28,18 +28,6 @@ MEMORY_FORMATS = [
     ("mempalace", "mempalace-palace"),
 ]
 CHAT_FORMATS = ["claude-code", "chatgpt", "claude-ai", "slack"]
-
-
-def cli(capsys, home: Path, *args: str) -> tuple[int, str, str]:
-    code = run(["--home", str(home), *args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def cli_json(capsys, home: Path, *args: str):
-    code, out, err = cli(capsys, home, "--json", *args)
-    assert code == 0, err
-    return json.loads(out)
 
 
 def memories(capsys, home: Path) -> list[dict[str, Any]]:

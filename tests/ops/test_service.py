@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.clikit import run_cli as cli
 from tiermem.core.errors import ServiceError
 from tiermem.ops import service as svc
-from tiermem.tui.cli import run
 from tiermem.tui.cli.commands import service as cli_service
 
 
@@ -47,12 +47,6 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(user))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(user / ".config"))
     return user
-
-
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = run(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_print_shows_every_unit_and_touches_nothing(capsys, env: Path, tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ pseudo-terminal, and restores killed at random moments."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import random
@@ -14,10 +13,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.clikit import Cli
 from tests.sync import faultproxy
 from tests.sync.devicekit import Terminal
 from tests.sync.faultproxy import FaultProxy
@@ -27,38 +26,8 @@ from tiermem.core import snapshot
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto
 from tiermem.sync.engine import SyncEngine
-from tiermem.tui.cli import run
 
 PATIENCE = 30.0
-
-
-class Cli:
-    """Runs `tiermem` in-process; remembers everything it printed (for the secrets scan)."""
-
-    def __init__(self, capsys: pytest.CaptureFixture[str], home: Path, agent_id: str) -> None:
-        self.capsys = capsys
-        self.home = home
-        self.agent_id = agent_id
-        self.printed: list[str] = []
-
-    def __call__(
-        self, *args: str, stdin: str | None = None, home: Path | None = None
-    ) -> tuple[int, str, str]:
-        if stdin is not None:
-            sys.stdin = io.StringIO(stdin)
-        try:
-            code = run(["--home", str(home or self.home), "--agent-id", self.agent_id, *args])
-        finally:
-            sys.stdin = sys.__stdin__
-        out, err = self.capsys.readouterr()
-        self.printed += [out, err]
-        return code, out, err
-
-    def json(self, *args: str, **kw: Any) -> dict[str, Any]:
-        code, out, err = self("--json", *args, **kw)
-        assert code == 0, err
-        doc: dict[str, Any] = json.loads(out)
-        return doc
 
 
 @pytest.fixture

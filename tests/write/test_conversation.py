@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.write.conftest import FIXTURES, cli, cli_json
+from tests.clikit import cli, cli_json
+from tests.write.conftest import FIXTURES
 from tiermem.core import snapshot
 from tiermem.core.engine import Memory
 from tiermem.core.transcript import parse

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.clikit import cli_json
 from tests.conftest import Clock, MemoryFactory
-from tests.write.conftest import cli_json
 from tiermem.core.config import Config, DedupConfig
 from tiermem.core.dedup import (
     CHUNK_MAX_WORDS,

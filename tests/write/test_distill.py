@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.write.conftest import FIXTURES, cli, cli_json
+from tests.clikit import cli, cli_json
+from tests.write.conftest import FIXTURES
 from tiermem.core.config import DistillConfig
 from tiermem.core.distill import distill_rule, is_trivial, summarize
 from tiermem.core.transcript import parse

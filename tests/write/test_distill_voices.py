@@ -10,14 +10,7 @@ from typing import Any
 
 import pytest
 
-from tiermem.tui.cli import run
-
-
-def cli_json(capsys: pytest.CaptureFixture[str], home: Path, *args: str) -> Any:
-    code = run(["--home", str(home), "--json", *args])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
+from tests.clikit import cli_json
 
 
 def distilled(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.write.conftest import cli, cli_json
+from tests.clikit import cli, cli_json
 from tiermem.core.engine import Memory
 from tiermem.core.ingest import daily_dir, note_items
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.write.conftest import cli_json
+from tests.clikit import cli_json
 
 
 @pytest.mark.slow

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.write.conftest import FIXTURES, cli_json, completion
+from tests.clikit import cli_json
+from tests.write.conftest import FIXTURES, completion
 from tiermem.core.config import DistillConfig, LLMConfig
 from tiermem.core.distill import SCHEMA, distill
 from tiermem.core.llm import LLMSettings, settings_from

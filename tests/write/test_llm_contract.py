@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.write.conftest import cli_json, completion
+from tests.clikit import cli_json
+from tests.write.conftest import completion
 
 TALK = (
     "User: i moved to porto last weekend\n"

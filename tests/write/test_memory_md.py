@@ -144,7 +144,7 @@ def test_an_edit_over_the_hot_limit_is_refused_and_kept(mem: Memory) -> None:
 
 
 def test_cli_hot_shows_and_reports_hand_edits(capsys, tmp_path: Path) -> None:
-    from tests.write.conftest import cli_json
+    from tests.clikit import cli_json
 
     home = tmp_path / "home"
     cli_json(capsys, home, "hot", "--add-lesson", "Keep receipts for a year", "--category", "tax")

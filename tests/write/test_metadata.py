@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.write.conftest import cli, cli_json
+from tests.clikit import cli, cli_json
 from tiermem.core.engine import Memory
 from tiermem.core.metadata import extract, looks_like_command
 

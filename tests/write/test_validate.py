@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.write.conftest import cli, cli_json
+from tests.clikit import cli, cli_json
 from tiermem.core.validate import check_text
 
 GOOD = """# 2026-01-05

@@ -101,7 +101,7 @@ def test_atomic_rename_and_memory_md_edits(watching) -> None:
 def test_cli_watch_catches_up_and_stops(capsys, tmp_path: Path) -> None:
     import json
 
-    from tests.write.conftest import cli
+    from tests.clikit import cli
 
     home = tmp_path / "home"
     folder = home / "memory"
