@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tiermem.core.db import Database
-from tiermem.sync.records import Extras
+from tiermem.sync.memory_record import Extras
 
 __all__ = ["read", "write"]
 

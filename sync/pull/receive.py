@@ -26,11 +26,12 @@ from tiermem.core import curate, reinforce, rows, snapshot, supersession
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.core.errors import NotFound
-from tiermem.sync import crypto, hlc, journal
+from tiermem.sync import crypto, hlc, journal, memory_record
 from tiermem.sync import records as records_fmt
 from tiermem.sync.crypto.roster import row_digest
 from tiermem.sync.devices import epochs
 from tiermem.sync.kinds import critical_merge, graph_records, memory_extras, metrics_records
+from tiermem.sync.manifest import decode_manifest
 from tiermem.sync.records import (
     MANIFEST_TABLE,
     MEMORY_TABLE,
@@ -102,7 +103,7 @@ class _PullTotals:
 class _Page:
     """A page authenticated and decoded, ready to apply."""
 
-    memories: list[tuple[records_fmt.MemoryVersion, str]] = field(default_factory=list)
+    memories: list[tuple[memory_record.MemoryVersion, str]] = field(default_factory=list)
     manifests: list[tuple[str, int, str]] = field(default_factory=list)
     newest_critical: tuple[str, dict[str, Any]] | None = None
     graph: list[graph_records.GraphItem] = field(default_factory=list)
@@ -344,13 +345,13 @@ def _decode_page(
                 )
                 out.metrics.append((device_hex, row.version, days))
             elif row.record_id == records_fmt.record_id(id_key, MANIFEST_TABLE, device_hex):
-                m = records_fmt.decode_manifest(
+                m = decode_manifest(
                     records_fmt.open_row(key, agent, MANIFEST_TABLE, row), device_hex
                 )
                 out.manifests.append((device_hex, m.n, row.version))
             else:
                 try:
-                    got = records_fmt.decode_memory_version(
+                    got = memory_record.decode_memory_version(
                         records_fmt.open_row(key, agent, MEMORY_TABLE, row)
                     )
                     if records_fmt.record_id(id_key, MEMORY_TABLE, got.item.id) != row.record_id:
@@ -427,7 +428,7 @@ def _holds(session: Session, memory_id: str) -> bool:
 
 
 def _apply_memory(
-    session: Session, got: records_fmt.MemoryVersion, version: str, inflight: int
+    session: Session, got: memory_record.MemoryVersion, version: str, inflight: int
 ) -> bool:
     """Apply one remote memory version, with its tags, expiry and links, if its content
     version is newer than what this device holds (the caller's transaction). Returns whether
@@ -447,7 +448,7 @@ def _apply_memory(
     if known and version <= str(known):
         return False
     apply_memory(session.mem, item)
-    if not isinstance(item, records_fmt.Tombstone):
+    if not isinstance(item, memory_record.Tombstone):
         memory_extras.write(
             session.db, session.agent_id, item.id, got.extras, version, session.mem.now()
         )
@@ -484,13 +485,13 @@ def merge_critical(
     return changed, conflicts
 
 
-def apply_memory(mem: Memory, item: records_fmt.MemoryRow | records_fmt.Tombstone) -> None:
+def apply_memory(mem: Memory, item: memory_record.MemoryRow | memory_record.Tombstone) -> None:
     """Write one remote memory version into the local table through core (inside the caller's
     transaction): insert or update in place; a tombstone (forgotten or deleted there) moves the
     memory to the forgotten archive, as a forget here does, so `unforget` works on every device
     that held it; a memory that comes back leaves the archive. The table's triggers keep
     full-text search current; they also mark the id dirty, which `mark_applied` undoes."""
-    if isinstance(item, records_fmt.Tombstone):
+    if isinstance(item, memory_record.Tombstone):
         with contextlib.suppress(NotFound):  # never held here, or already forgotten here
             curate.move_to_forgotten(mem, item.id)
     else:

@@ -17,11 +17,12 @@ from typing import Any, Final
 import msgspec
 
 from tiermem.core import reinforce, rows
-from tiermem.sync import hlc
+from tiermem.sync import hlc, memory_record
 from tiermem.sync import records as records_fmt
 from tiermem.sync.devices import epochs
 from tiermem.sync.kinds import critical_merge, graph_records, memory_extras
 from tiermem.sync.kinds.metrics_records import own_metrics
+from tiermem.sync.manifest import Manifest, ManifestEntry, encode_manifest
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, METRICS_TABLE
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
@@ -254,16 +255,16 @@ def _seal_rows(
     metrics_digest = _seal_metrics(session, s, sealer, budget, view.metrics_digest)
     n = manifest_n + 1
     device_hex = s.device_id.hex()
-    manifest = records_fmt.Manifest(
+    manifest = Manifest(
         device_hex,
         n,
         tuple(
-            records_fmt.ManifestEntry(t, rid.hex(), v, records_fmt.envelope_digest(env))
+            ManifestEntry(t, rid.hex(), v, records_fmt.envelope_digest(env))
             for t, _, rid, v, _, _, env in sealer.rows
         ),
         _seen(view.peers, device_hex),
     )
-    sealer.add(MANIFEST_TABLE, device_hex, records_fmt.encode_manifest(manifest))
+    sealer.add(MANIFEST_TABLE, device_hex, encode_manifest(manifest))
     batch = Batch(
         n,
         version,
@@ -477,9 +478,9 @@ def _memory_body(session: Session, sealer: _Sealer, r: Sequence[Any], changed: s
         for device, value in reinforce.counters(session.db, session.agent_id, str(r[0])).items()
     }
     if r[1] is None:
-        return records_fmt.encode_memory(records_fmt.Tombstone(str(r[0])), changed, counters)
+        return memory_record.encode_memory(memory_record.Tombstone(str(r[0])), changed, counters)
     row = rows.MemoryRow.from_db(r[1:])
     counted = sum(count for count, _ in counters.values())
     item = dataclasses.replace(row, access_count=max(row.access_count - counted, 0))
     carried = memory_extras.read(session.db, session.agent_id, item.id)
-    return records_fmt.encode_memory(item, changed, counters, carried)
+    return memory_record.encode_memory(item, changed, counters, carried)

@@ -45,11 +45,12 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from tiermem.core.errors import DAMAGE_EXIT_CODES, DamageFound
-from tiermem.sync import crypto, hlc, records
+from tiermem.sync import crypto, hlc, memory_record, records
 from tiermem.sync.devices import roster_pin
 from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.kinds import graph_records
 from tiermem.sync.kinds.metrics_records import decode_metrics
+from tiermem.sync.manifest import ManifestEntry, decode_manifest
 from tiermem.sync.restore import wrapcheck
 from tiermem.sync.restore.prune import PRUNE_TABLE, decode_prune, prune_horizon, prune_record_id
 from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS
@@ -128,7 +129,7 @@ class _Manifest:
     n: int
     version: str
     seq: int
-    lines: tuple[records.ManifestEntry, ...]
+    lines: tuple[ManifestEntry, ...]
 
 
 CheckProgress = Callable[[int, int], None]
@@ -378,7 +379,7 @@ class _Checker:
         seen: _Seen,
         device_hex: str,
         m: _Manifest,
-        line: records.ManifestEntry,
+        line: ManifestEntry,
         listed: set[tuple[bytes, str]],
     ) -> str:
         """One manifest line: 'ok', 'pruned' or 'damage' (recorded)."""
@@ -469,7 +470,7 @@ def _open_record(
         if table == records.METRICS_TABLE:
             decode_metrics(plaintext, row.device_id.hex())
             return
-        item = records.decode_memory(plaintext)
+        item = memory_record.decode_memory(plaintext)
         if ring.memory_rid(item.id) != row.record_id:
             raise crypto.TamperedData("a memory record holds another memory than its id says")
     except crypto.CryptoError as exc:
@@ -502,7 +503,7 @@ def _open_manifest(
         plaintext = records.open_row(
             ring.key(row.epoch), agent, records.MANIFEST_TABLE, _remote(row)
         )
-        m = records.decode_manifest(plaintext, row.device_id.hex())
+        m = decode_manifest(plaintext, row.device_id.hex())
     except crypto.CryptoError as exc:
         damage("tampered", f"a manifest fails: {exc}", row)
         return None

@@ -17,10 +17,11 @@ from tiermem.core import reinforce, rows
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.core.errors import StorageError
-from tiermem.sync import crypto, hlc, records
+from tiermem.sync import crypto, hlc, memory_record, records
 from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.kinds import graph_records
 from tiermem.sync.kinds.metrics_records import Days, apply_metrics, decode_metrics
+from tiermem.sync.manifest import decode_manifest
 from tiermem.sync.restore.results import Progress, RestoreProgress
 from tiermem.sync.vault.hrana import ResultSet
 
@@ -213,11 +214,11 @@ class _Sorter:
     def page(
         self, page: list[records.RemoteRow]
     ) -> tuple[
-        list[tuple[object, ...]], list[tuple[str, records.Counters]], list[tuple[object, ...]]
+        list[tuple[object, ...]], list[tuple[str, memory_record.Counters]], list[tuple[object, ...]]
     ]:
         """(staging parameters, read counters per memory id, peer parameters) of a page."""
         batch: list[tuple[object, ...]] = []
-        counts: list[tuple[str, records.Counters]] = []
+        counts: list[tuple[str, memory_record.Counters]] = []
         peers: list[tuple[object, ...]] = []
         for r in page:
             if r.record_id in self.skip:
@@ -256,7 +257,7 @@ class _Sorter:
         self,
         r: records.RemoteRow,
         batch: list[tuple[object, ...]],
-        counts: list[tuple[str, records.Counters]],
+        counts: list[tuple[str, memory_record.Counters]],
     ) -> None:
         """A memory row into the staging parameters (and its read counters into `counts`), or
         an episode or entity record into `self.graph`."""
@@ -289,13 +290,13 @@ def _peer_params(ring: KeyRing, agent_id: str, r: records.RemoteRow) -> tuple[ob
     """A device's manifest: the highest push counter seen per device (what a later `sync
     check` compares the server with, to see a rollback)."""
     plaintext = records.open_row(ring.key(r.epoch), agent_id, records.MANIFEST_TABLE, r)
-    manifest = records.decode_manifest(plaintext, r.device_id.hex())
+    manifest = decode_manifest(plaintext, r.device_id.hex())
     return (agent_id, manifest.device, manifest.n, r.version)
 
 
 def _memory_params(
     ring: KeyRing, agent_id: str, r: records.RemoteRow, versions: set[str]
-) -> tuple[tuple[object, ...], records.Counters]:
+) -> tuple[tuple[object, ...], memory_record.Counters]:
     """Authenticate and decode one memory record into staging-table parameters (staged by
     its content version, so a record that only carries read counters never wins over a
     newer edit or forget) and its read counters."""
@@ -306,14 +307,14 @@ def _memory_params(
             raise crypto.TamperedData("a record has a malformed version") from None
         versions.add(r.version)
     plaintext = records.open_row(ring.key(r.epoch), agent_id, records.MEMORY_TABLE, r)
-    got = records.decode_memory_version(plaintext)
+    got = memory_record.decode_memory_version(plaintext)
     item, version = got.item, got.content_version(r.version)
     if ring.memory_rid(item.id) != r.record_id:
         raise crypto.TamperedData("a memory record was moved to another record id")
-    if isinstance(item, records.Tombstone):
+    if isinstance(item, memory_record.Tombstone):
         return (agent_id, item.id, version, 1, *([None] * len(_STAGED_NAMES))), got.reinforced
     carried = got.extras
     staged = None
-    if carried != records.Extras():
+    if carried != memory_record.Extras():
         staged = json.dumps([list(carried.tags), carried.expires_at, list(carried.links)])
     return (agent_id, item.id, version, 0, *item.columns(), staged), got.reinforced

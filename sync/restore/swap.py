@@ -13,7 +13,7 @@ from tiermem.core import rows
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
 from tiermem.core.warm import MemoryStore
-from tiermem.sync import records
+from tiermem.sync import memory_record
 from tiermem.sync.kinds import memory_extras
 
 # ----------------------------------------------------------------------- step 3: the swap
@@ -65,7 +65,7 @@ _NEW: Final = (
 )
 
 
-def _staged_extras(db: Database, agent_id: str) -> list[tuple[str, str, records.Extras]]:
+def _staged_extras(db: Database, agent_id: str) -> list[tuple[str, str, memory_record.Extras]]:
     """The tags, expiry and links of the staged memories about to be restored (not those
     kept local); local extras of a restored memory without any are dropped."""
     db.execute(
@@ -78,7 +78,7 @@ def _staged_extras(db: Database, agent_id: str) -> list[tuple[str, str, records.
         f"SELECT id, version, extras {_NEW} AND extras IS NOT NULL", (agent_id,)
     ):
         tags, expires_at, links = json.loads(str(text))
-        carried = records.Extras(tuple(tags), expires_at, tuple(links))
+        carried = memory_record.Extras(tuple(tags), expires_at, tuple(links))
         out.append((str(memory_id), str(version), carried))
     return out
 

@@ -25,6 +25,7 @@ from typing import Final, Literal
 from tiermem.core.errors import RecordDeleted, RecordReplayed, ServerRollback, TiermemError
 from tiermem.sync import crypto, records
 from tiermem.sync.devices.epoch_keys import KeyRing
+from tiermem.sync.manifest import Manifest, decode_manifest
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import Args, ResultSet
 
@@ -59,7 +60,7 @@ class Verified:
 class _Index:
     present: dict[bytes, list[str]] = field(default_factory=dict)
     writer: dict[tuple[bytes, str], bytes] = field(default_factory=dict)
-    manifests: dict[str, dict[int, records.Manifest]] = field(default_factory=dict)
+    manifests: dict[str, dict[int, Manifest]] = field(default_factory=dict)
     manifest_versions: set[tuple[bytes, str]] = field(default_factory=set)
 
 
@@ -207,7 +208,7 @@ def _add_manifest(ring: KeyRing, row: records.RemoteRow, index: _Index, out: Ver
         plaintext = records.open_row(
             ring.key(row.epoch), ring.agent_id, records.MANIFEST_TABLE, row
         )
-        m = records.decode_manifest(plaintext, device)
+        m = decode_manifest(plaintext, device)
     except crypto.CryptoError as exc:
         out.findings.append(
             Finding(

@@ -44,6 +44,7 @@ from tiermem.core.errors import NotFound
 from tiermem.core.warm import Tier
 from tiermem.sync import crypto, records
 from tiermem.sync.engine import SyncEngine
+from tiermem.sync.manifest import decode_manifest
 from tiermem.sync.restore import restore
 from tiermem.sync.vault.hrana import HranaClient, HranaError, is_retryable
 from tiermem.sync.vault.retry import RetryPolicy
@@ -174,7 +175,7 @@ def _manifest_numbers(client: HranaClient, dev: Device) -> list[int]:
         (rid,),
     ).rows
     return sorted(
-        records.decode_manifest(
+        decode_manifest(
             records.open_row(key, dev.mem.agent_id, records.MANIFEST_TABLE, records.remote_row(r))
         ).n
         for r in rows

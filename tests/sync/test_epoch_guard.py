@@ -29,6 +29,7 @@ from tiermem.sync.daemon import Daemon
 from tiermem.sync.devices import epochs
 from tiermem.sync.devices.membership import add_device_with_recovery, remove_device
 from tiermem.sync.engine import SyncEngine
+from tiermem.sync.manifest import decode_manifest
 from tiermem.sync.restore.check import check
 from tiermem.sync.vault.hrana import HranaClient, HranaError
 from tiermem.tui.cli import run
@@ -74,7 +75,7 @@ def _manifest_numbers(engine: SyncEngine, client: HranaClient) -> list[int]:
             continue
         key = engine.epoch_key(row.epoch)
         plain = records.open_row(key, engine.agent_id, records.MANIFEST_TABLE, row)
-        out.append(records.decode_manifest(plain, device_hex).n)
+        out.append(decode_manifest(plain, device_hex).n)
     return out
 
 

@@ -20,6 +20,7 @@ from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
 from tiermem.sync import crypto, records
 from tiermem.sync.engine import SyncEngine
+from tiermem.sync.manifest import decode_manifest
 from tiermem.sync.restore import restore
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import HranaClient
@@ -182,7 +183,7 @@ def test_big_pushes_are_split_under_the_cap_with_gapless_manifests(
             (rid,),
         ).rows
         manifests = [
-            records.decode_manifest(
+            decode_manifest(
                 records.open_row(key, agent_id, records.MANIFEST_TABLE, records.remote_row(r))
             )
             for r in rows

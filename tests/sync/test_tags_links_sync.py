@@ -13,7 +13,7 @@ from tests.sync.helpers import desktop_and_phone, policy
 from tests.sync.sqld import SqldServer
 from tiermem.core import curate, hygiene, links
 from tiermem.core.engine import Memory
-from tiermem.sync import records
+from tiermem.sync import memory_record
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.restore import restore
 
@@ -98,14 +98,14 @@ def test_a_record_of_an_older_tiermem_applies_and_leaves_no_tags(
     b.engine.pull(policy())
     assert b.tags(x) == (("wifi",), None)
     sealed: list[bytes] = []
-    real = records.encode_memory
+    real = memory_record.encode_memory
 
     def older(item: object, changed: object = None, reinforced: object = None, *_: object) -> bytes:
         body = real(item, changed, reinforced)  # type: ignore[arg-type]
         sealed.append(body)
         return body
 
-    monkeypatch.setattr(records, "encode_memory", older)
+    monkeypatch.setattr(memory_record, "encode_memory", older)
     curate.edit(a.mem, x, importance=0.9)
     a.engine.push(policy())
     assert sealed and all("tags" not in json.loads(body) for body in sealed)
