@@ -35,8 +35,9 @@ from tiermem.sync.records import MEMORY_TABLE
 from tiermem.sync.session import Session
 from tiermem.sync.setup import MIN_PASSPHRASE_CHARS, InitResult
 from tiermem.sync.state import Settings
-from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, to_base_url
+from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT
 from tiermem.sync.vault.retry import RetryPolicy
+from tiermem.sync.vault.transport import to_base_url
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",

@@ -39,11 +39,12 @@ from tiermem.sync.state import (
     save_secrets,
     wrap_id,
 )
-from tiermem.sync.vault.hrana import Args, SqlError, to_base_url
+from tiermem.sync.vault.hrana import Args, SqlError
 from tiermem.sync.vault.remote import Remote
 from tiermem.sync.vault.retry import RetryPolicy
 from tiermem.sync.vault.schema import SCHEMA
 from tiermem.sync.vault.store import INSERT_WRAP
+from tiermem.sync.vault.transport import to_base_url
 
 __all__ = [
     "MIN_PASSPHRASE_CHARS",

@@ -50,10 +50,11 @@ from tiermem.sync.state import (
     save_secrets,
     wrap_id,
 )
-from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Args, to_base_url
+from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Args
 from tiermem.sync.vault.remote import Remote
 from tiermem.sync.vault.retry import RetryPolicy
 from tiermem.sync.vault.store import INSERT_WRAP
+from tiermem.sync.vault.transport import to_base_url
 
 __all__ = [
     "NAME_TABLE",

@@ -57,10 +57,11 @@ from tiermem.sync.devices.membership import (
 )
 from tiermem.sync.session import Session
 from tiermem.sync.state import agent_tag
-from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Value, to_base_url
+from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Value
 from tiermem.sync.vault.remote import Remote
 from tiermem.sync.vault.retry import RetryPolicy
 from tiermem.sync.vault.schema import CREATE_PAIRINGS
+from tiermem.sync.vault.transport import to_base_url
 
 __all__ = [
     "PAIRING_TTL",

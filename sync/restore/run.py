@@ -48,9 +48,10 @@ from tiermem.sync.state import (
     NothingToRestore,
 )
 from tiermem.sync.vault import store
-from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Args, ResultSet, to_base_url
+from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Args, ResultSet
 from tiermem.sync.vault.remote import Remote, allow_insecure_http
 from tiermem.sync.vault.retry import RetryPolicy, call_with_retry
+from tiermem.sync.vault.transport import to_base_url
 
 _MAX_DEVICE: Final = "f" * 32
 

@@ -18,17 +18,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
-import ipaddress
 import json
 import math
 import re
-import ssl
-import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from types import TracebackType
 from typing import Final, Literal, TypeAlias
 
@@ -38,7 +33,6 @@ import msgspec
 from tiermem.core.errors import (
     AuthFailed,
     HranaError,
-    InsecureTransport,
     InvalidInput,
     ProtocolError,
     RequestRejected,
@@ -47,6 +41,7 @@ from tiermem.core.errors import (
     StreamExpired,
     TransportFailure,
 )
+from tiermem.sync.vault.transport import parse_retry_after, require_secure, tls_context
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -63,8 +58,6 @@ __all__ = [
     "TransportFailure",
     "Value",
     "is_retryable",
-    "parse_retry_after",
-    "to_base_url",
 ]
 
 Value: TypeAlias = int | float | str | bytes | None
@@ -120,91 +113,7 @@ class ResultSet:
 
 
 # --------------------------------------------------------------------------------------------
-# URL handling
-
-
-def url_token(url: str) -> str | None:
-    """The ``authToken`` a database URL carries (Turso's own URLs do), else None."""
-    try:
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(url.strip()).query)
-    except ValueError:
-        return None
-    values = query.get("authToken") or query.get("authtoken")
-    return values[0] if values and values[0] else None
-
-
-_PERMITTED: set[str] = set()
-
-
-def permit_insecure_http(url: str) -> None:
-    """Accept plain http:// to `url`'s host for the rest of this process (the user passed
-    ``--insecure-http`` to a command that hands the URL on to other modules)."""
-    _PERMITTED.add(to_base_url(url))
-
-
-def require_secure(url: str, insecure_http: bool = False) -> str:
-    """The base URL of `url`, refused when it is plain http:// to a host other than this
-    machine (the bearer token would travel in clear) unless `insecure_http`."""
-    base = to_base_url(url)
-    parts = urllib.parse.urlsplit(base)
-    allowed = insecure_http or base in _PERMITTED
-    if parts.scheme == "http" and not allowed and not _loopback(parts.hostname or ""):
-        raise InsecureTransport(
-            f"refusing plain http:// to {parts.hostname}: the token would travel in clear; "
-            "use https:// (or libsql://), or pass --insecure-http to accept the risk"
-        )
-    return base
-
-
-def _loopback(host: str) -> bool:
-    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def to_base_url(url: str) -> str:
-    """Map a database URL to the HTTP base: ``libsql://h`` → ``https://h``; http(s) kept.
-
-    ``libsql://h:port?tls=0`` maps to ``http://`` as in the official clients. Query strings are
-    otherwise dropped so that a secret in one (``?authToken=``) never reaches a log line.
-    """
-    try:
-        parts = urllib.parse.urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
-        raise InvalidInput("the database URL is malformed") from None
-    scheme = parts.scheme.lower()
-    if scheme == "libsql":
-        tls_off = urllib.parse.parse_qs(parts.query).get("tls") == ["0"]
-        scheme = "http" if tls_off else "https"
-    elif scheme not in ("http", "https"):
-        shown = scheme or "none"
-        raise InvalidInput(
-            f"unsupported database URL scheme {shown!r} (expected libsql://, https:// or http://)"
-        )
-    if not parts.hostname:
-        raise InvalidInput("the database URL has no host")
-    host = parts.hostname
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host if port is None else f"{host}:{port}"
-    return urllib.parse.urlunsplit((scheme, netloc, parts.path.rstrip("/"), "", ""))
-
-
-# --------------------------------------------------------------------------------------------
 # The client
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """What `verify=True` gives an httpx client that ignores the environment (certifi's CA
-    store), loaded once per process: httpx loads it again for every client, about 20 ms each."""
-    import certifi
-
-    return ssl.create_default_context(cafile=certifi.where())
 
 
 class HranaClient:
@@ -580,20 +489,3 @@ def _opt_str(value: object, where: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise ProtocolError(f"malformed pipeline response: {where}: expected a string or null")
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date), or None."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isascii() and value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        return None
-    current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)

@@ -33,9 +33,8 @@ from tiermem.sync.vault.hrana import (
     StreamExpired,
     TransportFailure,
     is_retryable,
-    parse_retry_after,
-    to_base_url,
 )
+from tiermem.sync.vault.transport import parse_retry_after, to_base_url
 
 SENTINEL = "SENTINEL-TOKEN-7f3a9c-do-not-leak"
 BASE = "https://db.example.test"

@@ -58,7 +58,7 @@ def test_a_restore_handed_over_brings_back_the_same_memory(
 AFTER_PRELOAD = """
 import contextlib, io, json, sys
 from tiermem.core import tokens
-from tiermem.sync.vault.hrana import tls_context
+from tiermem.sync.vault.transport import tls_context
 from tiermem.tui.resident.server import preload
 preload()
 from tiermem.tui.cli import run

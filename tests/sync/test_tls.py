@@ -17,7 +17,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tiermem.sync.vault.hrana import HranaClient, TransportFailure, tls_context
+from tiermem.sync.vault.hrana import HranaClient, TransportFailure
+from tiermem.sync.vault.transport import tls_context
 
 TOKEN = "tls-test-token-9f3e1c"
 

@@ -10,8 +10,8 @@ import click
 
 from tiermem.core.errors import InvalidInput
 from tiermem.sync.devices.secret_store import ENV_TOKEN, ENV_URL, env_secret
-from tiermem.sync.vault.hrana import permit_insecure_http, require_secure, url_token
 from tiermem.sync.vault.retry import RetryPolicy
+from tiermem.sync.vault.transport import permit_insecure_http, require_secure, url_token
 from tiermem.tui.cli.options import Options
 
 

@@ -37,7 +37,7 @@ from types import FrameType
 
 from tiermem.core import tokens
 from tiermem.sync.push.kick import take_lock
-from tiermem.sync.vault.hrana import tls_context
+from tiermem.sync.vault.transport import tls_context
 from tiermem.tui.resident import client
 from tiermem.tui.resident.control import SECRETS, SERVER, lock_path, make_folder, peer, scrubbed
 
