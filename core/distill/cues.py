@@ -427,3 +427,15 @@ REQUEST = re.compile(
 question in other words, not knowledge."""
 REMIND = re.compile(r"\bremind me\b|\bdon'?t let me forget\b|\bset a reminder\b", re.I)
 """A reminder the person asks for: their task, even when asked as a question."""
+TALK_WORDS = _words(
+    """tip tips advice suggestion suggestions help helpful helps recommendation recommendations
+    idea ideas information info answer answers response explanation explanations resource
+    resources option options insight insights input guidance useful appreciate appreciated
+    consider considering definitely certainly surely keep mind glad found find try trying
+    check out look looking forward awesome amazing perfect wonderful fantastic excellent
+    brilliant lovely cool nice thanks thank lot much super totally absolutely sense makes made
+    informative interesting detailed clear great good points point list these those"""
+)
+"""Words about the conversation itself: a sentence whose content is only these thanks or
+weighs the assistant's answer ("That's really helpful, thanks for the tips!", "I'll definitely
+consider these suggestions") and says nothing of the person or the world."""

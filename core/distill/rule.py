@@ -151,8 +151,8 @@ def _fact_from_sentence(
         kind, category, importance = "task", CATEGORY["task"], IMPORTANCE["task"]
     if assistant and (kind in USER_ONLY or not (cue_kind(text) or has_metadata(text))):
         return None  # the assistant's promises, echoes and chatter are not knowledge
-    if kind != "technical" and not has_content(text):
-        return None  # "We decided this last week." says nothing
+    if kind != "technical" and (not has_content(text) or signals.about_the_talk(text)):
+        return None  # "We decided this last week." says nothing, "thanks for the tips!" neither
     if (
         kind == "note"
         and len(meaningful_words(text)) < cfg.min_words + 2

@@ -21,6 +21,7 @@ from tiermem.core.distill.cues import (
     NOT_NAMES,
     REQUEST,
     RESTATE,
+    TALK_WORDS,
     TOOLS,
     VAGUE,
     WORD,
@@ -113,6 +114,12 @@ def is_statement(text: str) -> bool:
     if not (me or found):
         return False
     return has_change(text) or has_date(text) or (me and bool(found)) or len(found) >= 2
+
+
+def about_the_talk(text: str) -> bool:
+    """Whether a sentence only thanks for or weighs the other side's answer."""
+    words = content_words(text)
+    return bool(words) and words <= TALK_WORDS
 
 
 def strip_ack(text: str) -> str:

@@ -67,6 +67,10 @@ def test_a_short_life_update_is_kept(capsys, tmp_path: Path, update: str) -> Non
         "that's the lesson we learned last week",
         "i'll do it later",
         "yes that's right",
+        "That's really helpful, thanks for the tips!",
+        "I'll definitely consider these suggestions.",
+        "thx, makes a lot of sense",
+        "This is super informative, I appreciate the detailed answer.",
     ],
 )
 def test_content_free_lines_give_nothing(capsys, tmp_path: Path, line: str) -> None:
