@@ -194,7 +194,7 @@ ROOT: dict[str, Lazy] = {
         "End-to-end encrypted sync of the critical state (hot + tree) with Turso.",
     ),
     "daemon": _at(
-        "sync",
+        "daemon",
         "daemon_cmd",
         "Sync in the background until SIGTERM: push local changes, pull other devices'.",
     ),
@@ -255,25 +255,27 @@ SYNC: dict[str, Lazy] = {
         "Set up sync: keys, remote tables, this device; show the recovery key once.",
     ),
     "push": _at(
-        "sync",
+        "sync_transfer",
         "sync_push",
         "Push what changed: critical state and changed memories (one request per batch).",
     ),
     "pull": _at(
-        "sync", "sync_pull", "Fetch and apply what other devices pushed since the last pull."
+        "sync_transfer",
+        "sync_pull",
+        "Fetch and apply what other devices pushed since the last pull.",
     ),
     "now": _at(
-        "sync",
+        "sync_transfer",
         "sync_now",
         "Pull, then push: bring this device and the server up to date both ways.",
     ),
     "log": _at(
-        "sync",
+        "sync_status",
         "sync_log",
         "Recent pushes, pulls and errors of this device, newest first (no network).",
     ),
     "status": _at(
-        "sync",
+        "sync_status",
         "sync_status",
         "Show sync settings, the outbox and the last push or error (no network).",
     ),
