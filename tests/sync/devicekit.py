@@ -16,7 +16,8 @@ from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto
 from tiermem.sync.devices.membership import JoinResult, add_device_with_recovery
-from tiermem.sync.devices.pairing_exchange import answer_pairing, start_pairing
+from tiermem.sync.devices.pairing_approval import answer_pairing
+from tiermem.sync.devices.pairing_exchange import start_pairing
 from tiermem.sync.engine import SyncEngine
 
 

@@ -29,14 +29,8 @@ from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.sync import crypto
 from tiermem.sync.devices import epochs
 from tiermem.sync.devices.membership import list_devices
-from tiermem.sync.devices.pairing_exchange import (
-    PairingRefused,
-    PairingTimeout,
-    answer_pairing,
-    codes_match,
-    pending_pairings,
-    start_pairing,
-)
+from tiermem.sync.devices.pairing_approval import answer_pairing, codes_match, pending_pairings
+from tiermem.sync.devices.pairing_exchange import PairingRefused, PairingTimeout, start_pairing
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.restore import wrapcheck
 from tiermem.sync.state import agent_tag

@@ -30,12 +30,8 @@ from tiermem.sync.devices.membership import (
     rename_device,
     resolve_device,
 )
-from tiermem.sync.devices.pairing_exchange import (
-    PAIRING_TTL,
-    NewDevicePairing,
-    PairingRefused,
-    answer_pairing,
-)
+from tiermem.sync.devices.pairing_approval import answer_pairing
+from tiermem.sync.devices.pairing_exchange import PAIRING_TTL, NewDevicePairing, PairingRefused
 from tiermem.sync.devices.secret_store import ENV_PASSPHRASE, ENV_RECOVERY_KEY, env_secret
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.state import MissingSecret, SyncFailed
