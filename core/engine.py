@@ -260,7 +260,10 @@ class Memory:
             categories = dict.fromkeys(category for _, category in batch)
             nodes = {self.trees.ensure(category, now, index) for category in categories}
             outcomes = self.memories.put(batch, now, self.cfg.dedup, count=count_tokens)
-            supersession.after_store(self, [o.id for o in outcomes if o.created])
+            stored = zip(batch, outcomes, strict=True)
+            supersession.after_store(
+                self, [(o.id, f.text, o.category) for (f, _), o in stored if o.created]
+            )
             self.trees.touch(nodes, now)
             self.metrics.bump(now, stores=sum(o.created for o in outcomes))
             if len(index.nodes) != known:

@@ -197,6 +197,25 @@ def claims_of(text: str, said_at: float) -> tuple[Claim, ...]:
     return tuple(c for c in found if c is not None)
 
 
+@lru_cache(maxsize=1)
+def _cue() -> re.Pattern[str]:
+    """Any word `says_change` could build on, in one pattern (most texts have none)."""
+    words = sorted(
+        {*CHANGE, *SLOT_WORDS, *TOOL_KINDS, "moving", "relocating"}, key=len, reverse=True
+    )
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b", re.IGNORECASE)
+
+
+def may_say_change(text: str) -> bool:
+    """A cheap first look: whether a text has a word any statement of change needs."""
+    return bool(
+        _cue().search(text)
+        or NEGATION.search(text)
+        or CORRECTION.search(text)
+        or FUTURE.search(text)
+    )
+
+
 def says_change(claim: Claim) -> bool:
     """Whether a statement itself says something changed or holds one value at a time (where
     someone lives or works, their manager, role or name; a tool for a job): a store compares

@@ -16,12 +16,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import frames, graph, outbox
+from tiermem.core import frames, outbox
 from tiermem.core.errors import InvalidInput, NotFound
+from tiermem.core.lazy import lazy_import
 from tiermem.core.rows import MemoryRow, column_list, normalize_text
 
 if TYPE_CHECKING:
+    from tiermem.core import graph
     from tiermem.core.engine import Memory
+else:  # a store that states no change never loads the graph code
+    graph = lazy_import("tiermem.core.graph")
 
 DREAMS = "dreams"
 RECORD_CATEGORY = "conversations"
@@ -132,21 +136,23 @@ def changes(mem: Memory, since: float, until: float | None = None) -> list[Chang
     return [Change(o, news.get(o.superseded_by), float(o.superseded_at or 0)) for o in olds]
 
 
-def after_store(mem: Memory, new_ids: Sequence[str]) -> list[Change]:
+def after_store(mem: Memory, stored: Sequence[tuple[str, str, str]]) -> list[Change]:
     """The knowledge graph and supersession brought up to date with memories just stored
-    (inside the caller's transaction): each indexed, then what they replace marked."""
-    if len(new_ids) > INLINE_LIMIT:
+    (inside the caller's transaction): `stored` is (id, text, category) of each new memory;
+    those that state a change are indexed, then what they replace is marked."""
+    if len(stored) > INLINE_LIMIT:
         return []  # a bulk load: `catch_up` reads these at the next consolidation
-    rows = _rows(mem, list(new_ids))
-    changing = [m.id for m in rows if any(map(frames.says_change, _claims(m)))]
+    changing = [
+        memory_id
+        for memory_id, text, category in stored
+        if not category.startswith((DREAMS, RECORD_CATEGORY))
+        and frames.may_say_change(text)
+        and any(map(frames.says_change, frames.claims_of(text, 0.0)))
+    ]
     closures: list[Any] = []
     for memory_id in changing:  # the rest wait for `catch_up` (consolidation)
         closures += graph.index_one(mem, memory_id).closures
     return _detected(mem, changing, closures)
-
-
-def _claims(memory: MemoryRow) -> tuple[frames.Claim, ...]:
-    return () if _derived(memory) else frames.claims_of(memory.text, memory.created_at)
 
 
 def catch_up(mem: Memory) -> graph.IndexReport:
