@@ -27,8 +27,11 @@ def memory_supersede(
         ),
     ] = None,
 ) -> dict[str, Any]:
-    when = None if at is None else temporal.parse_day(at, "at")
-    return home.run(lambda mem: supersession.supersede(mem, old_id, new_id, when).as_dict())
+    def work(mem: Memory) -> dict[str, Any]:
+        when = None if at is None else temporal.parse_day(at, "at")
+        return supersession.supersede(mem, old_id, new_id, when).as_dict()
+
+    return home.run(work)
 
 
 def memory_unsupersede(
@@ -47,11 +50,12 @@ def memory_changes(
     since: Annotated[str, Field(description="From this day (YYYY-MM-DD).")],
     until: Annotated[str | None, Field(description="Up to this day (default: now).")] = None,
 ) -> dict[str, Any]:
-    start = temporal.parse_day(since, "since") - 86400 + 2e-3
-    end = None if until is None else temporal.parse_day(until, "until")
-    return home.run(
-        lambda mem: {"changes": [c.as_dict() for c in supersession.changes(mem, start, end)]}
-    )
+    def work(mem: Memory) -> dict[str, Any]:
+        start = temporal.parse_day(since, "since") - 86400 + 2e-3
+        end = None if until is None else temporal.parse_day(until, "until")
+        return {"changes": [c.as_dict() for c in supersession.changes(mem, start, end)]}
+
+    return home.run(work)
 
 
 SUPERSEDE = ToolSpec(
