@@ -12,6 +12,7 @@ import os
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -333,3 +334,31 @@ def test_without_a_private_runtime_folder_the_socket_goes_in_the_user_s_cache(
 def test_status_names_the_folder_it_would_use(env: dict[str, str]) -> None:
     status = json.loads(run([*TIERMEM, "--json", "resident", "status"], env).stdout)
     assert Path(status["socket"]).parent == Path(env["XDG_RUNTIME_DIR"], "tiermem")
+
+
+# -- stopping it -------------------------------------------------------------------------------
+
+
+def test_sigterm_ends_it_even_while_it_forks_for_callers(env: dict[str, str]) -> None:
+    """A stop that lands during a fork (its at-fork callbacks run Python code) is not lost."""
+    for _ in range(10):
+        server = start(env)
+        path = str(socket_of(env))
+        stop_at = time.monotonic() + 0.3
+        while time.monotonic() < stop_at:  # a stream of callers: it forks all the time
+            with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as caller:
+                caller.connect(path)
+        os.kill(server, signal.SIGTERM)
+        for _ in range(200):
+            with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as caller:
+                caller.connect(path)
+        wait_until(lambda pid=server: not alive(pid), "a SIGTERM was lost", bound=15)
+
+
+def alive(pid: int) -> bool:
+    """Running (not a zombie waiting for its parent)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

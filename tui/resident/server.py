@@ -161,13 +161,17 @@ def serve(path: str, ready: int | None = None) -> None:
         while True:
             conn, _ = sock.accept()
             with conn:
-                if peer(conn)[1] == os.getuid() and os.fork() == 0:
+                if peer(conn)[1] != os.getuid():
+                    continue
+                if os.fork() == 0:
                     try:
                         sock.close()
                         os.close(lock)  # the lock ends with this process, not its children
                         _child(conn, loaded)
                     finally:
                         os._exit(1)  # a child never returns into this loop
+                if _ending:  # a stop that came during the fork (see `_end`)
+                    raise SystemExit(_ending[0])
     finally:  # a stop (SystemExit from a signal) ends here, keeping its exit code
         with contextlib.suppress(OSError):
             if os.stat(path).st_ino == inode:  # a newer process may own the path by now
@@ -182,12 +186,24 @@ def _reap(_signum: int, _frame: FrameType | None) -> None:
             pass
 
 
+_ending: list[int] = []
+"""The exit code a stop asked for, kept as well as raised (see `_end`)."""
+
+
 def _stop(_signum: int, _frame: FrameType | None) -> None:
-    raise SystemExit(0)
+    _end(0)
 
 
 def _renew(_signum: int, _frame: FrameType | None) -> None:
-    raise SystemExit(EXIT_RENEW)
+    _end(EXIT_RENEW)
+
+
+def _end(code: int) -> None:
+    """Record the stop, then raise it: a handler that runs inside a fork's own callbacks (logging
+    registers one) has its exception swallowed there, so the loop checks the record after each
+    fork, and a stop is never lost."""
+    _ending.append(code)
+    raise SystemExit(code)
 
 
 def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
