@@ -371,8 +371,8 @@ class EpochRollback(TiermemError):
 
 
 class SupersededEpoch(TamperedData):
-    """A record is sealed under a key epoch that was already superseded when it was written
-    (its version is later than the rotation): only a removed device or the server makes those."""
+    """A record arrived under a key epoch this device already knew was superseded, and the
+    rotation's signed tail does not name it: only a removed device or the server makes those."""
 
     exit_code = 62
 
