@@ -13,30 +13,11 @@ from functools import cache
 from typing import Literal
 
 from tiermem.core.errors import InvalidInput
+from tiermem.core.temporal import MONTHS as MONTHS
+from tiermem.core.temporal import NUMBERS as NUMBERS
 
 Lean = Literal["past", "future", "near"]
 DAY = 86400.0
-MONTHS = {
-    name: i
-    for i, names in enumerate(
-        (
-            "january jan",
-            "february feb",
-            "march mar",
-            "april apr",
-            "may",
-            "june jun",
-            "july jul",
-            "august aug",
-            "september sep sept",
-            "october oct",
-            "november nov",
-            "december dec",
-        ),
-        start=1,
-    )
-    for name in names.split()
-}
 WEEKDAYS = {
     name: i
     for i, names in enumerate(
@@ -51,28 +32,6 @@ WEEKDAYS = {
         )
     )
     for name in names.split()
-}
-NUMBERS = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "a couple of": 2,
-    "a couple": 2,
-    "couple of": 2,
-    "a few": 3,
-    "few": 3,
-    "several": 3,
 }
 UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _FROM = {"since", "from", "as of", "starting", "beginning", "effective", "starting from"}
