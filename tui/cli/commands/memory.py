@@ -12,16 +12,16 @@ from tiermem.core.engine import TIER_CHOICES
 from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import record_dict
 from tiermem.core.lazy import lazy_import
-from tiermem.core.remember import Entry, remember
 from tiermem.core.tokens import count_tokens
 from tiermem.tui.cli.options import Options, emit, pass_options, session_option, when
 
 if TYPE_CHECKING:
-    from tiermem.core import hygiene, links
+    from tiermem.core import hygiene, links, remember
     from tiermem.core.retrieve import RetrievalResult
 else:  # only a session, tags or links need them; `store` and `retrieve` start faster without
     hygiene = lazy_import("tiermem.core.hygiene")
     links = lazy_import("tiermem.core.links")
+    remember = lazy_import("tiermem.core.remember")  # only `store` writes
 
 TIER = click.Choice(TIER_CHOICES)
 
@@ -65,7 +65,7 @@ def store(
     supersedes: tuple[str, ...],
 ) -> None:
     """Store a fact in warm memory (storing a known fact reinforces it instead)."""
-    entry = Entry(
+    entry = remember.Entry(
         text,
         category,
         importance,
@@ -79,7 +79,7 @@ def store(
         count_tokens=False,  # counted by the first read that needs it: starts fast
     )
     with opts.open(create=True) as mem:
-        done = remember(mem, entry)
+        done = remember.remember(mem, entry)
         urls, commands, paths = mem.memories.metadata_of(done.outcome.id)
     outcome, node, placed = done.outcome, done.tree_node, done.placed_by_content
     payload = done.common() | {
