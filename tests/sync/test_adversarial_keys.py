@@ -11,14 +11,13 @@ home files; the owner works through the CLI.
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.clikit import run_cli
 from tests.sync.devicekit import first_device, join_with_recovery
 from tests.sync.helpers import PASSPHRASE, policy, tag_of
 from tests.sync.sqld import SqldServer
@@ -47,7 +46,6 @@ from tiermem.sync.devices.secret_store import DEVICE_KEY, SIGNING_KEY
 from tiermem.sync.restore import restore
 from tiermem.sync.state import read_settings
 from tiermem.sync.vault.hrana import HranaClient
-from tiermem.tui.cli import run
 
 INVALID_INPUT = 3
 REJECTED = 48
@@ -62,14 +60,9 @@ class Cli:
         self.agent_id = agent_id
 
     def __call__(self, home: Path, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
-        if stdin is not None:
-            sys.stdin = io.StringIO(stdin)
-        try:
-            code = run(["--home", str(home), "--agent-id", self.agent_id, *args])
-        finally:
-            sys.stdin = sys.__stdin__
-        out, err = self.capsys.readouterr()
-        return code, out, err
+        return run_cli(
+            self.capsys, "--home", str(home), "--agent-id", self.agent_id, *args, stdin=stdin
+        )
 
     def devices(self, home: Path) -> dict[str, dict[str, Any]]:
         code, out, err = self(home, "--json", "sync", "devices")

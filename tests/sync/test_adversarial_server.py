@@ -4,16 +4,15 @@ no local memory is lost or changed; plus the transport and file-mode rules."""
 
 from __future__ import annotations
 
-import io
 import json
 import stat
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.clikit import run_cli
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.sync import hlc, records
@@ -33,14 +32,9 @@ class Tm:
         self.agent_id = agent_id
 
     def __call__(self, home: Path, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
-        if stdin is not None:
-            sys.stdin = io.StringIO(stdin)
-        try:
-            code = run(["--home", str(home), "--agent-id", self.agent_id, *args])
-        finally:
-            sys.stdin = sys.__stdin__
-        out, err = self.capsys.readouterr()
-        return code, out, err
+        return run_cli(
+            self.capsys, "--home", str(home), "--agent-id", self.agent_id, *args, stdin=stdin
+        )
 
     def json(self, home: Path, *args: str, **kw: Any) -> dict[str, Any]:
         code, out, err = self(home, "--json", *args, **kw)

@@ -3,14 +3,13 @@ server's device entries vouched for by the vault key, and `check_wraps`."""
 
 from __future__ import annotations
 
-import io
 import json
 import socket
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.clikit import run_cli
 from tests.sync.devicekit import first_device, join_with_recovery
 from tests.sync.helpers import CHEAP_KDF, PASSPHRASE, policy, settings
 from tests.sync.sqld import SqldServer
@@ -28,7 +27,6 @@ from tiermem.sync.state import (
     wrap_id,
 )
 from tiermem.sync.vault.hrana import HranaClient
-from tiermem.tui.cli import run
 
 
 def test_first_device_lists_itself_named_after_the_host(
@@ -209,13 +207,9 @@ class Cli:
         self.agent_id = agent_id
 
     def __call__(self, home: Path, *args: str, stdin: str = "") -> tuple[int, str, str]:
-        sys.stdin = io.StringIO(stdin)
-        try:
-            code = run(["--home", str(home), "--agent-id", self.agent_id, *args])
-        finally:
-            sys.stdin = sys.__stdin__
-        out, err = self.capsys.readouterr()
-        return code, out, err
+        return run_cli(
+            self.capsys, "--home", str(home), "--agent-id", self.agent_id, *args, stdin=stdin
+        )
 
 
 def test_devices_add_and_remove_through_the_cli(

@@ -3,17 +3,15 @@ CLI on a real sqld."""
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.clikit import run_cli
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
-from tiermem.tui.cli import run
 
 
 class Cli:
@@ -24,13 +22,16 @@ class Cli:
         self.agent_id = agent_id
 
     def __call__(self, home: Path, *args: str, stdin: str | None = None) -> dict[str, Any]:
-        if stdin is not None:
-            sys.stdin = io.StringIO(stdin)
-        try:
-            code = run(["--home", str(home), "--agent-id", self.agent_id, "--json", *args])
-        finally:
-            sys.stdin = sys.__stdin__
-        out, err = self.capsys.readouterr()
+        code, out, err = run_cli(
+            self.capsys,
+            "--home",
+            str(home),
+            "--agent-id",
+            self.agent_id,
+            "--json",
+            *args,
+            stdin=stdin,
+        )
         assert code == 0, err
         doc: dict[str, Any] = json.loads(out) if out.strip() else {}
         return doc
