@@ -312,7 +312,7 @@ def restore_kills(sqld: SqldServer, tmp_path: Path, agent_id: str, kills: int, s
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        time.sleep(rng.uniform(0.2, 1.2))
+        time.sleep(rng.uniform(0.05, 1.2))  # from before the restore starts to well after
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=PATIENCE)
         if target.exists():
