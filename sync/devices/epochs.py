@@ -237,13 +237,16 @@ class _EpochWraps:
     own_device: bytes | None = None
 
 
-def _wraps_from(engine: Session, s: Settings) -> dict[int, _EpochWraps]:
+def _wraps_from(
+    engine: Session, s: Settings, policy: RetryPolicy | None = None
+) -> dict[int, _EpochWraps]:
     """This device's view of the key wraps of epochs ≥ its own (one remote read)."""
     rows = query(
         engine,
         "SELECT epoch, kind, wrap_id, blob FROM key_wraps WHERE agent_tag = ? AND epoch >= ? "
         "AND kind IN ('recovery', 'passphrase', 'chain', 'device')",
         (s.tag, s.epoch),
+        policy,
     )
     out: dict[int, _EpochWraps] = {}
     for e, kind, wid, blob in rows:
@@ -259,13 +262,14 @@ def _wraps_from(engine: Session, s: Settings) -> dict[int, _EpochWraps]:
     return out
 
 
-def refresh_epoch(engine: Session) -> int:
-    """Adopt the newest epoch on the server, if newer than this device's (one remote read).
+def refresh_epoch(engine: Session, policy: RetryPolicy | None = None) -> int:
+    """Adopt the newest epoch on the server, if newer than this device's (one remote read,
+    retried by `policy`: the caller's, so a pull's own schedule and sleep apply).
 
     Raises `DeviceRevoked` when the newest epoch has no wrap for this device, and
     `crypto.TamperedData` when its key does not chain back to the key this device holds."""
     s = engine.require_ready()
-    wraps = _wraps_from(engine, s)
+    wraps = _wraps_from(engine, s, policy)
     newest = max((e for e, w in wraps.items() if w.recovery is not None), default=s.epoch)
     if newest <= s.epoch:
         return s.epoch

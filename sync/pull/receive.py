@@ -119,7 +119,7 @@ def pull(
     """Fetch what other devices pushed since the last pull and apply it, page by page."""
     started = time.perf_counter()
     policy = policy or RetryPolicy()
-    epochs.refresh_epoch(session)  # learn of a rotation before any record under the old key
+    epochs.refresh_epoch(session, policy)  # learn of a rotation before any record under it
     s = session.require_ready()
     tag = s.tag
     totals = _PullTotals()
