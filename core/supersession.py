@@ -233,10 +233,19 @@ def _from_closure(mem: Memory, closure: Any) -> Change | None:
         return None
     if closure.new_object and frames.fold(closure.new_object) == frames.fold(closure.old_object):
         return None  # the same value said again is not a change
-    _mark(mem, old.id, "" if new is None else new.id, float(closure.at))
+    stale = frozenset({frames.fold(closure.old_object)})
+    if new is not None and new.created_at < old.created_at:
+        # The graph orders by the dates the facts name; the person's later word wins ("I live in
+        # Lisbon", then "I moved to Porto last weekend"): the earlier said is the one replaced.
+        if new.superseded_at is not None:
+            return None
+        old, new = new, old
+        stale = frozenset({frames.fold(closure.new_object or "")})
+    when = float(closure.at) if new is None or closure.at >= old.since else new.since
+    _mark(mem, old.id, "" if new is None else new.id, when)
     if new is not None:
-        _mark_records(mem, old, new, frozenset({frames.fold(closure.old_object)}))
-    return Change(old, new, float(closure.at))
+        _mark_records(mem, old, new, stale)
+    return Change(old, new, when)
 
 
 def _by_frame(mem: Memory, new: MemoryRow, done: set[str]) -> list[Change]:

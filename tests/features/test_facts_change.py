@@ -219,3 +219,13 @@ def test_a_changed_request_leaves_hot_memory(cli: Cli) -> None:
     assert "every morning" not in Path(hot["memory_md"]).read_text()
     ranked = texts(cli, "where should the standup summary go")
     assert first_with(ranked, "DM") < first_with(ranked, "every morning")
+
+
+def test_the_later_word_wins_when_the_newer_fact_names_an_earlier_date(cli: Cli) -> None:
+    cli.json("store", "--text", "I live in Lisbon.")
+    cli.json("store", "--text", "I moved to Porto last weekend.")  # said later, dated earlier
+    ranked = texts(cli, "where do I live")
+    assert first_with(ranked, "Porto") < first_with(ranked, "Lisbon")
+    assert [c["new"]["text"] for c in cli.json("changes", "--since", "2000-01-01")["changes"]] == [
+        "I moved to Porto last weekend."
+    ]
