@@ -8,11 +8,11 @@ supersession whichever way it came in."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tiermem.core import temporal
 from tiermem.core.errors import InvalidInput
 from tiermem.core.lazy import lazy_import
 from tiermem.core.warm import StoreOutcome
@@ -130,20 +130,7 @@ def place(mem: Memory, text: str) -> str:
 def parse_expiry(value: str, now: float) -> float:
     """An ISO date (the memory expires at the end of that day, UTC) or date-time; never in
     the past."""
-    text = value.strip()
-    try:
-        if len(text) == 10:
-            day = dt.date.fromisoformat(text)
-            moment = dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC) + dt.timedelta(days=1)
-        else:
-            moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=dt.UTC)
-    except ValueError:
-        raise InvalidInput(
-            f"expires {value!r} is not an ISO date (YYYY-MM-DD) or date-time"
-        ) from None
-    ts = moment.timestamp()
+    ts, _day = temporal.end_of(value, "expires")
     if ts <= now:
         raise InvalidInput(f"expires {value!r} is already past")
     return ts

@@ -243,18 +243,25 @@ def _count(word: str) -> float:
     return float(word) if word.isdigit() else float(NUMBERS[word])
 
 
-def parse_day(value: str, what: str = "--as-of") -> float:
-    """The end of an ISO day (UTC), or an ISO date-time: the moment `--as-of` and `--since`
-    name."""
+def end_of(value: str, what: str) -> tuple[float, bool]:
+    """(the moment an ISO date ends (UTC) or an ISO date-time is, whether it was a day) of a
+    date a person typed; `what` names it in the error."""
     text = value.strip()
     try:
         if len(text) == 10:
             day = date.fromisoformat(text)
             moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
-            return (moment + timedelta(days=1)).timestamp() - 1e-3
+            return (moment + timedelta(days=1)).timestamp(), True
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise InvalidInput(
             f"{what} {value!r} is not an ISO date (YYYY-MM-DD) or date-time"
         ) from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp(), False
+
+
+def parse_day(value: str, what: str = "--as-of") -> float:
+    """The end of an ISO day (UTC, its last millisecond), or an ISO date-time: the moment
+    `--as-of` and `--since` name."""
+    moment, day = end_of(value, what)
+    return moment - 1e-3 if day else moment
