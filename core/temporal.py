@@ -260,6 +260,12 @@ def end_of(value: str, what: str) -> tuple[float, bool]:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp(), False
 
 
+def start_of(value: str, what: str) -> float:
+    """The first moment of an ISO day (UTC), or an ISO date-time: where `--since` starts."""
+    moment, day = end_of(value, what)
+    return moment - DAY if day else moment
+
+
 def parse_day(value: str, what: str = "--as-of") -> float:
     """The end of an ISO day (UTC, its last millisecond), or an ISO date-time: the moment
     `--as-of` and `--since` name."""

@@ -65,7 +65,7 @@ def history(opts: Options, memory_id: str) -> None:
 @pass_options
 def changes(opts: Options, since: str, until: str | None) -> None:
     """List the facts that changed since a date: old → new, when, and where the new one came from."""
-    start = temporal.parse_day(since, "--since") - 86400 + 2e-3  # the whole first day
+    start = temporal.start_of(since, "--since")
     end = temporal.parse_day(until, "--until") if until else None
     with opts.open() as mem:
         found = supersession.changes(mem, start, end)

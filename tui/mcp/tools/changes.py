@@ -51,7 +51,7 @@ def memory_changes(
     until: Annotated[str | None, Field(description="Up to this day (default: now).")] = None,
 ) -> dict[str, Any]:
     def work(mem: Memory) -> dict[str, Any]:
-        start = temporal.parse_day(since, "since") - 86400 + 2e-3
+        start = temporal.start_of(since, "since")
         end = None if until is None else temporal.parse_day(until, "until")
         return {"changes": [c.as_dict() for c in supersession.changes(mem, start, end)]}
 
