@@ -56,7 +56,7 @@ class Variable:
 
     @property
     def overrides(self) -> str:
-        """The flag or config key, as the README's table shows it."""
+        """The flag or config key, as the table in docs/configuration.md shows it."""
         shown = self.flag or self.config_key
         return f"`{shown}`" if shown else ""
 
@@ -240,7 +240,7 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
 
 
 def environment_reference() -> str:
-    """Markdown: the README's table of environment variables."""
+    """Markdown: the table of environment variables in docs/configuration.md."""
     lines = ["| variable | type | flag or config key | meaning |", "|---|---|---|---|"]
     for var in VARIABLES:
         kind = " \\| ".join(f"`{c}`" for c in var.choices) if var.choices else var.kind

@@ -1,7 +1,7 @@
 """Every error a person, an agent or a server can cause, and the exit code each one maps to.
 
 Front ends print the one-line message and exit with `exit_code`, never with a traceback. The
-README's exit-code table is generated from this module (`EXIT_CODES` plus the classes below).
+exit-code table of docs/cli.md is generated from this module (`EXIT_CODES` plus the classes below).
 
     TiermemError (1)
     ├── InvalidInput (3)  NotFound (4)  LimitExceeded (5)  ConfigError (6)  StorageError (7)

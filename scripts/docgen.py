@@ -1,17 +1,18 @@
-"""The generated parts of the README, so they cannot drift from the code:
+"""The generated parts of the documentation in docs/, so they cannot drift from the code:
 
-- the configuration reference, from the config model (`tiermem.core.config`: the msgspec
-  structs' fields, types, constraints, defaults and the docstrings under each field);
-- the exit codes, from the `TiermemError` subclasses (their `exit_code` and docstring) plus the
-  CLI's own codes;
+- the configuration reference and the environment variables (docs/configuration.md), from the
+  config model (`tiermem.core.config`: the msgspec structs' fields, types, constraints, defaults
+  and the docstrings under each field) and the environment model (`tiermem.core.environment`);
+- the exit codes (docs/cli.md), from the `TiermemError` subclasses (their `exit_code` and
+  docstring) plus the CLI's own codes;
 - the screenshots, copied from the TUI's SVG snapshot tests (`tests/tui/__snapshots__`).
 
-Regenerate everything with one command (tests/ops/test_readme.py fails until you do):
+Regenerate everything with one command (tests/ops/test_docgen.py fails until you do):
 
-    .venv/bin/python scripts/docgen.py           # rewrite README.md sections, copy SVGs
+    .venv/bin/python scripts/docgen.py           # rewrite the marked sections, copy SVGs
     .venv/bin/python scripts/docgen.py --check   # exit 1 if anything is out of date
 
-A development script: it reads the checkout (README, snapshots) and is not part of the wheel.
+A development script: it reads the checkout (docs, snapshots) and is not part of the wheel.
 """
 
 from __future__ import annotations
@@ -35,7 +36,13 @@ from tiermem.core.environment import environment_reference
 from tiermem.core.errors import PROCESS_EXIT_CODES, error_classes
 
 REPO = Path(__file__).resolve().parent.parent
-README = REPO / "README.md"
+DOCS = REPO / "docs"
+PAGES = {
+    "config": DOCS / "configuration.md",
+    "environment": DOCS / "configuration.md",
+    "exit-codes": DOCS / "cli.md",
+}
+"""Which page holds each generated section (between its BEGIN and END markers)."""
 SNAPSHOTS = REPO / "tests" / "tui" / "__snapshots__" / "test_snapshots"
 SCREENSHOTS = REPO / "assets" / "screenshots"
 SCREENSHOT_SOURCES = {
@@ -165,7 +172,7 @@ def exit_codes_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-# -- README sections and screenshots -------------------------------------------------------------
+# -- the pages' sections and screenshots ---------------------------------------------------------
 
 
 def sections() -> dict[str, str]:
@@ -183,16 +190,31 @@ def _markers(name: str) -> tuple[str, str]:
     )
 
 
-def render_readme(text: str, generated: dict[str, str] | None = None) -> str:
-    """`text` with each generated section replaced (markers kept)."""
-    for name, body in (generated or sections()).items():
+def render(text: str, generated: dict[str, str]) -> str:
+    """`text` with each of the `generated` sections replaced (markers kept)."""
+    for name, body in generated.items():
         begin, end = _markers(name)
         start = text.find(begin)
         stop = text.find(end)
         if start < 0 or stop < start:
-            raise SystemExit(f"README.md has no markers for the generated section {name!r}")
+            raise SystemExit(
+                f"{PAGES[name].name} has no markers for the generated section {name!r}"
+            )
         text = text[: start + len(begin)] + body + text[stop:]
     return text
+
+
+def stale_pages() -> dict[Path, str]:
+    """Each page whose generated sections are out of date → its text as it should be."""
+    generated = sections()
+    stale: dict[Path, str] = {}
+    for page in sorted(set(PAGES.values())):
+        current = page.read_text(encoding="utf-8")
+        own = {name: body for name, body in generated.items() if PAGES[name] == page}
+        wanted = render(current, own)
+        if wanted != current:
+            stale[page] = wanted
+    return stale
 
 
 def stale_screenshots() -> list[str]:
@@ -215,18 +237,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.show:
         sys.stdout.write(sections()[args.show])
         return 0
-    current = README.read_text(encoding="utf-8")
-    wanted = render_readme(current)
+    pages = stale_pages()
     stale = stale_screenshots()
     if args.check:
-        problems = (["README.md"] if wanted != current else []) + stale
+        problems = [str(page.relative_to(REPO)) for page in pages] + stale
         if problems:
             print(f"out of date: {', '.join(problems)}; run {COMMAND}")
             return 1
         return 0
-    if wanted != current:
-        README.write_text(wanted, encoding="utf-8")
-        print("README.md updated")
+    for page, wanted in pages.items():
+        page.write_text(wanted, encoding="utf-8")
+        print(f"{page.relative_to(REPO)} updated")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for name in stale:
         shutil.copyfile(SNAPSHOTS / SCREENSHOT_SOURCES[name], SCREENSHOTS / name)

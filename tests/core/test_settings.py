@@ -17,7 +17,8 @@ from tiermem.core.llm import settings_from
 from tiermem.core.paths import default_home
 from tiermem.core.settings import Settings
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO = Path(__file__).resolve().parents[2]
+CONFIGURATION_PAGE = REPO / "docs" / "configuration.md"
 API_KEY = "sk-sentinel-api-key-9Rt4Wq"
 
 
@@ -114,22 +115,24 @@ def test_empty_and_unset_differ_where_it_matters() -> None:
         Environment().get("TIERMEM_NOT_A_VARIABLE")
 
 
-def test_the_readme_table_lists_every_variable_and_is_current() -> None:
+def test_the_documented_table_lists_every_variable_and_is_current() -> None:
     table = environment_reference()
     for var in VARIABLES:
         assert f"| `{var.name}` |" in table and var.meaning in table
-    text = README.read_text(encoding="utf-8")
+    text = CONFIGURATION_PAGE.read_text(encoding="utf-8")
     found = re.search(
         r"<!-- BEGIN GENERATED environment:[^\n]*\n(.*?)<!-- END GENERATED environment -->",
         text,
         re.S,
     )
-    assert found and found.group(1) == table, "README: regenerate the environment table"
+    assert found and found.group(1) == table, (
+        "docs/configuration.md: regenerate the environment table"
+    )
 
 
 def test_every_variable_the_product_mentions_is_in_the_model() -> None:
-    """A new `TIERMEM_*` read must be added to `VARIABLES` (and so to the README table)."""
-    root = README.parent
+    """A new `TIERMEM_*` read must be added to `VARIABLES` (and so to the documented table)."""
+    root = REPO
     mentioned = {
         name
         for folder in ("core", "sync", "ops", "tui")
