@@ -153,13 +153,17 @@ def lesson_kind(category: str) -> str:
     return "lesson"
 
 
+def value_text(value: Any) -> str:
+    """A profile value as a person writes it: a list as `a, b`, never a Python repr."""
+    return ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+
+
 def _section_mapping(lines: list[str], title: str, mapping: dict[str, Any]) -> None:
     if not mapping:
         return
     lines += [f"## {title}", ""]
     for key, value in mapping.items():
-        shown = ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
-        lines.append(f"- **{key}**: {shown}")
+        lines.append(f"- **{key}**: {value_text(value)}")
     lines.append("")
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from tiermem.core import hot as hotmod
 from tiermem.core import outbox
 from tiermem.core.errors import InvalidInput, LimitExceeded
-from tiermem.core.hot import Event, HotState, HotStore, Lesson, Project, Task, item_id
+from tiermem.core.hot import Event, HotState, HotStore, Lesson, Project, Task, item_id, value_text
 from tiermem.core.lazy import lazy_import
 from tiermem.core.warm import NewFact
 
@@ -126,7 +126,7 @@ def parse(text: str) -> _Parsed:
 
 def _value(text: str, old: Any) -> Any:
     """A value edited as text, typed like the value it replaces where that is possible."""
-    if old is not None and _shown(old) == text:
+    if old is not None and value_text(old) == text:
         return old
     if isinstance(old, list):
         return [v.strip() for v in text.split(",") if v.strip()]
@@ -138,10 +138,6 @@ def _value(text: str, old: Any) -> Any:
         except ValueError:
             pass
     return text
-
-
-def _shown(value: Any) -> str:
-    return ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
 
 
 def _mapping(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from textual.command import CommandList
 from textual.pilot import Pilot
-from textual.widgets import Select, Static, Tree
+from textual.widgets import Input, Select, Static, Tree
 from textual.widgets._footer import FooterKey
 from textual.widgets._select import SelectOverlay
 from textual.widgets._toast import Toast
@@ -108,7 +108,14 @@ def test_the_palette_finds_a_tree_node_and_opens_it(demo_home: Path) -> None:
     drive(app, body)
 
 
-def test_the_palette_finds_memories_and_commands(demo_home: Path) -> None:
+def test_the_palette_finds_memories_and_commands_and_opens_a_memory(demo_home: Path) -> None:
+    with Memory(demo_home, clock=FixedClock(NOW)) as mem:
+        peanuts_id = next(
+            m.id
+            for chunk in mem.memories.iter_all()
+            for m in chunk
+            if m.text == "Luna is allergic to peanuts"
+        )
     app = make_app(demo_home)
 
     async def body(pilot: Pilot[None]) -> None:
@@ -124,7 +131,11 @@ def test_the_palette_finds_memories_and_commands(demo_home: Path) -> None:
         index = options.index(memories[0])
         await pilot.press(*["down"] * index, "enter")
         await settle(pilot)
-        assert "peanuts" in app.screen.query_one("#search").value  # type: ignore[attr-defined]
+        table = app.screen.query_one(MemoryTable)
+        assert app.screen.query_one("#search", Input).value == ""  # the listing, not a search
+        assert table.row_count > 1
+        assert table.current_id() == peanuts_id  # the memory itself is under the cursor
+        assert "Luna is allergic to peanuts" in str(app.screen.query_one("#detail-main").render())
 
     drive(app, body)
 

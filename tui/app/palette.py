@@ -1,5 +1,5 @@
 """The command palette also finds memories (by the read-only retrieval of the Memories screen)
-and tree nodes; choosing one opens it on its screen. Commands come from the app's own list.
+and tree nodes; choosing one opens it on its screen (a memory: its row and detail). Commands come from the app's own list.
 A hit quotes memory text, categories and node descriptions: all of it is shown as written,
 never read as markup."""
 
@@ -51,7 +51,7 @@ class MemoryProvider(Provider):
             yield Hit(
                 0.9 - rank * 0.05,
                 Content(f"Memory: {shown}"),
-                partial(self._open_memory, hit.memory.text),
+                partial(self._open_memory, hit.memory.id),
                 text=f"Memory: {shown}",
                 help=literal(f"{hit.memory.category} · {hit.memory.tier}"),
             )
@@ -61,10 +61,10 @@ class MemoryProvider(Provider):
         if isinstance(self.app.screen, TreeScreen):
             self.app.screen.select_path(path)
 
-    async def _open_memory(self, text: str) -> None:
+    async def _open_memory(self, memory_id: str) -> None:
         await self.app.switch_mode("memories")
         if isinstance(self.app.screen, MemoriesScreen):
-            self.app.screen.search_for(text)
+            self.app.screen.open_memory(memory_id)
 
 
 def highlight(matcher: Matcher, candidate: str) -> Content:

@@ -18,7 +18,7 @@ from textual.widgets.tree import TreeNode as UINode
 
 from tiermem.core.config import HotConfig
 from tiermem.core.engine import Memory
-from tiermem.core.hot import HotState, HotStore, replace_item
+from tiermem.core.hot import HotState, HotStore, replace_item, value_text
 from tiermem.core.printable import printable
 from tiermem.core.tokens import count_tokens
 from tiermem.tui.app.editor import run_editor
@@ -221,13 +221,16 @@ class HotScreen(DataScreen[HotData]):
             (
                 "Identity",
                 "identity",
-                [(shown(f"{k}: {v}"), Item("identity", k)) for k, v in s.identity.items()],
+                [
+                    (shown(f"{k}: {value_text(v)}"), Item("identity", k))
+                    for k, v in s.identity.items()
+                ],
             ),
             (
                 "Owner profile",
                 "owner_profile",
                 [
-                    (shown(f"{k}: {v}"), Item("owner_profile", k))
+                    (shown(f"{k}: {value_text(v)}"), Item("owner_profile", k))
                     for k, v in s.owner_profile.items()
                 ],
             ),

@@ -53,6 +53,8 @@ class Params:
     tier: str
     category: str | None
     size: int
+    focus: str | None = None
+    """A memory to list down to and put the cursor on (one opened from the palette)."""
 
 
 @dataclass(frozen=True)
@@ -119,8 +121,12 @@ def fetch_page(memory: Memory, params: Params, serial: int, before: int | None =
             categories=sorted(memory.trees.load().nodes),
             agents=curate.list_agents(memory.db),
         )
-    listed = curate.list_memories(
-        memory, tier=tier, category=params.category, before_seq=before, limit=params.size
+    listed = (
+        listing_down_to(memory, params.focus)
+        if params.focus and before is None
+        else curate.list_memories(
+            memory, tier=tier, category=params.category, before_seq=before, limit=params.size
+        )
     )
     rows = [ListedRow(x, x.record.score(now, scoring)) for x in listed]
     if before is not None:
@@ -137,6 +143,20 @@ def fetch_page(memory: Memory, params: Params, serial: int, before: int | None =
         categories=sorted(memory.trees.load().nodes),
         agents=curate.list_agents(memory.db),
     )
+
+
+def listing_down_to(memory: Memory, memory_id: str) -> list[Listed]:
+    """The unfiltered listing, page by page, until it holds `memory_id` (bounded by
+    `MAX_RELOAD` rows), so the table can put its cursor on that memory."""
+    listed: list[Listed] = []
+    before: int | None = None
+    while len(listed) < MAX_RELOAD:
+        page = curate.list_memories(memory, before_seq=before, limit=PAGE)
+        listed += page
+        if len(page) < PAGE or any(x.record.id == memory_id for x in page):
+            break
+        before = page[-1].seq
+    return listed
 
 
 class MemoriesScreen(DataScreen[Page]):
@@ -171,6 +191,7 @@ class MemoriesScreen(DataScreen[Page]):
         self._shown_query = ""
         self._categories: list[str] = []
         self._agents: list[str] = []
+        self._focus: str | None = None
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="filters"):
@@ -207,6 +228,7 @@ class MemoriesScreen(DataScreen[Page]):
             str(self.query_one("#tier", Select).value),
             self._category_value(),
             size,
+            self._focus,
         )
         self._serial += 1
         super().reload()
@@ -235,7 +257,9 @@ class MemoriesScreen(DataScreen[Page]):
             self._explanations = data.explanations
             same = data.query == self._shown_query
             self._shown_query = data.query
-            table.fill(data.rows, keep=table.current_id() if same else None, top=not same)
+            keep = self._focus or (table.current_id() if same else None)
+            self._focus = None
+            table.fill(data.rows, keep=keep, top=not same and keep is None)
             self.query_one("#mem-status", Static).update(printable(data.status))
             self._sync_selects(data)
             self._show_detail(table.current_id())
@@ -351,9 +375,16 @@ class MemoriesScreen(DataScreen[Page]):
             select.set_options([("all categories", ANY), *((Text(c), c) for c in self._categories)])
         select.value = category or ANY
 
-    def search_for(self, text: str) -> None:
-        """Search for `text` (from the command palette)."""
-        self.query_one("#search", Input).value = text
+    def open_memory(self, memory_id: str) -> None:
+        """Show one memory (from the command palette): the whole listing, its row under the
+        cursor and its detail beside it."""
+        self._focus = memory_id
+        with self.prevent(Input.Changed, Select.Changed):
+            self.query_one("#search", Input).value = ""
+            self.query_one("#tier", Select).value = "all"
+            self.query_one("#category", Select).value = ANY
+        self.query_one(MemoryTable).focus()
+        self.reload()
 
     # -- actions --------------------------------------------------------------------------
 
