@@ -950,6 +950,22 @@ MIGRATIONS: list[str] = [
         INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (new.agent_id, new.id);
     END;
     """,
+    # 23: `sync_memory_base`, per memory the content this device last pushed or pulled (the
+    # base a local edit starts from): its content version, the versions it holds per device
+    # (`history`), each field group's last change (`clocks`) and its values (`content`, NULL
+    # for a tombstone). A pull compares a remote version with it to merge edits of different
+    # fields and to keep a clashing value as a conflict instead of losing it.
+    """
+    CREATE TABLE sync_memory_base (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        version TEXT NOT NULL,
+        history TEXT NOT NULL,
+        clocks TEXT NOT NULL,
+        content TEXT,
+        PRIMARY KEY (agent_id, id)
+    ) WITHOUT ROWID;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
