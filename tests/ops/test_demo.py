@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +134,16 @@ def test_the_tui_shows_the_demo(demo_home: Path) -> None:
     assert len({seen[k] for k in "123456"}) == 6
     assert isinstance(seen["memories"], int) and seen["memories"] > 20
     assert seen["conflicts"] == 3  # two open, one resolved
+
+
+def test_the_memory_count_it_prints_is_what_the_home_holds(capsys, tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    code = run(["--home", str(home), "demo"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    said = re.search(r"(\d+) memories \((\d+) warm, (\d+) cold", out)
+    assert said is not None, out
+    total, warm, cold = (int(x) for x in said.groups())
+    assert run(["--home", str(home), "--json", "agents", "list"]) == 0
+    held = {a["agent_id"]: a["memories"] for a in json.loads(capsys.readouterr().out)["agents"]}
+    assert total == warm + cold == held["demo"]

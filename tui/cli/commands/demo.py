@@ -37,10 +37,12 @@ def demo(opts: Options, agent: str | None) -> None:
 
             report = build_demo(opts.home, agent_id, progress=progress)
     home_arg = "" if opts.home is None else f"--home {shlex.quote(str(opts.home))} "
+    warm, cold = report.tiers.get("warm_count", 0), report.tiers.get("cold_count", 0)
     payload = {
         "home": str(report.home),
         "agent_id": report.agent_id,
         "days": report.days,
+        "memories": warm + cold,
         "stored": report.stored,
         "retrievals": report.retrievals,
         "tiers": report.tiers,
@@ -49,8 +51,8 @@ def demo(opts: Options, agent: str | None) -> None:
         "seconds": round(report.seconds, 2),
     }
     text = (
-        f"demo agent {report.agent_id!r}: {report.days} days, {report.stored} memories "
-        f"({report.tiers.get('warm_count', 0)} warm, {report.tiers.get('cold_count', 0)} cold), "
+        f"demo agent {report.agent_id!r}: {report.days} days, {warm + cold} memories "
+        f"({warm} warm, {cold} cold; {report.stored} stored, the rest learned by consolidation), "
         f"{report.tree_nodes} tree nodes, {report.retrievals} retrievals, "
         f"{report.conflicts} sync conflicts\n"
         f"open it:  tiermem {home_arg}--agent-id {report.agent_id}"
