@@ -7,7 +7,8 @@
 Prints a table (tiermem, baseline, ratio, goal) with the machine's load average before and
 after, and writes it as JSON to benchmarks/out/ (one file per run). On a shared machine the load
 shows how far to trust the wall times; the ratios are less sensitive to it than the raw numbers.
-The sync figures start a real sqld on loopback (`.sqld/`, see tests/sync/sqld.py).
+The sync figures start a real sqld on loopback (`.sqld/`, see tests/sync/sqld.py), and end
+with the sync-scale growth table at its quick sizes (`python -m benchmarks.sync_scale`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks import figures, figures_sync
+from benchmarks import figures, figures_sync, sync_scale
 from benchmarks.figures import Figure
 from benchmarks.tui_bench import build_home
 from tests.sync.sqld import INSTALL_COMMAND, SqldServer, sqld_binary
@@ -161,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     path = args.out / f"benchmarks-{stamp}{'-quick' if args.quick else ''}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(f"written to {path}")
+    if not args.no_sync:  # the growth table at small sizes (`python -m benchmarks.sync_scale`)
+        return sync_scale.main(["--quick", "--out", str(args.out)])
     return 0
 
 
