@@ -17,14 +17,16 @@ Front matter is `key: <JSON value>` lines (valid YAML).
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import curate, hygiene, skills
+from tiermem.core import curate, hygiene, links, skills
 from tiermem.core.errors import InvalidInput, NotFound, StorageError
 from tiermem.core.files import replace_text
 from tiermem.core.rows import MemoryRow
@@ -57,6 +59,12 @@ def is_export(folder: Path) -> bool:
     return (folder / MANIFEST).is_file()
 
 
+def exported_agent(folder: Path) -> str | None:
+    """The agent a folder export was written from (None when the manifest does not say)."""
+    agent = _manifest(folder).get("agent")
+    return None if agent is None else str(agent)
+
+
 def export_folder(mem: Memory, folder: Path, *, applied: bool = False) -> FolderReport:
     """Write the agent's memory as a folder (replacing a previous export there, unless it
     holds edits not imported yet; `applied`: import has just applied them)."""
@@ -76,8 +84,12 @@ def export_folder(mem: Memory, folder: Path, *, applied: bool = False) -> Folder
         )
     ]
     extras = hygiene.extras_for(mem, [r.id for r in records])
+    related = links.linked(mem, [r.id for r in records])
     for record in records:
-        files[_fact_path(record)] = render_fact(record, extras.get(record.id, ((), None))[0])
+        tags, expires_at = extras.get(record.id, ((), None))
+        files[_fact_path(record)] = render_fact(
+            record, tags, expires_at, related.get(record.id, [])
+        )
     files |= _episodes(mem)
     for skill in skills.listing(mem):
         files[f"skills/{skill.status}/{skill.name}.json"] = json.dumps(skill.spec, indent=2) + "\n"
@@ -99,20 +111,38 @@ def _fact_path(record: MemoryRow) -> str:
     return f"{FACTS}/{record.category or 'root'}/{record.id}.md"
 
 
-def render_fact(record: MemoryRow, tags: tuple[str, ...]) -> str:
+def render_fact(
+    record: MemoryRow,
+    tags: tuple[str, ...],
+    expires_at: float | None = None,
+    related_to: Sequence[str] = (),
+) -> str:
     meta: dict[str, Any] = {
         "id": record.id,
         "category": record.category,
         "importance": record.importance,
         "tier": record.tier,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.created_at)),
+        "created": _iso(record.created_at),
         "tags": list(tags),
         "urls": list(record.urls),
         "commands": list(record.commands),
         "paths": list(record.paths),
+        "pinned": record.pinned,
+        "valid_from": _iso(record.valid_from),
+        "superseded_by": record.superseded_by,
+        "superseded_at": _iso(record.superseded_at),
+        "expires": _iso(expires_at),
+        "related_to": list(related_to),
     }
     lines = [_FENCE, *(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in meta.items())]
     return "\n".join([*lines, _FENCE, record.text, ""])
+
+
+def _iso(ts: float | None) -> str | None:
+    """A date in the front matter: ISO 8601 UTC, to the microsecond (None stays None)."""
+    if ts is None:
+        return None
+    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="microseconds")
 
 
 def parse_fact(text: str, where: str) -> tuple[dict[str, Any], str]:
@@ -292,6 +322,9 @@ def _apply_fact(
             paths=_strings(meta.get("paths")),
         )
         _replace_tags(mem, record.id, tags)
+        pinned = meta.get("pinned")
+        if isinstance(pinned, bool) and pinned != record.pinned:
+            curate.set_pinned(mem, record.id, pinned)
         report.edited.append(record.id)
         return
     outcome = mem.store(text, category, importance, source="folder")

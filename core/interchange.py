@@ -19,12 +19,17 @@ from tiermem.core import hot as hotmod
 from tiermem.core import rows
 from tiermem.core.config import config_from_mapping, render_toml, seed_config_to_mapping
 from tiermem.core.errors import InvalidInput, LimitExceeded, TiermemError
+from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import read_text
 from tiermem.core.rows import TIERS, MemoryRow
 from tiermem.core.warm import NewFact
 
 if TYPE_CHECKING:
+    from tiermem.core import hygiene, links
     from tiermem.core.engine import Memory
+else:  # only an export reads tags and links
+    hygiene = lazy_import("tiermem.core.hygiene")
+    links = lazy_import("tiermem.core.links")
 
 SEED_FILES = {
     "warm": "warm-memory.json",
@@ -91,7 +96,7 @@ def import_seed(
         report.facts_added = sum(o.created for o in outcomes)
         report.facts_merged = len(outcomes) - report.facts_added
     if state is not None:
-        mem.edit_hot(lambda current: _merge_hot(current, state))
+        mem.edit_hot(lambda current: merge_hot(current, state))
         report.hot_imported = True
     if cfg_text is not None:
         mem.home.config_path.write_text(cfg_text, encoding="utf-8")
@@ -191,7 +196,8 @@ def _parse_hot(data: Any, path: Path) -> hotmod.HotState:
     return state
 
 
-def _merge_hot(current: hotmod.HotState, incoming: hotmod.HotState) -> None:
+def merge_hot(current: hotmod.HotState, incoming: hotmod.HotState) -> None:
+    """Add what `incoming` holds to `current`; items both hold are kept once."""
     current.identity.update(incoming.identity)
     current.owner_profile.update(incoming.owner_profile)
     ctx = current.active_context
@@ -229,6 +235,23 @@ def record_dict(memory: MemoryRow) -> dict[str, Any]:
     return out
 
 
+def export_records(mem: Memory) -> Iterator[tuple[MemoryRow, dict[str, Any]]]:
+    """Every memory with its export record: `record_dict` plus its tags, expiry (epoch
+    seconds, or None) and the ids it is linked to (`related_to`)."""
+    for chunk in mem.memories.iter_all():
+        ids = [m.id for m in chunk]
+        extras = hygiene.extras_for(mem, ids)
+        linked = links.linked(mem, ids)
+        for memory in chunk:
+            tags, expires_at = extras.get(memory.id, ((), None))
+            extra = {
+                "tags": list(tags),
+                "expires_at": expires_at,
+                "related_to": linked.get(memory.id, []),
+            }
+            yield memory, record_dict(memory) | extra
+
+
 def export_json(mem: Memory) -> Iterator[str]:
     """The agent's whole memory as one JSON document, produced in pieces (never all in RAM)."""
     tree = mem.tree()
@@ -247,12 +270,9 @@ def export_json(mem: Memory) -> Iterator[str]:
     yield f'"tree": {json.dumps(nodes, ensure_ascii=False)},\n'
     yield '"memories": ['
     first = True
-    for chunk in mem.memories.iter_all():
-        for memory in chunk:
-            yield (
-                ("" if first else ",") + "\n" + json.dumps(record_dict(memory), ensure_ascii=False)
-            )
-            first = False
+    for _memory, record in export_records(mem):
+        yield ("" if first else ",") + "\n" + json.dumps(record, ensure_ascii=False)
+        first = False
     yield "\n]}\n"
 
 

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core.errors import InvalidInput
+from tiermem.core import interchange
+from tiermem.core.errors import InvalidInput, LimitExceeded
+from tiermem.core.importers import records
 from tiermem.core.importers.base import Conversation, Item, Plan
 from tiermem.core.importers.chats import (
     plan_chatgpt,
@@ -129,18 +131,42 @@ def apply(
     the_plan: Plan,
     progress: Callable[[Conversation], None] | None = None,
 ) -> ImportSummary:
-    """Store the plan's new facts and run its new conversations through conversation-end."""
+    """Store the plan's new facts (with what each carries), its tree and hot memory, and run
+    its new conversations through conversation-end."""
     summary = summarize(mem, the_plan)
     summary.dry_run = False
     new, _ = _new_items(mem, the_plan)
     with mem.db.transaction():
-        facts = [_fact(item) for item in new]
-        outcomes = mem.store_many(facts)
-        for source in {i.source for i in new}:
+        _add_tree(mem, the_plan, summary)
+        outcomes = mem.store_many([_fact(item) for item in new])
+        for source in dict.fromkeys(i.source for i in new):
             pairs = [(i, o) for i, o in zip(new, outcomes, strict=True) if i.source == source]
             record_items(mem, source, [(i.key, o.id, o.created) for i, o in pairs])
+            ids = {key: memory_id for key, (memory_id, _) in source_items(mem, source).items()}
+            records.restore(mem, [(i, o.id) for i, o in pairs if o.created], ids)
+    if the_plan.hot is not None:
+        incoming = the_plan.hot
+        mem.edit_hot(lambda current: interchange.merge_hot(current, incoming))
     summary.stored = sum(o.created for o in outcomes)
     summary.merged = len(outcomes) - summary.stored
+    _run_conversations(mem, the_plan, summary, progress)
+    return summary
+
+
+def _add_tree(mem: Memory, the_plan: Plan, summary: ImportSummary) -> None:
+    for path, description in the_plan.tree:
+        try:
+            mem.tree_add(path, description)
+        except (LimitExceeded, InvalidInput) as exc:
+            summary.skipped.append(f"tree node {path}: {exc}")
+
+
+def _run_conversations(
+    mem: Memory,
+    the_plan: Plan,
+    summary: ImportSummary,
+    progress: Callable[[Conversation], None] | None,
+) -> None:
     oldest_first = sorted(the_plan.conversations, key=lambda c: c.started_at or float("inf"))
     for conv in oldest_first:  # the clock only moves forward, as it did when they happened
         if progress is not None:
@@ -156,7 +182,6 @@ def apply(
             summary.conversations -= 1
             continue
         summary.facts_from_conversations += len(report.stored)
-    return summary
 
 
 def _fact(item: Item) -> NewFact:
@@ -164,6 +189,9 @@ def _fact(item: Item) -> NewFact:
         text=item.text,
         category=item.category,
         importance=item.importance,
+        urls=item.urls,
+        commands=item.commands,
+        paths=item.paths,
         source=f"import:{item.source}"[:200],
         created_at=item.created_at,
     )

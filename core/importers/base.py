@@ -12,10 +12,13 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiermem.core.errors import InvalidInput
 from tiermem.core.transcript import Message, decode_text
+
+if TYPE_CHECKING:
+    from tiermem.core.hot import HotState
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
@@ -30,6 +33,16 @@ class Item:
     category: str
     importance: float = 0.5
     created_at: float | None = None
+    urls: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    expires_at: float | None = None
+    links: tuple[str, ...] = ()
+    """Keys of the items of the same source this one is linked to (`related_to`)."""
+    state: dict[str, Any] = field(default_factory=dict, hash=False)
+    """`MemoryRow` fields a tiermem export carries (tier, pin, dates, supersession, reads),
+    restored after the store; `superseded_by` names the successor's key."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,10 @@ class Plan:
     items: list[Item] = field(default_factory=list)
     conversations: list[Conversation] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    hot: HotState | None = None
+    """Hot memory the source carries, merged into the agent's."""
+    tree: list[tuple[str, str]] = field(default_factory=list)
+    """Tree nodes (path, description) the source carries, shallowest first."""
 
     def skip(self, what: str) -> None:
         self.skipped.append(what)

@@ -17,6 +17,7 @@ import click
 from tiermem.core import agents, importers
 from tiermem.core.db import Database
 from tiermem.core.engine import Memory
+from tiermem.core.importers import own
 from tiermem.core.importers.base import Conversation
 from tiermem.core.importers.export import export_basic_memory
 from tiermem.core.importers.mem0 import export_mem0
@@ -30,7 +31,7 @@ EXPORT_FORMATS = ("mem0", "basic-memory")
 def _target(opts: Options, dry_run: bool) -> Iterator[Memory]:
     """The agent's memory; a dry run for an agent that does not exist yet plans against an
     empty throwaway home, so that it creates nothing."""
-    if dry_run and not _agent_exists(opts):
+    if dry_run and not agent_exists(opts):
         with tempfile.TemporaryDirectory() as tmp, Memory(Path(tmp), opts.agent_id) as mem:
             yield mem
         return
@@ -38,7 +39,8 @@ def _target(opts: Options, dry_run: bool) -> Iterator[Memory]:
         yield mem
 
 
-def _agent_exists(opts: Options) -> bool:
+def agent_exists(opts: Options) -> bool:
+    """Whether the home holds the agent (read-only: a check creates nothing)."""
     path = opts.resolved_home() / "tiermem.db"
     if not path.is_file():
         return False
@@ -52,8 +54,26 @@ def _agent_exists(opts: Options) -> bool:
 def import_from(opts: Options, fmt: str, path: Path, dry_run: bool) -> None:
     """Import PATH written by another memory tool or chat app (idempotent; `dry_run` writes
     nothing and says what would happen)."""
+    path = path.expanduser()
+    import_plan(
+        opts, lambda mem: importers.plan(fmt, path, importers.context_of(mem)), path, dry_run
+    )
+
+
+def import_export(opts: Options, path: Path, dry_run: bool) -> None:
+    """Import a JSON or folder export of any agent (this one on another home, or another)."""
+    if path.is_file():
+        import_plan(opts, lambda _mem: own.plan_json(path), path, dry_run)
+    else:
+        import_plan(opts, lambda mem: own.plan_folder(path, mem.now()), path, dry_run)
+
+
+def import_plan(
+    opts: Options, planner: Callable[[Memory], importers.Plan], path: Path, dry_run: bool
+) -> None:
+    """Plan against the agent's memory, then apply (or only summarize, in a dry run)."""
     with _target(opts, dry_run) as mem:
-        plan = importers.plan(fmt, path.expanduser(), importers.context_of(mem))
+        plan = planner(mem)
         if dry_run:
             summary = importers.summarize(mem, plan)
         else:

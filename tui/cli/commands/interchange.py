@@ -8,11 +8,14 @@ import click
 
 from tiermem.core import folder as folder_export
 from tiermem.core.errors import InvalidInput
+from tiermem.core.importers import own
 from tiermem.core.interchange import SEED_FILES, export_json, export_markdown, import_seed
 from tiermem.tui.cli.commands.importers import (
     EXPORT_FORMATS,
     IMPORT_FORMATS,
+    agent_exists,
     export_as,
+    import_export,
     import_from,
 )
 from tiermem.tui.cli.options import Options, emit, pass_options, write_stream
@@ -49,13 +52,19 @@ def import_(
             raise InvalidInput(f"--from {source_format} needs a PATH")
         import_from(opts, source_format, folder, dry_run)
         return
-    if dry_run:
-        raise InvalidInput("--dry-run goes with --from FORMAT")
+    if folder is not None and own.is_json_export(folder):
+        import_export(opts, folder, dry_run)
+        return
     if folder is not None and folder_export.is_export(folder):
+        if dry_run or not _edits_of_this_agent(opts, folder):
+            import_export(opts, folder, dry_run)
+            return
         with opts.open() as mem:
             done = folder_export.import_folder(mem, folder)
         emit(opts, done.as_dict(), _folder_text(done))
         return
+    if dry_run:
+        raise InvalidInput("--dry-run goes with --from FORMAT, a JSON export or a folder export")
     files = {"warm": warm, "tree": tree_file, "hot": hot_file, "config": config}
     if folder is not None:
         if not folder.is_dir():
@@ -76,6 +85,12 @@ def import_(
     )
     text += "".join(f"\nwarning: {w}" for w in report.warnings)
     emit(opts, payload, text)
+
+
+def _edits_of_this_agent(opts: Options, folder: Path) -> bool:
+    """Whether FOLDER is this agent's own export, so importing it applies the owner's edits
+    (another agent's export, or one for an agent not here yet, is copied instead)."""
+    return folder_export.exported_agent(folder) == opts.agent_id and agent_exists(opts)
 
 
 def _folder_text(done: folder_export.FolderReport) -> str:
