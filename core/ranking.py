@@ -234,7 +234,6 @@ class RankContext:
         labelled = [(w, w.describe()) for w in self.windows]
         cfg, s = self.retrieval, self.scoring
         now, tau, per_read, tiebreak = self.now, s.tau_days, s.reinforcement, cfg.tier_tiebreak
-        exp = math.exp
         for c in found:
             row = c.row
             created = float(row[ROW_CREATED])
@@ -243,12 +242,7 @@ class RankContext:
             else:
                 c.boost = c.time_boost = 0.0
                 c.matched_category = c.time_match = None
-            age_days = max(0.0, (now - created) / DAY)
-            c.tier_score = tier_score = (
-                float(row[_IMPORTANCE])
-                * exp(-age_days / tau)
-                * (1.0 + per_read * int(row[_ACCESS]))
-            )
+            c.tier_score = tier_score = row_tier_score(row, now, tau, per_read)
             c.score = (
                 c.relevance * (1.0 + c.boost) * (1.0 + c.time_boost) * (1.0 + c.signal_boost)
                 + tiebreak * tier_score
@@ -270,6 +264,14 @@ class RankContext:
         c.matched_category = matched
         c.time_boost = self.retrieval.temporal_boost if window else 0.0
         c.time_match = window
+
+
+def row_tier_score(row: Row, now: float, tau: float, per_read: float) -> float:
+    """importance × decay × reinforcement of a candidate's row: what keeps it in its tier."""
+    age_days = max(0.0, (now - float(row[ROW_CREATED])) / DAY)
+    return (
+        float(row[_IMPORTANCE]) * math.exp(-age_days / tau) * (1.0 + per_read * int(row[_ACCESS]))
+    )
 
 
 def explain(

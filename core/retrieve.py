@@ -49,6 +49,7 @@ from tiermem.core.ranking import (
     fuse,
     length_factors,
     match_tree,
+    row_tier_score,
     with_count,
 )
 from tiermem.core.ranking import Explanation as Explanation  # part of a result's public shape
@@ -153,7 +154,7 @@ def search(
     ids = tagmod.ids_with(store.db, store.agent_id, wanted_tags) if wanted_tags else None
     filters = _Filters(store, tiers, category, ids=None if ids is None else tuple(ids))
     if wanted_tags and not terms and not llm_paths:
-        return _tagged_only(result, tree, filters, wanted, wanted_tags)
+        return _tagged_only(result, tree, filters, wanted, wanted_tags, now, scoring)
     if not terms and mode == "keyword" and not llm_paths:
         result.notes.append("the query has no searchable words")
         return result
@@ -182,6 +183,10 @@ def search(
     context = RankContext(result.categories, windows, now, retrieval, scoring)
     ranked = _rank(result, keyword, similar, context)
     ranked = current.arrange(store.db, store.agent_id, ranked, now, as_of)
+    if mode == "keyword":
+        when = now if as_of is None else as_of
+        where = filters.sql(picked_by="id")
+        ranked = current.answer_first(store.db, store.agent_id, query, ranked, when, where)
     if tagged:
         _label(store, ranked, wanted_tags)
     _finish(result, tree, ranked, wanted, prefixes)
@@ -204,11 +209,15 @@ def _tagged_only(
     filters: _Filters,
     wanted: int,
     wanted_tags: list[str],
+    now: float,
+    scoring: ScoringConfig,
 ) -> RetrievalResult:
-    """A query of tags alone: the memories carrying them, most important and newest first."""
+    """A query of tags alone: the memories carrying them, most important and newest first;
+    each with its tier score, since no word ranks them."""
     found = _category_fill(filters, set(), wanted if result.budget is None else 10_000)
     for c in found:
         c.relevance, c.score, c.found_by = 1.0, 1.0, "tag"
+        c.tier_score = row_tier_score(c.row, now, scoring.tau_days, scoring.reinforcement)
     result.candidates = len(found)
     _label(filters.store, found, wanted_tags)
     _finish(result, tree, found, wanted)

@@ -71,3 +71,20 @@ def test_linking_unknown_or_same_memory_is_refused_and_stores_nothing(cli: Cli) 
     assert cli.json("retrieve", "toner cupboard")["results"] == []
     code, _, err = cli("link", known, known)
     assert code == 3 and "itself" in err
+
+
+def test_a_query_of_tags_alone_shows_each_memorys_tier_score_and_says_it_is_a_filter(
+    cli: Cli,
+) -> None:
+    urgent = store(
+        cli, "Buy milk on the way home", "errands", "--tag", "todo", "--importance", "0.9"
+    )
+    later = store(cli, "Renew the passport", "errands", "--tag", "todo", "--importance", "0.3")
+    results = cli.json("retrieve", "tag:todo")["results"]
+    scores = {r["id"]: r["explanation"]["tier_score"] for r in results}
+    assert set(scores) == {urgent, later}
+    assert scores[urgent] > scores[later] > 0
+    code, out, _ = cli("retrieve", "tag:todo")
+    assert code == 0 and "tier score 0.00" not in out
+    assert out.count("tag filter todo (no words to rank by)") == 2
+    assert "relevance" not in out

@@ -17,7 +17,7 @@ from tiermem.tui.cli.options import Options, emit, pass_options, session_option,
 
 if TYPE_CHECKING:
     from tiermem.core import hygiene, links, remember
-    from tiermem.core.retrieve import RetrievalResult
+    from tiermem.core.retrieve import Explanation, RetrievalResult
 else:  # only a session, tags or links need them; `store` and `retrieve` start faster without
     hygiene = lazy_import("tiermem.core.hygiene")
     links = lazy_import("tiermem.core.links")
@@ -229,6 +229,13 @@ def retrieval_payload(result: RetrievalResult) -> dict[str, Any]:
     }
 
 
+def _relevance(e: Explanation) -> str:
+    """What matched and how well; a query of tags alone has no words to match, only a filter."""
+    if e.found_by == "tag" and not e.matched_terms:
+        return f"tag filter {', '.join(e.matched_tags) or '-'} (no words to rank by)"
+    return f"matched {', '.join(e.matched_terms) or '-'}; relevance {e.relevance:.2f}"
+
+
 def render_retrieval(result: RetrievalResult) -> str:
     lines = [f"note: {n}" for n in result.notes] if result.hits else []
     lines += [f"time: {w}" for w in result.time_windows]
@@ -241,8 +248,7 @@ def render_retrieval(result: RetrievalResult) -> str:
     for i, hit in enumerate(result.hits, 1):
         e = hit.explanation
         lines.append(f"{i}. [{e.tier}] {hit.memory.text}")
-        why = f"   path {e.path or 'root'}; matched {', '.join(e.matched_terms) or '-'}"
-        why += f"; relevance {e.relevance:.2f}"
+        why = f"   path {e.path or 'root'}; " + _relevance(e)
         if e.similarity is not None:
             why += f" (similarity {e.similarity:.2f}, found by {e.found_by})"
         if e.category_boost:
