@@ -53,6 +53,9 @@ __all__ = [
     "rejected_rows",
 ]
 
+SEEN_EVERY: Final = 3600.0
+"""LAST SEEN's resolution in seconds: a pull in the same clock hour as the last push or pull
+leaves it (`sync devices` shows when a device was last seen, not each pull)."""
 _RETRY_CHUNK: Final = 20
 """Record ids per request when rejected rows are fetched again (their envelopes are padded to
 at least 8 KiB, and a response has a size cap)."""
@@ -165,11 +168,14 @@ def rejected_rows(session: Session) -> list[tuple[str, str, str]]:
 
 
 def _touch(session: Session, s: Settings, policy: RetryPolicy, t: _PullTotals) -> None:
-    """Refresh this device's LAST SEEN (one small request; a failure here fails nothing)."""
+    """Refresh this device's LAST SEEN once per clock hour (a push refreshes it too), so the
+    pulls in between write nothing on the server; one small request, a failure fails nothing."""
+    now = session.mem.now()
+    earlier = (s.last_push_at, journal.read_progress(session.mem).last_pull_at)
+    if any(at is not None and at // SEEN_EVERY == now // SEEN_EVERY for at in earlier):
+        return
     try:
-        session.remote(s).execute(
-            *store.touch_device(s.tag, s.device_id, session.mem.now()), policy
-        )
+        session.remote(s).execute(*store.touch_device(s.tag, s.device_id, now), policy)
         t.requests += 1
     except HranaError:
         pass

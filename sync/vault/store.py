@@ -215,7 +215,8 @@ def append_roster_entry(tag: bytes, seq: int, body: bytes) -> Statement:
 
 
 def touch_device(tag: bytes, device_id: bytes, now: float) -> Statement:
-    """`sync devices` LAST SEEN: every push and pull refreshes it (display only, not trusted)."""
+    """`sync devices` LAST SEEN: every push refreshes it, a pull once per clock hour (display
+    only, not trusted)."""
     return (
         "UPDATE devices SET last_seen = ? WHERE device_id = ? AND agent_tag = ?",
         (now, device_id, tag),
