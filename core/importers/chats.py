@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +182,7 @@ def plan_slack(path: Path) -> Plan:
     days = sorted(p for p in folder.glob("*/*.json") if not p.parent.name.startswith("."))
     if not days:
         raise InvalidInput(f"{path}: no Slack channel folders (CHANNEL/YYYY-MM-DD.json)")
+    names = _slack_names(folder / "users.json", plan)
     for day in days:
         try:
             data = read_json_file(day)
@@ -190,7 +192,7 @@ def plan_slack(path: Path) -> Plan:
         if not isinstance(data, list):
             plan.skip(f"{day.parent.name}/{day.name}: not a list of messages")
             continue
-        messages, started = _slack_messages(data)
+        messages, started = _slack_messages(data, names)
         channel = day.parent.name
         conv = Conversation(
             f"{channel}/{day.stem}", f"#{channel} {day.stem}", started, tuple(messages)
@@ -199,7 +201,45 @@ def plan_slack(path: Path) -> Plan:
     return plan
 
 
-def _slack_messages(data: list[Any]) -> tuple[list[Message], float | None]:
+_SLACK_MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|([^>]*))?>")
+
+
+def _slack_names(users: Path, plan: Plan) -> dict[str, str]:
+    """User id → the name people know them by (`users.json`: real name, display name, handle)."""
+    if not users.is_file():
+        return {}
+    try:
+        data = read_json_file(users)
+    except InvalidInput as exc:
+        plan.skip(f"{exc} (mentions stay as user ids)")
+        return {}
+    names = {}
+    for user in data if isinstance(data, list) else []:
+        if not isinstance(user, dict) or not isinstance(user.get("id"), str):
+            continue
+        profile = user.get("profile") if isinstance(user.get("profile"), dict) else {}
+        for name in (
+            user.get("real_name"),
+            profile.get("real_name"),
+            profile.get("display_name"),
+            user.get("name"),
+        ):
+            if isinstance(name, str) and name.strip():
+                names[user["id"]] = name.strip()
+                break
+    return names
+
+
+def _resolve_mentions(text: str, names: dict[str, str]) -> str:
+    """`<@U01>` (or `<@U01|ann>`) as `@Ann`, the way Slack shows it."""
+
+    def name(match: re.Match[str]) -> str:
+        return "@" + (names.get(match.group(1)) or match.group(2) or match.group(1))
+
+    return _SLACK_MENTION.sub(name, text)
+
+
+def _slack_messages(data: list[Any], names: dict[str, str]) -> tuple[list[Message], float | None]:
     messages = []
     started = None
     for raw in data:
@@ -207,7 +247,7 @@ def _slack_messages(data: list[Any]) -> tuple[list[Message], float | None]:
             continue
         if raw.get("subtype") in _SLACK_SKIPPED:
             continue
-        text = str(raw.get("text") or "").strip()
+        text = _resolve_mentions(str(raw.get("text") or "").strip(), names)
         if not text:
             continue
         started = started or timestamp(raw.get("ts"))
