@@ -9,7 +9,9 @@
   title, each relation the fact "Title relation_type Target"; free text lines are read like
   note lines. A note's folder becomes its category (`projects/auth.md` → `projects`); an
   observation whose category names a fact kind (decision, preference, lesson, task…) goes where
-  distillation files that kind.
+  distillation files that kind. A note tiermem wrote (`tiermem_category` in its front matter)
+  is read back as written: its category, each observation's text and `#tags`; its
+  `hot-memory.md` becomes hot memory.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from tiermem.core import distill as distillmod
 from tiermem.core.errors import InvalidInput
 from tiermem.core.importers.base import Item, Plan, markdown_files, need_folder, read_file_text
 from tiermem.core.importers.context import PlanContext
+from tiermem.core.importers.export import CATEGORY_FIELD, HOT_NOTE
+from tiermem.core.importers.own import hot_from_markdown
 from tiermem.core.ingest import item_key, note_date, note_items, note_time
 
 _OBSERVATION = re.compile(r"^\s*[-*]\s+\[([^\]\n]+)\]\s+(.+?)\s*$")
@@ -128,6 +132,12 @@ def front_matter(text: str) -> tuple[dict[str, str], str]:
 
 def _basic_note(plan: Plan, relative: Path, text: str, ctx: PlanContext) -> None:
     fields, body = front_matter(text)
+    if fields.get("type") == HOT_NOTE:
+        plan.hot = hot_from_markdown(body, ctx.now)
+        return
+    if fields.get(CATEGORY_FIELD):
+        _tiermem_note(plan, relative, fields[CATEGORY_FIELD], body)
+        return
     title = fields.get("title") or relative.stem
     source = f"basic-memory:{relative.as_posix()}"
     folder = "/".join(distillmod.slug(p) for p in relative.parent.parts)
@@ -156,6 +166,22 @@ def _basic_note(plan: Plan, relative: Path, text: str, ctx: PlanContext) -> None
         plan.items.append(
             Item(source, item.key, item.fact.text, category, item.fact.importance, None)
         )
+
+
+def _tiermem_note(plan: Plan, relative: Path, category: str, body: str) -> None:
+    """A note `export --format basic-memory` wrote: each observation is one memory as it was
+    (its text, the note's category, its trailing `#tags`)."""
+    source = f"basic-memory:{relative.as_posix()}"
+    for line in body.splitlines():
+        observation = _OBSERVATION.match(line)
+        if observation is None:
+            continue
+        words = observation.group(2).split()
+        tags: list[str] = []
+        while len(words) > 1 and _TAG.fullmatch(words[-1]):
+            tags.insert(0, words.pop()[1:])
+        text = " ".join(words)
+        plan.items.append(Item(source, item_key(text), text, category, tags=tuple(tags)))
 
 
 def _observation(

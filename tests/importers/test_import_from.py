@@ -207,7 +207,7 @@ def test_export_to_basic_memory_is_a_project_basic_memory_reads(capsys, tmp_path
     written = cli_json(capsys, home, "export", "--format", "basic-memory", "-o", str(folder))
     assert written["notes"] == 2
     note = (folder / "work" / "billing.md").read_text()
-    assert note.startswith("---\ntitle: billing\n") and "- [warm] Stripe webhooks" in note
+    assert note.startswith("---\ntitle: billing\n") and "- [billing] Stripe webhooks" in note
     dry = cli_json(capsys, other, "import", "--from", "basic-memory", "--dry-run", str(folder))
     assert dry["new"] >= 2
 
