@@ -217,7 +217,8 @@ def _slack_names(users: Path, plan: Plan) -> dict[str, str]:
     for user in data if isinstance(data, list) else []:
         if not isinstance(user, dict) or not isinstance(user.get("id"), str):
             continue
-        profile = user.get("profile") if isinstance(user.get("profile"), dict) else {}
+        profile = user.get("profile")
+        profile = profile if isinstance(profile, dict) else {}
         for name in (
             user.get("real_name"),
             profile.get("real_name"),
