@@ -102,13 +102,30 @@ def test_mem0_categories_and_dates_are_kept(capsys, tmp_path: Path) -> None:
     assert _day(coffee["created_at"]) == "2025-11-03"
 
 
-def test_a_palace_drawer_lands_under_its_wing_and_room(capsys, tmp_path: Path) -> None:
+@pytest.mark.parametrize("folder", ["mempalace-palace", "mempalace-export"])
+def test_a_palace_drawer_lands_under_its_wing_and_room(capsys, tmp_path: Path, folder: str) -> None:
     home = tmp_path / "home"
-    cli_json(capsys, home, "import", "--from", "mempalace", str(FIXTURES / "mempalace-palace"))
-    categories = {m["category"] for m in memories(capsys, home)}
-    assert categories == {"home/garden", "work/deploys"}
-    tree = cli_json(capsys, home, "tree")
-    assert "work/deploys" in json.dumps(tree)
+    cli_json(capsys, home, "import", "--from", "mempalace", str(FIXTURES / folder))
+    stored = memories(capsys, home)
+    assert {m["category"] for m in stored} == {"mpsrc/car", "mpsrc/garden"}
+    car = next(m for m in stored if m["category"] == "mpsrc/car")
+    assert car["text"].startswith("Car: The Renault Zoe needs its battery check")
+    assert car["metadata"]["urls"] == ["https://garage.example.pt/booking"]
+    assert car["metadata"]["paths"][0].endswith("mpsrc/car/zoe.md")
+    assert "mpsrc/car" in json.dumps(cli_json(capsys, home, "tree"))
+
+
+def test_a_real_palace_gives_its_drawers_and_skips_its_closets(capsys, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    palace = str(FIXTURES / "mempalace-palace")
+    dry = cli_json(capsys, home, "import", "--from", "mempalace", "--dry-run", palace)
+    assert dry["new"] == 2
+    assert len(dry["skipped"]) == 2
+    assert all("mempalace_closets" in reason for reason in dry["skipped"])
+    cli_json(capsys, home, "import", "--from", "mempalace", palace)
+    texts = [m["text"] for m in memories(capsys, home)]
+    assert len(texts) == 2
+    assert not any("→drawer" in t or t.startswith("#") for t in texts)
 
 
 @pytest.mark.parametrize("fmt", CHAT_FORMATS)
@@ -205,9 +222,9 @@ def test_export_to_basic_memory_is_a_project_basic_memory_reads(capsys, tmp_path
     cli_json(capsys, home, "import", "--from", "mempalace", str(FIXTURES / "mempalace-export"))
     folder = tmp_path / "bm"
     written = cli_json(capsys, home, "export", "--format", "basic-memory", "-o", str(folder))
-    assert written["notes"] == 2
-    note = (folder / "work" / "billing.md").read_text()
-    assert note.startswith("---\ntitle: billing\n") and "- [billing] Stripe webhooks" in note
+    assert written["notes"] == 3  # hot-memory.md and one note per room
+    note = (folder / "mpsrc" / "car.md").read_text()
+    assert note.startswith("---\ntitle: car\n") and "- [car] Car: The Renault Zoe" in note
     dry = cli_json(capsys, other, "import", "--from", "basic-memory", "--dry-run", str(folder))
     assert dry["new"] >= 2
 
