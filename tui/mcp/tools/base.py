@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 SESSION_DOC = "Session id for session hygiene (default: the server's --session / TIERMEM_SESSION)."
@@ -18,6 +20,11 @@ class ToolSpec:
     name: str
     fn: Callable[..., dict[str, Any]]
     description: str
+
+    @cached_property
+    def arguments(self) -> tuple[str, ...]:
+        """The argument names a call may give (every parameter after the `Home`)."""
+        return tuple(inspect.signature(self.fn).parameters)[1:]
 
 
 def strings(value: Strings | None) -> list[str]:
