@@ -215,7 +215,7 @@ def test_errors_are_mcp_errors_and_the_server_keeps_running(tmp_path: Path) -> N
             s, "memory_hot", action="update", key="identity", value="text"
         )
         assert "scope" in await error(s, "memory_audit", scope="everything")
-        assert "NotFound: unknown tool 'memory_nothing'" == await error(s, "memory_nothing")
+        assert await error(s, "memory_nothing") == "NotFound: unknown tool 'memory_nothing'"
         assert "no conversation messages" in await error(
             s, "memory_conversation_end", transcript=""
         )
