@@ -1,7 +1,8 @@
 """Pull: fetch what other devices pushed since the last pull and apply it.
 
-The server's rows after a local cursor come in pages (`store.records_after`); this device's own rows
-are skipped. Each page is authenticated and decoded with no transaction held, then applied in one
+The server's rows after a local cursor come in pages (`store.pull_page`: a version the same device
+superseded is left out, so a pull after many pushes of one record fetches its newest); this
+device's own rows are skipped. Each page is authenticated and decoded with no transaction held, then applied in one
 short local transaction with the cursor, so an interrupted pull resumes where it stopped. Memory
 rows converge by id (the highest content version wins; a row changed here and not yet sealed wins,
 since its push will carry a later version) and their read counters are merged, never overwritten
@@ -108,7 +109,8 @@ class _Page:
 
     memories: list[tuple[memory_record.MemoryVersion, str]] = field(default_factory=list)
     manifests: list[tuple[str, int, str]] = field(default_factory=list)
-    newest_critical: tuple[str, dict[str, Any]] | None = None
+    critical: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    """Each writer's newest critical state (version, document) in the page."""
     graph: list[graph_records.GraphItem] = field(default_factory=list)
     newest: str = ""
     metrics: list[tuple[str, str, metrics_records.Days]] = field(default_factory=list)
@@ -134,7 +136,7 @@ def pull(
         def select(client: HranaClient, cursor: int = cursor) -> list[ResultSet]:
             nonlocal limit
             result, limit = records_fmt.fit_page(
-                lambda n: client.execute(*store.records_after(tag, cursor, n)), limit
+                lambda n: client.execute(*store.pull_page(tag, cursor, n)), limit
             )
             return [result]
 
@@ -343,8 +345,8 @@ def _decode_page(
                 doc = records_fmt.decode_critical(
                     records_fmt.open_row(key, agent, CRITICAL_TABLE, row), agent
                 )
-                if out.newest_critical is None or row.version > out.newest_critical[0]:
-                    out.newest_critical = (row.version, doc)
+                if row.version > out.critical.get(device_hex, ("", {}))[0]:
+                    out.critical[device_hex] = (row.version, doc)
             elif row.record_id == records_fmt.record_id(id_key, METRICS_TABLE, device_hex):
                 days = metrics_records.decode_metrics(
                     records_fmt.open_row(key, agent, METRICS_TABLE, row), device_hex
@@ -402,8 +404,7 @@ def _apply_decoded(session: Session, s: Settings, page: _Page, t: _PullTotals) -
     )
     if page.graph:
         t.applied += graph_records.apply(session.db, agent, page.graph, session.mem.now())
-    if page.newest_critical is not None:
-        version, doc = page.newest_critical
+    for version, doc in sorted(page.critical.values(), key=lambda c: c[0]):
         changed, conflicts = merge_critical(session, s, doc, version)
         t.applied += int(changed)
         t.critical += int(changed)

@@ -37,6 +37,7 @@ __all__ = [
     "live_device_ids",
     "manifest_since",
     "manifests_after",
+    "pull_page",
     "records_after",
     "records_by_id",
     "roster_entries",
@@ -92,6 +93,19 @@ def records_after(tag: bytes, after: int, limit: int) -> Statement:
     """A pull page: the vault's rows after the cursor `after`, in commit order."""
     return (
         f"SELECT {_ROW} FROM records WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (tag, after, limit),
+    )
+
+
+def pull_page(tag: bytes, after: int, limit: int) -> Statement:
+    """`records_after` without the versions that a newer version of the same record by the
+    same device supersedes: each version is that device's whole state of the record (its
+    critical state, manifest counter, metrics, a memory), so a pull needs only the newest."""
+    return (
+        f"SELECT {_ROW} FROM records AS r WHERE agent_tag = ? AND seq > ? AND NOT EXISTS "
+        "(SELECT 1 FROM records AS n WHERE n.record_id = r.record_id "
+        "AND n.agent_tag = r.agent_tag AND n.device_id = r.device_id AND n.seq > r.seq) "
+        "ORDER BY seq LIMIT ?",
         (tag, after, limit),
     )
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.sync.helpers import init_engine, policy, seed_memory
+from tests.sync.helpers import conversation_end, init_engine, policy, seed_memory
 from tests.sync.sqld import SqldServer
 from tiermem.core.engine import Memory
 from tiermem.sync.engine import SyncEngine
@@ -58,6 +58,7 @@ class Pair:
     eb: SyncEngine
     wire: Counting
     clock: Clock
+    key: bytes
 
 
 @pytest.fixture
@@ -72,7 +73,7 @@ def pair(tmp_path: Path, sqld: SqldServer, agent_id: str) -> Iterator[Pair]:
     wire = Counting()
     eb = SyncEngine(b, timeout=10.0, transport=wire)
     try:
-        yield Pair(a, ea, b, eb, wire, clock)
+        yield Pair(a, ea, b, eb, wire, clock, key)
     finally:
         for closing in (eb, b, ea, a):
             closing.close()
@@ -102,3 +103,38 @@ def test_idle_pulls_write_nothing_and_last_seen_moves_once_an_hour(
     pair.eb.pull(policy())
     assert last_seen(sqld, pair.eb) == pair.clock.at
     assert len(pair.wire.writes()) == 1
+
+
+def test_a_pull_after_many_critical_pushes_fetches_each_writer_newest_state_once(
+    pair: Pair,
+) -> None:
+    pair.eb.pull(policy())
+    conversation_end(pair.a, 0)
+    assert pair.ea.push(policy()).pushed
+    before = pair.wire.down
+    pair.eb.pull(policy())
+    one = pair.wire.down - before  # what one critical version costs to pull
+    for n in range(1, 13):
+        conversation_end(pair.a, n)
+        assert pair.ea.push(policy()).pushed
+    before = pair.wire.down
+    result = pair.eb.pull(policy())
+    assert result.critical == 1
+    assert pair.wire.down - before <= 2 * one
+    assert pair.b.hot().identity["conversations"] == 12  # the newest state arrived whole
+    assert "conversation 12 ended" in pair.b.memory_md()
+
+
+def test_a_pull_merges_the_newest_state_of_every_writer_not_only_the_newest_one(
+    pair: Pair, tmp_path: Path, sqld: SqldServer, agent_id: str
+) -> None:
+    restore(tmp_path / "c", agent_id, sqld.url, sqld.token, recovery_key=pair.key, policy=policy())
+    with Memory(tmp_path / "c", agent_id) as c, SyncEngine(c, timeout=10.0) as ec:
+        pair.eb.pull(policy())
+        c.add_task("water the office ficus")  # C's change, then A's newer one
+        assert ec.push(policy()).pushed
+        pair.a.add_task("book the room for the retro")
+        assert pair.ea.push(policy()).pushed
+        assert pair.eb.pull(policy()).critical == 2
+    tasks = {t.text for t in pair.b.hot().active_context.tasks}
+    assert {"water the office ficus", "book the room for the retro"} <= tasks
