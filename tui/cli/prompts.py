@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from urllib.parse import urlsplit
 
 import click
 
@@ -58,8 +59,16 @@ def sync_token(url: str | None = None) -> tuple[str | None, bool]:
     if url is not None and (in_url := url_token(url)) is not None:
         return in_url, False
     if interactive():
-        return ask_hidden("Turso auth token (hidden; empty for none)") or None, False
+        return ask_hidden(f"{token_name(url)} (hidden; empty for none)") or None, False
     return None, False
+
+
+def token_name(url: str | None) -> str:
+    """What the token is called where it was made: Turso's name for a Turso database, the
+    plain one for any other libSQL server (sqld, `tiermem sync local-server`)."""
+    host = (urlsplit(url.strip()).hostname or "").lower() if url else ""
+    turso = host.endswith((".turso.io", ".turso.tech"))
+    return "Turso auth token" if turso else "Server token"
 
 
 def retry_policy(opts: Options, attempts: int) -> RetryPolicy:

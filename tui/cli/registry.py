@@ -191,7 +191,8 @@ ROOT: dict[str, Lazy] = {
     "sync": _at(
         "sync",
         "sync_group",
-        "End-to-end encrypted sync of the critical state (hot + tree) with Turso.",
+        "End-to-end encrypted sync of the critical state (hot + tree) with Turso or any libSQL "
+        "server.",
     ),
     "daemon": _at(
         "daemon",
@@ -278,6 +279,11 @@ SYNC: dict[str, Lazy] = {
         "sync_status",
         "sync_status",
         "Show sync settings, the outbox and the last push or error (no network).",
+    ),
+    "local-server": _at(
+        "sync_local",
+        "local_server_cmd",
+        "Run a libSQL server with auth on this machine, to try sync without Turso (Ctrl-C stops).",
     ),
     "set-token": _at(
         "sync",

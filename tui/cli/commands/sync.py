@@ -135,12 +135,17 @@ def _new_passphrase() -> str:
 @click.group(name="sync", cls=LazyGroup, lazy=SYNC)
 @pass_options
 def sync_group(opts: Options) -> None:
-    """End-to-end encrypted sync of the critical state (hot + tree) with Turso."""
+    """End-to-end encrypted sync of the critical state (hot + tree) with Turso or any libSQL
+    server."""
     opts.start_log()
 
 
 @sync_group.command(name="init")
-@click.option("--url", help=f"Database URL: libsql://… or https://… (default ${ENV_URL}).")
+@click.option(
+    "--url",
+    help=f"Database URL: libsql://… or https://…, or http://127.0.0.1:… for a server on this "
+    f"machine (`tiermem sync local-server`) (default ${ENV_URL}).",
+)
 @click.option(
     "--passphrase",
     "use_passphrase",
