@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from tiermem.core import answers
 from tiermem.core.db import Database, Row
 from tiermem.core.ranking import (
     ROW_CREATED,
@@ -71,6 +72,35 @@ def arrange(
         c.score *= STALE_FACTOR
     for old, new in pairs:  # every reader that sorts by score keeps the current one first
         new.score = max(new.score, old.score * (1 + 1e-6) + 1e-9)
+    ranked.sort(key=lambda c: (-c.score, c.seq))
+    return ranked
+
+
+def answer_first(
+    db: Database,
+    agent_id: str,
+    query: str,
+    ranked: list[Candidate],
+    when: float,
+    where: tuple[str, list[object]],
+) -> list[Candidate]:
+    """`ranked` with the newest statement of what a question asks first ("who is my manager
+    now?" → the latest "I report to …"), found even when the question shares no word with it."""
+    question = answers.asked(query)
+    if question is None:
+        return ranked
+    found = answers.newest(db, agent_id, question, when, where)
+    if found is None:
+        return ranked
+    seq, row, why = found
+    answer = next((c for c in ranked if c.seq == seq), None)
+    if answer is None:
+        answer = Candidate(seq, with_count(row), found_by="answer")
+        ranked.append(answer)
+    top = max((c.score for c in ranked if c is not answer), default=0.0)
+    answer.score = max(answer.score, top * (1 + 1e-6) + 1e-9)
+    answer.relevance = max(answer.relevance, 1.0)
+    answer.via = why
     ranked.sort(key=lambda c: (-c.score, c.seq))
     return ranked
 

@@ -35,7 +35,7 @@ HYPOTHETICAL = re.compile(
 )
 """A change that may never happen (a wish, a condition): it replaces nothing."""
 FUTURE = re.compile(
-    r"\b(?:will|'ll|going to|gonna|plan(?:ning)? to|about to|next (?:year|month|week)|soon|"
+    r"\b(?:will|shall|'ll|going to|gonna|plan(?:ning)? to|about to|next (?:year|month|week)|soon|"
     r"(?:i'?m|i am|we'?re|we are|s?he'?s|they'?re) (?:moving|switching|changing|starting|"
     r"joining|leaving|relocating|migrating))\b",
     re.IGNORECASE,
@@ -120,14 +120,15 @@ _WRONG = re.compile(
 )
 _THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "he's", "she's", "they're"})
 _POSSESSIVES = frozenset({"my", "our"})
-_RELATIVES = frozenset(
+RELATIVES = frozenset(
     """sister brother mum mom mother dad father partner wife husband girlfriend boyfriend son
     daughter friend roommate flatmate colleague coworker cousin aunt uncle grandma grandpa
     niece nephew neighbour neighbor""".split()  # noqa: SIM905
 )
 """Whose a statement is when it starts "my sister …": a subject of its own, not the user."""
 _POSSESSIVE = re.compile(r"['’]s$")
-_FIRST_PERSON = frozenset(
+_RELATIVE_PRONOUNS = frozenset({"who", "which", "whose"})
+FIRST_PERSON = frozenset(
     {
         "i'd",
         "i'll",
@@ -185,7 +186,11 @@ class Claim:
     """When it became true, when the text names a date."""
 
 
-_CLAUSE = re.compile(r"(?<=[.!?;])\s+|\n+|\s+[—–-]\s+|\s*\(\s*|\)\s*")
+_CLAUSE = re.compile(
+    r"(?<=[.!?;])\s+|\n+|\s+[—–-]\s+|\s*\(\s*|\)\s*|,\s+(?=(?:who|which|whose)\b)", re.IGNORECASE
+)
+"""Sentences, dashes, brackets and relative clauses ("my sister, who lives in Leeds"): each
+says something of its own, about its own subject."""
 
 
 @lru_cache(maxsize=8192)
@@ -256,7 +261,7 @@ def claim_of(text: str, said_at: float) -> Claim | None:
         if w not in STOPWORDS
         and w not in CHANGE
         and w not in FILLER
-        and w not in _FIRST_PERSON
+        and w not in FIRST_PERSON
         and w not in value_words
         and not w[0].isdigit()
         and w not in MONTHS
@@ -320,15 +325,29 @@ def fts_query(claim: Claim) -> str:
     """An FTS5 query for statements that may state the same thing: any word naming one of its
     one-value attributes, its tools' kind, or (a correction) the value it corrects; else its
     frame words."""
-    words: list[str] = []
     anchors = [w for w in sorted(claim.frame) if w.startswith("~") or w in _SLOT_STEMS]
-    for word in anchors:
-        words += _SLOT_SURFACE.get(word, [word])
-    for kind in claim.kinds:
-        words += [t for t, k in TOOL_KINDS.items() if k == kind]
-    words += sorted(claim.corrected)
+    words = _surface([*anchors, *sorted(claim.kinds)]) + sorted(claim.corrected)
     if not words:
         words = sorted(claim.frame)
+    return _any_of(words)
+
+
+def fts_query_for(anchors: frozenset[str]) -> str:
+    """An FTS5 query for statements of these attributes (slot tokens, one-value frame words,
+    tool kinds), however each is said."""
+    return _any_of(_surface(sorted(anchors)))
+
+
+def _surface(anchors: list[str]) -> list[str]:
+    """The words that say each anchor: a slot's words, a kind's tools, else the word."""
+    words: list[str] = []
+    for word in anchors:
+        tools = [t for t, k in TOOL_KINDS.items() if k == word]
+        words += _SLOT_SURFACE.get(word, [word]) + tools
+    return words
+
+
+def _any_of(words: list[str]) -> str:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
 
 
@@ -391,7 +410,7 @@ def _values(text: str, words: list[str]) -> set[str]:
             out.add(_tool(folded))
         elif folded in WEEKDAYS or re.fullmatch(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}:\d\d", folded):
             out.add(folded)
-        elif word[0].isupper() and folded not in _FIRST_PERSON and folded not in STOPWORDS:
+        elif word[0].isupper() and folded not in FIRST_PERSON and folded not in STOPWORDS:
             if folded in MONTHS or folded in FILLER or folded in CHANGE:
                 continue
             if i == 0 and folded in _COMMON_STARTS:
@@ -416,12 +435,14 @@ def _fold_accents(word: str) -> str:
 def _subject(words: list[str], folded: list[str]) -> str:
     """Who a statement is about: the first person, a third person ("she", "my sister": never
     the user), or its first capitalised name before the verb."""
+    if folded[0] in _RELATIVE_PRONOUNS:
+        return "~other"  # "…, who lives in Leeds": about whom the sentence before named
     for word, low in zip(words[:4], folded[:4], strict=False):
         if low in _THIRD_PERSON:
             return "~" + low
-        if low in _FIRST_PERSON:
+        if low in FIRST_PERSON:
             following = folded[folded.index(low) + 1] if low in _POSSESSIVES else ""
-            return "~" + following if following in _RELATIVES else "user"
+            return "~" + following if following in RELATIVES else "user"
         if word[0].isupper() and low not in _COMMON_STARTS:
             return _fold_accents(_POSSESSIVE.sub("", low))
     return "user"

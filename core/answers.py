@@ -1,0 +1,161 @@
+"""The newest statement of what a question asks about ("where do I live now?" → "We completed
+the move to York on Saturday"): found by the words that name the attribute however it is
+said, chosen by when it became true, and ranked first. An answer is then right even when
+the question shares no word with it, or when supersession missed the change."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+from tiermem.core import frames
+from tiermem.core.db import Database, Row
+from tiermem.core.ranking import ROW_CATEGORY, ROW_CREATED, ROW_FIELDS, ROW_TEXT
+from tiermem.core.terms import STOPWORDS, stem
+
+POOL = 300
+"""The newest statements of the attribute looked at (newest first, so older ones fall off)."""
+DERIVED = ("dreams", "conversations")
+"""Syntheses and conversation records restate facts; the statements themselves answer."""
+
+_QUESTION = re.compile(
+    r"\?|\b(?:what|whats|what's|where|who|whom|whose|which|when|how|am i|do i|does|did)\b",
+    re.IGNORECASE,
+)
+KIND_WORDS: dict[str, str] = {
+    "database": "database",
+    "db": "database",
+    "queue": "queue",
+    "broker": "queue",
+    "ci": "ci",
+    "cloud": "cloud",
+    "hosting": "cloud",
+    "host": "cloud",
+    "editor": "editor",
+    "ide": "editor",
+    "channel": "channel",
+    "drink": "drink",
+    "drinks": "drink",
+    "language": "language",
+    "framework": "framework",
+}
+"""Question words that ask which tool of a kind ("what message broker …" → a queue)."""
+_ASKING = frozenset(
+    """what whats where who whom whose which when how do does did is are am was were
+    now currently still right at the moment these days""".split()  # noqa: SIM905
+)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a question asks: the attribute's anchors and whose it is."""
+
+    anchors: frozenset[str]
+    """Slot tokens (~residence), one-value frame words (deadline) and tool kinds (queue)."""
+    subject: str
+    """"user", "~sister" (my sister), or "" when the question names no one."""
+    names: frozenset[str]
+    """Its other content words (folded): a statement about someone else must name one."""
+
+
+def asked(query: str) -> Asked | None:
+    """What a question asks, or None for a statement or a question of no known attribute."""
+    if not _QUESTION.search(query):
+        return None
+    claim = frames.claim_of(query, 0.0)
+    if claim is None:
+        return None
+    words = [frames.fold(w) for w in re.findall(r"[\w'’]+", query)]
+    slotted = {w for w in claim.frame if w.startswith("~") or w in _slot_stems()}
+    kinds = {KIND_WORDS[w] for w in words if w in KIND_WORDS}
+    anchors = frozenset(slotted | kinds)
+    if not anchors:
+        return None
+    names = frozenset(
+        w
+        for w in words
+        if w not in STOPWORDS and w not in _ASKING and w not in frames.SLOT_WORDS
+        if w not in KIND_WORDS and stem(w) not in slotted and len(w) > 1
+    )
+    return Asked(anchors, _subject(words), names)
+
+
+def _slot_stems() -> frozenset[str]:
+    return frozenset(stem(s) for s in frames.SLOTS)
+
+
+def _subject(words: list[str]) -> str:
+    """The user ("I", "my"), a relative of theirs ("my sister"), or nobody named."""
+    for i, word in enumerate(words):
+        if word in {"my", "our"} and i + 1 < len(words) and words[i + 1] in frames.RELATIVES:
+            return "~" + words[i + 1]
+        if word in frames.FIRST_PERSON:
+            return "user"
+    return ""
+
+
+def newest(
+    db: Database, agent_id: str, question: Asked, when: float, where: tuple[str, list[object]]
+) -> tuple[int, Row, str] | None:
+    """The newest statement answering `question` that held at `when`: its seq, its row (the
+    ranking's columns) and why it was chosen."""
+    match = frames.fts_query_for(question.anchors)
+    if not match:
+        return None
+    sql, params = where
+    rows = db.query(
+        f"SELECT m.seq, {ROW_FIELDS} FROM memories m WHERE m.seq IN (SELECT rowid FROM memories_fts "
+        f"WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?){sql} "
+        "AND m.superseded_at IS NULL",
+        [match, POOL, *params],
+    )
+    best: tuple[float, float, Row] | None = None
+    for found in rows:
+        row = found[1:]
+        if str(row[ROW_CATEGORY]).startswith(DERIVED):
+            continue
+        began = _answers(question, str(row[ROW_TEXT]), float(row[ROW_CREATED]), when)
+        if began is None:
+            continue
+        if best is None or (began, float(row[ROW_CREATED])) > best[:2]:
+            best = (began, float(row[ROW_CREATED]), found)
+    if best is None:
+        return None
+    return int(best[2][0]), best[2][1:], f"answers: the newest statement of it ({_day(best[0])})"
+
+
+def _answers(question: Asked, text: str, said_at: float, when: float) -> float | None:
+    """When the statement's answer became true, if one of its claims answers the question
+    and held at `when`."""
+    for claim in frames.claims_of(text, said_at):
+        if not claim.values or claim.hypothetical:
+            continue
+        if not question.anchors & (claim.frame | claim.kinds):
+            continue
+        if not _about(question, claim):
+            continue
+        began = claim.valid_from if claim.valid_from is not None else said_at
+        if claim.future and (claim.valid_from is None or began > when):
+            continue
+        if said_at > when or began > when:
+            continue
+        return began
+    return None
+
+
+def _about(question: Asked, claim: frames.Claim) -> bool:
+    """The claim is about whom the question asks: the same person, or (a question naming no
+    one) a statement naming what it asks about."""
+    if question.subject:
+        return claim.subject == question.subject
+    if not question.names:
+        return claim.subject == "user"
+    named = {claim.subject, *claim.values, *claim.frame}
+    return bool(question.names & named) or bool(
+        {stem(n) for n in question.names} & claim.frame
+    )
+
+
+def _day(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).date().isoformat()
