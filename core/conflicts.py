@@ -5,8 +5,11 @@ When two devices change the same field while apart, the merge (`tiermem.sync.mer
 later write (by hybrid logical clock) and records the other here, so nothing a device wrote is
 silently lost. The same happens when a merged state breaks a limit and an item is pruned, and
 when a delete loses against an edit (or the other way round). A record names the item
-(`identity`, `lesson/<id>`, `tree/<path>`, ...), the field (`alive` for the item's existence:
-its value is then the whole item, or null for "deleted"), both values (JSON) and both versions.
+(`identity`, `lesson/<id>`, `tree/<path>`, `memory/<id>`, ...), the field (`alive` for the
+item's existence: its value is then the whole item, or null for "deleted"; for a memory, a
+field group of the sync merge: `text`, `importance`, `tags`, ...), both values (JSON) and both
+versions. A memory's records come from the pull's merge of two edits of one memory
+(`tiermem.sync.kinds.memory_merge`); `about` names each record by what a person knows it by.
 
 Records travel inside the synced critical document (the newest `SYNCED` of them, with their
 resolved flag), so every device lists a conflict whichever device found it. `resolve_conflict`
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tiermem.core import clocks, outbox
+from tiermem.core import clocks, curate, links, outbox
 from tiermem.core import hot as hotmod
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput, NotFound
@@ -35,6 +38,9 @@ if TYPE_CHECKING:
 SYNCED = 64
 """How many conflict records (newest lost version first) travel in the critical document."""
 TAKES = ("kept", "lost")
+SIDES = ("local", "remote")
+"""Takes named by device: `local` is the value this device wrote (the kept one when neither
+side was this device's), `remote` the other."""
 _STRUCTS: dict[str, type[msgspec.Struct]] = {
     "lesson": hotmod.Lesson,
     "event": hotmod.Event,
@@ -210,8 +216,54 @@ def resolve_conflict(
     return get_conflict(db, agent_id, conflict.id)
 
 
+def take_for(c: Conflict, side: str, device_hex: str) -> str:
+    """`local` or `remote` as `kept` or `lost` for this device (`device_hex`)."""
+    if side in TAKES:
+        return side
+    if side not in SIDES:
+        raise InvalidInput(f"take must be one of {', '.join(TAKES + SIDES)} (got {side!r})")
+    lost_here = bool(device_hex) and c.lost_device == device_hex
+    return "lost" if (side == "local") == lost_here else "kept"
+
+
+def about(db: Database, agent_id: str, c: Conflict, width: int = 48) -> str:
+    """What a person knows the item by: a memory's text, a tree node's description, a hot
+    item's name or text, else its key."""
+    kind, _, key = c.item.partition("/")
+    label: Any = None
+    if kind == "memory":
+        label = db.scalar(
+            "SELECT text FROM memories WHERE agent_id = ? AND id = ?", (agent_id, key)
+        )
+    elif kind == "tree":
+        label = db.scalar(
+            "SELECT description FROM tree_nodes WHERE agent_id = ? AND path = ?", (agent_id, key)
+        )
+        label = f"{key}: {label}" if label else key
+    if not label:
+        label = next((_label(v) for v in (c.kept_value, c.lost_value) if _label(v)), None)
+        if kind in clocks.MAPPINGS:
+            label = kind.replace("_", " ")
+        elif label and kind in _STRUCTS:
+            label = f"{kind} {label}"
+    text = " ".join(str(label or c.item).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _label(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        found = value.get("text") or value.get("name") or value.get("description")
+        return found if isinstance(found, str) else None
+    return None
+
+
 def _apply_lost(mem: Memory, c: Conflict) -> None:
     kind = clocks.kind(c.item)
+    if c.item.startswith("memory/"):
+        _apply_memory_value(mem, c.item.partition("/")[2], c.field, c.lost_value)
+        return
     if kind in clocks.MAPPINGS:
         mem.update_hot(kind, {c.field: c.lost_value})
         return
@@ -227,6 +279,74 @@ def _apply_lost(mem: Memory, c: Conflict) -> None:
     if kind not in _STRUCTS:
         raise InvalidInput(f"cannot apply a value to {c.item!r}")
     mem.edit_hot(lambda state: _put_item(state, kind, key, c.field, c.lost_value))
+
+
+_MEMORY_COLUMNS = {
+    "category": ("category",),
+    "importance": ("importance",),
+    "pinned": ("pinned",),
+    "superseded": ("superseded_by", "superseded_at"),
+    "valid_from": ("valid_from",),
+}
+
+
+def _apply_memory_value(mem: Memory, memory_id: str, group: str, value: Any) -> None:
+    """Set one field group of a memory to a value it lost in a merge, as a local edit (so
+    the next push carries it to every device)."""
+    if group == clocks.ALIVE:
+        if value is None:
+            curate.move_to_forgotten(mem, memory_id)
+        return
+    mem.get(memory_id)  # NotFound when it is gone here
+    if group == "text":
+        curate.edit(mem, memory_id, text=str(value))
+    elif group == "metadata":
+        curate.edit(
+            mem, memory_id, urls=value["urls"], commands=value["commands"], paths=value["paths"]
+        )
+    elif group == "links":
+        _set_links(mem, memory_id, set(value))
+    elif group in ("tags", "expires_at"):
+        _set_extra(mem, memory_id, group, value)
+    elif group in _MEMORY_COLUMNS:
+        names = _MEMORY_COLUMNS[group]
+        values = [value] if len(names) == 1 else [value[n] for n in names]
+        assignments = ", ".join(f"{n} = ?" for n in names)
+        with mem.db.transaction():
+            mem.db.execute(
+                f"UPDATE memories SET {assignments} WHERE agent_id = ? AND id = ?",
+                (*values, mem.agent_id, memory_id),
+            )
+    else:
+        raise InvalidInput(f"cannot apply a value to {group!r} of a memory")
+
+
+def _set_links(mem: Memory, memory_id: str, wanted: set[str]) -> None:
+    held = set(links.linked(mem, [memory_id]).get(memory_id, []))
+    for other in sorted(held - wanted):
+        links.unlink(mem, memory_id, other)
+    for other in sorted(wanted - held):
+        links.link(mem, memory_id, other)
+
+
+def _set_extra(mem: Memory, memory_id: str, group: str, value: Any) -> None:
+    """Replace the tags (a list) or the expiry of a memory."""
+    with mem.db.transaction():
+        mem.db.execute(
+            "INSERT INTO memory_extras (agent_id, id, tags, expires_at) VALUES (?, ?, '', NULL) "
+            "ON CONFLICT (agent_id, id) DO NOTHING",
+            (mem.agent_id, memory_id),
+        )
+        stored = "\n".join(value) if group == "tags" else value
+        mem.db.execute(
+            f"UPDATE memory_extras SET {group} = ? WHERE agent_id = ? AND id = ?",
+            (stored, mem.agent_id, memory_id),
+        )
+        mem.db.execute(
+            "DELETE FROM memory_extras WHERE agent_id = ? AND id = ? AND tags = '' "
+            "AND expires_at IS NULL",
+            (mem.agent_id, memory_id),
+        )
 
 
 def _entries(state: hotmod.HotState, kind: str) -> list[Any]:

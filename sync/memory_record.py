@@ -17,6 +17,8 @@ from tiermem.sync.records import FORMAT, canonical, check_int, check_num, check_
 __all__ = [
     "Counters",
     "Extras",
+    "History",
+    "Lineage",
     "MemoryRow",
     "MemoryVersion",
     "Tombstone",
@@ -45,15 +47,32 @@ class Extras:
     links: tuple[str, ...] = ()
 
 
+History = dict[str, str]
+"""Device hex → the newest version of one memory from that device that a content holds."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """What a memory's content was edited from: `base`, the versions of the memory its edit
+    started from (so a device tells an update of what it holds from a concurrent edit), and
+    `clocks`, the version of the last change of each field group (so edits of different
+    fields merge). A record written before lineage existed has none (`None`)."""
+
+    base: History
+    clocks: dict[str, str]
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryVersion:
     """A decoded memory record: the row or tombstone, the content version it stands for when
-    not the record's own (`changed`), the read counters it carries and its extras."""
+    not the record's own (`changed`), the read counters it carries, its extras and its
+    lineage (None in records of older devices)."""
 
     item: MemoryRow | Tombstone
     changed: str | None = None
     reinforced: Counters = field(default_factory=dict)
     extras: Extras = Extras()
+    lineage: Lineage | None = None
 
     def content_version(self, version: str) -> str:
         """The version the content is ordered by (`version`: the record's)."""
@@ -69,10 +88,14 @@ def encode_memory(
     changed: str | None = None,
     reinforced: Counters | None = None,
     extras: Extras = Extras(),
+    lineage: Lineage | None = None,
 ) -> bytes:
     extra: dict[str, Any] = {}
     if changed is not None:
         extra["changed"] = changed
+    if lineage is not None:
+        extra["base"] = dict(sorted(lineage.base.items()))
+        extra["clocks"] = dict(sorted(lineage.clocks.items()))
     if reinforced:
         extra["reinforced"] = {d: [c, t] for d, (c, t) in sorted(reinforced.items())}
     if isinstance(item, Tombstone):
@@ -145,6 +168,8 @@ _MemoryPayload = msgspec.defstruct(
         ("tags", list[str], msgspec.field(default_factory=list)),
         ("expires_at", float | None, None),
         ("links", list[str], msgspec.field(default_factory=list)),
+        ("base", Any, None),
+        ("clocks", Any, None),
     ],
 )
 """A memory payload of the usual shape, decoded and type-checked in one pass (a restore
@@ -167,15 +192,17 @@ def _typed_memory(plaintext: bytes, memory_id: str | None) -> MemoryVersion | No
     try:
         changed = None if p.changed is None else str(hlc.parse(check_str(p.changed)))
         reinforced = _counters(p.reinforced)
+        lineage = _lineage(p.base, p.clocks)
         if p.deleted:
-            return MemoryVersion(Tombstone(p.id), changed, reinforced)
+            return MemoryVersion(Tombstone(p.id), changed, reinforced, lineage=lineage)
         values = {n: getattr(p, n) for n in _ROW_FIELDS}
         if msgspec.UNSET in values.values() or p.tier not in TIERS:
             return None
         values = {n: tuple(v) if isinstance(v, list) else v for n, v in values.items()}
         values["pinned"] = bool(p.pinned)
         extras = _extras(p.id, p.tags, p.expires_at, p.links)
-        return MemoryVersion(MemoryRow(id=p.id, **values), changed, reinforced, extras)
+        row = MemoryRow(id=p.id, **values)
+        return MemoryVersion(row, changed, reinforced, extras, lineage)
     except (TypeError, ValueError, InvalidInput):
         return None
 
@@ -193,13 +220,14 @@ def _general_memory(plaintext: bytes, memory_id: str | None) -> MemoryVersion:
         if changed is not None:
             changed = str(hlc.parse(check_str(changed)))
         reinforced = _counters(data.get("reinforced", {}))
+        lineage = _lineage(data.get("base"), data.get("clocks"))
         item = _memory_item(data, memory_id)
         if isinstance(item, Tombstone):
-            return MemoryVersion(item, changed, reinforced)
+            return MemoryVersion(item, changed, reinforced, lineage=lineage)
         expires = data.get("expires_at")
         tags, links = _strs(data.get("tags", [])), _strs(data.get("links", []))
         extras = _extras(item.id, tags, None if expires is None else check_num(expires), links)
-        return MemoryVersion(item, changed, reinforced, extras)
+        return MemoryVersion(item, changed, reinforced, extras, lineage)
     except (KeyError, TypeError, ValueError, InvalidInput) as exc:
         if isinstance(exc, crypto.TamperedData):
             raise
@@ -213,6 +241,27 @@ def _extras(
     if any(not t or "\n" in t for t in tags) or memory_id in links:
         raise ValueError("malformed tags or links")
     return Extras(tuple(dict.fromkeys(tags)), expires_at, tuple(sorted(set(links))))
+
+
+def _versions(value: object, key_ok: Callable[[str], bool]) -> dict[str, str]:
+    """A mapping of names to versions, each checked (ValueError names what is wrong)."""
+    if not isinstance(value, dict):
+        raise TypeError("a lineage is not an object")
+    out: dict[str, str] = {}
+    for key, version in value.items():
+        if not isinstance(key, str) or not key_ok(key) or not isinstance(version, str):
+            raise ValueError("malformed lineage")
+        out[key] = str(hlc.parse(version))
+    return out
+
+
+def _lineage(base: object, clocks: object) -> Lineage | None:
+    """The record's lineage: both parts, or neither (a record of an older device)."""
+    if base is None and clocks is None:
+        return None
+    return Lineage(
+        _versions(base, lambda k: len(k) == 32), _versions(clocks, lambda k: 0 < len(k) <= 32)
+    )
 
 
 def _counters(value: object) -> Counters:

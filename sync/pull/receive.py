@@ -31,7 +31,13 @@ from tiermem.sync import crypto, hlc, journal, memory_record
 from tiermem.sync import records as records_fmt
 from tiermem.sync.crypto.roster import row_digest
 from tiermem.sync.devices import epochs
-from tiermem.sync.kinds import critical_merge, graph_records, memory_extras, metrics_records
+from tiermem.sync.kinds import (
+    critical_merge,
+    graph_records,
+    memory_extras,
+    memory_merge,
+    metrics_records,
+)
 from tiermem.sync.manifest import decode_manifest
 from tiermem.sync.records import (
     MANIFEST_TABLE,
@@ -437,37 +443,75 @@ def _holds(session: Session, memory_id: str) -> bool:
 def _apply_memory(
     session: Session, got: memory_record.MemoryVersion, version: str, inflight: int
 ) -> bool:
-    """Apply one remote memory version, with its tags, expiry and links, if its content
-    version is newer than what this device holds (the caller's transaction). Returns whether
-    it was applied."""
-    item = got.item
-    dirty = session.db.scalar(
-        "SELECT seq FROM sync_dirty WHERE agent_id = ? AND id = ?", (session.agent_id, item.id)
-    )
-    if dirty is not None and int(dirty) > inflight:
-        return False  # changed here, not sealed yet: its push will be the newer version
-    known = session.db.scalar(
+    """Bring one remote memory version in (the caller's transaction): merged with what this
+    device holds (`memory_merge`: an update is applied, a concurrent edit merged by field
+    group, a clash kept as a conflict record), with its tags, expiry and links. Returns
+    whether it changed anything here."""
+    db, agent, item = session.db, session.agent_id, got.item
+    dirty = db.scalar("SELECT seq FROM sync_dirty WHERE agent_id = ? AND id = ?", (agent, item.id))
+    known = db.scalar(
         "SELECT max(COALESCE((SELECT version FROM sync_versions WHERE agent_id = ? AND id = ?"
         "), ''), COALESCE((SELECT max(COALESCE(changed, version)) FROM sync_outgoing "
         "WHERE agent_id = ? AND tbl = ? AND key = ?), ''))",
-        (session.agent_id, item.id, session.agent_id, MEMORY_TABLE, item.id),
+        (agent, item.id, agent, MEMORY_TABLE, item.id),
     )
-    if known and version <= str(known):
-        return False
-    apply_memory(session.mem, item)
-    if not isinstance(item, memory_record.Tombstone):
-        memory_extras.write(
-            session.db, session.agent_id, item.id, got.extras, version, session.mem.now()
+    here = _held_row(session, item.id)
+    current = None
+    if here is not None:
+        current = memory_merge.content_of(here, memory_extras.read(db, agent, item.id))
+    synced = memory_merge.load(db, agent, item.id)
+    pending = dirty is not None and int(dirty) > inflight
+    local = memory_merge.local_side(synced, current, str(known or ""), pending)
+    theirs = None
+    if isinstance(item, memory_record.MemoryRow):
+        theirs = memory_merge.content_of(item, got.extras)
+    own = session.settings_or_fail().device_id.hex()
+    out = memory_merge.merge(local, memory_merge.remote_side(got, version, theirs), own)
+    if out.write:
+        _write_result(session, item, here, out.content, version)
+    if out.push:
+        db.execute(
+            "INSERT OR REPLACE INTO sync_dirty (agent_id, id) VALUES (?, ?)", (agent, item.id)
         )
-    session.db.execute(
-        "DELETE FROM sync_dirty WHERE agent_id = ? AND id = ?", (session.agent_id, item.id)
-    )
-    session.db.execute(
+    elif out.write:
+        db.execute("DELETE FROM sync_dirty WHERE agent_id = ? AND id = ?", (agent, item.id))
+    memory_merge.save(db, agent, item.id, out.synced)
+    found = memory_merge.record_conflicts(db, agent, item.id, out.found, own, session.mem.now())
+    db.execute(
         "INSERT INTO sync_versions (agent_id, id, version) VALUES (?, ?, ?) "
-        "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version",
-        (session.agent_id, item.id, version),
+        "ON CONFLICT (agent_id, id) DO UPDATE SET version = excluded.version "
+        "WHERE excluded.version > sync_versions.version",
+        (agent, item.id, version),
     )
-    return True
+    return out.write or out.push or bool(found)
+
+
+def _held_row(session: Session, memory_id: str) -> rows.MemoryRow | None:
+    row = session.db.query_one(
+        f"SELECT {rows.column_list()} FROM memories WHERE agent_id = ? AND id = ?",
+        (session.agent_id, memory_id),
+    )
+    return None if row is None else rows.MemoryRow.from_db(row)
+
+
+def _write_result(
+    session: Session,
+    item: memory_record.MemoryRow | memory_record.Tombstone,
+    here: rows.MemoryRow | None,
+    content: memory_merge.Content | None,
+    version: str,
+) -> None:
+    """Write a merge's result: a delete, or the content on the remote row (read counts and
+    the fields no group holds come from it)."""
+    if content is None:
+        apply_memory(session.mem, memory_record.Tombstone(item.id))
+        return
+    template = item if isinstance(item, memory_record.MemoryRow) else here
+    assert template is not None  # a live result comes from a side that holds the memory
+    texts = [r for r in (item, here) if isinstance(r, memory_record.MemoryRow)]
+    row, extras = memory_merge.build(template, content, texts)
+    apply_memory(session.mem, row)
+    memory_extras.write(session.db, session.agent_id, item.id, extras, version, session.mem.now())
 
 
 def merge_critical(

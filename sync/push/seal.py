@@ -20,7 +20,7 @@ from tiermem.core import reinforce, rows
 from tiermem.sync import hlc, memory_record
 from tiermem.sync import records as records_fmt
 from tiermem.sync.devices import epochs
-from tiermem.sync.kinds import critical_merge, graph_records, memory_extras
+from tiermem.sync.kinds import critical_merge, graph_records, memory_extras, memory_merge
 from tiermem.sync.kinds.metrics_records import own_metrics
 from tiermem.sync.manifest import Manifest, ManifestEntry, encode_manifest
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, METRICS_TABLE
@@ -64,6 +64,8 @@ class Batch:
     """memory id → the content version of a record that only carries read counters"""
     graph_up_to: int = 0
     """The `graph_dirty` mark (episodes and entities) the batch covers."""
+    bases: dict[str, memory_merge.Synced] = field(default_factory=dict)
+    """memory id → the base its sealed change leaves (`memory_merge`), saved with the batch"""
 
 
 def inflight_batches(session: Session) -> list[Batch]:
@@ -275,6 +277,7 @@ def _seal_rows(
         counts_up_to,
         sealer.changed,
         graph_up_to,
+        sealer.bases,
     )
     return batch, metrics_digest
 
@@ -316,6 +319,7 @@ class _Sealer:
         self.device_hex = s.device_id.hex()
         self.rows: list[Row] = []
         self.changed: dict[str, str] = {}
+        self.bases: dict[str, memory_merge.Synced] = {}
         self.used = 0
 
     def seal(self, table: str, key: str, body: bytes) -> Row:
@@ -361,11 +365,13 @@ def _seal_memories(
             (session.agent_id, dirty_up_to, _DIRTY_PAGE),
         )
         for r in page:
-            body = _memory_body(session, sealer, r[1:], None)
+            body, base = _memory_body(session, sealer, r[1:], None)
             row = sealer.seal(MEMORY_TABLE, str(r[1]), body)
             if sealer.rows and sealer.used + len(row[6]) > budget:
                 return dirty_up_to, False
             sealer.keep(row)
+            if base is not None:
+                sealer.bases[str(r[1])] = base
             dirty_up_to = int(r[0])
         if len(page) < _DIRTY_PAGE:
             return dirty_up_to, True
@@ -388,7 +394,7 @@ def _seal_counts(
         )
         for r in page:
             changed = _content_version(session, str(r[1]))
-            body = _memory_body(session, sealer, r[1:], changed)
+            body, _ = _memory_body(session, sealer, r[1:], changed)
             row = sealer.seal(MEMORY_TABLE, str(r[1]), body)
             if sealer.rows and sealer.used + len(row[6]) > budget:
                 return counts_up_to
@@ -452,6 +458,8 @@ def _save_batch(session: Session, b: Batch) -> None:
         "ON CONFLICT (agent_id) DO UPDATE SET manifest_n = excluded.manifest_n",
         (session.agent_id, b.n),
     )
+    for memory_id, base in b.bases.items():
+        memory_merge.save(session.db, session.agent_id, memory_id, base)
     if b.digest is None:
         session.db.execute(
             "UPDATE sync_state SET hlc = ? WHERE agent_id = ?", (b.version, session.agent_id)
@@ -469,18 +477,30 @@ def critical_document(session: Session, s: Settings) -> dict[str, Any]:
     return critical_merge.critical_document(session.mem, s.device_id.hex())
 
 
-def _memory_body(session: Session, sealer: _Sealer, r: Sequence[Any], changed: str | None) -> bytes:
+def _memory_body(
+    session: Session, sealer: _Sealer, r: Sequence[Any], changed: str | None
+) -> tuple[bytes, memory_merge.Synced | None]:
     """The record of a dirty id joined with its memory (``id, _MEMORY_COLUMNS``): the row
-    with its base access count (without the counted reads), or a tombstone, and the
-    memory's read counters (this device's under its id)."""
+    with its base access count (without the counted reads), or a tombstone, the memory's
+    read counters (this device's under its id) and its lineage; with the base a content
+    change leaves (None when `changed`: only read counters, on the content version held)."""
+    memory_id = str(r[0])
     counters = {
         sealer.device_hex if device == reinforce.LOCAL else device: value
-        for device, value in reinforce.counters(session.db, session.agent_id, str(r[0])).items()
+        for device, value in reinforce.counters(session.db, session.agent_id, memory_id).items()
     }
-    if r[1] is None:
-        return memory_record.encode_memory(memory_record.Tombstone(str(r[0])), changed, counters)
-    row = rows.MemoryRow.from_db(r[1:])
-    counted = sum(count for count, _ in counters.values())
-    item = dataclasses.replace(row, access_count=max(row.access_count - counted, 0))
-    carried = memory_extras.read(session.db, session.agent_id, item.id)
-    return memory_record.encode_memory(item, changed, counters, carried)
+    item: rows.MemoryRow | memory_record.Tombstone = memory_record.Tombstone(memory_id)
+    carried = memory_record.Extras()
+    if r[1] is not None:
+        row = rows.MemoryRow.from_db(r[1:])
+        counted = sum(count for count, _ in counters.values())
+        item = dataclasses.replace(row, access_count=max(row.access_count - counted, 0))
+        carried = memory_extras.read(session.db, session.agent_id, item.id)
+    synced = memory_merge.load(session.db, session.agent_id, memory_id)
+    if changed is not None:
+        lineage = None if synced is None else memory_record.Lineage(synced.history, synced.clocks)
+        return memory_record.encode_memory(item, changed, counters, carried, lineage), None
+    content = None if r[1] is None else memory_merge.content_of(row, carried)
+    known = _content_version(session, memory_id) or ""
+    lineage, base = memory_merge.seal_lineage(synced, content, sealer.version, known)
+    return memory_record.encode_memory(item, None, counters, carried, lineage), base

@@ -111,7 +111,7 @@ def test_deletions_tiers_and_access_counts_follow(pair: tuple[Device, Device]) -
     assert search(b.mem, "walruses") and ids[3] not in search(b.mem, "walruses")
 
 
-def test_concurrent_changes_converge_and_the_unpushed_local_change_wins(
+def test_concurrent_changes_of_different_fields_both_stay_and_converge(
     pair: tuple[Device, Device],
 ) -> None:
     a, b = pair
@@ -126,7 +126,8 @@ def test_concurrent_changes_converge_and_the_unpushed_local_change_wins(
     with b.mem.db.transaction():
         b.mem.memories.reinforce([fid], b.mem.now())
     b.engine.pull(policy())
-    assert texts(b.mem)[fid] == ("the meeting room is called narwhal now", "warm", 1)  # kept
+    # the text edited here and the tier moved there: both kept
+    assert texts(b.mem)[fid] == ("the meeting room is called narwhal now", "cold", 1)
     b.engine.push(policy())
     a.engine.pull(policy())
     assert texts(a.mem) == texts(b.mem)

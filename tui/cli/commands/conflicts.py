@@ -1,17 +1,32 @@
 """CLI commands for merge conflicts: `tiermem sync conflicts`, `tiermem sync resolve`.
 
-A conflict is a value of the critical state (hot memory or tree) that lost a merge between
-devices, or an item pruned to keep a limit after a merge (`tiermem.core.conflicts`). Listing
-needs no network; resolving changes the local state and is pushed by the next sync.
+A conflict is a value that lost a merge between devices: of the critical state (hot memory or
+tree), of a memory both devices edited (`memory/<id>`), or an item pruned to keep a limit after
+a merge (`tiermem.core.conflicts`). Each is shown by what it is about (the memory's text, the
+tree node, the hot item), with its item id beside it. Listing needs no network; resolving
+changes the local state and is pushed, with the resolution, by the next sync.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import click
 
-from tiermem.core.conflicts import TAKES, Conflict, list_conflicts, resolve_conflict, show
+from tiermem.core.conflicts import (
+    SIDES,
+    TAKES,
+    Conflict,
+    about,
+    get_conflict,
+    list_conflicts,
+    resolve_conflict,
+    show,
+    take_for,
+)
+from tiermem.core.db import Database
+from tiermem.sync.state import read_settings
 from tiermem.tui.cli.options import Options, emit, pass_options
 
 
@@ -19,10 +34,11 @@ def _when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
-def _line(c: Conflict) -> str:
+def _line(c: Conflict, label: str) -> str:
     state = f"  [{c.resolution}]" if c.resolved else ""
     lines = [
-        f"{c.id}  {_when(c.detected_at)}  {c.item} · {c.field}{state}",
+        f"{c.id}  {_when(c.detected_at)}  {label} · {c.field}{state}",
+        f"    item: {c.item}",
         f"    kept: {show(c.kept_value)}",
         f"    lost: {show(c.lost_value)}  (device {c.lost_device[:8] or '?'})",
     ]
@@ -31,24 +47,34 @@ def _line(c: Conflict) -> str:
     return "\n".join(lines)
 
 
-def _list_text(found: list[Conflict], every: bool) -> str:
+def _list_text(found: list[tuple[Conflict, str]], every: bool) -> str:
     if not found:
         return "no conflicts" if every else "no open conflicts"
     head = f"{len(found)} conflict(s)" + ("" if every else " open")
-    hint = "resolve with: tiermem sync resolve ID --take kept|lost"
-    return "\n".join([head, *(_line(c) for c in found), hint])
+    hint = "resolve with: tiermem sync resolve ID --take local|remote (or kept|lost)"
+    return "\n".join([head, *(_line(c, label) for c, label in found), hint])
+
+
+def _device(db: Database, agent_id: str) -> str:
+    """This device's id (hex), '' when the agent does not sync."""
+    settings = read_settings(db, agent_id)
+    return "" if settings is None else settings.device_id.hex()
 
 
 @click.command(name="conflicts")
 @click.option("--all", "every", is_flag=True, help="Include resolved conflicts.")
 @pass_options
 def conflicts_cmd(opts: Options, every: bool) -> None:
-    """List values that lost a merge between devices (newest first)."""
+    """List values that lost a merge between devices (newest first), by what they are about."""
     with opts.open() as mem:
-        found = list_conflicts(mem.db, mem.agent_id, include_resolved=every)
+        found = [
+            (c, about(mem.db, mem.agent_id, c))
+            for c in list_conflicts(mem.db, mem.agent_id, include_resolved=every)
+        ]
+    records: list[dict[str, Any]] = [c.to_dict() | {"about": label} for c, label in found]
     emit(
         opts,
-        {"conflicts": [c.to_dict() for c in found], "count": len(found)},
+        {"conflicts": records, "count": len(found)},
         lambda: _list_text(found, every),
     )
 
@@ -57,18 +83,22 @@ def conflicts_cmd(opts: Options, every: bool) -> None:
 @click.argument("conflict_id")
 @click.option(
     "--take",
-    type=click.Choice(TAKES),
+    type=click.Choice(SIDES + TAKES),
     required=True,
-    help="kept: leave the merged value; lost: apply the lost value as a new change.",
+    help="local: the value this device wrote (else the one it shows); remote: the other "
+    "device's; kept: leave the merged value; lost: apply the lost value as a new change.",
 )
 @pass_options
 def resolve_cmd(opts: Options, conflict_id: str, take: str) -> None:
     """Close a conflict, keeping the merged value or bringing the lost one back."""
     with opts.open() as mem:
-        closed = resolve_conflict(mem.db, mem.agent_id, conflict_id, take, mem=mem)
-    verb = "kept the merged value" if take == "kept" else "applied the lost value"
+        found = get_conflict(mem.db, mem.agent_id, conflict_id)
+        chosen = take_for(found, take, _device(mem.db, mem.agent_id))
+        closed = resolve_conflict(mem.db, mem.agent_id, conflict_id, chosen, mem=mem)
+        label = about(mem.db, mem.agent_id, closed)
+    verb = "kept the merged value" if chosen == "kept" else "applied the lost value"
     emit(
         opts,
-        {"resolved": closed.to_dict(), "take": take},
-        f"resolved {closed.id}: {verb} ({closed.item} · {closed.field})",
+        {"resolved": closed.to_dict() | {"about": label}, "take": take, "applied": chosen},
+        f"resolved {closed.id}: {verb} ({label} · {closed.field}; {closed.item})",
     )

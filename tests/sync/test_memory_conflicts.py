@@ -1,0 +1,260 @@
+"""Two devices that edit one memory while apart: fields that do not clash merge, a clash keeps
+one value and lists the other as a conflict `memory/<id>` on every device, in any order of
+pushes and pulls; `sync resolve --take local|remote` settles it everywhere. Through the CLI on
+a real sqld with JWT auth."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clikit import run_cli
+from tests.sync.sqld import SqldServer
+from tiermem.core import curate, hygiene, links
+from tiermem.core.engine import Memory
+
+TEXT = "the boiler code is 4471"
+
+
+class Cli:
+    """`tiermem --json` in-process for one agent in any home."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str], agent_id: str) -> None:
+        self.capsys = capsys
+        self.agent_id = agent_id
+
+    def __call__(self, home: Path, *args: str, stdin: str | None = None) -> dict[str, Any]:
+        code, out, err = run_cli(
+            self.capsys, "--home", str(home), "--agent-id", self.agent_id, "--json", *args,
+            stdin=stdin,
+        )  # fmt: skip
+        assert code == 0, err
+        doc: dict[str, Any] = json.loads(out) if out.strip() else {}
+        return doc
+
+
+@dataclass
+class Vault:
+    """Two devices holding one memory, synced; a third home can join later."""
+
+    tm: Cli
+    desk: Path
+    phone: Path
+    spare: Path
+    key: str
+    url: str
+    memory_id: str
+
+    def state(self, home: Path, memory_id: str | None = None) -> dict[str, Any]:
+        """What a person sees of the memory on `home` (read without counting a read)."""
+        mid = memory_id or self.memory_id
+        with Memory(home, self.tm.agent_id) as mem:
+            row = mem.db.query_one(
+                "SELECT text, category, importance, pinned, superseded_by FROM memories "
+                "WHERE agent_id = ? AND id = ?",
+                (mem.agent_id, mid),
+            )
+            if row is None:
+                return {}
+            tags, expires = hygiene.extras_for(mem, [mid]).get(mid, ((), None))
+            return {
+                "text": row[0],
+                "category": row[1],
+                "importance": row[2],
+                "pinned": bool(row[3]),
+                "superseded_by": row[4],
+                "tags": list(tags),
+                "expires_at": expires,
+                "links": sorted(links.linked(mem, [mid]).get(mid, [])),
+            }
+
+    def conflicts(self, home: Path, every: bool = False) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self.tm(
+            home, "sync", "conflicts", *(["--all"] if every else [])
+        )["conflicts"]
+        return found
+
+    def join_spare(self) -> None:
+        self.tm(
+            self.spare, "sync", "add-device", "--recovery", "--url", self.url, "--stdin",
+            stdin=self.key + "\n",
+        )  # fmt: skip
+        self.tm(self.spare, "sync", "now")
+
+
+@pytest.fixture
+def vault(
+    capsys: pytest.CaptureFixture[str],
+    agent_id: str,
+    sqld: SqldServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> Vault:
+    monkeypatch.setenv("TIERMEM_SYNC_TOKEN", sqld.token)
+    monkeypatch.setenv("TIERMEM_SECRET_STORE", "file")
+    tm = Cli(capsys, agent_id)
+    desk, phone = tmp_path / "desk", tmp_path / "phone"
+    key = tm(desk, "sync", "init", "--url", sqld.url, "--new-vault")["recovery_key"]
+    memory_id = tm(desk, "store", "--text", TEXT, "--category", "home", "--tag", "house")["id"]
+    tm(desk, "sync", "now")
+    tm(phone, "sync", "add-device", "--recovery", "--url", sqld.url, "--stdin", stdin=key + "\n")
+    tm(phone, "sync", "now")
+    v = Vault(tm, desk, phone, tmp_path / "spare", key, sqld.url, memory_id)
+    assert v.state(phone)["text"] == TEXT
+    return v
+
+
+ORDERS: dict[str, list[tuple[str, str]]] = {
+    # the desk pushes first; the phone pulls with its own edit not pushed yet
+    "desk pushes, phone merges": [("desk", "now"), ("phone", "now"), ("desk", "now")],
+    # both push before either pulls: each pull merges a version it has not seen
+    "both push, then both pull": [
+        ("desk", "push"),
+        ("phone", "push"),
+        ("desk", "now"),
+        ("phone", "now"),
+        ("desk", "now"),
+    ],
+    # the phone pushes first, the desk pulls with its edit pending
+    "phone pushes, desk merges": [("phone", "now"), ("desk", "now"), ("phone", "now")],
+}
+
+
+def run_order(v: Vault, order: str) -> None:
+    for home, step in ORDERS[order]:
+        v.tm(v.desk if home == "desk" else v.phone, "sync", step)
+
+
+def _settled(v: Vault) -> dict[str, Any]:
+    """Both devices hold the same memory and list the same open conflicts; returns it."""
+    desk, phone = v.state(v.desk), v.state(v.phone)
+    assert desk == phone
+    ids = {c["id"] for c in v.conflicts(v.desk)}
+    assert ids == {c["id"] for c in v.conflicts(v.phone)}
+    return desk
+
+
+@pytest.mark.parametrize("order", list(ORDERS))
+def test_the_audit_lost_edit_becomes_a_conflict_and_the_other_field_merges(
+    vault: Vault, order: str
+) -> None:
+    v = vault
+    v.tm(v.desk, "edit", v.memory_id, "--text", "EDIT-A: the boiler code is 5512")
+    v.tm(v.phone, "edit", v.memory_id, "--text", "EDIT-B: boiler code 9981", "--importance", "0.9")
+    run_order(v, order)
+    final = _settled(v)
+    assert final["importance"] == 0.9  # only the phone changed it: merged, no record
+    [record] = v.conflicts(v.desk)
+    assert record["item"] == f"memory/{v.memory_id}" and record["field"] == "text"
+    texts = {record["kept_value"], record["lost_value"]}
+    assert texts == {"EDIT-A: the boiler code is 5512", "EDIT-B: boiler code 9981"}
+    assert final["text"] == record["kept_value"]
+    assert record["about"] == final["text"]  # named by what it is about, id beside it
+
+
+@pytest.mark.parametrize("order", list(ORDERS))
+def test_edits_of_different_fields_both_stay_without_a_conflict(vault: Vault, order: str) -> None:
+    v = vault
+    other = v.tm(v.desk, "store", "--text", "the plumber is called ada", "--category", "home")
+    v.tm(v.desk, "sync", "now")
+    v.tm(v.phone, "sync", "now")
+    v.tm(v.desk, "edit", v.memory_id, "--text", "the boiler code is 5512 since may")
+    v.tm(v.desk, "pin", v.memory_id)
+    v.tm(v.phone, "edit", v.memory_id, "--importance", "0.8", "--category", "house/boiler")
+    v.tm(v.phone, "link", v.memory_id, other["id"])
+    run_order(v, order)
+    final = _settled(v)
+    assert final["text"] == "the boiler code is 5512 since may" and final["pinned"]
+    assert final["importance"] == 0.8 and final["category"] == "house/boiler"
+    assert final["links"] == [other["id"]]
+    assert v.conflicts(v.desk, every=True) == []
+
+
+def _set_expiry(v: Vault, home: Path, when: float) -> None:
+    with Memory(home, v.tm.agent_id) as mem, mem.db.transaction():
+        hygiene.set_extras(mem, v.memory_id, [], when)
+
+
+def _link_new(v: Vault, home: Path, text: str) -> None:
+    v.tm(home, "link", v.memory_id, v.tm(home, "store", "--text", text)["id"])
+
+
+def _clash(v: Vault, kind: str, home: Path, value: str) -> None:
+    """Change one field kind of the memory on `home` to `value`."""
+    if kind == "expiry":
+        _set_expiry(v, home, float(value))
+    elif kind == "links":
+        _link_new(v, home, value)
+    elif kind == "tags":
+        v.tm(home, "store", "--text", TEXT, "--tag", value)
+    elif kind == "supersession":
+        v.tm(home, "supersede", v.memory_id, "--at", value)
+    else:
+        v.tm(home, "edit", v.memory_id, f"--{kind}", value)
+
+
+CLASHES: dict[str, tuple[str, str, str]] = {
+    "category": ("category", "house/boiler", "utilities"),
+    "importance": ("importance", "0.3", "0.95"),
+    "tags": ("tags", "boiler", "codes"),
+    "expiry": ("expires_at", "2000000000", "2100000000"),
+    "links": ("links", "the fuse box is in the hall", "the stopcock is under the sink"),
+    "supersession": ("superseded", "2026-03-01", "2026-04-01"),
+}
+"""field kind → (its group in a conflict record, the desk's value, the phone's)"""
+
+
+@pytest.mark.parametrize("kind", list(CLASHES))
+@pytest.mark.parametrize("order", ["desk pushes, phone merges", "both push, then both pull"])
+def test_a_clash_in_each_field_kind_is_listed_on_both_devices(
+    vault: Vault, kind: str, order: str
+) -> None:
+    v = vault
+    group, on_desk, on_phone = CLASHES[kind]
+    _clash(v, kind, v.desk, on_desk)
+    _clash(v, kind, v.phone, on_phone)
+    run_order(v, order)
+    _settled(v)
+    found = [c for c in v.conflicts(v.desk) if c["item"] == f"memory/{v.memory_id}"]
+    assert [c["field"] for c in found] == [group]
+    assert found[0]["kept_value"] != found[0]["lost_value"]
+
+
+def test_a_delete_facing_an_edit_keeps_the_memory_and_lists_the_delete(vault: Vault) -> None:
+    v = vault
+    with Memory(v.desk, v.tm.agent_id) as mem:  # as the TUI's forget does
+        curate.move_to_forgotten(mem, v.memory_id)
+    v.tm(v.phone, "edit", v.memory_id, "--text", "the boiler code is 1234 now")
+    run_order(v, "both push, then both pull")
+    final = _settled(v)
+    assert final["text"] == "the boiler code is 1234 now"
+    [record] = v.conflicts(v.phone)
+    assert (record["field"], record["lost_value"]) == ("alive", None)
+
+
+@pytest.mark.parametrize("take", ["local", "remote"])
+def test_a_resolution_applies_and_reaches_every_device(vault: Vault, take: str) -> None:
+    v = vault
+    v.tm(v.desk, "edit", v.memory_id, "--text", "desk says 1111")
+    v.tm(v.phone, "edit", v.memory_id, "--text", "phone says 2222")
+    run_order(v, "desk pushes, phone merges")  # the phone's edit, pending at its pull, is kept
+    assert v.state(v.desk)["text"] == "phone says 2222"
+    v.join_spare()
+    [record] = v.conflicts(v.spare)  # a third device lists it too
+    assert record["lost_value"] == "desk says 1111"
+    # on the desk, `local` is its own lost text; `remote` the phone's kept one
+    done = v.tm(v.desk, "sync", "resolve", record["id"][:8], "--take", take)
+    assert done["applied"] == ("lost" if take == "local" else "kept")
+    expected = "desk says 1111" if take == "local" else "phone says 2222"
+    v.tm(v.desk, "sync", "now")
+    for home in (v.phone, v.spare):
+        v.tm(home, "sync", "now")
+        assert v.state(home)["text"] == expected
+        assert v.conflicts(home) == []
+        [closed] = v.conflicts(home, every=True)
+        assert closed["resolved"] and closed["resolution"] == "elsewhere"
+    assert v.state(v.desk)["text"] == expected
