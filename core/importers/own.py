@@ -74,9 +74,8 @@ def _tree(raw: Any) -> list[tuple[str, str]]:
 
 def plan_folder(folder: Path, now: float) -> Plan:
     """A folder export copied into another agent: its fact files and MEMORY.md."""
-    manifest = json.loads(read_file_text(folder / folder_export.MANIFEST))
     plan = Plan("folder")
-    source = f"tiermem-folder:{manifest.get('agent') or folder.name}"
+    source = folder_source(folder)
     for path in sorted((folder / folder_export.FACTS).rglob("*.md")):
         rel = path.relative_to(folder).as_posix()
         try:
@@ -87,6 +86,11 @@ def plan_folder(folder: Path, now: float) -> Plan:
     if (folder / "MEMORY.md").is_file():
         plan.hot = hot_from_markdown(read_file_text(folder / "MEMORY.md"), now)
     return plan
+
+
+def folder_source(folder: Path) -> str:
+    """The source a folder export's copies are recorded under: its agent's name."""
+    return f"tiermem-folder:{folder_export.exported_agent(folder) or folder.name}"
 
 
 def _record(meta: dict[str, Any], text: str, path: Path) -> dict[str, Any]:

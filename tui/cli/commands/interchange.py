@@ -9,6 +9,7 @@ import click
 from tiermem.core import folder as folder_export
 from tiermem.core.errors import InvalidInput
 from tiermem.core.importers import own
+from tiermem.core.ingest import source_items
 from tiermem.core.interchange import SEED_FILES, export_json, export_markdown, import_seed
 from tiermem.tui.cli.commands.importers import (
     EXPORT_FORMATS,
@@ -89,8 +90,12 @@ def import_(
 
 def _edits_of_this_agent(opts: Options, folder: Path) -> bool:
     """Whether FOLDER is this agent's own export, so importing it applies the owner's edits
-    (another agent's export, or one for an agent not here yet, is copied instead)."""
-    return folder_export.exported_agent(folder) == opts.agent_id and agent_exists(opts)
+    (another agent's export, one for an agent not here yet, or one this agent was copied
+    from, is copied instead)."""
+    if folder_export.exported_agent(folder) != opts.agent_id or not agent_exists(opts):
+        return False
+    with opts.open() as mem:
+        return not source_items(mem, own.folder_source(folder))
 
 
 def _folder_text(done: folder_export.FolderReport) -> str:
