@@ -1,6 +1,7 @@
 """The README is a landing page a newcomer can trust: short, the two commands on its first
-screen, every link (README and docs/) going somewhere that exists, every `tiermem` command it
-names a real command with real options, and its first five minutes working on a fresh home."""
+screen, and its first five minutes working on a fresh home. In it and in every docs/ page,
+each relative link goes somewhere that exists and each `tiermem` command named in a shell
+block or a code span is a real command with real options."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 FIRST_SCREEN = 40
 """Lines a terminal or a repository page shows before any scrolling."""
 GLOBAL_OPTIONS = {"--home", "--agent-id", "--json", "--help", "-h", "--version"}
-SEPARATORS = {"|", "||", "&&", ";", "&"}
+SEPARATORS = {"|", "||", "&&", ";", "&", "/"}
 
 MARKDOWN = MarkdownIt("commonmark").enable("table").use(anchors_plugin, max_level=6)
 
@@ -98,12 +99,13 @@ def is_tiermem(word: str) -> bool:
 
 
 def tiermem_commands(line: str) -> Iterator[list[str]]:
-    """The arguments of each `tiermem` run on a shell line (pipes and `&&` split it)."""
+    """The arguments of each `tiermem` run on a shell line (pipes, `&&` and a ` / ` between
+    two forms split it), optional parts' brackets taken off."""
     words = shlex.split(line, comments=True)
     simple: list[str] = []
     for word in [*words, ";"]:
         if word not in SEPARATORS:
-            simple.append(word)
+            simple.append(word.replace("[", "").replace("]", ""))
             continue
         program = [w for w in simple if "=" not in w or w.startswith("-")]  # drop VAR=value
         if program and is_tiermem(program[0]):
@@ -111,68 +113,118 @@ def tiermem_commands(line: str) -> Iterator[list[str]]:
         simple = []
 
 
-def command_path(args: list[str]) -> tuple[list[str], click.Command, list[str]]:
-    """The subcommand words of `args`, the click command they name, and the options given to
-    it; raise LookupError for a word that is no command of its group."""
+Named = tuple[list[str], click.Command, list[str]]
+"""The subcommand words, the click command they name, the options given to it."""
+
+
+def command_paths(args: list[str]) -> Iterator[Named]:
+    """What `tiermem ARGS` names, once per alternative where a synopsis writes `a|b` in a
+    command's place; raise LookupError for a word that is no command of its group."""
     command: click.Command = app
     path: list[str] = []
     options: list[str] = []
     skip_value = False
-    for word in args:
+    for index, word in enumerate(args):
         if word == "--":
             break
         if skip_value:
             skip_value = False
         elif word.startswith("-") and word != "-":
             name = word.split("=", 1)[0]
-            options.append(name)
+            options.extend(name.split("/"))  # a flag's pair: --daemon/--no-daemon
             skip_value = name in ("--home", "--agent-id") and "=" not in word
+        elif isinstance(command, click.Group) and "|" in word:
+            for form in synopsis_forms(command, " ".join(args[index:])):
+                yield from command_paths([*args[:index], *form])
+            return
         elif isinstance(command, click.Group):
-            with click.Context(command) as ctx:
-                found = command.get_command(ctx, word)
+            found = subcommand(command, word)
             if found is None:
                 raise LookupError(f"`tiermem {' '.join([*path, word])}`: no such command")
             command, path = found, [*path, word]
-    return path, command, options
+    yield path, command, options
 
 
-def unknown_options(command: click.Command, options: list[str]) -> list[str]:
-    known = {name for param in command.params for name in param.opts + param.secondary_opts}
-    return [o for o in options if o not in known | GLOBAL_OPTIONS]
+def subcommand(group: click.Group, name: str) -> click.Command | None:
+    with click.Context(group) as ctx:
+        return group.get_command(ctx, name)
+
+
+def synopsis_forms(group: click.Group, synopsis: str) -> list[list[str]]:
+    """`show ID|search QUERY|export DIR` → `show ID`, `search QUERY`, `export DIR`; a piece that
+    starts with no subcommand of the group goes on the form before it (the choices of a value,
+    as in `install [--platform systemd|launchd]`)."""
+    forms: list[list[str]] = []
+    for piece in synopsis.split("|"):
+        words = piece.split()
+        if forms and not (words and subcommand(group, words[0])):
+            forms[-1].extend(words)
+        else:
+            forms.append(words)
+    return forms
+
+
+def known_options(command: click.Command) -> set[str]:
+    own = {name for param in command.params for name in param.opts + param.secondary_opts}
+    return own | GLOBAL_OPTIONS
 
 
 def named_commands(page: Path) -> list[list[str]]:
     return [args for line in shell_lines(page) for args in tiermem_commands(line)]
 
 
+def problems_with(args: list[str]) -> list[str]:
+    """Why `tiermem ARGS` is no real command with real options (empty when it is one)."""
+    try:
+        named = list(command_paths(args))
+    except LookupError as exc:
+        return [str(exc)]
+    problems = [
+        f"`tiermem {' '.join(p)} --help` failed" for p, _, _ in named if run([*p, "--help"])
+    ]
+    # a synopsis's options belong to one form or all (`install|status [--platform P] [--print]`)
+    given = {option for _, _, options in named for option in options}
+    unknown = given - {option for _, command, _ in named for option in known_options(command)}
+    if unknown:
+        problems.append(f"`tiermem {' '.join(args)}`: no option {', '.join(sorted(unknown))}")
+    return problems
+
+
 def test_the_readme_names_commands() -> None:
     """The parser finds what is there: a regression to zero would pass everything below."""
-    named = {" ".join(command_path(args)[0]) for args in named_commands(README)}
+    named = {
+        " ".join(path) for args in named_commands(README) for path, _, _ in command_paths(args)
+    }
     assert {"store", "retrieve", "context", "conversation-end", "demo", "mcp"} <= named
     assert {"sync init", "sync add-device", "restore", "service install"} <= named
 
 
-def test_every_command_the_readme_names_exists(capsys: pytest.CaptureFixture[str]) -> None:
-    problems = []
-    for args in named_commands(README):
-        try:
-            path, command, options = command_path(args)
-        except LookupError as exc:
-            problems.append(str(exc))
-            continue
-        if unknown := unknown_options(command, options):
-            problems.append(f"`tiermem {' '.join(args)}`: no option {', '.join(unknown)}")
-        if run([*path, "--help"]) != 0:
-            problems.append(f"`tiermem {' '.join(path)} --help` failed")
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_command_a_page_names_exists(page: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    problems = [why for args in named_commands(page) for why in problems_with(args)]
     capsys.readouterr()
     assert problems == []
 
 
-def test_a_command_or_option_that_does_not_exist_is_caught() -> None:
-    with pytest.raises(LookupError):
-        command_path(["sync", "frobnicate"])
-    path, command, options = command_path(["--home", "h", "store", "--txt", "x"])
-    assert path == ["store"] and unknown_options(command, options) == ["--txt"]
+def test_a_command_or_option_that_does_not_exist_is_caught(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert problems_with(["sync", "frobnicate"]) == ["`tiermem sync frobnicate`: no such command"]
+    assert problems_with(["sync", "shove|push"]) == ["`tiermem sync shove`: no such command"]
+    assert problems_with(["completion", "show|install", "bash|zsh"]) == []
+    assert problems_with(["--home", "h", "store", "--txt", "x"]) == [
+        "`tiermem --home h store --txt x`: no option --txt"
+    ]
+    assert problems_with(["sync", "pull|push", "--batch-kb", "9"]) == []  # push's option
+    assert problems_with(["sync", "pull|push", "--batch-mb", "9"]) == [
+        "`tiermem sync pull|push --batch-mb 9`: no option --batch-mb"
+    ]
+    assert problems_with(["service", "install", "--daemon/--no-demon"]) == [
+        "`tiermem service install --daemon/--no-demon`: no option --no-demon"
+    ]
+    assert list(tiermem_commands("tiermem sync conflicts [--all] / resolve ID")) == [
+        ["sync", "conflicts", "--all"]
+    ]
     assert list(tiermem_commands("printf 'x' | A=1 tiermem conversation-end -  # end")) == [
         ["conversation-end", "-"]
     ]
