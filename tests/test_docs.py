@@ -6,6 +6,7 @@ block or a code span is a real command with real options."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -228,6 +229,14 @@ def test_a_command_or_option_that_does_not_exist_is_caught(
     assert list(tiermem_commands("printf 'x' | A=1 tiermem conversation-end -  # end")) == [
         ["conversation-end", "-"]
     ]
+
+
+def test_the_mcp_page_names_every_tool() -> None:
+    """docs/mcp.md lists the tools by name; TOOLS.md (kept equal to the server) has them all."""
+    tools = re.findall(r"^## (\w+)$", (REPO / "packaging/openclaw/TOOLS.md").read_text(), re.M)
+    page = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert len(tools) > 20
+    assert [tool for tool in tools if f"`{tool}`" not in page] == []
 
 
 # -- the landing page ----------------------------------------------------------------------------
