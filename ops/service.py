@@ -8,12 +8,14 @@ monthly on the 1st (a quarter of an hour after the daily run, so the two never o
 
 Everything here is plain files and argv lists: `plan()` renders the files without touching
 anything (what `--print` shows), `install()`/`uninstall()`/`status()` write or remove them and
-call `systemctl --user` / `launchctl` through an injectable runner, so tests never start a
-service manager.
+call `systemctl --user` / `launchctl` through an injectable runner. `manager_problem()` asks
+the manager first; `install()` is all or nothing: a failed step puts back every file as it was.
+Without a manager, `service_manual.py` says what to run instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import plistlib
 import shlex
@@ -355,9 +357,48 @@ def _gui_domain() -> str:
     return f"gui/{os.getuid()}"
 
 
-def install(the_plan: ServicePlan, runner: Runner = run_command) -> ServiceReport:
-    """Write the files, reload the manager and enable/start the timers (and the daemon)."""
-    report = ServiceReport(the_plan.platform, the_plan.folder)
+def manager_problem(platform: str, runner: Runner = run_command) -> str:
+    """Why the service manager cannot be asked (no user bus, no GUI session, no program), or ""
+    when it answers. Asked first, before anything is written or queried."""
+    if platform == "systemd":
+        argv = ["systemctl", "--user", "show", "--property=Version"]
+        where = "systemd's user manager"
+    else:
+        argv = ["launchctl", "print", _gui_domain()]
+        where = "launchd's user domain"
+    try:
+        code, output = runner(argv)
+    except ServiceError as exc:
+        return f"{where} cannot be reached ({exc})"
+    if code == 0:
+        return ""
+    detail = " ".join(output.split())[:200] or f"`{shlex.join(argv)}` exited {code}"
+    return f"{where} cannot be reached ({detail})"
+
+
+@dataclass
+class _Written:
+    """What `install` changed so far, so that a failure can put it back."""
+
+    previous: dict[Path, str | None]
+    """Each file's content before (None: it did not exist)."""
+    created: list[Path]
+    """Folders made for the files, outermost first."""
+    activated: list[str] = field(default_factory=list)
+    """Units the manager was asked to start that were not installed before."""
+
+    def new_units(self, the_plan: ServicePlan) -> list[str]:
+        return [f.unit for f in the_plan.files if self.previous[f.path] is None]
+
+
+def _write_files(the_plan: ServicePlan) -> _Written:
+    """Write every file of the plan (and launchd's log folder), remembering what was there."""
+    previous = {
+        f.path: f.path.read_text(encoding="utf-8") if f.path.is_file() else None
+        for f in the_plan.files
+    }
+    missing = [p for p in (the_plan.folder, *the_plan.folder.parents) if not p.exists()]
+    written = _Written(previous, list(reversed(missing)))
     try:
         the_plan.folder.mkdir(parents=True, exist_ok=True)
         for f in the_plan.files:
@@ -370,23 +411,109 @@ def install(the_plan: ServicePlan, runner: Runner = run_command) -> ServiceRepor
                 if isinstance(log, str):
                     Path(log).parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ServiceError(f"cannot write to {the_plan.folder} ({exc.strerror})") from None
+        _put_back(written)
+        raise ServiceError(
+            f"cannot write to {the_plan.folder} ({exc.strerror}); nothing was installed"
+        ) from None
+    return written
+
+
+def _put_back(written: _Written) -> None:
+    """The files as they were before `install`, and the folders it made gone (when empty)."""
+    for path, text in written.previous.items():
+        with contextlib.suppress(OSError):
+            path.with_name(f".{path.name}.tmp").unlink(missing_ok=True)
+            if text is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(text, encoding="utf-8")
+    for folder in reversed(written.created):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def _activate(
+    the_plan: ServicePlan, written: _Written, runner: Runner, report: ServiceReport
+) -> None:
+    """Tell the manager: reload, enable and start (systemd) or bootstrap (launchd)."""
     if the_plan.platform == "systemd":
         _check(runner, ["systemctl", "--user", "daemon-reload"], report)
         units = the_plan.enabled_units()
+        written.activated = [u for u in units if u in written.new_units(the_plan)]
         _check(runner, ["systemctl", "--user", "enable", "--now", *units], report)
         # A unit already running from an earlier install picks up a new ExecStart.
         services = [u for u in units if u.endswith(".service")]
         if services:
             _check(runner, ["systemctl", "--user", "restart", *services], report)
+        return
+    domain = _gui_domain()
+    for f in the_plan.files:
+        report.commands.append(["launchctl", "bootout", f"{domain}/{f.unit}"])
+        runner(report.commands[-1])  # not loaded yet: fine
+        if written.previous[f.path] is None:
+            written.activated.append(f.unit)
+        _check(runner, ["launchctl", "bootstrap", domain, str(f.path)], report)
+
+
+def _roll_back(the_plan: ServicePlan, written: _Written, runner: Runner) -> str:
+    """Undo a failed install: new units stopped, files put back, the manager told. What the
+    user is left with, in words."""
+    quiet: Runner = _ignoring(runner)
+    if the_plan.platform == "systemd":
+        if written.activated:
+            quiet(["systemctl", "--user", "disable", "--now", *written.activated])
+        _put_back(written)
+        quiet(["systemctl", "--user", "daemon-reload"])
     else:
-        domain = _gui_domain()
+        for unit in written.activated:
+            quiet(["launchctl", "bootout", f"{_gui_domain()}/{unit}"])
+        _put_back(written)
         for f in the_plan.files:
-            report.commands.append(["launchctl", "bootout", f"{domain}/{f.unit}"])
-            runner(report.commands[-1])  # not loaded yet: fine
-            _check(runner, ["launchctl", "bootstrap", domain, str(f.path)], report)
+            if written.previous[f.path] is not None:
+                quiet(["launchctl", "bootstrap", _gui_domain(), str(f.path)])
+    kept = any(text is not None for text in written.previous.values())
+    return "the units installed before were put back" if kept else "nothing was installed"
+
+
+def _ignoring(runner: Runner) -> Runner:
+    """`runner` for clean-up steps: a failure or a missing program is no new error."""
+
+    def run(argv: Sequence[str]) -> tuple[int, str]:
+        try:
+            return runner(argv)
+        except ServiceError as exc:
+            return 1, str(exc)
+
+    return run
+
+
+def install(the_plan: ServicePlan, runner: Runner = run_command) -> ServiceReport:
+    """Write the files, reload the manager and enable/start the timers (and the daemon): all
+    of it, or, when a step fails, nothing (what was written is removed, what was there before
+    put back). Ask `manager_problem` first: without a manager nothing should be written."""
+    report = ServiceReport(the_plan.platform, the_plan.folder)
+    written = _write_files(the_plan)
+    try:
+        _activate(the_plan, written, runner, report)
+    except ServiceError as exc:
+        left = _roll_back(the_plan, written, runner)
+        raise ServiceError(f"{exc}; {left}") from None
+    except BaseException:
+        _roll_back(the_plan, written, runner)
+        raise
     report.units = status(the_plan, runner).units
     return report
+
+
+def remove_files(the_plan: ServicePlan) -> list[ServiceFile]:
+    """Remove the plan's files that exist, without the manager (it cannot be reached)."""
+    present = [f for f in the_plan.files if f.path.exists()]
+    try:
+        for f in present:
+            f.path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise ServiceError(f"cannot remove files from {the_plan.folder} ({exc.strerror})") from None
+    return present
 
 
 def uninstall(the_plan: ServicePlan, runner: Runner = run_command) -> ServiceReport:
@@ -402,13 +529,12 @@ def uninstall(the_plan: ServicePlan, runner: Runner = run_command) -> ServiceRep
         for f in present:
             report.commands.append(["launchctl", "bootout", f"{_gui_domain()}/{f.unit}"])
             runner(report.commands[-1])
-    try:
-        for f in present:
-            f.path.unlink(missing_ok=True)
-    except OSError as exc:
-        raise ServiceError(f"cannot remove files from {the_plan.folder} ({exc.strerror})") from None
+    remove_files(the_plan)
     if the_plan.platform == "systemd" and present:
-        _check(runner, ["systemctl", "--user", "daemon-reload"], report)
+        try:
+            _check(runner, ["systemctl", "--user", "daemon-reload"], report)
+        except ServiceError as exc:
+            raise ServiceError(f"removed {len(present)} files, but {exc}") from None
     report.units = [
         UnitStatus(f.unit, f.path, False, False, "removed" if f in present else "absent", "-")
         for f in the_plan.files

@@ -61,6 +61,7 @@ def test_print_shows_every_unit_and_touches_nothing(capsys, env: Path, tmp_path:
         "--print",
         "--platform",
         "systemd",
+        "--daemon",
     )
     assert code == 0, err
     doc = json.loads(out)
@@ -97,6 +98,7 @@ def test_print_text_launchd(capsys, env: Path, tmp_path: Path) -> None:
         "--print",
         "--platform",
         "launchd",
+        "--daemon",
     )
     assert code == 0
     agents = env / "Library" / "LaunchAgents"
@@ -158,7 +160,8 @@ def test_install_status_uninstall_systemd(capsys, env: Path, tmp_path: Path, mon
     code, out, _ = cli(capsys, *home, "service", "uninstall", "--platform", "systemd")
     assert code == 0 and "removed 6 files" in out
     assert list(folder.iterdir()) == []
-    assert recorder.calls[0][:4] == ["systemctl", "--user", "disable", "--now"]
+    assert recorder.calls[0][2] == "show"  # the manager answers first
+    assert recorder.calls[1][:4] == ["systemctl", "--user", "disable", "--now"]
     code, out, _ = cli(capsys, *home, "service", "uninstall", "--platform", "systemd")
     assert code == 0 and "nothing installed" in out
 
