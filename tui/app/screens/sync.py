@@ -78,6 +78,8 @@ class SyncView:
     notes: list[str] = field(default_factory=list)
     history: Part[SyncEvent] = field(default_factory=Part)
     conflicts: Part[Conflict] = field(default_factory=Part)
+    about: dict[str, str] = field(default_factory=dict)
+    """conflict id → what it is about (a memory's text, a tree node, a hot item)"""
 
     @property
     def errors(self) -> int:
@@ -102,6 +104,7 @@ def sync_view(mem: Memory) -> SyncView:
 
     outbox = snapshot.pending(mem.db, mem.agent_id)
     conflicts = conflicts_part(mem)
+    about = {c.id: conflicts_mod.about(mem.db, mem.agent_id, c, 32) for c in conflicts.rows}
     with SyncEngine(mem) as engine:
         s = engine.status()
         events = engine.history(HISTORY_ROWS) if s.status is not None else []
@@ -113,6 +116,7 @@ def sync_view(mem: Memory) -> SyncView:
             notes=["set up with `tiermem sync init --url URL`, or R restores from a vault"],
             history=history,
             conflicts=conflicts,
+            about=about,
         )
     return SyncView(
         outbox,
@@ -135,6 +139,7 @@ def sync_view(mem: Memory) -> SyncView:
         f"passphrase {'on' if s.passphrase else 'off'}",
         history=history,
         conflicts=conflicts,
+        about=about,
     )
 
 
@@ -206,7 +211,8 @@ def sync_now(mem: Memory) -> str:
 def resolve(mem: Memory, conflict_id: str, take: str) -> str:
     closed = conflicts_mod.resolve_conflict(mem.db, mem.agent_id, conflict_id, take, mem=mem)
     chosen = closed.kept_value if take == "kept" else closed.lost_value
-    return f"{closed.item} {closed.field}: {conflicts_mod.show(chosen, 40)} stays"
+    label = conflicts_mod.about(mem.db, mem.agent_id, closed, 32)
+    return f"{label} · {closed.field}: {conflicts_mod.show(chosen, 40)} stays"
 
 
 # -- the screen -------------------------------------------------------------------------------
@@ -281,7 +287,16 @@ class SyncScreen(DataScreen[SyncView]):
             "outbox": ("#", "kind", "reason", "queued"),
             "history": ("at", "kind", "version", "records", "bytes", "note"),
             "devices": ("", "device", "name", "added", "last seen", "state"),
-            "conflicts": ("#", "item", "field", "kept (here)", "lost (other)", "from", "state"),
+            "conflicts": (
+                "#",
+                "about",
+                "item",
+                "field",
+                "kept (here)",
+                "lost (other)",
+                "from",
+                "state",
+            ),
         }
         for tab, names in columns.items():
             self.query_one(f"#{tab}", DataTable).add_columns(*names)
@@ -355,6 +370,7 @@ class SyncScreen(DataScreen[SyncView]):
             data.conflicts,
             lambda c: (
                 c.id[:8],
+                one_line(data.about.get(c.id, c.item), 32),
                 one_line(c.item, 24),
                 c.field,
                 conflicts_mod.show(c.kept_value, 24),
