@@ -14,6 +14,10 @@
 6. the session's working memory is folded into the report and cleared; the conversation's
    actions are recorded and repeated sequences proposed as skills (core/skills.py).
 
+The conversation is dated when it was held when the transcript says (OpenClaw's timestamps):
+its record, facts, hot events and tasks and its episode carry that time, never a later one than
+now. A core summary cut to its byte limit ends on a whole phrase with an ellipsis.
+
 A conversation is identified by its OpenClaw session id when it has one (a growing session adds
 only its new facts), otherwise by the digest of its text. Calling twice with the same transcript
 changes nothing the second time: no fact is reinforced twice, no hot item or outbox entry doubles.
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tiermem.core import distill as distillmod
-from tiermem.core import episodes, hygiene, outbox, skills, supersession, working
+from tiermem.core import episodes, hygiene, outbox, skills, summarise, supersession, working
 from tiermem.core import graph as graphmod
 from tiermem.core import llm as llmmod
 from tiermem.core import metadata as meta
@@ -36,7 +40,7 @@ from tiermem.core.consolidate import ConsolidationReport
 from tiermem.core.errors import InvalidInput
 from tiermem.core.hot import HotState, HotStore
 from tiermem.core.ingest import item_key, record_items, record_source, source_digest, source_items
-from tiermem.core.transcript import Message, Transcript
+from tiermem.core.transcript import Transcript
 from tiermem.core.warm import MAX_METADATA_ITEMS, NewFact
 
 if TYPE_CHECKING:
@@ -144,14 +148,16 @@ def conversation_end(
         projects=projects,
         transport=transport,
     )
+    distilled.summary = _summary(distilled, mem.cfg.distill.summary_bytes)
     report.distilled = distilled
     now = mem.now()
+    held = held_at(transcript, now)
     with mem.db.transaction():
         known = source_items(mem, source)
         fresh = [f for f in distilled.facts if item_key(f.text) not in known]
         report.skipped_known = len(distilled.facts) - len(fresh)
-        facts = [_new_fact(f, source) for f in fresh]
-        record = _record_fact(distilled, source, now)
+        facts = [_new_fact(f, source, held[0]) for f in fresh]
+        record = _record_fact(distilled, source, held[0])
         if record is not None and item_key(record.text) not in known:
             facts.append(record)
         outcomes = mem.store_many(facts)
@@ -175,13 +181,15 @@ def conversation_end(
         )
         state = mem.hot_store.load()
         later = (
-            distillmod.stated_after(mem.db, mem.agent_id, now, source) if distilled.profile else []
+            distillmod.stated_after(mem.db, mem.agent_id, held[0], source)
+            if distilled.profile
+            else []
         )
-        report.hot_added, hot_keys = _update_hot(state, distilled, known, now, later)
+        report.hot_added, hot_keys = _update_hot(state, distilled, known, held[1], later)
         report.hot_pruned = mem.hot_store.save(state, now)
         record_items(mem, source, [(key, "", False) for key in hot_keys])
         record_source(mem, source, digest)
-        _episode(mem, report, transcript, distilled, now, transport)
+        _episode(mem, report, transcript, distilled, held, transport)
         outbox.enqueue(mem.db, mem.agent_id, "conversation-end", now)
         report.outbox = True
     mem.write_memory_md()
@@ -191,12 +199,31 @@ def conversation_end(
     return report
 
 
+def held_at(transcript: Transcript, now: float) -> tuple[float, float]:
+    """When the conversation began and ended: the transcript's own timestamps, else now (a
+    moment after now is taken as now)."""
+    span = transcript.span
+    if span is None:
+        return now, now
+    return min(span[0], now), min(span[1], now)
+
+
+def _summary(distilled: distillmod.Distilled, max_bytes: int) -> str:
+    """The core summary, ending on a whole phrase with an ellipsis when its most important
+    fact did not fit in `max_bytes`."""
+    if not distilled.facts or not distilled.summary:
+        return distilled.summary
+    head = max(distilled.facts, key=lambda f: f.importance)
+    whole = distillmod.summarize(head.text, len(head.text.encode()) + 2)
+    return summarise.end_on_phrase(distilled.summary, whole, max_bytes)
+
+
 def _episode(
     mem: Memory,
     report: ConversationReport,
     transcript: Transcript,
     distilled: distillmod.Distilled,
-    now: float,
+    held: tuple[float, float],
     transport: llmmod.Transport | None,
 ) -> None:
     """The conversation's episode, then the graph of its facts and of the episode."""
@@ -209,8 +236,8 @@ def _episode(
         texts=[m.text for m in transcript.messages],
         participants=[*dict.fromkeys(roles), *distilled.people],
         fact_ids=[str(i) for i in fact_ids if i],
-        started_at=now,
-        ended_at=now,
+        started_at=held[0],
+        ended_at=held[1],
     )
     report.episode = episodes.write(mem, draft, transport=transport)
     found = supersession.catch_up(mem)
@@ -241,7 +268,7 @@ def _take_tags(transcript: Transcript) -> tuple[list[hygiene.Tag], Transcript]:
             tags += hygiene.find_tags(message.text)
         cleaned = hygiene.strip_tags(message.text)
         if cleaned:
-            messages.append(Message(message.role, cleaned))
+            messages.append(dataclasses.replace(message, text=cleaned))
     return tags, dataclasses.replace(transcript, messages=messages)
 
 
@@ -272,7 +299,7 @@ def _hygiene(
     report.hygiene = ended
 
 
-def _new_fact(fact: distillmod.Fact, source: str) -> NewFact:
+def _new_fact(fact: distillmod.Fact, source: str, said_at: float) -> NewFact:
     return NewFact(
         text=fact.text,
         category=fact.category,
@@ -281,15 +308,16 @@ def _new_fact(fact: distillmod.Fact, source: str) -> NewFact:
         commands=tuple(fact.commands[:MAX_METADATA_ITEMS]),
         paths=tuple(fact.paths[:MAX_METADATA_ITEMS]),
         source=source,
+        created_at=said_at,
     )
 
 
-def _record_fact(distilled: distillmod.Distilled, source: str, now: float) -> NewFact | None:
+def _record_fact(distilled: distillmod.Distilled, source: str, held_at: float) -> NewFact | None:
     """One warm fact per conversation: its summary, and the URLs, commands and paths it
     mentioned (so they are kept even when no kept fact carries them; at most 50 of each)."""
     if not distilled.summary and not (distilled.urls or distilled.commands or distilled.paths):
         return None
-    day = time.strftime("%Y-%m-%d", time.gmtime(now))
+    day = time.strftime("%Y-%m-%d", time.gmtime(held_at))
     summary = distilled.summary or "links and commands"
     return NewFact(
         text=f"Conversation {day}: {summary} [{source.split(':', 1)[1][:12]}]",
@@ -299,6 +327,7 @@ def _record_fact(distilled: distillmod.Distilled, source: str, now: float) -> Ne
         commands=tuple(meta.fit(distilled.commands, MAX_METADATA_ITEMS)),
         paths=tuple(meta.fit(distilled.paths, MAX_METADATA_ITEMS)),
         source=source,
+        created_at=held_at,
     )
 
 

@@ -27,8 +27,11 @@ def sentences(texts: Sequence[str]) -> list[str]:
 
 
 def content_words(text: str) -> list[str]:
+    """Words that carry content: no stopwords, nor their contractions ("i'll", "we're")."""
     words = (w.casefold().strip("'-") for w in _WORD.findall(text))
-    return [w for w in words if len(w) > 2 and w not in STOPWORDS]
+    return [
+        w for w in words if len(w) > 2 and w not in STOPWORDS and w.split("'")[0] not in STOPWORDS
+    ]
 
 
 def ranked_sentences(texts: Sequence[str]) -> list[tuple[float, int, str]]:
@@ -73,12 +76,57 @@ def clip(text: str, max_chars: int) -> str:
     return cut + "…"
 
 
+_DANGLING = STOPWORDS | frozenset(
+    [
+        "without",
+        "within",
+        "before",
+        "after",
+        "since",
+        "until",
+        "about",
+        "against",
+        "between",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "via",
+        "per",
+        "than",
+        "like",
+        "near",
+        "toward",
+        "towards",
+        "upon",
+        "across",
+        "through",
+        "during",
+        "except",
+    ]
+)
+
+
+def end_on_phrase(short: str, whole: str, max_bytes: int) -> str:
+    """`short` (the first words of `whole` that fit under `max_bytes` UTF-8 bytes) as a phrase
+    a reader can take in: when words were left out it ends on a content word, never on a
+    dangling 'without' or 'the', and an ellipsis marks the cut, still under `max_bytes`."""
+    if not short or short == whole or not whole.startswith(short):
+        return short
+    words = short.split()
+    while words and (
+        words[-1].casefold() in _DANGLING or len((" ".join(words) + "…").encode()) >= max_bytes
+    ):
+        words.pop()
+    return " ".join(words) + "…" if words else short
+
+
 def topics(texts: Sequence[str], limit: int = 8) -> list[str]:
     """Proper-noun phrases (not only sentence openers), then the most frequent content words."""
     counts: Counter[str] = Counter()
     for sentence in sentences(texts):
         for match in _PROPER.finditer(sentence):
-            phrase = match.group(0)
+            phrase = match.group(0).removesuffix(" I")  # "First I'll": the speaker, no topic
             if match.start() == 0 and " " not in phrase:
                 continue
             if phrase.casefold() not in STOPWORDS and len(phrase) > 1:

@@ -9,11 +9,14 @@ Two transcript shapes are understood:
   content a string or blocks `{"type": "text"|"thinking"|"toolCall", …}`) or plain chat lines
   (`{"role": "user", "content": "…"}`). Tool results, thinking and system prompts are not
   conversation and are skipped; a tool call's shell command is kept as a command. A malformed
-  line is a warning and is skipped, the rest is read.
+  line is a warning and is skipped, the rest is read. A line's `timestamp` (ISO 8601, or epoch
+  seconds or milliseconds; on the line or in its message) dates the message, so the
+  conversation is dated when it was held, not when it was handed over.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import sys
 from dataclasses import dataclass, field
@@ -50,6 +53,8 @@ class Message:
     role: str
     """user, assistant, or '' (a note without a speaker)."""
     text: str
+    at: float | None = None
+    """When it was said (epoch seconds), when the transcript says."""
 
 
 @dataclass
@@ -63,7 +68,17 @@ class Transcript:
     """Every tool call in order: `run <command>` for a shell command, else `call <tool>`."""
     warnings: list[str] = field(default_factory=list)
     raw_bytes: int = 0
+    opened_at: float | None = None
+    """When the session began (OpenClaw's session line), if it says."""
     _dropped_warnings: int = 0
+
+    @property
+    def span(self) -> tuple[float, float] | None:
+        """(first, last) moment the transcript dates, or None when it dates nothing."""
+        moments = [m.at for m in self.messages if m.at is not None]
+        if self.opened_at is not None:
+            moments.append(self.opened_at)
+        return (min(moments), max(moments)) if moments else None
 
     def warn(self, message: str) -> None:
         if len(self.warnings) < MAX_WARNINGS:
@@ -173,6 +188,7 @@ def _parse_jsonl(text: str) -> Transcript:
             transcript.format = "openclaw"
             if isinstance(obj.get("id"), str) and obj["id"].strip():
                 transcript.session_id = obj["id"].strip()
+            transcript.opened_at = moment(obj.get("timestamp"))
             continue
         body = obj.get("message") if kind == "message" else obj
         if not isinstance(body, dict) or "role" not in body:
@@ -181,11 +197,33 @@ def _parse_jsonl(text: str) -> Transcript:
             continue  # other OpenClaw entries: model_change, custom, ...
         if kind == "message":
             transcript.format = "openclaw"
-        _add_message(transcript, body, number)
+        at = moment(obj.get("timestamp"))
+        _add_message(transcript, body, number, moment(body.get("timestamp")) if at is None else at)
     return transcript
 
 
-def _add_message(transcript: Transcript, body: dict[str, Any], number: int) -> None:
+def moment(value: object) -> float | None:
+    """A transcript's timestamp as epoch seconds: ISO 8601 (a zone-less one is UTC), or a number
+    of seconds or milliseconds; None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = float(value) / 1000 if value > 1e11 else float(value)
+        return seconds if 0 < seconds < 1e11 else None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    return parsed.timestamp()
+
+
+def _add_message(
+    transcript: Transcript, body: dict[str, Any], number: int, at: float | None = None
+) -> None:
     role = body.get("role")
     if not isinstance(role, str):
         transcript.warn(f"line {number}: message without a role, skipped")
@@ -218,7 +256,7 @@ def _add_message(transcript: Transcript, body: dict[str, Any], number: int) -> N
         return
     text = "\n".join(t for t in texts if t.strip()).strip()
     if text:
-        transcript.messages.append(Message(_ROLES.get(role_key, role_key), text))
+        transcript.messages.append(Message(_ROLES.get(role_key, role_key), text, at))
 
 
 def _tool_command(transcript: Transcript, call: dict[str, Any]) -> None:
