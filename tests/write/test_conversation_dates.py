@@ -9,8 +9,8 @@ from pathlib import Path
 
 from tests.clikit import cli, cli_json
 
-LINES = [
-    {"type": "session", "version": "3", "id": "sess-tf", "timestamp": "2025-03-04T09:00:00Z"},
+SESSION = {"type": "session", "version": "3", "id": "sess-tf", "timestamp": "2025-03-04T09:00:00Z"}
+MESSAGES: list[tuple[str | int, str, str]] = [
     ("2025-03-04T09:00:05Z", "user", "We need to change the Terraform config for staging."),
     ("2025-03-04T09:02:00Z", "assistant", "First I'll check the current Terraform state."),
     (
@@ -23,15 +23,13 @@ LINES = [
 
 
 def openclaw(path: Path) -> Path:
-    rows = [
-        line
-        if isinstance(line, dict)
-        else {
+    rows = [SESSION] + [
+        {
             "type": "message",
-            "timestamp": line[0],
-            "message": {"role": line[1], "content": [{"type": "text", "text": line[2]}]},
+            "timestamp": at,
+            "message": {"role": role, "content": [{"type": "text", "text": text}]},
         }
-        for line in LINES
+        for at, role, text in MESSAGES
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     return path
@@ -65,5 +63,5 @@ def test_a_summary_cut_to_its_limit_ends_on_a_whole_phrase(capsys, tmp_path: Pat
     summary = ended["summary"]
     assert summary.endswith("…") and len(summary.encode()) < 30, summary
     assert not summary.removesuffix("…").endswith((" without", " a", " the")), summary
-    code, out, _ = cli(capsys, home, "conversation-end", str(tmp_path / "c.jsonl"))
-    assert code == 0
+    code, out, _ = cli(capsys, tmp_path / "again", "conversation-end", str(tmp_path / "c.jsonl"))
+    assert code == 0 and f"summary: {summary}  [rule mode]" in out
