@@ -397,25 +397,31 @@ def _write_files(the_plan: ServicePlan) -> _Written:
         f.path: f.path.read_text(encoding="utf-8") if f.path.is_file() else None
         for f in the_plan.files
     }
-    missing = [p for p in (the_plan.folder, *the_plan.folder.parents) if not p.exists()]
-    written = _Written(previous, list(reversed(missing)))
+    folders = [the_plan.folder, *_log_folders(the_plan)]
+    written = _Written(previous, [])
     try:
-        the_plan.folder.mkdir(parents=True, exist_ok=True)
+        for folder in folders:
+            missing = [p for p in (folder, *folder.parents) if not p.exists()]
+            written.created += reversed(missing)
+            folder.mkdir(parents=True, exist_ok=True)
         for f in the_plan.files:
             tmp = f.path.with_name(f".{f.path.name}.tmp")
             tmp.write_text(f.content, encoding="utf-8")
             tmp.replace(f.path)
-        if the_plan.platform == "launchd":
-            for f in the_plan.files:
-                log = plistlib.loads(f.content.encode()).get("StandardOutPath")
-                if isinstance(log, str):
-                    Path(log).parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         _put_back(written)
         raise ServiceError(
             f"cannot write to {the_plan.folder} ({exc.strerror}); nothing was installed"
         ) from None
     return written
+
+
+def _log_folders(the_plan: ServicePlan) -> list[Path]:
+    """launchd's log folders (launchd does not make them)."""
+    if the_plan.platform != "launchd":
+        return []
+    logs = {plistlib.loads(f.content.encode()).get("StandardOutPath") for f in the_plan.files}
+    return sorted({Path(log).parent for log in logs if isinstance(log, str)})
 
 
 def _put_back(written: _Written) -> None:

@@ -230,3 +230,42 @@ def test_the_homes_only_agent_is_used_and_named_and_print_shows_what_install_wri
         "systemd",
     )
     assert code == 0 and "for agent 'work' (given with --agent-id)" in out
+
+
+def test_launchd_a_failing_bootstrap_boots_out_what_it_loaded_and_removes_the_files(
+    capsys: pytest.CaptureFixture[str],
+    user: Path,
+    tmp_path: Path,
+    fake_systemctl: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same script as `launchctl`: the daily agent's bootstrap fails after two loaded."""
+    launchctl = fake_systemctl.parent / "bin" / "launchctl"
+    launchctl.write_text(FAKE_SYSTEMCTL)
+    launchctl.chmod(0o755)
+    monkeypatch.setenv(
+        "FAKE_SYSTEMCTL_FAIL",
+        str(user / "Library/LaunchAgents/dev.tiermem.consolidate-daily.plist"),
+    )
+    code, _, err = run_cli(
+        capsys,
+        "--home",
+        str(tmp_path / "home"),
+        "service",
+        "install",
+        "--platform",
+        "launchd",
+        "--daemon",
+    )
+    assert code == ServiceError.exit_code and err.rstrip().endswith("nothing was installed")
+    assert not (user / "Library").exists()  # neither the agents' nor the logs' folder
+    calls = fake_systemctl.read_text().splitlines()
+    booted_out = [
+        c.rsplit("/", 1)[1]
+        for c in calls[calls.index(next(c for c in calls if "daily.plist" in c)) + 1 :]
+    ]
+    assert booted_out == [
+        "dev.tiermem.daemon",
+        "dev.tiermem.consolidate-quick",
+        "dev.tiermem.consolidate-daily",
+    ]
