@@ -23,7 +23,6 @@ from textual.theme import Theme
 from textual.worker import get_current_worker
 
 from tiermem.core.engine import Memory
-from tiermem.core.errors import InvalidInput
 from tiermem.core.paths import DEFAULT_AGENT
 from tiermem.core.printable import printable
 from tiermem.core.remember import Entry, remember
@@ -39,7 +38,7 @@ from tiermem.tui.app.screens.base import DataScreen
 from tiermem.tui.app.screens.dashboard import DashboardScreen
 from tiermem.tui.app.screens.graph import GraphScreen
 from tiermem.tui.app.screens.hot import HotScreen
-from tiermem.tui.app.screens.importing import IMPORT_FIELDS, ImportModal, check_format
+from tiermem.tui.app.screens.importing import ImportForm, ImportModal, ImportRequest
 from tiermem.tui.app.screens.memories import MemoriesScreen
 from tiermem.tui.app.screens.metrics import MetricsScreen
 from tiermem.tui.app.screens.modals import (
@@ -305,29 +304,23 @@ class TiermemApp(App[None]):
         self.push_screen(ConsolidateModal(self.memory), lambda _: self.reload_current())
 
     def action_import_from(self) -> None:
-        """Another tool's memory or a chat history: the form, then the import with its bar."""
+        """Another tool's memory or a chat history: the form, then the dry run's report or the
+        import with its bar."""
         memory = self.memory
         if memory is None:
             self.notify("the memory is not open yet", severity="warning")
             return
 
-        def chosen(values: dict[str, str] | None) -> None:
-            if values is None:
-                return
-            try:
-                fmt = check_format(values["format"])
-            except InvalidInput as exc:
-                self.notify(str(exc), severity="error", timeout=8)
-                return
-            path = Path(values["path"].strip()).expanduser()
-            self.push_screen(ImportModal(memory, fmt, path), imported)
+        def chosen(request: ImportRequest | None) -> None:
+            if request is not None:
+                self.push_screen(ImportModal(memory, request), imported)
 
         def imported(text: str | None) -> None:
             if text:
                 self.notify(text, title="done", timeout=6)
             self.reload_current()
 
-        self.push_screen(FormModal("Import from another tool", IMPORT_FIELDS), chosen)
+        self.push_screen(ImportForm(), chosen)
 
     def action_skills(self) -> None:
         """The skills dialog: proposed skills to accept, edit or reject."""
