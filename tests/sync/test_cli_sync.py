@@ -214,7 +214,7 @@ def test_init_on_a_terminal_shows_the_key_once_and_needs_it_typed_back(
         "--new-vault",
     ]
     with Terminal([*args, "--passphrase"], terminal_env(), PATIENCE) as term:
-        term.expect("Turso auth token")
+        term.expect("Server token")
         term.send(sqld.token)
         term.expect("Passphrase")  # asked first: a typo there must not waste a shown key
         term.send(PASSPHRASE)
@@ -238,7 +238,7 @@ def test_init_on_a_terminal_shows_the_key_once_and_needs_it_typed_back(
     target = str(tmp_path / "restored")
     args = ["--home", target, "--agent-id", agent_id, "restore", "--url", sqld.url]
     with Terminal(args, terminal_env(), PATIENCE) as term:
-        term.expect("Turso auth token")
+        term.expect("Server token")
         term.send(sqld.token)
         term.expect("Recovery key")
         term.send(key_text)
