@@ -6,7 +6,11 @@ A passphrase cannot compute the tag, so a passphrase-only restore lists the vaul
 passphrase wrap (the agent's unkeyed tag first, then newest first, at most `MAX_CANDIDATES`) and
 tries each one's newest wrap. The wrap's authenticated context holds the agent id and a wrap id
 derived from the tag, so a wrap opens only under the very tag it was made for: a server that
-files a wrap under another tag, or offers another vault's, cannot make this device adopt it."""
+files a wrap under another tag, or offers another vault's, cannot make this device adopt it.
+
+A wrap names its own Argon2id cost, and the server chooses the candidates, so the work is
+bounded twice: at most `MAX_CANDIDATES` wraps, and at most `WORK_BUDGET` (that many runs at the
+cost tiermem writes) in all; a wrap that would overrun what is left is passed over, unopened."""
 
 from __future__ import annotations
 
@@ -31,6 +35,15 @@ __all__ = [
 
 MAX_CANDIDATES: Final = 16
 """How many vaults a passphrase-only restore tries (each costs one Argon2id run)."""
+
+
+def kdf_cost(params: crypto.KdfParameters) -> int:
+    """An Argon2id run's work: memory (KiB) times passes."""
+    return params.memory_kib * params.iterations
+
+
+WORK_BUDGET: Final = MAX_CANDIDATES * kdf_cost(crypto.DEFAULT_KDF_PARAMS)
+"""The Argon2id work a passphrase-only restore spends at most, over every candidate."""
 
 Select = Callable[[str, Args], ResultSet]
 Rows = Sequence[Sequence[object]]
@@ -118,7 +131,7 @@ def open_with_passphrase(select: Select, url: str, agent_id: str, passphrase: st
     listed = [records.server_blob(r[0]) for r in select(_CANDIDATES, (MAX_CANDIDATES + 1,)).rows]
     candidates = [old, *(t for t in listed if t != old)]
     capped = len(candidates) > MAX_CANDIDATES
-    tried = 0
+    tried, budget = 0, WORK_BUDGET
     for tag in candidates[:MAX_CANDIDATES]:
         rows = own if tag == old else secret_wraps(select, url, tag)
         if not rows:
@@ -127,7 +140,11 @@ def open_with_passphrase(select: Select, url: str, agent_id: str, passphrase: st
         blob = by_kind.get("passphrase")
         if blob is None or "recovery" not in by_kind:  # a vault a restore cannot finish
             continue
-        tried += 1
+        cost = _cost(blob)
+        if cost > budget:
+            capped = True
+            continue
+        tried, budget = tried + 1, budget - cost
         context = crypto.WrapContext(agent_id, epoch, wrap_id(tag, epoch, "passphrase"))
         try:
             key = crypto.unwrap_with_passphrase(blob, passphrase, context)
@@ -139,8 +156,8 @@ def open_with_passphrase(select: Select, url: str, agent_id: str, passphrase: st
             f"{url} holds no vault with a passphrase for agent {agent_id!r}; use the recovery key"
         )
     more = (
-        f" (only the newest {MAX_CANDIDATES} vaults with a passphrase were tried: use the "
-        "recovery key)"
+        f" (only the newest {MAX_CANDIDATES} vaults with a passphrase, within the key "
+        "derivation budget, were tried: use the recovery key)"
         if capped
         else ""
     )
@@ -148,3 +165,13 @@ def open_with_passphrase(select: Select, url: str, agent_id: str, passphrase: st
         f"the passphrase unlocks none of the {tried} vault(s) with a passphrase on {url} for "
         f"agent {agent_id!r}{more}"
     )
+
+
+def _cost(blob: bytes) -> int:
+    """A passphrase wrap's Argon2id work, read from the wrap (a malformed one costs nothing:
+    opening it fails before any derivation)."""
+    try:
+        wrap = crypto.parse_wrap(blob)
+    except (crypto.CryptoError, ValueError):
+        return 0
+    return kdf_cost(wrap.params) if isinstance(wrap, crypto.PassphraseWrap) else 0
