@@ -12,7 +12,6 @@ a conversation-end imports it, and none of the network or crypto code.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ from typing import Final, Literal
 
 from tiermem.core.engine import Memory
 from tiermem.core.files import replace_private
+from tiermem.core.locks import take_lock
 from tiermem.core.logs import redact
 
 __all__ = [
@@ -82,17 +82,6 @@ def wake_path(root: Path, agent_id: str) -> Path:
 
 def _attempt_path(root: Path, agent_id: str) -> Path:
     return root / f".push-{agent_id}.json"
-
-
-def take_lock(path: Path) -> int | None:
-    """An open descriptor holding an exclusive lock on `path`, or None if another holds it."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
 
 
 def _held(path: Path) -> bool:
