@@ -290,7 +290,7 @@ class DaemonRunning(TiermemError):
 
 
 class ResidentFailed(TiermemError):
-    """The resident process (`tiermem resident start`) could not start."""
+    """The resident process (`tiermem resident`) could not start, or could not be stopped."""
 
     exit_code = 28
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tiermem.core.errors import MissingExtra
+from tiermem.core.version import VERSION
 from tiermem.tui.cli import run
 
 PYPROJECT = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
@@ -58,7 +59,8 @@ def test_the_project_metadata_is_complete() -> None:
         assert project.get(key), key
     assert {"Homepage", "Changelog", "Issues"} <= set(project["urls"])
     changelog = (Path(__file__).parents[1] / "CHANGELOG.md").read_text()
-    assert f"## [{project['version']}]" in changelog
+    assert f"## [{VERSION}]" in changelog
+    assert version("tiermem") == VERSION  # the installed metadata reads it from core/version.py
 
 
 def test_the_quickstart_ends_with_the_line_that_makes_tiermem_runnable(tmp_path: Path) -> None:

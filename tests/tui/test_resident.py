@@ -40,7 +40,7 @@ from tiermem.core.errors import EXIT_INTERRUPTED
 from tiermem.ops import service as svc
 from tiermem.tui.cli.registry import ROOT
 from tiermem.tui.resident import client
-from tiermem.tui.resident.server import EXIT_RENEW, RECEIVE_TIMEOUT
+from tiermem.tui.resident.server import EXIT_RENEW, RECEIVE_TIMEOUT, handed_over
 
 pytestmark = pytest.mark.skipif(not client.SUPPORTED, reason="the resident process is Linux-only")
 
@@ -278,10 +278,10 @@ def test_stop_ends_it_and_commands_run_directly_again(env: dict[str, str], tmp_p
 
 
 def test_only_commands_that_never_take_the_terminal_are_handed_over() -> None:
-    assert set(ROOT) >= client.COMMANDS
-    for name in ("tui", "serve", "sync", "restore", "daemon", "mcp", "watch", "service", "demo"):
-        assert name not in client.COMMANDS
-    assert "resident" not in client.COMMANDS
+    for name in ("tui", "serve", "daemon", "mcp", "watch", "service", "demo", "resident"):
+        assert ROOT[name].resident == "never", name
+    for name in ("sync", "restore"):  # they may ask for a secret on a terminal
+        assert ROOT[name].resident == "unless-terminal", name
 
 
 @pytest.mark.parametrize(
@@ -434,9 +434,12 @@ def test_what_is_handed_over_depends_on_the_command_and_the_terminal(
     monkeypatch.setenv("TIERMEM_RESIDENT", "1")
     for terminal in (True, False):
         monkeypatch.setattr(os, "isatty", lambda fd, terminal=terminal: terminal)
-        assert client.wanted(["--home", "h", "retrieve", "x"]) is True
-        assert client.wanted(["tui"]) is False and client.wanted([]) is False
-        assert client.wanted(["sync", "status"]) is not terminal  # it may ask on a terminal
+        assert client.on_terminal() is terminal
+        for args in (["--home", "h", "retrieve", "x"], ["sync", "status"]):
+            assert client.wanted(args) is True
+            assert handed_over(args, client.on_terminal()) is not (terminal and args[0] == "sync")
+        assert client.wanted([]) is False
+        assert client.wanted(["tui"]) is True and handed_over(["tui"], terminal) is False
     monkeypatch.setenv("TIERMEM_RESIDENT", "0")
     assert client.wanted(["retrieve", "x"]) is False
 

@@ -9,18 +9,26 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import click
+
+HandOver = Literal["never", "always", "unless-terminal"]
+"""Whether the resident process (`tiermem resident`) may run a command: `never` for one that
+takes the terminal (a full-screen app, a hidden prompt) or runs for long (a server, a watcher);
+`unless-terminal` for one that asks for a secret only when standard input and error are both a
+terminal; `always` for the rest. Its forked child has no controlling terminal."""
 
 
 @dataclass(frozen=True)
 class Lazy:
-    """Where a command lives, and the help line `--help` shows for it without importing it."""
+    """Where a command lives, the help line `--help` shows for it without importing it, and
+    whether the resident process may run it."""
 
     module: str
     attribute: str
     help: str
+    resident: HandOver = "never"
 
     def load(self) -> click.Command:
         command = getattr(importlib.import_module(self.module), self.attribute)

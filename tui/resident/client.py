@@ -9,8 +9,14 @@ exactly as this process would have. With no resident process, one that declines,
 does not answer within `TIERMEM_RESIDENT_TIMEOUT` seconds (frozen, swamped), the caller runs
 the command itself.
 
-It imports only built-in modules (`_socket`, `_signal`, `marshal`, `zlib`): `socket` and
-`signal` build their enums at import, which alone costs more than the whole hand-over.
+Which commands the resident process runs is declared in the command registry
+(`tiermem.tui.cli.registry`, `Lazy.resident`), which the resident process has loaded: it
+declines the others. Every request opens with this client's protocol and tiermem version; a
+resident process of another version or protocol declines and exits (see `server._child`).
+
+It imports only built-in modules (`_socket`, `_signal`, `marshal`, `zlib`) and
+`tiermem.core.version`: `socket` and `signal` build their enums at import, which alone costs more
+than the whole hand-over.
 """
 
 from __future__ import annotations
@@ -22,12 +28,15 @@ import os
 import sys
 import zlib
 
+from tiermem.core.version import VERSION
+
 TYPE_CHECKING = False  # not `typing`'s: see above
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-PROTOCOL = 2
-"""Bumped whenever the request or the reply changes shape."""
+PROTOCOL = 3
+"""Bumped whenever the request or the reply changes shape; sent first with `VERSION`, the
+handshake a resident process of another protocol or version refuses."""
 
 DISABLE = "TIERMEM_RESIDENT"
 """Set to 0 to never hand a command over (read here, not through `environment()`: see above)."""
@@ -39,23 +48,6 @@ GO = b"\x01"
 the command only then, so a caller that gave up waiting (and runs the command itself) never has
 it run twice, and a frozen resident process never holds the caller's streams open (a shell
 reading the command's output would wait for them)."""
-
-COMMANDS = frozenset(
-    {
-        *("store", "retrieve", "cold", "get", "edit", "hot", "tree", "context", "recall"),
-        *("pin", "unpin", "promote", "demote", "forget", "unforget", "health", "link"),
-        *("working", "skills", "episodes", "graph", "audit", "index-status", "metrics"),
-        *("consolidate", "import", "export", "distill", "extract-metadata", "search-url"),
-        *("urls", "validate", "ingest-daily", "conversation-end", "logs", "agents"),
-        *("doctor", "completion"),
-    }
-)
-"""The commands a resident child may run: none opens the terminal itself (a hidden prompt, a
-full-screen app) or runs for long (a server, a watcher); the child has no controlling terminal."""
-
-ASKING = frozenset({"sync", "restore"})
-"""Commands that may ask for a hidden secret: handed over only when standard input and error
-are not both a terminal, which is exactly when they would not ask."""
 
 OPTIONS_WITH_VALUE = frozenset({"--home", "--agent-id"})
 FORWARDED_SIGNALS = tuple(
@@ -134,11 +126,14 @@ def command_of(args: list[str]) -> str | None:
 
 
 def wanted(args: list[str]) -> bool:
-    """Whether to try the resident process: a command it may run, on a system that has one."""
-    command = command_of(args)
-    asking = command in ASKING and not (os.isatty(0) and os.isatty(2))
-    allowed = command in COMMANDS or command == "--help" or asking
-    return allowed and SUPPORTED and os.environ.get(DISABLE, "1") != "0"
+    """Whether to offer `args` to the resident process (which declines commands the registry
+    keeps out of it): a command, on a system that has one, not turned off."""
+    return command_of(args) is not None and SUPPORTED and os.environ.get(DISABLE, "1") != "0"
+
+
+def on_terminal() -> bool:
+    """Standard input and error both a terminal: where a command may ask for a hidden secret."""
+    return os.isatty(0) and os.isatty(2)
 
 
 def private(path: str) -> bool:
@@ -196,7 +191,17 @@ def _send_request(conn: _socket.socket, args: list[str]) -> None:
     own = (sys.stdin, sys.stdout, sys.stderr)  # each may be None (a closed descriptor at start)
     streams = [(getattr(s, "encoding", None), getattr(s, "errors", None)) for s in own]
     payload = marshal.dumps(
-        (PROTOCOL, package_dir(), args, os.getcwd(), dict(os.environ), _umask(), streams)
+        (
+            PROTOCOL,
+            VERSION,
+            package_dir(),
+            args,
+            os.getcwd(),
+            dict(os.environ),
+            _umask(),
+            streams,
+            on_terminal(),
+        )
     )
     if len(payload) > MAX_REQUEST:
         raise OSError("request too large")

@@ -1,4 +1,9 @@
-"""Start, stop and report the resident process (what `tiermem resident` does)."""
+"""Start, stop and report the resident process (what `tiermem resident` does).
+
+Beside its socket the process keeps a lock file (held for its whole life, with its pid in it)
+and a log file (what it writes on standard error). A clean end removes the socket and the lock;
+`stop` removes what a killed process left, and the log unless it holds something.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from typing import NoReturn
 
 from tiermem.core.environment import VARIABLES
 from tiermem.core.errors import ResidentFailed
-from tiermem.sync.push.kick import take_lock
+from tiermem.core.locks import owner, take_lock
 from tiermem.tui.resident import client
 
 SERVER = "tiermem.tui.resident.server"
@@ -25,6 +30,10 @@ SECRETS = frozenset(v.name for v in VARIABLES if v.secret)
 """What the resident process never keeps: each caller brings its own in its request."""
 MAX_SOCKET_PATH = 107
 """The longest path a Unix socket can be bound to on Linux (108 bytes with the final NUL)."""
+STOP_TIMEOUT = 10.0
+"""Seconds `stop` gives the process to end after SIGTERM before it kills it."""
+KILL_TIMEOUT = 5.0
+"""Seconds to wait for the kernel to end it after SIGKILL."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,17 @@ class Status:
     running: bool
     pid: int | None
     socket: str
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """What `stop` did: the process it ended (None if none ran), whether it had to kill it, and
+    the log it kept because it holds something (None when removed)."""
+
+    pid: int | None
+    killed: bool
+    socket: str
+    log: str | None
 
 
 def status() -> Status:
@@ -69,7 +89,7 @@ def start(timeout: float = 60.0) -> Status:
     if current.running:
         return current
     make_folder(current.socket)
-    log = current.socket.removesuffix(".sock") + ".log"
+    log = log_path(current.socket)
     read, write = os.pipe()
     with open(log, "wb") as errors:
         child = subprocess.Popen(
@@ -94,21 +114,85 @@ def start(timeout: float = 60.0) -> Status:
     return Status(True, child.pid, current.socket)
 
 
-def stop(timeout: float = 10.0) -> Status:
-    """Ask it to end (SIGTERM) and wait until its socket is gone."""
+def stop(timeout: float = STOP_TIMEOUT) -> Stopped:
+    """End it and wait until it has: SIGTERM (and SIGCONT, should it be stopped), then SIGKILL
+    after `timeout` seconds; found by its socket, or by its lock while it is still starting.
+    Then remove what it left beside the socket. Commands it is running go on to their end."""
     current = status()
-    if current.pid is None:
-        return current
-    os.kill(current.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while os.path.exists(current.socket) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return status()
+    pid = current.pid or _starting(current.socket)
+    killed = False
+    if pid is not None:
+        killed = not _end(pid, timeout)
+    _clean(current.socket)
+    log = log_path(current.socket)
+    return Stopped(pid, killed, current.socket, log if os.path.exists(log) else None)
+
+
+def _starting(path: str) -> int | None:
+    """The pid a resident process recorded in its lock, when it holds it but does not listen
+    (yet): it is still loading."""
+    pid = owner(Path(lock_path(path))) if path else None
+    return pid if pid is not None and _is_resident(pid) else None
+
+
+def _is_resident(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            return SERVER.encode() in file.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _end(pid: int, timeout: float) -> bool:
+    """Whether `pid` ended within `timeout` of SIGTERM; killed otherwise (ResidentFailed if even
+    that does not end it). A pidfd names the process, never a later one given the same pid."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        for signum in (signal.SIGTERM, signal.SIGCONT):
+            signal.pidfd_send_signal(pidfd, signum)
+        if select.select([pidfd], [], [], timeout)[0]:
+            return True
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        if not select.select([pidfd], [], [], KILL_TIMEOUT)[0]:
+            raise ResidentFailed(f"the resident process (pid {pid}) did not end, even killed")
+        return False
+    except ProcessLookupError:  # it ended between two steps
+        return True
+    finally:
+        os.close(pidfd)
+
+
+def _clean(path: str) -> None:
+    """Remove the socket, the lock and an empty log that no resident process uses: while this
+    holds the lock, none starts (`take_lock` makes one that opened the old file take the new)."""
+    if not path or not client.private_folder(os.path.dirname(path)):
+        return
+    lock = take_lock(Path(lock_path(path)))
+    if lock is None:  # another resident process is starting: these are its files
+        return
+    try:
+        log = log_path(path)
+        with contextlib.suppress(OSError):
+            if os.path.getsize(log) == 0:
+                os.unlink(log)
+        for leftover in (path, lock_path(path)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
+    finally:
+        os.close(lock)
 
 
 def lock_path(socket_path: str) -> str:
     """Held by the resident process for its whole life: one per socket."""
     return socket_path.removesuffix(".sock") + ".lock"
+
+
+def log_path(socket_path: str) -> str:
+    """What the resident process writes on standard error (its start's failure, a crash)."""
+    return socket_path.removesuffix(".sock") + ".log"
 
 
 def _started_elsewhere(timeout: float) -> Status | None:

@@ -7,8 +7,11 @@ Ctrl-C behave the same; the caller relays signals to it and exits with its code.
 stays single-threaded, so forking it is safe, and it holds no database open: every child opens
 its own connections, as a new process would.
 
-A child declines (and stops this process) when a file it imported has changed since, such as
-after an upgrade or an edit; the caller then runs the command itself. A child runs the command
+A child declines a command the registry keeps out of this process (`Lazy.resident`), and the
+caller runs it itself. It declines and stops this process when a file it imported has changed
+since (an upgrade, an edit) or when the caller speaks another protocol or is another tiermem
+version: the caller runs the command on its own files, and a service manager starts this process
+again on them (`EXIT_RENEW`). A child runs the command
 only once the caller, given its pid, says go (a caller that gave up waiting runs it itself), and
 it dies with its caller: the kernel kills its process group when the caller's end of the socket
 closes before the command has ended, even while it is stopped.
@@ -34,12 +37,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Final, Literal
 
 from tiermem.core import tokens
-from tiermem.sync.push.kick import take_lock
+from tiermem.core.locks import record_owner, take_lock
+from tiermem.core.version import VERSION
 from tiermem.sync.vault.transport import tls_context
+from tiermem.tui.cli.registry import ROOT
 from tiermem.tui.resident import client
-from tiermem.tui.resident.control import SECRETS, SERVER, lock_path, make_folder, peer, scrubbed
+from tiermem.tui.resident.control import (
+    SECRETS,
+    SERVER,
+    lock_path,
+    log_path,
+    make_folder,
+    peer,
+    scrubbed,
+)
 
 PRELOADED = ("tiermem.core", "tiermem.ops", "tiermem.tui.cli")
 """Packages imported whole before serving: everything a forwarded command may need."""
@@ -51,8 +65,9 @@ IMPORTED_LATER = (
 """What commands import only when they run, named here: a child's own imports die with it."""
 
 EXIT_RENEW = 75
-"""How it exits when a child found an installed file changed (an upgrade): a service manager
-starts it again, on the new files (`tiermem service install --resident`). Stopped any other way
+"""How it exits when a child found an installed file changed (an upgrade) or met a caller of
+another version: a service manager starts it again, on the new files (`tiermem service install
+--resident`). Stopped any other way
 (`tiermem resident stop`, SIGTERM), it exits 0 and stays stopped."""
 
 RECEIVE_TIMEOUT = 30.0
@@ -69,15 +84,28 @@ class Request:
     environ: dict[str, str]
     umask: int
     streams: list[tuple[str | None, str | None]]
+    terminal: bool  # the caller's standard input and error are both a terminal
+
+
+SKEW: Final = "skew"
+"""What `_receive` finds when the caller is of another protocol or tiermem version."""
+
+
+def handed_over(args: list[str], terminal: bool) -> bool:
+    """Whether the command registry lets this process run `args` (`Lazy.resident`)."""
+    command = client.command_of(args)
+    if command == "--help":
+        return True
+    declared = ROOT[command].resident if command in ROOT else "never"
+    return declared == "always" or (declared == "unless-terminal" and not terminal)
 
 
 def preload() -> dict[str, int]:
     """Import what commands use and load what they would load on first use (the tokenizer, the
     CA store); return each imported tiermem file's modification time."""
     from tiermem.tui.cli import app
-    from tiermem.tui.cli.registry import ROOT
 
-    handed = sorted(client.COMMANDS | client.ASKING)
+    handed = sorted(name for name, lazy in ROOT.items() if lazy.resident != "never")
     # the modules of commands never handed over (the TUI, the MCP server): their libraries
     # would only make the process, and each fork of it, bigger
     unused = {lazy.module for lazy in ROOT.values()} - {ROOT[name].module for name in handed}
@@ -145,38 +173,95 @@ def serve(path: str, ready: int | None = None) -> None:
     if lock is None:  # what was asked for runs already: not a failure to restart on
         sys.stderr.write("another resident process is starting or running\n")
         raise SystemExit(0)
+    record_owner(lock)  # how `tiermem resident stop` finds it before it listens
+    lock_inode = os.fstat(lock).st_ino
     loaded = preload()
     if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
         raise RuntimeError("a thread started while importing: forking would be unsafe")
     sock = listen(path)
     inode = os.stat(path).st_ino
-    signal.signal(signal.SIGCHLD, _reap)
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGUSR1, _renew)
+    sock.setblocking(False)  # woken by `select`: a caller that hung up never blocks the loop
+    wake = _handle_signals()
     if ready is not None:
         os.write(ready, b"ready\n")
         os.close(ready)
     try:
-        while True:
-            conn, _ = sock.accept()
-            with conn:
-                if peer(conn)[1] != os.getuid():
-                    continue
-                if os.fork() == 0:
-                    try:
-                        sock.close()
-                        os.close(lock)  # the lock ends with this process, not its children
-                        _child(conn, loaded)
-                    finally:
-                        os._exit(1)  # a child never returns into this loop
-                if _ending:  # a stop that came during the fork (see `_end`)
-                    raise SystemExit(_ending[0])
-    finally:  # a stop (SystemExit from a signal) ends here, keeping its exit code
-        with contextlib.suppress(OSError):
-            if os.stat(path).st_ino == inode:  # a newer process may own the path by now
-                os.unlink(path)
+        while not _ending:
+            readable = select.select([sock.fileno(), wake], [], [])[0]
+            if wake in readable:
+                _drain(wake)
+            if sock.fileno() in readable:
+                _accept(sock, lock, wake, loaded)
+        raise SystemExit(_ending[0])
+    finally:  # a stop ends here, keeping its exit code
+        _remove_if_ours(path, inode)
+        _remove_if_ours(lock_path(path), lock_inode)
+        if os.fstat(2).st_size == 0:  # its log, when `start` made one, says nothing: no need
+            _remove_if_ours(log_path(path), os.fstat(2).st_ino)
         sock.close()
+
+
+def _remove_if_ours(path: str, inode: int) -> None:
+    """Remove the socket or lock file this process made, unless a newer process owns the path by
+    now."""
+    with contextlib.suppress(OSError):
+        if os.stat(path).st_ino == inode:
+            os.unlink(path)
+
+
+def _handle_signals() -> int:
+    """Install the handlers of the serving loop; return the descriptor they wake it through.
+
+    A handler only records a stop (`_ending`) and the loop, woken, acts on it: a handler that
+    raised could run inside a fork's own callbacks (logging registers one), where its exception
+    is swallowed with a traceback on standard error."""
+    wake, wake_up = os.pipe()
+    for fd in (wake, wake_up):
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(wake_up)
+    signal.signal(signal.SIGCHLD, _reap)
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGUSR1, _renew)
+    return wake
+
+
+def _drain(wake: int) -> None:
+    with contextlib.suppress(BlockingIOError):
+        while os.read(wake, 256):
+            pass
+
+
+def _accept(sock: socket.socket, lock: int, wake: int, loaded: dict[str, int]) -> None:
+    """Fork a child for the caller that connected (if it is this user)."""
+    try:
+        conn, _ = sock.accept()
+    except (BlockingIOError, InterruptedError):  # it hung up before we got to it
+        return
+    with conn:
+        conn.setblocking(True)
+        if peer(conn)[1] != os.getuid() or os.fork() != 0:
+            return
+        try:
+            _as_child(sock, lock, wake)
+            _child(conn, loaded)
+        finally:
+            os._exit(1)  # a child never returns into the serving loop
+
+
+def _as_child(sock: socket.socket, lock: int, wake: int) -> None:
+    """What a forked child first lets go of: the listening socket, the lock (it ends with the
+    resident process, not its children), the wake-up pipe and the loop's signal handlers; a
+    stop that reached it before that ends it."""
+    sock.close()
+    os.close(lock)
+    signal.set_wakeup_fd(-1)
+    os.close(wake)
+    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if _ending:
+        os._exit(1)
 
 
 def _reap(_signum: int, _frame: FrameType | None) -> None:
@@ -187,23 +272,15 @@ def _reap(_signum: int, _frame: FrameType | None) -> None:
 
 
 _ending: list[int] = []
-"""The exit code a stop asked for, kept as well as raised (see `_end`)."""
+"""The exit code a stop asked for; the serving loop ends with it."""
 
 
 def _stop(_signum: int, _frame: FrameType | None) -> None:
-    _end(0)
+    _ending.append(0)
 
 
 def _renew(_signum: int, _frame: FrameType | None) -> None:
-    _end(EXIT_RENEW)
-
-
-def _end(code: int) -> None:
-    """Record the stop, then raise it: a handler that runs inside a fork's own callbacks (logging
-    registers one) has its exception swallowed there, so the loop checks the record after each
-    fork, and a stop is never lost."""
-    _ending.append(code)
-    raise SystemExit(code)
+    _ending.append(EXIT_RENEW)
 
 
 def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
@@ -213,8 +290,8 @@ def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
         os.setpgid(0, 0)  # a group of its own: what the command starts dies with it
         conn.settimeout(RECEIVE_TIMEOUT)
         request = _receive(conn)
-        stale = request is not None and changed(loaded)
-        if request is None or request.package != client.package_dir() or stale:
+        stale = request == SKEW or (request is not None and changed(loaded))
+        if not isinstance(request, Request) or stale or not _serves(request):
             conn.sendall((0).to_bytes(8, "little"))
             if stale:
                 os.kill(os.getppid(), signal.SIGUSR1)  # out of date: let the next start renew it
@@ -245,6 +322,11 @@ def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
         os._exit(code)
 
 
+def _serves(request: Request) -> bool:
+    """A caller of this install, with a command this process may run."""
+    return request.package == client.package_dir() and handed_over(request.args, request.terminal)
+
+
 def _die_with_caller(conn: socket.socket) -> None:
     """Have the kernel SIGKILL this child's process group as soon as the caller's end of `conn`
     closes (the caller killed, even by SIGKILL), as the command would have died with a direct
@@ -261,18 +343,22 @@ def _live_after_caller(conn: socket.socket) -> None:
     fcntl.fcntl(conn, fcntl.F_SETFL, fcntl.fcntl(conn, fcntl.F_GETFL) & ~os.O_ASYNC)
 
 
-def _receive(conn: socket.socket) -> Request | None:
+def _receive(conn: socket.socket) -> Request | Literal["skew"] | None:
+    """The caller's request; `SKEW` when it opens with another protocol or version (the
+    handshake), None when it is no request at all."""
     import marshal
 
     header = b"".join(_chunks(conn, 4))
     size = int.from_bytes(header, "little")
     if not 0 < size <= client.MAX_REQUEST:
         return None
-    payload = b"".join(_chunks(conn, size))
-    protocol, package, args, cwd, environ, umask, streams = marshal.loads(payload)
-    if protocol != client.PROTOCOL:
+    fields = marshal.loads(b"".join(_chunks(conn, size)))
+    if not isinstance(fields, tuple) or len(fields) < 2:
         return None
-    return Request(package, list(args), cwd, dict(environ), umask, list(streams))
+    if fields[:2] != (client.PROTOCOL, VERSION):
+        return SKEW
+    package, args, cwd, environ, umask, streams, terminal = fields[2:]
+    return Request(package, list(args), cwd, dict(environ), umask, list(streams), bool(terminal))
 
 
 def _go(conn: socket.socket) -> list[int] | None:
@@ -297,10 +383,7 @@ def _chunks(conn: socket.socket, size: int) -> Iterator[bytes]:
 
 
 def _adopt(request: Request, fds: list[int]) -> None:
-    """Become the caller: its streams, folder, environment, umask, and default signals."""
-    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
-        signal.signal(signum, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    """Become the caller: its streams, folder, environment and umask."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)

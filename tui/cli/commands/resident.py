@@ -34,10 +34,38 @@ def start(opts: Options) -> None:
 
 
 @resident_group.command("stop")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1, 3600.0),
+    default=control.STOP_TIMEOUT,
+    show_default=True,
+    help="Seconds it gets to end after SIGTERM before it is killed.",
+)
 @pass_options
-def stop(opts: Options) -> None:
-    """Stop the resident process; commands start Python themselves again."""
-    _report(opts, control.stop())
+def stop(opts: Options, timeout: float) -> None:
+    """Stop the resident process and wait until it has ended; commands start Python themselves
+    again. Its socket and lock go with it, and its log too unless it holds something."""
+    stopped = control.stop(timeout)
+    payload = {
+        "running": False,
+        "stopped": stopped.pid is not None,
+        "pid": stopped.pid,
+        "killed": stopped.killed,
+        "socket": stopped.socket,
+        "log": stopped.log,
+    }
+    emit(opts, payload, _stopped_text(stopped, timeout))
+
+
+def _stopped_text(stopped: control.Stopped, timeout: float) -> str:
+    if stopped.pid is None:
+        said = "resident process was not running"
+    elif stopped.killed:
+        late = f"it had not ended {timeout:g} s after SIGTERM"
+        said = f"resident process killed (pid {stopped.pid}): {late}"
+    else:
+        said = f"resident process stopped (pid {stopped.pid})"
+    return said + (f"\nits log, kept: {stopped.log}" if stopped.log else "")
 
 
 @resident_group.command("status")
