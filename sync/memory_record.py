@@ -56,7 +56,10 @@ class Lineage:
     """What a memory's content was edited from: `base`, the versions of the memory its edit
     started from (so a device tells an update of what it holds from a concurrent edit), and
     `clocks`, the version of the last change of each field group (so edits of different
-    fields merge). A record written before lineage existed has none (`None`)."""
+    fields merge): '' for the record's own version; a group not listed was last changed by the
+    newest version of `base` (by the record's own when `base` is empty). A record written
+    before lineage existed has none (`None`). Held compactly: `base` as its versions (each
+    names its device), `clocks` as each version with the groups it stamps."""
 
     base: History
     clocks: dict[str, str]
@@ -94,8 +97,8 @@ def encode_memory(
     if changed is not None:
         extra["changed"] = changed
     if lineage is not None:
-        extra["base"] = dict(sorted(lineage.base.items()))
-        extra["clocks"] = dict(sorted(lineage.clocks.items()))
+        extra["base"] = sorted(lineage.base.values())
+        extra["clocks"] = _grouped(lineage.clocks)
     if reinforced:
         extra["reinforced"] = {d: [c, t] for d, (c, t) in sorted(reinforced.items())}
     if isinstance(item, Tombstone):
@@ -255,13 +258,32 @@ def _versions(value: object, key_ok: Callable[[str], bool]) -> dict[str, str]:
     return out
 
 
+def _grouped(clocks: dict[str, str]) -> dict[str, list[str]]:
+    """Clocks as their record holds them: each version once, with the groups it stamps (a
+    group it does not name was changed by the record's own version)."""
+    out: dict[str, list[str]] = {}
+    for group, version in sorted(clocks.items()):
+        out.setdefault(version, []).append(group)
+    return dict(sorted(out.items()))
+
+
 def _lineage(base: object, clocks: object) -> Lineage | None:
     """The record's lineage: both parts, or neither (a record of an older device)."""
     if base is None and clocks is None:
         return None
-    return Lineage(
-        _versions(base, lambda k: len(k) == 32), _versions(clocks, lambda k: 0 < len(k) <= 32)
-    )
+    if not isinstance(clocks, dict) or not all(
+        isinstance(g, list) and all(isinstance(n, str) and 0 < len(n) <= 32 for n in g)
+        for g in clocks.values()
+    ):
+        raise ValueError("malformed lineage clocks")
+    if not isinstance(base, list) or not all(isinstance(v, str) for v in base):
+        raise ValueError("malformed lineage base")
+    stamps = _versions({v: v for v in clocks if v}, lambda k: True) | {"": ""}
+    by_group = {group: stamps[v] for v, groups in clocks.items() for group in groups}
+    history = {hlc.parse(v).device: str(hlc.parse(v)) for v in base}
+    if len(history) != len(base):
+        raise ValueError("a lineage base names a device twice")
+    return Lineage(history, by_group)
 
 
 def _counters(value: object) -> Counters:

@@ -41,6 +41,7 @@ __all__ = [
     "Outcome",
     "Synced",
     "content_of",
+    "held_lineage",
     "load",
     "merge",
     "record_conflicts",
@@ -196,7 +197,26 @@ def seal_lineage(
             same = group in before and before[group] == content[group]
             stamps[group] = (synced.clocks.get(group) or synced.version) if same else version
     after = Synced(version, _with(synced.history, version), stamps, content)
-    return Lineage(dict(synced.history), stamps), after
+    return Lineage(dict(synced.history), _compact(stamps, synced.history, version)), after
+
+
+def held_lineage(synced: Synced) -> Lineage:
+    """The lineage of the content held (`synced`), for a record that carries only read
+    counters on it."""
+    return Lineage(dict(synced.history), _compact(synced.clocks, synced.history, synced.version))
+
+
+def _compact(stamps: dict[str, str], base: History, version: str) -> dict[str, str]:
+    """The clocks as a record holds them (`memory_record.Lineage`): '' for `version`, none
+    for the newest version of `base`."""
+    implied = max(base.values(), default=version)
+    return {g: "" if at == version else at for g, at in stamps.items() if at != implied}
+
+
+def _expand(lineage: Lineage, version: str) -> dict[str, str]:
+    """Every group's clock of a record of content `version` (undoing `_compact`)."""
+    implied = max(lineage.base.values(), default=version)
+    return {g: (lineage.clocks.get(g, implied) or version) for g in GROUPS}
 
 
 # -- the merge ------------------------------------------------------------------------------
@@ -251,7 +271,7 @@ def remote_side(got: MemoryVersion, version: str, content: Content | None) -> Si
     lineage = got.lineage
     if lineage is None:
         return Side(version, {_device(version): version}, {}, content, legacy=True)
-    return Side(version, _with(lineage.base, version), dict(lineage.clocks), content)
+    return Side(version, _with(lineage.base, version), _expand(lineage, version), content)
 
 
 def merge(local: Side | None, remote: Side, own_device: str) -> Outcome:

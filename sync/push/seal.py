@@ -498,7 +498,7 @@ def _memory_body(
         carried = memory_extras.read(session.db, session.agent_id, item.id)
     synced = memory_merge.load(session.db, session.agent_id, memory_id)
     if changed is not None:
-        lineage = None if synced is None else memory_record.Lineage(synced.history, synced.clocks)
+        lineage = None if synced is None else memory_merge.held_lineage(synced)
         return memory_record.encode_memory(item, changed, counters, carried, lineage), None
     content = None if r[1] is None else memory_merge.content_of(row, carried)
     known = _content_version(session, memory_id) or ""

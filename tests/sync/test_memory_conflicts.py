@@ -14,6 +14,8 @@ from tests.sync.memory_conflictkit import ORDERS, TEXT, Vault, make_vault, run_o
 from tests.sync.sqld import SqldServer
 from tiermem.core import curate, hygiene
 from tiermem.core.engine import Memory
+from tiermem.core.rows import MemoryRow
+from tiermem.sync import crypto, memory_record
 
 
 @pytest.fixture
@@ -156,3 +158,19 @@ def test_a_resolution_applies_and_reaches_every_device(vault: Vault, take: str) 
         [closed] = v.conflicts(home, every=True)
         assert closed["resolved"] and closed["resolution"] == "elsewhere"
     assert v.state(v.desk)["text"] == expected
+
+
+def test_a_record_without_lineage_still_decodes_and_lineage_round_trips() -> None:
+    row = MemoryRow(
+        id="9de01e485272af93", text=TEXT, category="home", importance=0.5,
+        created_at=1.0, access_count=0, last_access=None, tier="warm", tier_changed_at=1.0,
+    )  # fmt: skip
+    older = memory_record.decode_memory_version(memory_record.encode_memory(row))
+    assert older.item == row and older.lineage is None  # what an older device wrote
+    at = "000001767225600000.000000.0123456789abcdef0123456789abcdef"
+    lineage = memory_record.Lineage({at[-32:]: at}, {"text": "", "tags": at})
+    body = memory_record.encode_memory(row, lineage=lineage)
+    assert memory_record.decode_memory_version(body).lineage == lineage
+    forged = body.replace(b'"base":["', b'"base":["x')
+    with pytest.raises(crypto.TamperedData):
+        memory_record.decode_memory_version(forged)
