@@ -43,7 +43,7 @@ KIND_WORDS: dict[str, str] = {
 """Question words that ask which tool of a kind ("what message broker …" → a queue)."""
 _ASKING = frozenset(
     """what whats where who whom whose which when how do does did is are am was were
-    now currently still right at the moment these days""".split()  # noqa: SIM905
+    now currently still right at the moment these days use uses used using""".split()  # noqa: SIM905
 )
 
 
@@ -152,9 +152,7 @@ def _about(question: Asked, claim: frames.Claim) -> bool:
     if not question.names:
         return claim.subject == "user"
     named = {claim.subject, *claim.values, *claim.frame}
-    return bool(question.names & named) or bool(
-        {stem(n) for n in question.names} & claim.frame
-    )
+    return bool(question.names & named) or bool({stem(n) for n in question.names} & claim.frame)
 
 
 def _day(ts: float) -> str:

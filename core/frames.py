@@ -252,8 +252,12 @@ def claim_of(text: str, said_at: float) -> Claim | None:
     values = _values(text, words)
     value_words = {v for value in values for v in value.split()}
     slots = {SLOT_WORDS[w] for w in folded if w in SLOT_WORDS}
-    if _MOVE_TO.search(text) and not _DATE.search(text):
+    moved = _MOVE_TO.search(text) or _moved_to_lower(text)
+    if moved and not _DATE.search(text):
         slots.add("~residence")
+    if slots and not values:
+        values = _lower_values(text)
+        value_words = {v for value in values for v in value.split()}
     frame = frozenset(slots) | frozenset(
         stem(w)
         for w in folded
@@ -419,6 +423,43 @@ def _values(text: str, words: list[str]) -> set[str]:
     return out
 
 
+_MOVE_TO_LOWER = re.compile(
+    r"\b(?:mov(?:e|ed|ing)|relocat(?:e|ed|ing))\s+(?:back\s+)?(?:to|into|in)\s+([a-zà-ÿ][\w'-]*)",
+    re.IGNORECASE,
+)
+_AFTER_SLOT = re.compile(
+    r"\b(?:in|to|at|for|with|is|are)\s+([a-zà-ÿ][\w'-]*)(?:\s+([a-zà-ÿ][\w'-]*))?", re.IGNORECASE
+)
+
+
+def _moved_to_lower(text: str) -> bool:
+    """A move to a place written in lower case, as chat does ("kayla moved to sf")."""
+    m = _MOVE_TO_LOWER.search(text)
+    return m is not None and _placeish(m[1].casefold())
+
+
+def _placeish(word: str) -> bool:
+    return not (
+        word in STOPWORDS or word in WEEKDAYS or word in MONTHS or word in FILLER or word in CHANGE
+    )
+
+
+def _lower_values(text: str) -> set[str]:
+    """The value of a one-value attribute written in lower case: the words after the slot
+    word's preposition ("i live in echo park w my roommate" → "echo park")."""
+    slot_at = next((m.end() for m in _cue().finditer(text) if m[0].casefold() in SLOT_WORDS), 0)
+    m = _AFTER_SLOT.search(text, slot_at) or _MOVE_TO_LOWER.search(text)
+    if not m:
+        return set()
+    words = [w.casefold() for w in m.groups() if w]
+    kept = []
+    for word in words:
+        if not _placeish(word) or word in SLOT_WORDS:
+            break
+        kept.append(_fold_accents(word))
+    return {" ".join(kept)} if kept else set()
+
+
 def _tool(word: str) -> str:
     return {"postgresql": "postgres", "mongo": "mongodb", "golang": "go"}.get(word, word)
 
@@ -443,9 +484,20 @@ def _subject(words: list[str], folded: list[str]) -> str:
         if low in FIRST_PERSON:
             following = folded[folded.index(low) + 1] if low in _POSSESSIVES else ""
             return "~" + following if following in RELATIVES else "user"
-        if word[0].isupper() and low not in _COMMON_STARTS:
+        if low not in _COMMON_STARTS and (word[0].isupper() or _acts(folded, low)):
             return _fold_accents(_POSSESSIVE.sub("", low))
     return "user"
+
+
+_SUBJECT_VERBS = frozenset(
+    "moved moves lives lived works worked joined left started quit".split()  # noqa: SIM905
+)
+
+
+def _acts(folded: list[str], low: str) -> bool:
+    """A name written in lower case, known by the verb after it ("kayla moved to sf")."""
+    at = folded.index(low)
+    return at + 1 < len(folded) and folded[at + 1] in _SUBJECT_VERBS and low.isalpha()
 
 
 def _past(folded: list[str]) -> bool:

@@ -123,6 +123,20 @@ SENTENCE_END = re.compile(
     r"(?<!\bSr\.)(?<!\bJr\.)(?<!\bvs\.)(?<!\be\.g\.)(?<!\bi\.e\.)\s+(?=[\"'(\[]?[A-Z0-9])"
 )
 """A sentence's end: not the dot of a title or an abbreviation ("Mr. Sousa", "St. Mary's")."""
+QUESTION_START = re.compile(
+    r"^(?:(?:so|ok|okay|and|but|also|anyway|btw),?\s+)?(?:what|how|where|which|who|why|when)\b|"
+    r"^(?:should|can|could|do|does|is|are|am|will|would)\s+(?:i|we|you|u)\b",
+    re.IGNORECASE,
+)
+"""A question without its question mark ("what do i need to buy today")."""
+UNSURE = re.compile(
+    r"^\s*(?:and |but |so )?if\b|\bif (?:i|we) ever\b|\bmaybe\b|\bprob(?:ably)?\b|\bmight\b|"
+    r"\bnothing (?:is )?(?:decided|final|signed)\b|\bnot (?:decided|sure) yet\b|"
+    r"\bthinking (?:about|of)\b|\bconsidering\b",
+    re.IGNORECASE,
+)
+"""A plan not made or a what-if ("we're prob moving to Boulder", "if I ever moved"): neither a
+task nor a decision, only a note."""
 BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[ \t]*$", re.M | re.S)
 NAME = re.compile(

@@ -15,8 +15,10 @@ from tiermem.core.distill.cues import (
     IMPORTANCE,
     NAME,
     NOT_NAMES,
+    QUESTION_START,
     REMIND,
     TOOLS,
+    UNSURE,
     USER_ONLY,
 )
 from tiermem.core.distill.facts import (
@@ -149,6 +151,8 @@ def _fact_from_sentence(
     kind, category, importance = classify(text, projects)
     if todo and kind not in ("task", "lesson"):
         kind, category, importance = "task", CATEGORY["task"], IMPORTANCE["task"]
+    if kind in ("task", "decision") and UNSURE.search(text):
+        kind, category, importance = "note", CATEGORY["note"], IMPORTANCE["note"]
     if assistant and (kind in USER_ONLY or not (cue_kind(text) or has_metadata(text))):
         return None  # the assistant's promises, echoes and chatter are not knowledge
     if kind != "technical" and (not has_content(text) or signals.about_the_talk(text)):
@@ -174,7 +178,7 @@ def _asks(text: str, message: Message) -> bool:
     reminded of something states their task."""
     if message.role != "assistant" and REMIND.search(text):
         return False
-    return text.endswith("?") or signals.is_request(text)
+    return text.endswith("?") or bool(QUESTION_START.match(text)) or signals.is_request(text)
 
 
 def _with_metadata(fact: Fact) -> Fact:
