@@ -107,8 +107,8 @@ def newest(
     rows = db.query(
         f"SELECT m.seq, {ROW_FIELDS} FROM memories m WHERE m.seq IN (SELECT rowid FROM memories_fts "
         f"WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?){sql} "
-        "AND m.superseded_at IS NULL",
-        [match, POOL, *params],
+        "AND (m.superseded_at IS NULL OR m.superseded_at > ?)",
+        [match, POOL, *params, when],
     )
     best: tuple[float, float, Row] | None = None
     for found in rows:

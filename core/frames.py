@@ -44,10 +44,11 @@ FUTURE = re.compile(
 SLOT_WORDS: dict[str, str] = {
     word: f"~{slot}"
     for slot, words in {
-        "residence": "live lives living lived based home hometown flat apartment relocated",
+        "residence": "live lives living lived based home hometown flat apartment house "
+        "neighbourhood neighborhood relocated",
         "employer": "work works working worked job employer company joined hired offer "
         "accepted employed",
-        "manager": "manager boss lead supervisor report reports reporting",
+        "manager": "manager boss lead supervisor head report reports reporting",
         "role": "role title position promoted",
         "name": "name named called",
     }.items()
