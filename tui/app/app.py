@@ -113,7 +113,7 @@ class TiermemApp(App[None]):
         Binding("K", "skills", "Skills", show=False),
         Binding("I", "import_from", "Import", show=False),
         Binding("T", "toggle_theme", "Theme", show=False),
-        Binding("question_mark", "toggle_keys", "Keys", show=False),
+        Binding("question_mark", "toggle_keys", "Keys"),
         Binding("q", "quit", "Quit"),
     ]
 
