@@ -59,6 +59,10 @@ _SLOT_SURFACE: dict[str, list[str]] = {}
 for _word, _slot in SLOT_WORDS.items():
     _SLOT_SURFACE.setdefault(_slot, []).append(_word)
 _SLOT_SURFACE["~residence"] += ["moved", "moving", "move"]
+_BASED_IN = re.compile(
+    r"\b(?:i'?m|i am|we'?re|we are)\s+(?:now\s+|still\s+)?(?:based\s+)?in\s+[A-ZÀ-Þ]"
+)
+""""I'm in Lisbon": where someone lives, said the short way."""
 _MOVE_TO = re.compile(
     r"\b(?:mov(?:e|ed|ing)|relocat(?:e|ed|ing))\s+(?:back\s+)?(?:to|into|in)\s+[A-ZÀ-Þ]"
 )
@@ -253,7 +257,7 @@ def claim_of(text: str, said_at: float) -> Claim | None:
     values = _values(text, words)
     value_words = {v for value in values for v in value.split()}
     slots = {SLOT_WORDS[w] for w in folded if w in SLOT_WORDS}
-    moved = _MOVE_TO.search(text) or _moved_to_lower(text)
+    moved = _MOVE_TO.search(text) or _BASED_IN.search(text) or _moved_to_lower(text)
     if moved and not _DATE.search(text):
         slots.add("~residence")
     if slots and not values:
