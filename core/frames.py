@@ -502,7 +502,8 @@ _SUBJECT_VERBS = frozenset(
 def _acts(folded: list[str], low: str) -> bool:
     """A name written in lower case, known by the verb after it ("kayla moved to sf")."""
     at = folded.index(low)
-    return at + 1 < len(folded) and folded[at + 1] in _SUBJECT_VERBS and low.isalpha()
+    verb = at + 1 < len(folded) and folded[at + 1] in _SUBJECT_VERBS
+    return verb and low.isalpha() and not low.endswith("ly")  # "officially moved": no name
 
 
 def _past(folded: list[str]) -> bool:

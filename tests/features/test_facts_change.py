@@ -229,3 +229,38 @@ def test_the_later_word_wins_when_the_newer_fact_names_an_earlier_date(cli: Cli)
     assert [c["new"]["text"] for c in cli.json("changes", "--since", "2000-01-01")["changes"]] == [
         "I moved to Porto last weekend."
     ]
+
+
+def test_a_question_finds_the_newest_answer_that_shares_no_word_with_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-06-01", ["I work at Lumen Travel and my boss is Carla Mendes."]),
+            ("2026-09-20", ["We completed the move to York on Saturday, the house is lovely."]),
+            ("2026-10-02", ["Some news: I report to Diego Alvarez now."]),
+            ("2026-11-25", ["We shall spend Christmas in Edinburgh with my sister."]),
+        ],
+    )
+    found = cli.json("retrieve", "In which city do I currently live?", "--limit", "3")["results"]
+    assert "York" in found[0]["text"]  # no word in common, and a newer plan names Edinburgh
+    assert "newest statement" in found[0]["explanation"]["via"]
+    assert "Diego" in texts(cli, "who's my manager these days?")[0]
+    ranked = texts(cli, "who's my manager?", "--as-of", "2026-08-01")
+    assert first_with(ranked, "Carla") == 0 and first_with(ranked, "Diego") == 99
+
+
+def test_lower_case_chat_states_facts_a_question_finds(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-01", ["i live in echo park w my roommate kayla, rent is wild"]),
+            ("2026-09-01", ["officially moved to long beach this weekend"]),
+            ("2026-10-01", ["also kayla moved to sf last month and i miss her"]),
+        ],
+    )
+    assert "long beach" in texts(cli, "where do i live rn")[0]
+    assert "sf" in texts(cli, "where does kayla live")[0]
