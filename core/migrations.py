@@ -966,6 +966,34 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (agent_id, id)
     ) WITHOUT ROWID;
     """,
+    # v24: shared memory spaces (core/spaces.py). A space's memories are rows of the scope
+    # `space:NAME` in every table, like an agent's; `spaces` names them, `space_members` says
+    # which agents include which space with what role, `space_writers` which member wrote each
+    # memory of a space (and whether `spaces undo` archived it).
+    """
+    CREATE TABLE spaces (
+        name TEXT PRIMARY KEY,
+        created_at REAL NOT NULL,
+        created_by TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE space_members (
+        agent_id TEXT NOT NULL,
+        space TEXT NOT NULL REFERENCES spaces (name) ON DELETE CASCADE,
+        role TEXT NOT NULL CHECK (role IN ('writer', 'reader')),
+        included_at REAL NOT NULL,
+        PRIMARY KEY (agent_id, space)
+    ) WITHOUT ROWID;
+    CREATE TABLE space_writers (
+        agent_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        writer TEXT NOT NULL,
+        device TEXT NOT NULL DEFAULT '',
+        written_at REAL NOT NULL,
+        undone_at REAL,
+        PRIMARY KEY (agent_id, id)
+    ) WITHOUT ROWID;
+    CREATE INDEX space_writers_by ON space_writers (agent_id, writer, written_at);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
