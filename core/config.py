@@ -137,6 +137,9 @@ class RetrievalConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Hybrid mode is keyword first: when the best keyword result contains more than this share
     of the query's terms, its ranking is kept (vector-only results after it); at or below it
     (the query words are not the memories' words) both rankings are fused. 1 = always fuse."""
+    own_boost: Annotated[float, msgspec.Meta(ge=1.0, le=10.0)] = 1.2
+    """When the agent includes shared spaces (`tiermem spaces`), its own memories' scores are
+    multiplied by this: its own memory first, the spaces as fallback (1 = no preference)."""
 
 
 class DedupConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -282,6 +285,14 @@ class ContextConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Token budget of the episode abstracts injected (0 = none)."""
 
 
+class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One agent's switches, as `[agents.NAME]`."""
+
+    memory: bool = True
+    """false turns memory off for the agent: stores and searches are refused, its context
+    block is empty, nothing is written."""
+
+
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """All settings of one memory home."""
 
@@ -303,6 +314,13 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     hygiene: HygieneConfig = msgspec.field(default_factory=HygieneConfig)
     working: WorkingConfig = msgspec.field(default_factory=WorkingConfig)
     skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
+    agents: dict[str, AgentConfig] = msgspec.field(default_factory=dict)
+    """Per-agent switches by agent id (`[agents.NAME]`)."""
+
+    def memory_on(self, agent_id: str) -> bool:
+        """Whether memory is on for `agent_id` (`[agents.NAME] memory`, on by default)."""
+        agent = self.agents.get(agent_id)
+        return agent is None or agent.memory
 
     def __post_init__(self) -> None:
         s = self.scoring
@@ -478,7 +496,9 @@ def _kb_to_bytes(value: Any) -> Any:
 def render_toml(config: Config) -> str:
     """The config as a TOML document (used by `import` to write the translated config.json)."""
     lines: list[str] = []
-    for section, block in msgspec.structs.asdict(config).items():
+    blocks = msgspec.structs.asdict(config)
+    named = {f"agents.{name}": agent for name, agent in blocks.pop("agents").items()}
+    for section, block in (blocks | named).items():
         lines.append(f"[{section}]")
         for key, value in msgspec.structs.asdict(block).items():
             shown = json.dumps(value) if isinstance(value, bool | str) else repr(value)

@@ -241,6 +241,10 @@ def why(hit: Hit) -> str:
     """One line: where the memory lives and why it was found."""
     e = hit.explanation
     parts = [f"in {e.path or 'root'}"]
+    if e.space is not None:
+        parts.insert(0, f"from space {e.space}" + (f" by {e.written_by}" if e.written_by else ""))
+    elif e.scope_boost != 1.0:
+        parts.insert(0, f"own memory (x{e.scope_boost:g})")
     if e.matched_terms:
         parts.append("matched " + ", ".join(e.matched_terms))
     if e.matched_tags:
@@ -271,6 +275,7 @@ def entry(hit: Hit, tags: tuple[str, ...], fmt: str) -> dict[str, Any]:
         "tags": list(tags),
         "why": why(hit),
     }
+    out |= source_fields(hit)
     if fmt == "detailed":
         out |= {
             "importance": m.importance,
@@ -292,6 +297,15 @@ def entry(hit: Hit, tags: tuple[str, ...], fmt: str) -> dict[str, Any]:
             },
         }
     return out
+
+
+def source_fields(hit: Hit) -> dict[str, Any]:
+    """Where a hit came from, when the search covered shared spaces: `space` (None: the
+    agent's own memory), who wrote it there and the boost its source gave it."""
+    e = hit.explanation
+    if e.space is None and e.scope_boost == 1.0:
+        return {}
+    return {"space": e.space, "written_by": e.written_by, "scope_boost": e.scope_boost}
 
 
 def _shorten_hit(hit: Hit, budget: int) -> Hit | None:
@@ -484,6 +498,9 @@ def build_context(
     `[context] threshold`) are injected; episode abstracts have their own budget."""
     if budget < 1:
         raise InvalidInput(f"token budget must be at least 1 (got {budget})")
+    if not mem.cfg.memory_on(mem.agent_id):  # an agent integration injects nothing
+        off = f"memory is off for agent {mem.agent_id!r} ([agents.{mem.agent_id}] memory = false)"
+        return ContextBlock("", query, True, budget, 0, 0, 0, [], [], [off])
     floor = injection.check_threshold(mem.cfg.context.threshold if threshold is None else threshold)
     if session is not None:
         session = hygiene.check_session(session)
@@ -555,7 +572,12 @@ def _shorten_line(hit: Hit, room: int) -> Hit | None:
 
 def _memory_line(hit: Hit) -> str:
     e = hit.explanation
-    line = f"- [{e.path or 'root'}] {hit.memory.text} (id {hit.memory.id}"
+    where = e.path or "root"
+    if e.space is not None:
+        where = f"space {e.space}: {where}"
+    line = f"- [{where}] {hit.memory.text} (id {hit.memory.id}"
+    if e.written_by:
+        line += f", by {e.written_by}"
     if e.supersession and not e.supersession.startswith("the current"):
         line += f"; {e.supersession.split(':', 1)[0]}"
     return line + ")"

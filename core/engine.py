@@ -15,11 +15,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tiermem.core import agents, outbox, reinforce, tokens
+from tiermem.core import agents, outbox, reinforce, spaces, tokens
 from tiermem.core import hot as hotmod
 from tiermem.core.config import Config, load_config
 from tiermem.core.db import Database
-from tiermem.core.errors import InvalidInput, StorageError
+from tiermem.core.errors import InvalidInput, MemoryOff, StorageError
 from tiermem.core.files import replace_private
 from tiermem.core.hot import HotState, HotStore
 from tiermem.core.lazy import lazy_import
@@ -97,10 +97,12 @@ class Memory:
         clock: Callable[[], float] = time.time,
         driver: str | None = None,
         create: bool = True,
+        space: str | None = None,
     ) -> None:
         """`create=False` is a read: the home, its database and the agent must exist (nothing is
-        created), and a home the user cannot write is opened read-only."""
-        self.agent_id = validate_agent_id(agent_id)
+        created), and a home the user cannot write is opened read-only. `space`: the shared
+        space's own scope instead of an agent (`open_space`)."""
+        self.agent_id = spaces.scope(space) if space is not None else validate_agent_id(agent_id)
         self.home = Home(Path(home) if home is not None else default_home())
         self.created_home = create and not self.home.db_path.exists()
         self.read_only = False if create else self.home.require()
@@ -158,6 +160,26 @@ class Memory:
 
     def now(self) -> float:
         return float(self._clock())
+
+    def open_space(self, name: str) -> Memory:
+        """The shared space `name` of this home as a memory of its own (its scope, with this
+        memory's config and clock): where a write into the space goes. Close it after use."""
+        return Memory(
+            self.home.root,
+            config=self.cfg,
+            clock=self._clock,
+            create=not self.read_only,
+            space=name,
+        )
+
+    def require_memory(self) -> None:
+        """Refuse a store or a search when memory is off for this agent (`[agents.NAME]`)."""
+        if not self.cfg.memory_on(self.agent_id):
+            raise MemoryOff(
+                f"memory is off for agent {self.agent_id!r} "
+                f"([agents.{self.agent_id}] memory = false in config.toml): nothing is stored "
+                "or searched"
+            )
 
     def close(self) -> None:
         """Write the reads not written yet (see `flush_reinforcement`), then close."""
@@ -302,6 +324,7 @@ class Memory:
         `mode`: keyword (default, `[retrieval] mode`), vector or hybrid (the `vector` extra and
         the libSQL driver). `llm`: LLM tree search (the `[llm]` endpoint chooses categories);
         any failure of it falls back to keyword mode, and the result's notes say why."""
+        self.require_memory()
         cfg = self.cfg.retrieval
         chosen = mode or cfg.mode
         if chosen not in retrievemod.MODES:

@@ -418,6 +418,29 @@ class AgentExists(TiermemError):
     exit_code = 83
 
 
+# ------------------------------------------------------------------------------------ spaces
+
+
+class SpaceConflict(TiermemError):
+    """`spaces create` of a space that exists, or `spaces include` of one the agent includes
+    already."""
+
+    exit_code = 84
+
+
+class ReadOnlySpace(TiermemError):
+    """A write to a space the agent includes as a reader (only writers write to a space)."""
+
+    exit_code = 85
+
+
+class MemoryOff(TiermemError):
+    """Memory is turned off for this agent (`[agents.NAME] memory = false` in config.toml):
+    nothing is stored or searched."""
+
+    exit_code = 86
+
+
 # ----------------------------------------------------------------------- installation
 
 

@@ -47,7 +47,7 @@ class Explanation:
     tier_score: float
     score: float
     """relevance × (1 + category_boost) × (1 + time_boost) × (1 + graph or episode boost)
-    + tier_tiebreak × tier_score."""
+    × scope_boost + tier_tiebreak × tier_score."""
     tier: str
     length_factor: float = 1.0
     """The length prior, tokens^-α relative to the shortest candidate (1 for it); α is
@@ -74,6 +74,13 @@ class Explanation:
     supersession: str | None = None
     """Whether a newer memory replaced it ("superseded on … by …") or it replaced the one the
     search found ("the current version of …")."""
+    space: str | None = None
+    """The shared space it came from (None: the agent's own memory)."""
+    written_by: str | None = None
+    """The member who wrote it into its space."""
+    scope_boost: float = 1.0
+    """What its score was multiplied by for its source: `[spaces] own_boost` for the agent's
+    own memory when the search also covered spaces, else 1."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,9 @@ class Candidate:
     matched_tags: tuple[str, ...] = ()
     tag_terms: tuple[str, ...] = ()
     supersession: str | None = None
+    space: str | None = None
+    written_by: str | None = None
+    scope_boost: float = 1.0
 
 
 _NAMES = [c.strip() for c in COLUMNS.split(",")]
@@ -244,7 +254,11 @@ class RankContext:
                 c.matched_category = c.time_match = None
             c.tier_score = tier_score = row_tier_score(row, now, tau, per_read)
             c.score = (
-                c.relevance * (1.0 + c.boost) * (1.0 + c.time_boost) * (1.0 + c.signal_boost)
+                c.relevance
+                * (1.0 + c.boost)
+                * (1.0 + c.time_boost)
+                * (1.0 + c.signal_boost)
+                * c.scope_boost
                 + tiebreak * tier_score
             )
         return sorted(found, key=lambda c: (-c.score, c.seq))
@@ -319,6 +333,9 @@ def explain(
             matched_tags=c.matched_tags,
             graph_boost=c.signal_boost,
             supersession=c.supersession,
+            space=c.space,
+            written_by=c.written_by,
+            scope_boost=c.scope_boost,
         )
         hits.append(Hit(memory, explanation))
     return hits

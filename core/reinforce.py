@@ -101,9 +101,11 @@ def add_local(store: MemoryStore, hits: Sequence[tuple[str, int, Sequence[float]
     forgotten meanwhile keeps the count (an undo brings it back with it); its row is not
     recreated."""
     agent = store.agent_id
-    store.db.executemany(
+    store.db.executemany(  # only the agent's own memories: a shared space's hits are not its
         "INSERT INTO reinforcement (agent_id, id, device, count, last_access) "
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_id, id, device) DO UPDATE SET "
+        "SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM memories WHERE agent_id = ?1 "
+        "AND id = ?2) OR EXISTS (SELECT 1 FROM forgotten WHERE agent_id = ?1 AND id = ?2) "
+        "ON CONFLICT (agent_id, id, device) DO UPDATE SET "
         "count = count + excluded.count, "
         "last_access = max(COALESCE(last_access, 0), excluded.last_access)",
         [(agent, mid, LOCAL, count, max(times)) for mid, count, times in hits],

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tiermem.core import temporal
+from tiermem.core import spaces, temporal
 from tiermem.core.errors import InvalidInput
 from tiermem.core.lazy import lazy_import
 from tiermem.core.warm import StoreOutcome
@@ -47,6 +47,9 @@ class Entry:
     related_to: Sequence[str] = ()
     supersedes: Sequence[str] = ()
     source: str = ""
+    space: str | None = None
+    """Store into this shared space (the agent must include it as a writer) instead of the
+    agent's own memory."""
     count_tokens: bool = True
     """False leaves the token count to the first read that needs it (a one-shot command then
     never loads the tokenizer)."""
@@ -81,6 +84,27 @@ class Remembered:
 
 
 def remember(mem: Memory, entry: Entry) -> Remembered:
+    """Store `entry` in the agent's own memory (`_remember`), or with `entry.space` into that
+    shared space, which records this agent as the writer of a new memory; refused unless this
+    agent is a writer of the space."""
+    mem.require_memory()
+    if entry.space is None:
+        return _remember(mem, entry)
+    spaces.require_writer(mem.db, mem.agent_id, entry.space)
+    target = mem.open_space(entry.space)
+    try:
+        with target.db.transaction():
+            done = _remember(target, entry)
+            if done.outcome.created:
+                spaces.record_writer(
+                    target.db, target.agent_id, done.outcome.id, mem.agent_id, target.now()
+                )
+    finally:
+        target.close()
+    return done
+
+
+def _remember(mem: Memory, entry: Entry) -> Remembered:
     """Store `entry` (a known fact is reinforced and gains the tags); an unknown related or
     superseded id stores nothing."""
     importance = entry.importance

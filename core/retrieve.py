@@ -24,13 +24,12 @@ budget fit from `core.ranking`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from tiermem.core import current
+from tiermem.core import current, scoped
 from tiermem.core import tags as tagmod
 from tiermem.core.config import RetrievalConfig, ScoringConfig
 from tiermem.core.errors import InvalidInput
@@ -53,6 +52,7 @@ from tiermem.core.ranking import (
     with_count,
 )
 from tiermem.core.ranking import Explanation as Explanation  # part of a result's public shape
+from tiermem.core.scoped import Filters
 from tiermem.core.temporal import TimeWindow, cue_words, find_windows
 from tiermem.core.terms import (
     adjacent_pairs,
@@ -62,7 +62,7 @@ from tiermem.core.terms import (
     unfinished_word,
 )
 from tiermem.core.tokens import UNCOUNTED
-from tiermem.core.tree import TreeIndex, normalize_path
+from tiermem.core.tree import TreeIndex
 from tiermem.core.warm import TIERS, MemoryStore, Tier
 
 if TYPE_CHECKING:
@@ -128,8 +128,13 @@ def search(
     tags: Sequence[str] = (),
     tagged: bool = True,
     as_of: float | None = None,
+    scopes: Sequence[MemoryStore] | None = None,
 ) -> RetrievalResult:
     """Rank this agent's memories for `query`. Pure read: reinforcement is the caller's.
+
+    `scopes`: the other scopes searched with the agent's own in one ranking (None: the shared
+    spaces it includes, `core.spaces`); each hit says its space, and when there are any the
+    agent's own memories' scores are multiplied by `retrieval.own_boost`.
 
     `vectors` is needed for the vector and hybrid modes, and for keyword mode's fallback
     (`vector_fallback`); without it keyword mode simply does not fall back. `llm_paths` (LLM
@@ -151,8 +156,11 @@ def search(
     )
     result.time_windows = [w.describe() for w in windows]
     wanted = limit or (retrieval.candidate_pool if budget else retrieval.default_limit)
-    ids = tagmod.ids_with(store.db, store.agent_id, wanted_tags) if wanted_tags else None
-    filters = _Filters(store, tiers, category, ids=None if ids is None else tuple(ids))
+    others = tuple(scoped.spaces_of(store) if scopes is None else scopes)
+    tagged = tagged or bool(others)
+    filters = Filters(store, tiers, category, others=others)
+    ids = scoped.ids_with(filters, wanted_tags) if wanted_tags else None
+    filters = replace(filters, ids=None if ids is None else tuple(ids))
     if wanted_tags and not terms and not llm_paths:
         return _tagged_only(result, tree, filters, wanted, wanted_tags, now, scoring)
     if not terms and mode == "keyword" and not llm_paths:
@@ -181,22 +189,27 @@ def search(
             result.notes.append(f"{why}: vector fallback used")
     result.candidates = len({c.seq for c in (*keyword, *similar)})
     context = RankContext(result.categories, windows, now, retrieval, scoring)
+    if others:
+        scoped.mark_sources(filters, (*keyword, *similar), retrieval.own_boost)
     ranked = _rank(result, keyword, similar, context)
-    ranked = current.arrange(store.db, store.agent_id, ranked, now, as_of)
+    ranked = scoped.arrange(filters, ranked, now, as_of)
     if mode == "keyword":
         when = now if as_of is None else as_of
-        where = filters.sql(picked_by="id")
+        where = replace(filters, others=()).sql(picked_by="id")
         ranked = current.answer_first(store.db, store.agent_id, query, ranked, when, where)
     if tagged:
-        _label(store, ranked, wanted_tags)
-    _finish(result, tree, ranked, wanted, prefixes)
+        _label(filters, ranked, wanted_tags)
+    _finish(result, tree, ranked, wanted, prefixes, filters)
     return result
 
 
-def _label(store: MemoryStore, ranked: list[Candidate], wanted: list[str]) -> None:
+def _label(filters: Filters, ranked: list[Candidate], wanted: list[str]) -> None:
     """Each candidate's tags, and those a `tag:` filter named, for its explanation."""
     keys = {tagmod.key(t) for t in wanted}
-    tagged = tagmod.tags_of(store.db, store.agent_id, [str(c.row[0]) for c in ranked])
+    ids = [str(c.row[0]) for c in ranked]
+    tagged: dict[str, tuple[str, ...]] = {}
+    for agent in filters.agents:
+        tagged |= tagmod.tags_of(filters.store.db, agent, ids)
     for c in ranked:
         c.tags = tagged.get(str(c.row[0]), ())
         named = [t for t in c.tags if tagmod.key(t) in keys]
@@ -206,7 +219,7 @@ def _label(store: MemoryStore, ranked: list[Candidate], wanted: list[str]) -> No
 def _tagged_only(
     result: RetrievalResult,
     tree: TreeIndex,
-    filters: _Filters,
+    filters: Filters,
     wanted: int,
     wanted_tags: list[str],
     now: float,
@@ -219,13 +232,15 @@ def _tagged_only(
         c.relevance, c.score, c.found_by = 1.0, 1.0, "tag"
         c.tier_score = row_tier_score(c.row, now, scoring.tau_days, scoring.reinforcement)
     result.candidates = len(found)
-    _label(filters.store, found, wanted_tags)
-    _finish(result, tree, found, wanted)
+    if filters.others:
+        scoped.mark_sources(filters, found, 1.0)
+    _label(filters, found, wanted_tags)
+    _finish(result, tree, found, wanted, (), filters)
     return result
 
 
 def _tag_candidates(
-    filters: _Filters,
+    filters: Filters,
     terms: Sequence[str],
     keyword: list[Candidate],
     pool: int,
@@ -233,8 +248,10 @@ def _tag_candidates(
     """Memories a query word names by one of their tags. A keyword candidate gains the tag
     match (its relevance at least the share of terms its tags name); of the others, the `pool`
     whose tags name the most terms are added with that share as their relevance."""
-    store = filters.store
-    matches = tagmod.term_matches(tagmod.naming(store.db, store.agent_id, terms), terms)
+    named: dict[str, tuple[str, ...]] = {}
+    for agent in filters.agents:
+        named |= tagmod.naming(filters.store.db, agent, terms)
+    matches = tagmod.term_matches(named, terms)
     if not matches or not terms:
         return []
     by_id = {str(c.row[0]): c for c in keyword}
@@ -246,12 +263,9 @@ def _tag_candidates(
     missing = sorted((i for i in matches if i not in by_id), key=lambda i: -len(matches[i][0]))
     if not missing:
         return []
-    narrowed = _Filters(
-        filters.store,
-        filters.tiers,
-        filters.category,
-        filters.within,
-        tuple(i for i in missing if filters.ids is None or i in filters.ids)[: pool * 4],
+    narrowed = replace(
+        filters,
+        ids=tuple(i for i in missing if filters.ids is None or i in filters.ids)[: pool * 4],
     )
     out = _category_fill(narrowed, set(), pool)
     for c in out:
@@ -357,10 +371,13 @@ def _finish(
     ranked: list[Candidate],
     wanted: int,
     prefixes: Sequence[str] = (),
+    filters: Filters | None = None,
 ) -> None:
     chosen = fit_budget(ranked, wanted, result.budget)
     if chosen and ranked and chosen[0] is not ranked[0] and chosen[0].seq == ranked[0].seq:
         result.notes.append(f"the best result was shortened to fit {result.budget} tokens")
+    if filters is not None and filters.others:
+        scoped.writers(filters, chosen)
     result.hits = explain(tree, chosen, result.terms, result.categories, prefixes)
     result.tokens = sum(h.memory.tokens for h in result.hits)
 
@@ -369,7 +386,7 @@ def _llm_search(
     result: RetrievalResult,
     tree: TreeIndex,
     choices: Sequence[PathChoice],
-    filters: _Filters,
+    filters: Filters,
     wanted: int,
     windows: list[TimeWindow],
     now: float,
@@ -379,9 +396,7 @@ def _llm_search(
     """Memories of the categories the model chose: keyword matches inside them first, then
     (if too few) their most important and newest memories. relevance = the model's score for
     the category × (1 + keyword relevance) / 2."""
-    within = _Filters(
-        filters.store, filters.tiers, filters.category, tuple(c.path for c in choices), filters.ids
-    )
+    within = replace(filters, within=tuple(c.path for c in choices))
     found = (
         _keyword_candidates(filters.store, result.terms, within, retrieval) if result.terms else []
     )
@@ -396,11 +411,13 @@ def _llm_search(
         c.found_by, c.llm_reason = "llm", choice.describe()
     result.candidates = len(found)
     context = RankContext(result.categories, windows, now, retrieval, scoring)
-    _finish(result, tree, context.rank(found), wanted)
+    if filters.others:
+        scoped.mark_sources(filters, found, retrieval.own_boost)
+    _finish(result, tree, context.rank(found), wanted, (), filters)
     return result
 
 
-def _category_fill(filters: _Filters, exclude: set[int], n: int) -> list[Candidate]:
+def _category_fill(filters: Filters, exclude: set[int], n: int) -> list[Candidate]:
     where, params = filters.sql()
     rows = filters.store.db.query(
         f"SELECT m.seq, {ROW_FIELDS} FROM memories m WHERE 1{where} "
@@ -425,57 +442,13 @@ _POOL = (
 """The best BM25 matches of the agent's range, then their rows (no tier or category filter)."""
 
 
-@dataclass(frozen=True)
-class _Filters:
-    """The tier, category, chosen-category and tag conditions of one search."""
-
-    store: MemoryStore
-    tiers: Sequence[Tier]
-    category: str | None
-    within: tuple[str, ...] = ()
-    """Categories chosen by LLM tree search (each with its subcategories)."""
-    ids: tuple[str, ...] | None = None
-    """Only these memories (those carrying the wanted tags)."""
-
-    @property
-    def any(self) -> bool:
-        return (
-            (self.tiers is not TIERS and set(self.tiers) != set(TIERS))
-            or bool(self.category)
-            or bool(self.within)
-            or self.ids is not None
-        )
-
-    def sql(self, picked_by: Literal["id", "seq"] | None = None) -> tuple[str, list[object]]:
-        """Conditions on `m` (memories) for the agent, tier and category filters. `picked_by`:
-        the rows are picked by id or seq; the unary plus keeps the planner from walking a
-        whole tier (or, for seqs, all the agent's ids) instead, as it does without stats."""
-        agent = "+m.agent_id" if picked_by == "seq" else "m.agent_id"
-        tier = "+m.tier" if picked_by else "m.tier"
-        sql = f" AND {agent} = ? AND {tier} IN ({','.join('?' * len(self.tiers))})"
-        params: list[object] = [self.store.agent_id, *self.tiers]
-        for group in ([self.category] if self.category else [], self.within):
-            paths = [normalize_path(p) for p in group]
-            if paths:
-                either = " OR ".join(
-                    ["m.category = ? OR substr(m.category, 1, ?) = ?"] * len(paths)
-                )
-                sql += f" AND ({either})"
-                for path in paths:
-                    params += [path, len(path) + 1, path + "/"]
-        if self.ids is not None:
-            sql += " AND m.id IN (SELECT value FROM json_each(?))"
-            params.append(json.dumps(list(self.ids)))
-        return sql, params
-
-
 def _keyword_pool(
     store: MemoryStore,
     query: str,
     terms: Sequence[str],
     last: str | None,
     prefixes: Sequence[str],
-    filters: _Filters,
+    filters: Filters,
     retrieval: RetrievalConfig,
     tagged: bool,
 ) -> list[Candidate]:
@@ -492,7 +465,7 @@ def _keyword_pool(
 def _keyword_candidates(
     store: MemoryStore,
     terms: Sequence[str],
-    filters: _Filters,
+    filters: Filters,
     retrieval: RetrievalConfig,
     prefixes: Sequence[str] = (),
     pairs: Sequence[tuple[str, str]] = (),
@@ -501,7 +474,8 @@ def _keyword_candidates(
     relevance-weighted by length. The agent's rowid
     range scopes the FTS5 walk; a tier or category filter needs the join inside the search,
     otherwise only the pool's rows are looked up."""
-    params: list[object] = [fts_match(terms, prefixes, pairs), store.slot, store.slot]
+    match = fts_match(terms, prefixes, pairs)
+    extra: list[object] = []
     if not filters.any:
         sql = _POOL
     else:
@@ -511,11 +485,14 @@ def _keyword_candidates(
             "JOIN memories m ON m.seq = memories_fts.rowid "
             f"WHERE memories_fts MATCH ? AND {_IN_RANGE}{where} ORDER BY r LIMIT ?"
         )
-        params += extra
-    params.append(retrieval.candidate_pool)
-    rows = store.db.query(sql, params)
+    pool = retrieval.candidate_pool
+    rows = []
+    for slot in filters.slots:  # one scope's range per walk; BM25 is the whole index's
+        rows += store.db.query(sql, [match, slot, slot, *extra, pool])
     if not rows:
         return []
+    if filters.others:
+        rows = sorted(rows, key=lambda r: float(r[1]))[:pool]
     found = [r[2:] for r in rows]
     for i, row in enumerate(found):
         if row[ROW_TOKENS] == UNCOUNTED:
@@ -534,7 +511,7 @@ def _keyword_candidates(
 
 
 def _vector_candidates(
-    vectors: VectorSearch, query: str, filters: _Filters, retrieval: RetrievalConfig
+    vectors: VectorSearch, query: str, filters: Filters, retrieval: RetrievalConfig
 ) -> list[Candidate]:
     """The memories most similar to the query, with the metadata ranking needs."""
     similar = vectors.similar(query, retrieval.candidate_pool)

@@ -130,12 +130,14 @@ def config_reference() -> str:
     assert isinstance(info, msgspec.inspect.StructType)
     lines = ["Sections and keys of `config.toml`; every key is optional.", ""]
     for section in info.fields:
-        struct = section.type
+        struct, name = section.type, section.name
+        if isinstance(struct, msgspec.inspect.DictType):  # `[agents.NAME]`: one per key
+            struct, name = struct.value_type, f"{name}.NAME"
         assert isinstance(struct, msgspec.inspect.StructType)
         cls = struct.cls
         defaults = cls()
         docs = _field_docs(cls)
-        lines += [f"**`[{section.name}]`** — {_doc(cls)}", ""]
+        lines += [f"**`[{name}]`** — {_doc(cls)}", ""]
         lines += ["| key | type | default | meaning |", "|---|---|---|---|"]
         for f in struct.fields:
             default = _toml(getattr(defaults, f.name))

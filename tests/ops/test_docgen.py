@@ -73,8 +73,10 @@ def test_every_config_key_is_documented() -> None:
     info = msgspec.inspect.type_info(Config)
     assert isinstance(info, msgspec.inspect.StructType)
     for section in info.fields:
-        assert f"**`[{section.name}]`**" in reference
-        struct = section.type
+        struct, name = section.type, section.name
+        if isinstance(struct, msgspec.inspect.DictType):  # [agents.NAME]
+            struct, name = struct.value_type, f"{name}.NAME"
+        assert f"**`[{name}]`**" in reference
         assert isinstance(struct, msgspec.inspect.StructType)
         docs = docgen._field_docs(struct.cls)
         for f in struct.fields:
