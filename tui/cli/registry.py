@@ -284,6 +284,12 @@ ROOT: dict[str, Lazy] = {
         "List, rename or delete the agents of the memory home.",
         resident="always",
     ),
+    "spaces": _at(
+        "spaces",
+        "spaces_group",
+        "List, create, include or exclude shared memory spaces; review and undo a member's writes.",
+        resident="always",
+    ),
     "doctor": _at(
         "doctor",
         "doctor",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,11 @@ TIER = click.Choice(TIER_CHOICES)
     metavar="ID",
     help="A memory this one replaces (repeatable): it stays, marked superseded.",
 )
+@click.option(
+    "--space",
+    metavar="NAME",
+    help="Store into this shared space (the agent must include it as a writer; `tiermem spaces`).",
+)
 @pass_options
 def store(
     opts: Options,
@@ -63,6 +69,7 @@ def store(
     tag: tuple[str, ...],
     related_to: tuple[str, ...],
     supersedes: tuple[str, ...],
+    space: str | None,
 ) -> None:
     """Store a fact in warm memory (storing a known fact reinforces it instead)."""
     entry = remember.Entry(
@@ -76,16 +83,20 @@ def store(
         related_to=related_to,
         supersedes=supersedes,
         source="cli",
+        space=space,
         count_tokens=False,  # counted by the first read that needs it: starts fast
     )
     with opts.open(create=True) as mem:
         done = remember.remember(mem, entry)
-        urls, commands, paths = mem.memories.metadata_of(done.outcome.id)
+        with contextlib.ExitStack() as scope:  # a space's memory lives in the space's scope
+            holder = scope.enter_context(mem.open_space(space)) if space else mem
+            urls, commands, paths = holder.memories.metadata_of(done.outcome.id)
     outcome, node, placed = done.outcome, done.tree_node, done.placed_by_content
     payload = done.common() | {
         "created": outcome.created,
         "placed_by_content": placed,
         "metadata": {"urls": urls, "commands": commands, "paths": paths},
+        "space": space,
     }
     if opts.json:  # the tokenizer takes longer to load than the rest of this command
         payload["tokens"] = count_tokens(text)
@@ -93,6 +104,8 @@ def store(
     if outcome.similarity is not None and outcome.similarity < 1.0:
         verb = f"near-duplicate ({outcome.similarity:.0%} similar) of a known fact, reinforced"
     where = f"{node or 'root'}" + (" (placed by its content)" if placed else "")
+    if space:
+        where = f"space {space}: {where}"
     emit(opts, payload, f"{verb}: {outcome.id} in {where}")
 
 
@@ -236,6 +249,13 @@ def _relevance(e: Explanation) -> str:
     return f"matched {', '.join(e.matched_terms) or '-'}; relevance {e.relevance:.2f}"
 
 
+def _source(e: Explanation) -> str:
+    """The shared space a result came from, with its writer ('' for the agent's own)."""
+    if e.space is None:
+        return ""
+    return f" [space {e.space}" + (f", by {e.written_by}]" if e.written_by else "]")
+
+
 def render_retrieval(result: RetrievalResult) -> str:
     lines = [f"note: {n}" for n in result.notes] if result.hits else []
     lines += [f"time: {w}" for w in result.time_windows]
@@ -247,8 +267,10 @@ def render_retrieval(result: RetrievalResult) -> str:
         )
     for i, hit in enumerate(result.hits, 1):
         e = hit.explanation
-        lines.append(f"{i}. [{e.tier}] {hit.memory.text}")
+        lines.append(f"{i}. [{e.tier}]{_source(e)} {hit.memory.text}")
         why = f"   path {e.path or 'root'}; " + _relevance(e)
+        if e.scope_boost != 1.0:
+            why += f"; own memory x{e.scope_boost:g}"
         if e.similarity is not None:
             why += f" (similarity {e.similarity:.2f}, found by {e.found_by})"
         if e.category_boost:
