@@ -195,9 +195,15 @@ class IngestConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class SyncConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Encrypted sync: full restore, pruning of old remote versions, the background push."""
 
-    keep_versions: Positive = 10
-    """`sync prune` keeps this many newest versions of each remote record (point-in-time
-    restores reach back as far as the oldest kept version)."""
+    keep_versions: Positive = 1
+    """`sync prune` keeps this many newest versions of each remote record, whatever their age
+    (1: the newest alone)."""
+    keep_days: Annotated[float, msgspec.Meta(ge=0.0, le=36500.0)] = 30.0
+    """`sync prune` also keeps every version younger than this many days: point-in-time
+    restores reach back that far (0: versions are kept by `keep_versions` alone)."""
+    prune_every_hours: Annotated[float, msgspec.Meta(ge=0.0, le=8760.0)] = 24.0
+    """The daemon prunes the vault (by `keep_versions` and `keep_days`, compacting the
+    manifests) when the last prune of any device is this many hours old (0: never)."""
     restore_page_rows: Positive = 1000
     """Remote rows per request when a full restore or `sync check` streams the vault."""
     push_budget_seconds: Annotated[float, msgspec.Meta(gt=0.0, le=86400.0)] = 300.0

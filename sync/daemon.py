@@ -6,7 +6,10 @@ changed with the backoff schedule, retrying transient failures for as long as it
 the observer cannot start (no inotify watches left, say) does it poll every `poll` seconds
 instead. It also pulls what other devices pushed: once at start (right after pushing what was
 already waiting) and then every `pull_interval` seconds (30 s by default), so a fact learned on
-the phone is recalled on the desktop within one interval. A failure that needs a person (bad
+the phone is recalled on the desktop within one interval. Every `prune_check` seconds (an hour)
+it asks the server when the vault was last pruned, by any device, and once that is
+`[sync] prune_every_hours` old it prunes it (`restore.prune`: `keep_versions` and `keep_days`,
+the manifests compacted into a checkpoint). A failure that needs a person (bad
 token, SQL error) is reported and tried again after the longest backoff wait, so fixing the
 token is enough. A device removed from the vault (`epochs.DeviceRevoked`) can never sync again:
 the daemon reports it and stops with that error instead of retrying. Each push's outcome is
@@ -38,14 +41,22 @@ from tiermem.core.errors import DaemonRunning, StorageError, TiermemError
 from tiermem.sync.devices import epochs
 from tiermem.sync.engine import DEFAULT_BATCH_BYTES, SyncEngine
 from tiermem.sync.push.kick import daemon_lock_path, record_attempt, wake_path
+from tiermem.sync.restore.prune import prune, prune_due
 from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT
 from tiermem.sync.vault.retry import MAX_CAP, RetryPolicy
 from tiermem.sync.watcher import Watcher
 
-__all__ = ["DEFAULT_POLL", "DEFAULT_PULL_INTERVAL", "Daemon", "DaemonRunning"]
+__all__ = [
+    "DEFAULT_POLL",
+    "DEFAULT_PRUNE_CHECK",
+    "DEFAULT_PULL_INTERVAL",
+    "Daemon",
+    "DaemonRunning",
+]
 
 DEFAULT_POLL: Final = 0.25
 DEFAULT_PULL_INTERVAL: Final = 30.0
+DEFAULT_PRUNE_CHECK: Final = 3600.0
 
 Report = Callable[[dict[str, Any]], None]
 log = logging.getLogger(__name__)
@@ -69,6 +80,7 @@ class Daemon:
         pull_interval: float = DEFAULT_PULL_INTERVAL,
         batch_bytes: int = DEFAULT_BATCH_BYTES,
         watch: bool = True,
+        prune_check: float = DEFAULT_PRUNE_CHECK,
     ) -> None:
         if poll <= 0:
             raise ValueError("poll must be positive")
@@ -77,6 +89,7 @@ class Daemon:
         self.mem = mem
         self.poll = poll
         self.pull_interval = pull_interval
+        self.prune_check = prune_check
         self.error_pause = error_pause
         self._report = report or (lambda event: None)
         self.watch = watch
@@ -87,6 +100,7 @@ class Daemon:
         )
         self.pushes = 0
         self.pulls = 0
+        self.prunes = 0
 
     def _emit(self, event: dict[str, Any]) -> None:
         """Log the event (revocation as an error) and hand it to the report callback."""
@@ -144,7 +158,7 @@ class Daemon:
     def _loop(self, watching: bool) -> None:
         engine = self._engine
         policy = RetryPolicy(max_attempts=None, sleep=self._backoff_wait)
-        next_pull = time.monotonic()  # pull at once on start …
+        next_pull = next_prune = time.monotonic()  # pull at once on start (then see to prune) …
         push_first = True  # … after pushing what waits here (a kill may have left it)
         while not self._stop.is_set():
             try:
@@ -158,8 +172,12 @@ class Daemon:
                     next_pull = time.monotonic() + self.pull_interval
                     self._pull(policy)
                     continue
+                if time.monotonic() >= next_prune:
+                    next_prune = time.monotonic() + self.prune_check
+                    self._prune(policy)
+                    continue
                 if not engine.has_work():
-                    self._idle(next_pull, watching)
+                    self._idle(min(next_pull, next_prune), watching)
                     continue
                 self._push(policy)
             except _Stopped:
@@ -195,6 +213,23 @@ class Daemon:
                     "rejected": result.rejected,
                 }
             )
+
+    def _prune(self, policy: RetryPolicy) -> None:
+        """Prune the vault when its last prune is `[sync] prune_every_hours` old."""
+        cfg = self.mem.cfg.sync
+        if not prune_due(self._engine, cfg.prune_every_hours, policy):
+            return
+        result = prune(self._engine, cfg.keep_versions, keep_days=cfg.keep_days, policy=policy)
+        self.prunes += int(not result.raced)
+        self._emit(
+            {
+                "event": "pruned",
+                "deleted": result.deleted,
+                "compacted": result.compacted,
+                "checkpoint": result.checkpoint,
+                "raced": result.raced,
+            }
+        )
 
     def _push(self, policy: RetryPolicy) -> None:
         try:

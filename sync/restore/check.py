@@ -50,9 +50,10 @@ from tiermem.sync.devices import roster_pin
 from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.kinds import graph_records
 from tiermem.sync.kinds.metrics_records import decode_metrics
-from tiermem.sync.manifest import ManifestEntry, decode_manifest
+from tiermem.sync.manifest import CHECKPOINT_WITNESS, ManifestEntry, decode_manifest
 from tiermem.sync.restore import wrapcheck
-from tiermem.sync.restore.prune import PRUNE_TABLE, decode_prune, prune_horizon, prune_record_id
+from tiermem.sync.restore.checkpoint import Whole, prune_record_id, read_prune_state
+from tiermem.sync.restore.prune import PRUNE_TABLE, decode_prune
 from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS
 from tiermem.sync.session import Session
 from tiermem.sync.vault import store
@@ -203,6 +204,7 @@ class _Checker:
         self.requests = 0
         self.problems: list[Problem] = []
         self.horizon: str | None = None
+        self.checkpoint: Whole | None = None
 
     def select(self, sql: str, args: Args) -> ResultSet:
         def one(c: HranaClient) -> list[ResultSet]:
@@ -229,11 +231,10 @@ class _Checker:
         self.id_key = self.ring.id_key
         self.critical_rid = records.record_id(self.id_key, records.CRITICAL_TABLE, self.agent)
         self.prune_rid = prune_record_id(self.ring)
-        try:
-            self.horizon = prune_horizon(self.select, self.ring, self.tag)
-        except crypto.CryptoError as exc:
-            self.damage("tampered", f"a prune record fails authentication ({exc})")
-            self.horizon = None
+        state = read_prune_state(self.select, self.ring, self.tag)
+        for why in state.damaged:
+            self.damage("tampered", why)
+        self.horizon, self.checkpoint = state.horizon, state.checkpoint
         known_devices = [
             records.server_blob(r[0]) for r in self.select(*store.device_ids(self.tag)).rows
         ]
@@ -317,14 +318,17 @@ class _Checker:
         return seen
 
     def check_numbering(self, manifests: dict[str, list[_Manifest]]) -> None:
-        """Each device's manifests are numbered 1, 2, 3, … with no number twice or missing."""
+        """Each device's manifests are numbered 1, 2, 3, … with no number twice or missing
+        (the pushes the checkpoint covers count as there)."""
+        covers = self.checkpoint.covers if self.checkpoint else {}
         for device_hex, items in sorted(manifests.items()):
             numbers = sorted(m.n for m in items)
             if len(set(numbers)) != len(numbers):
                 self.damage(
                     "tampered", f"device {device_hex[:12]}… has two manifests with one number"
                 )
-            gaps = sorted(set(range(1, numbers[-1] + 1)) - set(numbers))
+            first = covers.get(device_hex, 0) + 1
+            gaps = sorted(set(range(first, numbers[-1] + 1)) - set(numbers))
             if gaps:
                 self.damage(
                     "rollback",
@@ -335,8 +339,21 @@ class _Checker:
     def check_behind(self, seen: _Seen) -> None:
         """The server is not behind what this home knows (pushes, critical state)."""
         confirmed = _confirmed_counters(self.engine, self.s.device_id.hex())
+        covers = self.checkpoint.covers if self.checkpoint else {}
         for device_hex, known_n in confirmed.items():
-            remote_n = max((m.n for m in seen.manifests.get(device_hex, [])), default=0)
+            if device_hex == CHECKPOINT_WITNESS:
+                held = self.checkpoint.number if self.checkpoint else 0
+                if held < known_n:
+                    self.damage(
+                        "rollback",
+                        f"the server is behind: this home made checkpoint {known_n}, the "
+                        f"server holds {held or 'none'} (a rollback or a replayed old state)",
+                    )
+                continue
+            remote_n = max(
+                (m.n for m in seen.manifests.get(device_hex, [])),
+                default=covers.get(device_hex, 0),
+            )
             if remote_n < known_n:
                 self.damage(
                     "rollback",
@@ -358,6 +375,12 @@ class _Checker:
         listed by a manifest. Returns (lines, lines pruned)."""
         listed: set[tuple[bytes, str]] = set()
         lines = pruned = 0
+        if self.checkpoint is not None:
+            kept = _Manifest(0, "", 0, self.checkpoint.lines)
+            for line in kept.lines:
+                lines += 1
+                writer = line.version.rsplit(".", 1)[-1]
+                pruned += self._check_line(seen, writer, kept, line, listed) == "pruned"
         for device_hex, items in sorted(seen.manifests.items()):
             for m in items:
                 for line in m.lines:

@@ -1,115 +1,194 @@
-"""Server maintenance: `prune` deletes old versions of the vault's records and writes the prune
-horizon (the oldest point in time that still restores completely) in the same atomic batch;
-`prune_horizon` reads it back (restore, check)."""
+"""Server maintenance: `prune` deletes the versions a vault no longer needs, by policy, and
+compacts the manifests into a checkpoint; `prune_horizon` reads the horizon back.
+
+**Policy.** Of every record, the newest `keep_versions` versions are kept, and every version
+younger than `keep_days`; the newest is never deleted. The server chooses the doomed rows
+(`store.prune_plan`, over a snapshot of the rows up to the newest seq): the client downloads
+only what is deleted, never the index of every row.
+
+**Checkpoint.** The manifests up to the snapshot are replaced by checkpoint n+1 (the previous
+checkpoint's lines and those manifests' lines, without the rows this prune deletes), written
+in parts as versions of the prune record, each carrying the horizon. Only once every part is
+on the server are the covered manifests, the doomed rows and the older prune versions deleted,
+so an interrupted prune leaves a vault that still checks whole. The horizon H is the highest
+"oldest kept version" over the records that lost versions: for any point in time from H on,
+every record's version as of then is still there."""
 
 from __future__ import annotations
 
-import json
+import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from tiermem.core.errors import InvalidInput
+from tiermem.core.errors import InvalidInput, ServerRollback
 from tiermem.sync import crypto, hlc, records
 from tiermem.sync.devices.epoch_keys import KeyRing
+from tiermem.sync.manifest import (
+    CHECKPOINT_WITNESS,
+    Checkpoint,
+    Manifest,
+    ManifestEntry,
+    decode_manifest,
+    encode_checkpoint,
+)
+from tiermem.sync.restore.checkpoint import (
+    PruneState,
+    decode_horizon,
+    prune_record_id,
+    read_prune_state,
+)
 from tiermem.sync.session import Session
 from tiermem.sync.state import Settings
 from tiermem.sync.vault import store
-from tiermem.sync.vault.hrana import Args, HranaClient, ResultSet
+from tiermem.sync.vault.hrana import Args, HranaClient, ResultSet, SqlError
 from tiermem.sync.vault.retry import RetryPolicy
 
-DEFAULT_KEEP_VERSIONS: Final = 10
+__all__ = [
+    "DEFAULT_KEEP_VERSIONS",
+    "PruneResult",
+    "decode_prune",
+    "prune",
+    "prune_due",
+    "prune_horizon",
+    "prune_record_id",
+]
+
+DEFAULT_KEEP_VERSIONS: Final = 1
 PRUNE_TABLE: Final = records.PRUNE_TABLE
 PRUNE_KEY: Final = records.PRUNE_KEY
-
-# ------------------------------------------------------------------------------- pruning
-
-
-def prune_record_id(ring: KeyRing) -> bytes:
-    return crypto.record_id(ring.id_key, PRUNE_TABLE, PRUNE_KEY)
+PART_LINES: Final = 12_000
+"""Lines per checkpoint part: about 800 KB of JSON, well inside a request and a response."""
+WRITE_BYTES: Final = 2 * 1024 * 1024
+"""Sealed bytes per request that writes checkpoint parts (as a push's batches)."""
+_DAY_MS: Final = 86_400_000
 
 
 def prune_horizon(
     select: Callable[[str, Args], ResultSet], ring: KeyRing, tag: bytes
 ) -> str | None:
-    """The newest authenticated prune horizon of the vault (None: never pruned). Every
-    version of the prune record is read, so deleting the newest one cannot lower it."""
-    rid = prune_record_id(ring)
-    rows = select(*store.versions_of(tag, rid)).rows
-    best: str | None = None
-    for raw in rows:
-        row = records.remote_row(tuple(raw))
-        plaintext = records.open_row(ring.key(row.epoch), ring.agent_id, PRUNE_TABLE, row)
-        horizon = decode_prune(plaintext)
-        best = horizon if best is None else max(best, horizon)
-    return best
+    """The newest authenticated prune horizon of the vault (None: never pruned); a prune
+    record that fails authentication raises TamperedData."""
+    state = read_prune_state(select, ring, tag)
+    if state.damaged:
+        raise crypto.TamperedData(state.damaged[0])
+    return state.horizon
 
 
-def encode_prune(horizon: str, keep: int) -> bytes:
-    return records.canonical({"format": records.FORMAT, "horizon": horizon, "keep": keep})
+def prune_due(engine: Session, every_hours: float, policy: RetryPolicy | None = None) -> bool:
+    """Whether the vault's last prune, by any device, is `every_hours` old (never pruned: due;
+    0 hours: never due). One small read: the newest version of the prune record."""
+    if every_hours <= 0:
+        return False
+    s = engine.require_ready()
+    server = _Server(engine, s, policy or RetryPolicy())
+    rid = crypto.record_id(KeyRing.of_engine(engine).id_key, PRUNE_TABLE, PRUNE_KEY)
+    newest = server.select(*store.newest_version(s.tag, rid)).rows
+    last = newest[0][0] if newest else None
+    if not isinstance(last, str):
+        return True
+    return hlc.parse(last).wall_ms < engine.mem.now() * 1000 - every_hours * 3_600_000
 
 
-def decode_prune(plaintext: bytes) -> str:
-    try:
-        data = json.loads(plaintext)
-        horizon = data["horizon"]
-        hlc.parse(horizon)
-    except (ValueError, KeyError, TypeError):
-        raise crypto.TamperedData("a prune record is malformed") from None
-    if not isinstance(horizon, str):
-        raise crypto.TamperedData("a prune record is malformed")
-    return horizon
+def decode_prune(plaintext: bytes) -> str | None:
+    """The horizon of one prune record (TamperedData when malformed)."""
+    return decode_horizon(plaintext)
 
 
 @dataclass(frozen=True)
 class PruneResult:
     keep: int
-    records: int  # distinct records looked at
-    deleted: int  # versions deleted
+    records: int  # distinct records in the snapshot
+    deleted: int  # versions deleted (manifests and old checkpoints not counted)
     kept: int  # versions kept
     horizon: str | None  # points in time from here on restore completely
     requests: int
     seconds: float
+    keep_days: float = 0.0
+    compacted: int = 0  # manifests the checkpoint replaced (deleted)
+    checkpoint: int = 0  # the checkpoint's number (0: none written)
+    checkpoint_lines: int = 0
+    raced: bool = False  # another device pruned meanwhile: nothing was written
 
 
 def prune(
     engine: Session,
     keep_versions: int = DEFAULT_KEEP_VERSIONS,
     *,
+    keep_days: float = 0.0,
     policy: RetryPolicy | None = None,
     batch_rows: int = 500,
 ) -> PruneResult:
-    """Delete, per record, all versions but the newest `keep_versions` (never the newest one;
-    manifests and prune records are never deleted).
-
-    The horizon H written with the deletes is the highest "oldest kept version" over the
-    records that lost versions: for any point in time ≥ H every record's version as of then is
-    still there. `sync check` uses H to tell a pruned version from a deleted one."""
+    """Delete every version beyond the newest `keep_versions` of its record that is older than
+    `keep_days` days (never the newest), and compact the manifests into a checkpoint (module
+    docstring). A vault whose manifests show a gap is not pruned (ServerRollback)."""
     started = time.perf_counter()
     if keep_versions < 1:
         raise InvalidInput("keep at least one version of each record")
+    if keep_days < 0:
+        raise InvalidInput("keep_days must not be negative")
     s = engine.require_ready()
     server = _Server(engine, s, policy or RetryPolicy())
     ring = KeyRing.of_engine(engine)
-    versions = _versions(server, ring)
-    doomed, horizon, kept = _doomed(versions, keep_versions)
-    if doomed:
-        assert horizon is not None
-        previous = prune_horizon(server.select, ring, server.tag)
-        if previous is not None:
-            horizon = max(horizon, previous)
-        _delete(server, ring, doomed, horizon, keep_versions, batch_rows)
-    else:
-        horizon = prune_horizon(server.select, ring, server.tag)
+    state = read_prune_state(server.select, ring, server.tag)
+    if state.damaged:
+        raise crypto.TamperedData(f"{state.damaged[0]}; run `tiermem sync check`")
+    upto = int(str(server.select(*store.last_seq(server.tag)).rows[0][0]))
+    manifests = _manifests(server, ring, upto)
+    exempt = [prune_record_id(ring), *_manifest_rids(server, ring)]
+    doomed, horizon, total, distinct = _plan(server, upto, exempt, keep_versions, keep_days)
+    counts = (keep_versions, keep_days, total, distinct)
+    if not doomed and not manifests:
+        return _result(counts, 0, state.horizon, server, started)
+    horizon = max(filter(None, (horizon, state.horizon)), default=None)
+    part_versions, checkpoint = _write_checkpoint(
+        server, ring, state, manifests, doomed, horizon, keep_versions
+    )
+    if not part_versions:
+        return _result(counts, 0, state.horizon, server, started, raced=True)
+    obsolete = [seq for seq, v in state.rows if v not in part_versions]
+    seqs = [seq for seq, _, _ in doomed] + [seq for _, seq in manifests] + obsolete
+    for lo in range(0, len(seqs), batch_rows):
+        chunk = seqs[lo : lo + batch_rows]
+        server.select(*store.delete_records(server.tag, chunk))
+    _witness(engine, checkpoint.number, max(part_versions))
+    return _result(
+        counts,
+        len(doomed),
+        horizon,
+        server,
+        started,
+        compacted=len(manifests),
+        checkpoint=checkpoint,
+    )
+
+
+def _result(
+    counts: tuple[int, float, int, int],
+    deleted: int,
+    horizon: str | None,
+    server: _Server,
+    started: float,
+    *,
+    compacted: int = 0,
+    checkpoint: Checkpoint | None = None,
+    raced: bool = False,
+) -> PruneResult:
+    keep, days, total, distinct = counts
     return PruneResult(
-        keep=keep_versions,
-        records=len(versions),
-        deleted=len(doomed),
-        kept=kept,
+        keep=keep,
+        records=distinct,
+        deleted=deleted,
+        kept=total - deleted,
         horizon=horizon,
         requests=server.requests,
         seconds=time.perf_counter() - started,
+        keep_days=days,
+        compacted=compacted,
+        checkpoint=0 if checkpoint is None else checkpoint.number,
+        checkpoint_lines=0 if checkpoint is None else len(checkpoint.lines),
+        raced=raced,
     )
 
 
@@ -130,75 +209,172 @@ class _Server:
         return self.call(lambda c: [c.execute(sql, args)])[0]
 
 
-def _versions(server: _Server, ring: KeyRing) -> dict[bytes, list[tuple[str, int]]]:
-    """(version, seq) of every record but the manifests and prune records, by record id."""
-    id_key = ring.id_key
-    protected = {prune_record_id(ring)}
-    versions: dict[bytes, list[tuple[str, int]]] = {}
-    after = 0
-    while True:
-        page = server.select(*store.versions_after(server.tag, after, 5000)).rows
-        for seq, rid, version, device in page:
-            assert isinstance(seq, int) and isinstance(rid, bytes)
-            assert isinstance(version, str) and isinstance(device, bytes)
-            after = seq
-            if rid in protected:
-                continue
-            if rid == records.record_id(id_key, records.MANIFEST_TABLE, device.hex()):
-                protected.add(rid)
-                versions.pop(rid, None)
-                continue
-            versions.setdefault(rid, []).append((version, seq))
-        if len(page) < 5000:
-            break
-    return versions
+def _manifest_rids(server: _Server, ring: KeyRing) -> list[bytes]:
+    """The manifest record of every device that ever joined the vault."""
+    devices = [records.server_blob(r[0]) for r in server.select(*store.device_ids(server.tag)).rows]
+    return [records.record_id(ring.id_key, records.MANIFEST_TABLE, d.hex()) for d in devices]
 
 
-def _doomed(
-    versions: dict[bytes, list[tuple[str, int]]], keep: int
-) -> tuple[list[int], str | None, int]:
-    """(seqs to delete, the horizon they leave, versions kept)."""
-    doomed: list[int] = []
-    horizon: str | None = None
-    kept = 0
-    for items in versions.values():
-        items.sort(reverse=True)
-        kept += min(len(items), keep)
-        if len(items) > keep:
-            doomed += [seq for _, seq in items[keep:]]
-            oldest_kept = items[keep - 1][0]
-            horizon = oldest_kept if horizon is None else max(horizon, oldest_kept)
-    return doomed, horizon, kept
+def _manifests(server: _Server, ring: KeyRing, upto: int) -> list[tuple[Manifest, int]]:
+    """Every manifest up to seq `upto`, authenticated, with its seq (TamperedData if one fails:
+    a prune never compacts what it cannot read)."""
+    rids = _manifest_rids(server, ring)
+    out: list[tuple[Manifest, int]] = []
+    for i in range(0, len(rids), 50):
+        chunk, after, limit = rids[i : i + 50], 0, 200
+        while True:
+            page = functools.partial(_manifest_page, server, chunk, after)
+            result, limit = records.fit_page(page, limit)
+            for raw in result.rows:
+                row = records.remote_row(tuple(raw))
+                if row.seq <= upto:
+                    out.append((_open_manifest(ring, row), row.seq))
+            if len(result.rows) < limit:
+                break
+            after = records.server_int(result.rows[-1][0])
+    return out
 
 
-def _delete(
-    server: _Server, ring: KeyRing, doomed: list[int], horizon: str, keep: int, batch_rows: int
-) -> None:
-    """Delete in batches; the new horizon record lands with the first one, atomically."""
+def _manifest_page(server: _Server, rids: list[bytes], after: int, limit: int) -> ResultSet:
+    return server.select(*store.manifests_after(server.tag, rids, after, limit))
+
+
+def _open_manifest(ring: KeyRing, row: records.RemoteRow) -> Manifest:
+    try:
+        plain = records.open_row(ring.key(row.epoch), ring.agent_id, records.MANIFEST_TABLE, row)
+        return decode_manifest(plain, row.device_id.hex())
+    except crypto.CryptoError as exc:
+        raise crypto.TamperedData(
+            f"a manifest fails ({exc}); nothing was pruned, run `tiermem sync check`"
+        ) from None
+
+
+def _plan(
+    server: _Server, upto: int, exempt: Sequence[bytes], keep: int, days: float
+) -> tuple[list[tuple[int, bytes, str]], str | None, int, int]:
+    """(doomed rows: seq, record id, version; the horizon they leave; rows; distinct records)
+    in the snapshot, as the server chooses them."""
+    before = "~" if days == 0 else f"{int(server.engine.mem.now() * 1000 - days * _DAY_MS):018d}"
+    doomed_sql, horizon_sql = store.prune_plan(server.tag, upto, exempt, keep, before)
+    size_sql = store.count_upto(server.tag, upto)
+    doomed_rs, horizon_rs, size_rs = server.call(
+        lambda c: [c.execute(*doomed_sql), c.execute(*horizon_sql), c.execute(*size_sql)]
+    )
+    doomed = [
+        (records.server_int(r[0]), records.server_blob(r[1]), records.server_str(r[2]))
+        for r in doomed_rs.rows
+    ]
+    horizon = horizon_rs.rows[0][0] if horizon_rs.rows else None
+    total, distinct = (records.server_int(v) for v in size_rs.rows[0])
+    return doomed, horizon if isinstance(horizon, str) else None, total, distinct
+
+
+def _covers(state: PruneState, manifests: list[tuple[Manifest, int]]) -> dict[str, int]:
+    """Per device, the pushes 1..n the new checkpoint stands for: the old checkpoint's and
+    every manifest read, which must follow on without a gap (else the server lost pushes)."""
+    covers = dict(state.checkpoint.covers) if state.checkpoint else {}
+    numbers: dict[str, set[int]] = {}
+    for m, _ in manifests:
+        numbers.setdefault(m.device, set()).add(m.n)
+    for device, ns in numbers.items():
+        start = covers.get(device, 0)
+        missing = sorted(set(range(start + 1, max(ns) + 1)) - ns)
+        if missing:
+            raise ServerRollback(
+                f"push(es) {', '.join(map(str, missing[:10]))} of device {device[:12]}… are "
+                "gone from the server; nothing was pruned, run `tiermem sync check`"
+            )
+        covers[device] = max(start, max(ns))
+    return covers
+
+
+def _lines(
+    state: PruneState, manifests: list[tuple[Manifest, int]], doomed: list[tuple[int, bytes, str]]
+) -> tuple[ManifestEntry, ...]:
+    """The old checkpoint's lines and the manifests', without the rows this prune deletes."""
+    gone = {(rid.hex(), v) for _, rid, v in doomed}
+    seen: set[tuple[str, str]] = set()
+    out = []
+    old = state.checkpoint.lines if state.checkpoint else ()
+    for e in (*old, *(e for m, _ in manifests for e in m.records)):
+        key = (e.record_id, e.version)
+        if key not in gone and key not in seen:
+            seen.add(key)
+            out.append(e)
+    return tuple(out)
+
+
+def _write_checkpoint(
+    server: _Server,
+    ring: KeyRing,
+    state: PruneState,
+    manifests: list[tuple[Manifest, int]],
+    doomed: list[tuple[int, bytes, str]],
+    horizon: str | None,
+    keep: int,
+) -> tuple[set[str], Checkpoint]:
+    """Seal and send the new checkpoint's parts; their versions (empty: another device pruned
+    meanwhile, nothing was written) and the checkpoint."""
     engine, s, tag = server.engine, server.s, server.tag
-    version = str(
-        hlc.tick(
-            hlc.parse(s.hlc) if s.hlc else None, int(engine.mem.now() * 1000), s.device_id.hex()
-        )
-    )
+    lines = _lines(state, manifests, doomed)
+    number = (state.checkpoint.number if state.checkpoint else 0) + 1
+    covers = tuple(sorted(_covers(state, manifests).items()))
+    chunks = [lines[i : i + PART_LINES] for i in range(0, len(lines), PART_LINES)] or [()]
     rid = prune_record_id(ring)
-    envelope = crypto.seal_record(
-        ring.key(s.epoch),
-        s.epoch,
-        crypto.RecordContext(engine.agent_id, PRUNE_TABLE, rid, version, s.device_id),
-        encode_prune(horizon, keep),
-    )
+    rows: list[store.RecordRow] = []
+    last = hlc.parse(s.hlc) if s.hlc else None
+    for i, chunk in enumerate(chunks):
+        last = hlc.tick(last, int(engine.mem.now() * 1000), s.device_id.hex())
+        part = Checkpoint(number, i, len(chunks), covers, horizon, chunk)
+        envelope = crypto.seal_record(
+            ring.key(s.epoch),
+            s.epoch,
+            crypto.RecordContext(engine.agent_id, PRUNE_TABLE, rid, str(last), s.device_id),
+            encode_checkpoint(part, keep),
+        )
+        rows.append((tag, rid, str(last), s.epoch, s.device_id, envelope))
     with engine.db.transaction():
         engine.db.execute(
             "UPDATE sync_state SET hlc = ? WHERE agent_id = ? AND hlc < ?",
-            (version, engine.agent_id, version),
+            (str(last), engine.agent_id, str(last)),
         )
-    for start in range(0, len(doomed), batch_rows):
-        chunk = doomed[start : start + batch_rows]
-        statements: list[tuple[str, Args]] = [store.delete_records(tag, chunk)]
-        if start == 0:  # the horizon lands with the first deletes, atomically
-            statements.insert(
-                0,
-                store.append_record((tag, rid, version, s.epoch, s.device_id, envelope)),
-            )
-        server.call(lambda c, st=statements: c.batch(st))  # type: ignore[misc]
+    if not _send_parts(server, rid, state.newest, rows):
+        return set(), Checkpoint(number, 0, 1, covers, horizon, lines)
+    return {r[2] for r in rows}, Checkpoint(number, 0, 1, covers, horizon, lines)
+
+
+def _send_parts(server: _Server, rid: bytes, newest: str, rows: list[store.RecordRow]) -> bool:
+    """The parts in requests of about `WRITE_BYTES`, the first behind the prune guard. False:
+    the guard failed (another prune won), nothing was written."""
+    batches: list[list[store.RecordRow]] = [[]]
+    for row in rows:
+        if batches[-1] and sum(len(r[5]) for r in batches[-1]) + len(row[5]) > WRITE_BYTES:
+            batches.append([])
+        batches[-1].append(row)
+    for i, batch in enumerate(batches):
+        statements = store.append_records(batch)
+        if i == 0:
+            statements.insert(0, store.prune_guard(server.tag, rid, newest))
+        try:
+            server.call(functools.partial(_batch, statements=statements))
+        except SqlError as exc:
+            if i == 0 and exc.statement == 0 and "overflow" in str(exc).lower():
+                return False
+            raise
+    return True
+
+
+def _batch(client: HranaClient, statements: list[store.Statement]) -> list[ResultSet]:
+    return client.batch(statements)
+
+
+def _witness(engine: Session, number: int, version: str) -> None:
+    """The checkpoint this device made, as its next manifests' ``seen`` names it."""
+    with engine.db.transaction():
+        engine.db.execute(
+            "INSERT INTO sync_peers (agent_id, device_id, last_n, last_version) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, device_id) DO UPDATE SET "
+            "last_n = max(last_n, excluded.last_n), "
+            "last_version = max(last_version, excluded.last_version)",
+            (engine.agent_id, CHECKPOINT_WITNESS, number, version),
+        )

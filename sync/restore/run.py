@@ -23,6 +23,7 @@ from tiermem.sync import crypto, hlc, records
 from tiermem.sync.devices import find_vault, roster_pin
 from tiermem.sync.devices.enroll import enroll_restored
 from tiermem.sync.devices.epoch_keys import KeyRing
+from tiermem.sync.restore.checkpoint import PruneState, prune_record_id, read_prune_state
 from tiermem.sync.restore.home import (
     Marker,
     RestoreKeys,
@@ -32,7 +33,6 @@ from tiermem.sync.restore.home import (
     usable_home,
     write_home,
 )
-from tiermem.sync.restore.prune import prune_horizon, prune_record_id
 from tiermem.sync.restore.results import (
     DEFAULT_PAGE_ROWS,
     Progress,
@@ -98,7 +98,7 @@ class _Vault:
     unlocked: Unlock
     ring: KeyRing
     critical_rid: bytes
-    horizon: Future[str | None]
+    pruned: Future[PruneState]
     critical: Future[list[tuple[str, bytes, bytes]]] | None
 
 
@@ -279,9 +279,9 @@ def _verify(
     ring = vault.ring
     skip = {prune_record_id(ring)}
     found = verify(
-        select, ring, vault.tag, listing, skip, job.at, vault.horizon.result, job.page_rows
+        select, ring, vault.tag, listing, skip, job.at, vault.pruned.result, job.page_rows
     )
-    horizon = vault.horizon.result()
+    horizon = vault.pruned.result().horizon
     if job.at is not None and horizon is not None and job.at < horizon:
         raise PointInTimePruned(
             f"versions before {horizon} were pruned; the oldest point in time that "
@@ -425,13 +425,13 @@ def _open_vault(
     tag, epoch, by_kind, vault_key = opened.tag, opened.epoch, opened.wraps, opened.key
     ring = KeyRing.unlocked(agent_id, epoch, vault_key, select, tag)
     critical_rid = records.record_id(ring.id_key, records.CRITICAL_TABLE, agent_id)
-    horizon = pool.submit(prune_horizon, select, ring, tag)
+    pruned = pool.submit(read_prune_state, select, ring, tag)
     critical = (
         None
         if pending is not None
         else pool.submit(_critical_candidates, select, ring, critical_rid, at)
     )
-    return _Vault(tag, epoch, by_kind, vault_key, unlocked, ring, critical_rid, horizon, critical)
+    return _Vault(tag, epoch, by_kind, vault_key, unlocked, ring, critical_rid, pruned, critical)
 
 
 def _step_one(

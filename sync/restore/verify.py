@@ -25,7 +25,8 @@ from typing import Final, Literal
 from tiermem.core.errors import RecordDeleted, RecordReplayed, ServerRollback, TiermemError
 from tiermem.sync import crypto, records
 from tiermem.sync.devices.epoch_keys import KeyRing
-from tiermem.sync.manifest import Manifest, decode_manifest
+from tiermem.sync.manifest import CHECKPOINT_WITNESS, Manifest, decode_manifest
+from tiermem.sync.restore.checkpoint import PruneState
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import Args, ResultSet
 
@@ -62,6 +63,7 @@ class _Index:
     writer: dict[tuple[bytes, str], bytes] = field(default_factory=dict)
     manifests: dict[str, dict[int, Manifest]] = field(default_factory=dict)
     manifest_versions: set[tuple[bytes, str]] = field(default_factory=set)
+    pruned: PruneState = field(default_factory=PruneState)
 
 
 Select = Callable[[str, Args], ResultSet]
@@ -111,17 +113,20 @@ def verify(
     listing: Listing,
     skip: set[bytes],
     at: str | None,
-    horizon: Callable[[], str | None],
+    pruned: Callable[[], PruneState],
     page_rows: int,
 ) -> Verified:
-    """Check the server's copy of the vault (`listing`, taken over) against its manifests (module
-    docstring). `skip`: record ids that are not records of a push (the prune horizon);
-    `horizon` gives the prune horizon (read meanwhile, needed after the manifests)."""
+    """Check the server's copy of the vault (`listing`, taken over) against its manifests and
+    checkpoint (module docstring). `skip`: record ids that are not records of a push (the prune
+    record); `pruned` gives the prune record's state (read meanwhile, needed after the
+    manifests): the horizon and the checkpoint that stands for the manifests it covers."""
     out = Verified()
     index = _read_index(listing, skip, out)
     _read_manifests(select, ring, tag, index, page_rows, out)
+    index.pruned = pruned()
+    out.findings += [Finding("damaged", why) for why in index.pruned.damaged]
     _check_numbering(index, out)
-    listed = _check_lines(index, at or _LATEST, horizon(), out)
+    listed = _check_lines(index, at or _LATEST, index.pruned.horizon, out)
     for key in index.writer:
         if key not in listed and key not in index.manifest_versions:
             out.unlisted.add(key)
@@ -228,19 +233,33 @@ def _add_manifest(ring: KeyRing, row: records.RemoteRow, index: _Index, out: Ver
 
 
 def _check_numbering(index: _Index, out: Verified) -> None:
-    """Pushes 1..N per device without a gap; every push another push saw is there."""
+    """Pushes 1..N per device without a gap (those a checkpoint covers count as there);
+    every push another push saw is there, and the checkpoint its writer made."""
+    checkpoint = index.pruned.checkpoint
+    covers = checkpoint.covers if checkpoint else {}
     for device, items in sorted(index.manifests.items()):
-        gaps = sorted(set(range(1, max(items) + 1)) - set(items))
+        first = covers.get(device, 0) + 1
+        gaps = sorted(set(range(first, max(items) + 1)) - set(items))
         if gaps:
             shown = ", ".join(str(n) for n in gaps[:10])
             out.findings.append(
                 Finding("rollback", f"push(es) {shown} of device {device[:12]}… are gone")
             )
+    held_by = {d: max(covers.get(d, 0), max(ms, default=0)) for d, ms in index.manifests.items()}
+    held_by = {**covers, **held_by, CHECKPOINT_WITNESS: checkpoint.number if checkpoint else 0}
     for device, items in sorted(index.manifests.items()):
         for m in items.values():
             for other, n in m.seen:
-                held = max(index.manifests.get(other, {}), default=0)
-                if held < n:
+                held = held_by.get(other, 0)
+                if other == CHECKPOINT_WITNESS and held < n:
+                    out.findings.append(
+                        Finding(
+                            "rollback",
+                            f"checkpoint {n} is gone (device {device[:12]}… made it; the "
+                            f"server holds {held or 'none'})",
+                        )
+                    )
+                elif held < n:
                     out.findings.append(
                         Finding(
                             "rollback",
@@ -255,14 +274,14 @@ def _check_lines(
 ) -> set[tuple[bytes, str]]:
     """Every listed record is there as new as listed (up to `at`). Returns the listed rows."""
     listed: dict[bytes, list[str]] = {}
-    for items in index.manifests.values():
-        for m in items.values():
-            for line in m.records:
-                try:
-                    rid = bytes.fromhex(line.record_id)
-                except ValueError:
-                    continue
-                listed.setdefault(rid, []).append(line.version)
+    checkpoint = index.pruned.checkpoint
+    pushed = [e for ms in index.manifests.values() for m in ms.values() for e in m.records]
+    for line in (*(checkpoint.lines if checkpoint else ()), *pushed):
+        try:
+            rid = bytes.fromhex(line.record_id)
+        except ValueError:
+            continue
+        listed.setdefault(rid, []).append(line.version)
     for rid, versions in sorted(listed.items()):
         present = index.present.get(rid, [])
         name = rid.hex()

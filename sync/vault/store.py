@@ -29,21 +29,28 @@ __all__ = [
     "append_records",
     "append_roster_entry",
     "count_records",
+    "count_upto",
     "critical_versions",
     "delete_records",
     "device_ids",
     "envelope_at",
     "index_after",
+    "last_seq",
     "live_device_ids",
     "manifest_since",
     "manifests_after",
+    "newest_version",
+    "prune_guard",
+    "prune_plan",
     "pull_page",
     "records_after",
     "records_by_id",
+    "restore_page",
     "roster_entries",
     "touch_device",
     "versions_after",
     "versions_of",
+    "versions_of_with_seq",
     "with_headers_after",
     "wraps",
 ]
@@ -110,6 +117,70 @@ def pull_page(tag: bytes, after: int, limit: int) -> Statement:
     )
 
 
+def restore_page(tag: bytes, after: int, upto: int, at: str | None, limit: int) -> Statement:
+    """A restore's page: the rows in the window ``after < seq <= upto`` that are each writer's
+    newest version of their record (not newer than `at`); an older version of a record by the
+    same writer is the state that writer replaced, so a restore never needs it."""
+    bound, inner = ("", "") if at is None else ("AND version <= ? ", "AND n.version <= ? ")
+    args: tuple[object, ...] = (tag, after, upto) + (() if at is None else (at, at))
+    return (
+        f"SELECT {_ROW} FROM records AS r WHERE agent_tag = ? AND seq > ? AND seq <= ? "
+        f"{bound}AND NOT EXISTS (SELECT 1 FROM records AS n WHERE n.record_id = r.record_id "
+        f"AND n.agent_tag = r.agent_tag AND n.device_id = r.device_id AND n.version > r.version "
+        f"{inner}) ORDER BY seq LIMIT ?",
+        (*args, limit),
+    )
+
+
+def last_seq(tag: bytes) -> Statement:
+    """The vault's newest row (0: none): the end of a restore's windows, a prune's snapshot."""
+    return ("SELECT COALESCE(max(seq), 0) FROM records WHERE agent_tag = ?", (tag,))
+
+
+def _ranked(kept: Sequence[bytes]) -> str:
+    marks = ", ".join("?" * len(kept))
+    return (
+        "WITH ranked AS (SELECT seq, record_id, version, ROW_NUMBER() OVER (PARTITION BY "
+        "record_id ORDER BY version DESC) AS rn FROM records WHERE agent_tag = ? AND seq <= ? "
+        f"AND record_id NOT IN ({marks}))"
+    )
+
+
+def prune_plan(
+    tag: bytes, upto: int, exempt: Sequence[bytes], keep: int, before: str
+) -> list[Statement]:
+    """What a prune deletes, chosen by the server over the rows up to `upto` (a snapshot): the
+    versions beyond the newest `keep` of each record that are also older than `before`, never
+    a record in `exempt`. Two statements: the doomed rows (seq, record id, version), and the
+    horizon they leave (the newest of the oldest versions kept of the records that lose one)."""
+    head = _ranked(exempt)
+    doomed = "rn > ? AND version < ?"
+    args = (tag, upto, *exempt)
+    return [
+        (
+            f"{head} SELECT seq, record_id, version FROM ranked WHERE {doomed}",
+            (*args, keep, before),
+        ),
+        (
+            f"{head} SELECT max(oldest) FROM (SELECT min(version) AS oldest FROM ranked "
+            f"WHERE NOT ({doomed}) AND record_id IN (SELECT record_id FROM ranked "
+            f"WHERE {doomed}) GROUP BY record_id)",
+            (*args, keep, before, keep, before),
+        ),
+    ]
+
+
+def prune_guard(tag: bytes, record_id: bytes, newest: str) -> Statement:
+    """Statement 0 of a prune's first write: it fails the atomic batch (an integer overflow)
+    when the prune record gained a version newer than `newest` since it was read, i.e. when
+    another device pruned meanwhile; this prune then stops without writing anything."""
+    return (
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM records WHERE agent_tag = ? AND record_id = ? "
+        "AND version > ?) THEN abs(-9223372036854775807 - 1) ELSE 0 END",
+        (tag, record_id, newest),
+    )
+
+
 def records_by_id(tag: bytes, record_ids: Sequence[bytes]) -> Statement:
     """Every version of these records, wherever the cursor is."""
     marks = ", ".join("?" * len(record_ids))
@@ -124,6 +195,22 @@ def versions_of(tag: bytes, record_id: bytes) -> Statement:
     return (
         "SELECT 0, record_id, version, epoch, device_id, envelope FROM records "
         "WHERE record_id = ? AND agent_tag = ?",
+        (record_id, tag),
+    )
+
+
+def versions_of_with_seq(tag: bytes, record_id: bytes) -> Statement:
+    """Every version of one record as pull rows (the prune record's versions)."""
+    return (
+        f"SELECT {_ROW} FROM records WHERE record_id = ? AND agent_tag = ? ORDER BY seq",
+        (record_id, tag),
+    )
+
+
+def newest_version(tag: bytes, record_id: bytes) -> Statement:
+    """The newest version of one record (NULL: none)."""
+    return (
+        "SELECT max(version) FROM records WHERE record_id = ? AND agent_tag = ?",
         (record_id, tag),
     )
 
@@ -188,6 +275,14 @@ def critical_versions(record_id: bytes, at: str | None) -> Statement:
 
 def count_records(tag: bytes) -> Statement:
     return ("SELECT count(*) FROM records WHERE agent_tag = ?", (tag,))
+
+
+def count_upto(tag: bytes, upto: int) -> Statement:
+    """Rows and distinct records up to seq `upto` (what a prune reports it looked at)."""
+    return (
+        "SELECT count(*), count(DISTINCT record_id) FROM records WHERE agent_tag = ? AND seq <= ?",
+        (tag, upto),
+    )
 
 
 def envelope_at(seq: int) -> Statement:

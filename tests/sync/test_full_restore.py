@@ -355,10 +355,12 @@ def test_prune_keeps_the_newest_versions_and_refuses_points_before_its_horizon(
     tag = tag_of(mem)
     before = client.execute("SELECT count(*) FROM records WHERE agent_tag = ?", (tag,)).rows
     pruned = prune(engine, keep_versions=2, policy=policy())
-    # critical: 7 versions, the moved memory: 7 versions -> 5 + 5 deleted; manifests stay.
+    # critical: 7 versions, the moved memory: 7 versions -> 5 + 5 deleted; the 7 manifests
+    # are compacted into a checkpoint of one part.
     assert pruned.deleted == 10 and pruned.horizon == versions[-2]
+    assert pruned.compacted == 7 and pruned.checkpoint == 1
     after = client.execute("SELECT count(*) FROM records WHERE agent_tag = ?", (tag,)).rows
-    assert int(str(before[0][0])) - int(str(after[0][0])) == 10 - 1  # + the horizon record
+    assert int(str(before[0][0])) - int(str(after[0][0])) == 10 + 7 - 1
     assert prune(engine, keep_versions=2, policy=policy()).deleted == 0  # idempotent
     with pytest.raises(PointInTimePruned) as info:
         restore(
@@ -434,7 +436,9 @@ def test_restore_prune_and_point_in_time_on_the_command_line(
     code, _, err = cli("restore", "--url", sqld.url, "--at", first, home=tmp_path / "too-old")
     assert code == 44 and "were pruned" in err and err.count("\n") == 1
     code, checked, _ = cli("sync", "check", "--read-data")
-    assert code == 0 and checked["pruned"] == 2 and checked["exit_code"] == 0
+    # the pruned versions' lines went with the manifests compacted into the checkpoint
+    assert code == 0 and checked["pruned"] == 0 and checked["exit_code"] == 0
+    assert checked["manifests"] == 0 and pruned["checkpoint"] == 1
     code, _, err = cli("restore", "--url", sqld.url, "--at", "soon", home=tmp_path / "x")
     assert code == 3 and "ISO date" in err
 

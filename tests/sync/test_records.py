@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -201,10 +202,43 @@ def test_manifests_round_trip() -> None:
     assert manifest.decode_manifest(manifest.encode_manifest(m), "ab" * 16) == m
     with pytest.raises(crypto.TamperedData):
         manifest.decode_manifest(manifest.encode_manifest(m), "cd" * 16)
-    bad = json.loads(manifest.encode_manifest(m))
-    bad["records"][0][0] = "secrets"
+    compact = json.loads(manifest.encode_manifest(m))
+    assert compact["format"] == 2 and compact["version"] == VERSION and "records" not in compact
+    raw = bytearray(base64.b64decode(compact["lines"]))
+    raw[0] = 200  # no such table
     with pytest.raises(crypto.TamperedData):
-        manifest.decode_manifest(json.dumps(bad).encode())
+        manifest.decode_manifest(
+            json.dumps({**compact, "lines": base64.b64encode(raw).decode()}).encode()
+        )
+    with pytest.raises(crypto.TamperedData):  # a line cut short
+        manifest.decode_manifest(
+            json.dumps({**compact, "lines": base64.b64encode(raw[:-1]).decode()}).encode()
+        )
+    # the first format (vaults pushed before the compact one) still decodes, and is checked
+    line = ["memory", "00" * 16, VERSION, "ff" * 32]
+    first = {"format": 1, "device": m.device, "n": 3, "records": [line]}
+    assert manifest.decode_manifest(json.dumps(first).encode(), "ab" * 16) == m
+    line[0] = "secrets"
+    with pytest.raises(crypto.TamperedData):
+        manifest.decode_manifest(json.dumps(first).encode())
+
+
+def test_a_compact_manifest_is_under_half_the_size_of_the_first_format() -> None:
+    entries = tuple(
+        manifest.ManifestEntry(records.MEMORY_TABLE, f"{n:032x}", VERSION, f"{n:064x}")
+        for n in range(100)
+    )
+    m = manifest.Manifest("ab" * 16, 1, entries)
+    first = json.dumps(
+        {
+            "format": 1,
+            "device": m.device,
+            "n": 1,
+            "records": [[e.table, e.record_id, e.version, e.digest] for e in entries],
+        }
+    )
+    assert len(manifest.encode_manifest(m)) * 2 < len(first)
+    assert manifest.decode_manifest(manifest.encode_manifest(m)) == m
 
 
 def test_sealed_rows_open_only_as_their_table_and_id() -> None:

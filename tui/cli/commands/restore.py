@@ -319,9 +319,18 @@ def _prune_text(r: PruneResult) -> str:
         if r.horizon
         else "nothing was ever pruned: every point in time restores"
     )
+    if r.raced:
+        return "another device pruned the vault meanwhile; nothing was done"
+    younger = f" and every version younger than {r.keep_days:g} day(s)" if r.keep_days else ""
+    compacted = (
+        f"\n{r.compacted} manifest(s) compacted into checkpoint {r.checkpoint} "
+        f"({r.checkpoint_lines} line(s))"
+        if r.checkpoint
+        else ""
+    )
     return (
-        f"pruned {r.deleted} old version(s), kept {r.kept} (newest {r.keep} of each of "
-        f"{r.records} record(s)) in {r.seconds:.2f} s\n{horizon}"
+        f"pruned {r.deleted} old version(s), kept {r.kept} (newest {r.keep}{younger} of each of "
+        f"{r.records} record(s)) in {r.seconds:.2f} s{compacted}\n{horizon}"
     )
 
 
@@ -330,14 +339,27 @@ def _prune_text(r: PruneResult) -> str:
     "--keep",
     type=click.IntRange(1, None),
     default=None,
-    help="Versions to keep per record (default: [sync] keep_versions, 10).",
+    help="Newest versions to keep per record, whatever their age (default: [sync] "
+    "keep_versions, 1).",
+)
+@click.option(
+    "--days",
+    type=click.FloatRange(0, 36500),
+    default=None,
+    help="Also keep every version younger than this many days (default: [sync] keep_days, 30).",
 )
 @pass_options
-def sync_prune(opts: Options, keep: int | None) -> None:
-    """Delete old remote versions, keeping the newest N of every record (and all manifests)."""
+def sync_prune(opts: Options, keep: int | None, days: float | None) -> None:
+    """Delete old remote versions (beyond the newest N of a record and older than D days;
+    never the newest) and compact the manifests into a checkpoint."""
     with opts.open() as mem, enginemod.SyncEngine(mem) as engine:
+        cfg = mem.cfg.sync
         try:
-            result = prune(engine, keep or mem.cfg.sync.keep_versions)
+            result = prune(
+                engine,
+                keep or cfg.keep_versions,
+                keep_days=cfg.keep_days if days is None else days,
+            )
         except HranaError as exc:
             raise SyncFailed(f"sync prune could not finish: {exc}", exc.exit_code) from None
     emit(opts, asdict(result), lambda: _prune_text(result))

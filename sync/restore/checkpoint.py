@@ -1,0 +1,111 @@
+"""The prune record's versions read back: the prune horizon and the newest whole checkpoint
+(`manifest.Checkpoint`), shared by prune, restore and `sync check`.
+
+Every version of the prune record is read and authenticated. The horizon is the highest any of
+them names (deleting the newest cannot lower it below what an older one says). The checkpoint
+is the newest one whose parts are all there: a prune interrupted while it wrote its parts
+leaves a partial one, which counts for nothing (the manifests it would cover are still there)
+and the next prune deletes. A server that drops a whole checkpoint, or serves an older one in
+its place, is caught by what the checkpoint covered: those manifests are gone, so their pushes
+are missing, and the pruning device's next manifest names the checkpoint it made."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tiermem.sync import crypto, hlc, records
+from tiermem.sync.devices.epoch_keys import KeyRing
+from tiermem.sync.manifest import Checkpoint, ManifestEntry, decode_checkpoint
+from tiermem.sync.vault import store
+from tiermem.sync.vault.hrana import Args, ResultSet
+
+__all__ = ["PruneState", "Whole", "decode_horizon", "prune_record_id", "read_prune_state"]
+
+Select = Callable[[str, Args], ResultSet]
+
+
+@dataclass(frozen=True)
+class Whole:
+    """A checkpoint with every part: what it covers (device hex → pushes 1..n), its lines,
+    and the versions of its parts."""
+
+    number: int
+    covers: dict[str, int]
+    lines: tuple[ManifestEntry, ...]
+    versions: frozenset[str]
+
+
+@dataclass
+class PruneState:
+    """Every version of the prune record, authenticated: (seq, version) of each, the horizon,
+    the newest whole checkpoint, and what failed authentication."""
+
+    rows: list[tuple[int, str]] = field(default_factory=list)
+    horizon: str | None = None
+    checkpoint: Whole | None = None
+    damaged: list[str] = field(default_factory=list)
+
+    @property
+    def newest(self) -> str:
+        return max((v for _, v in self.rows), default="")
+
+
+def prune_record_id(ring: KeyRing) -> bytes:
+    return crypto.record_id(ring.id_key, records.PRUNE_TABLE, records.PRUNE_KEY)
+
+
+def decode_horizon(plaintext: bytes) -> str | None:
+    """The horizon a prune record names (None: a checkpoint written before any delete)."""
+    part = decode_checkpoint(plaintext)
+    if part is not None:
+        horizon = part.horizon
+    else:
+        horizon = records.load(plaintext, "prune").get("horizon")
+        if not isinstance(horizon, str):
+            raise crypto.TamperedData("a prune record is malformed")
+    if horizon is not None:
+        try:
+            hlc.parse(horizon)
+        except ValueError:
+            raise crypto.TamperedData("a prune record names a malformed horizon") from None
+    return horizon
+
+
+def read_prune_state(select: Select, ring: KeyRing, tag: bytes) -> PruneState:
+    """Every version of the prune record: horizon, newest whole checkpoint, damage."""
+    state = PruneState()
+    parts: dict[int, dict[int, tuple[str, Checkpoint]]] = {}
+    for raw in select(*store.versions_of_with_seq(tag, prune_record_id(ring))).rows:
+        row = records.remote_row(tuple(raw))
+        state.rows.append((row.seq, row.version))
+        try:
+            plaintext = records.open_row(
+                ring.key(row.epoch), ring.agent_id, records.PRUNE_TABLE, row
+            )
+            horizon = decode_horizon(plaintext)
+            part = decode_checkpoint(plaintext)
+        except crypto.CryptoError as exc:
+            state.damaged.append(f"a prune record fails authentication ({exc})")
+            continue
+        if horizon is not None:
+            state.horizon = max(state.horizon or horizon, horizon)
+        if part is not None:
+            parts.setdefault(part.number, {})[part.part] = (row.version, part)
+    state.checkpoint = _newest_whole(parts)
+    return state
+
+
+def _newest_whole(parts: dict[int, dict[int, tuple[str, Checkpoint]]]) -> Whole | None:
+    """The highest-numbered checkpoint with all its parts, agreeing on what they cover."""
+    for number in sorted(parts, reverse=True):
+        got = parts[number]
+        first = next(iter(got.values()))[1]
+        if set(got) != set(range(first.parts)):
+            continue
+        if any(p.parts != first.parts or p.covers != first.covers for _, p in got.values()):
+            continue
+        lines = tuple(e for i in sorted(got) for e in got[i][1].lines)
+        versions = frozenset(v for v, _ in got.values())
+        return Whole(number, dict(first.covers), lines, versions)
+    return None
