@@ -103,6 +103,7 @@ def memory_search(
                     "tags": list(h.explanation.tags),
                     "why": ctx.why(h),
                 }
+                | ctx.source_fields(h)
                 for h in result.hits
             ],
         }

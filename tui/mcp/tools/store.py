@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -54,6 +55,13 @@ def memory_store(
             "marked superseded, and rank below it)."
         ),
     ] = None,
+    space: Annotated[
+        str | None,
+        Field(
+            description="Store into this shared space instead of the agent's own memory (the "
+            "agent must include it as a writer)."
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     entry = Entry(
         content,
@@ -68,6 +76,7 @@ def memory_store(
         related_to=related_to or [],
         supersedes=supersedes or [],
         source="mcp" if not context else "mcp: " + " ".join(context.split())[:200],
+        space=space,
     )
     return home.run(lambda mem: _store(mem, entry), creates=True)
 
@@ -75,9 +84,13 @@ def memory_store(
 def _store(mem: Memory, entry: Entry) -> dict[str, Any]:
     done = remember(mem, entry)
     o = done.outcome
+    with contextlib.ExitStack() as scope:  # a space's memory lives in the space's scope
+        holder = scope.enter_context(mem.open_space(entry.space)) if entry.space else mem
+        importance = holder.get(o.id).importance
     return done.common() | {
+        "space": entry.space,
         "stored": o.created,
-        "priority": ctx.priority_of(mem.get(o.id).importance),
+        "priority": ctx.priority_of(importance),
         "token_cost": o.tokens,
         "expires": ctx.iso(done.expires_at) if done.expires_at else None,
     }
