@@ -147,8 +147,8 @@ def _answers(question: Asked, text: str, said_at: float, when: float) -> float |
 def _about(question: Asked, claim: frames.Claim) -> bool:
     """The claim is about whom the question asks: the same person, or (a question naming no
     one) a statement naming what it asks about."""
-    if question.subject:
-        return claim.subject == question.subject
+    if question.subject:  # "my sister Rita": her name or "my sister"
+        return claim.subject == question.subject or claim.subject in question.names
     if not question.names:
         return claim.subject == "user"
     named = {claim.subject, *claim.values, *claim.frame}

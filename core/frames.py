@@ -20,7 +20,7 @@ CHANGE = frozenset(
     """now new newly moved move moving relocated switched switch switching changed change
     changing replaced replace instead anymore longer since started start starting joined
     became become promoted rescheduled postponed pushed bumped delayed shifted updated update
-    finally ditched dropped migrated migrating these days nowadays currently""".split()  # noqa: SIM905
+    finally ditched dropped migrated migrating extended these days nowadays currently""".split()  # noqa: SIM905
 )
 """Words that say a value changed (taken out of the frame; one of them makes a claim a change)."""
 NEGATION = re.compile(
@@ -44,7 +44,7 @@ FUTURE = re.compile(
 SLOT_WORDS: dict[str, str] = {
     word: f"~{slot}"
     for slot, words in {
-        "residence": "live lives living lived based home hometown flat apartment house "
+        "residence": "live lives living lived based hometown flat apartment house "
         "neighbourhood neighborhood relocated",
         "employer": "work works working worked job employer company joined hired offer "
         "accepted employed",
@@ -60,8 +60,14 @@ for _word, _slot in SLOT_WORDS.items():
     _SLOT_SURFACE.setdefault(_slot, []).append(_word)
 _SLOT_SURFACE["~residence"] += ["moved", "moving", "move"]
 _BASED_IN = re.compile(
-    r"\b(?:i'?m|i am|we'?re|we are)\s+(?:now\s+|still\s+)?(?:based\s+)?in\s+[A-ZÀ-Þ]"
+    r"\b(?i:i'?m|i am|we'?re|we are)\s+(?i:now\s+|still\s+)?(?i:based\s+)?(?i:in)\s+[A-ZÀ-Þ]"
 )
+_MOVED_BARE = re.compile(
+    r"^(?:(?:we|i|just|finally|so)\s+)*(?:moved|relocated)\b"
+    r"(?!\s+(?:the|my|our|it|them|this|that|his|her|their|a|an|out|on)\b)",
+    re.IGNORECASE,
+)
+""""Moved last Saturday, we're officially Porto people now": a move with no object."""
 """"I'm in Lisbon": where someone lives, said the short way."""
 _MOVE_TO = re.compile(
     r"\b(?:mov(?:e|ed|ing)|relocat(?:e|ed|ing))\s+(?:back\s+)?(?:to|into|in)\s+[A-ZÀ-Þ]"
@@ -256,8 +262,15 @@ def claim_of(text: str, said_at: float) -> Claim | None:
         folded = ["project" if w.startswith("work") else w for w in folded]
     values = _values(text, words)
     value_words = {v for value in values for v in value.split()}
-    slots = {SLOT_WORDS[w] for w in folded if w in SLOT_WORDS}
-    moved = _MOVE_TO.search(text) or _BASED_IN.search(text) or _moved_to_lower(text)
+    slots = {
+        SLOT_WORDS[w] for i, w in enumerate(folded) if w in SLOT_WORDS and _names_slot(folded, i)
+    }
+    moved = (
+        _MOVE_TO.search(text)
+        or _BASED_IN.search(text)
+        or _MOVED_BARE.search(text)
+        or _moved_to_lower(text)
+    )
     if moved and not _DATE.search(text):
         slots.add("~residence")
     if slots and not values:
@@ -302,22 +315,28 @@ def replaces(new: Claim, old: Claim) -> bool:
         return True  # "actually it's Leeds, not Lees"
     if not _same_subject(new, old):
         return False
-    if new.corrected & old.values:
-        return True  # "actually it's Leeds, not Lees"
     shared = new.frame & old.frame
     union = new.frame | old.frame
     overlap = len(shared) / len(union) if union else 0.0
-    anchored = bool(_SLOT_STEMS & shared) or any(w.startswith("~") for w in shared)
+    owned = any(w.startswith("~") for w in shared)
+    anchored = owned or bool(_SLOT_STEMS & shared)
     kinds = bool(new.kinds & old.kinds)
     if new.negated:
-        return bool(new.values & old.values) and (anchored or kinds or overlap >= 0.5)
+        named = {v for v in new.values & old.values if not _DAYLIKE.fullmatch(v)}
+        return bool(named) and not old.negated  # "stop posting in #general"
     if not new.values - old.values or not old.values - new.values:
         return False
     if new.correction and (overlap >= 0.3 or kinds):
         return True
-    if anchored or kinds:
+    if owned or kinds:
+        return True  # one home, employer, manager, role or tool of a kind at a time
+    if anchored:
         return new.change or overlap >= 0.5
     return new.change and overlap >= 0.6
+
+
+_DAYLIKE = re.compile(r"\d\d-\d\d|[a-z]+day|\d.*")
+"""Dates, weekdays and times: a value two statements share by chance."""
 
 
 def _same_subject(new: Claim, old: Claim) -> bool:
@@ -415,7 +434,7 @@ def _values(text: str, words: list[str]) -> set[str]:
         out.add(f"{month:02d}-{int(m['d1'] or m['d2']):02d}")
     for i, word in enumerate(words):
         folded = _POSSESSIVE.sub("", word.casefold().strip(".'’"))
-        if folded in TOOL_KINDS:
+        if folded in TOOL_KINDS and (folded not in _CAPITAL_TOOLS or word[0].isupper()):
             out.add(_tool(folded))
         elif folded in WEEKDAYS or re.fullmatch(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}:\d\d", folded):
             out.add(folded)
@@ -465,6 +484,19 @@ def _lower_values(text: str) -> set[str]:
     return {" ".join(kept)} if kept else set()
 
 
+_AT_WORK = frozenset({"work", "works", "working", "worked", "job"})
+"""Words that name an employer only before one ("work at Lumen"; not "after work")."""
+_CAPITAL_TOOLS = frozenset({"go", "signal", "teams", "cursor", "zed"})
+"""Tools whose name is an everyday word: a tool only when written with a capital."""
+
+
+def _names_slot(folded: list[str], at: int) -> bool:
+    """Whether the slot word at `at` names its attribute here."""
+    if folded[at] not in _AT_WORK:
+        return True
+    return any(w in {"at", "for", "with"} for w in folded[at + 1 : at + 3])
+
+
 def _tool(word: str) -> str:
     return {"postgresql": "postgres", "mongo": "mongodb", "golang": "go"}.get(word, word)
 
@@ -484,6 +516,10 @@ def _subject(words: list[str], folded: list[str]) -> str:
     if folded[0] in _RELATIVE_PRONOUNS:
         return "~other"  # "…, who lives in Leeds": about whom the sentence before named
     for word, low in zip(words[:4], folded[:4], strict=False):
+        if low in SLOT_WORDS:
+            break  # "New boss is Diego": a name after the attribute is its value
+        if low in WEEKDAYS or low in MONTHS:
+            continue
         if low in _THIRD_PERSON:
             return "~" + low
         if low in FIRST_PERSON:

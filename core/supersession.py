@@ -18,19 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 from tiermem.core import frames, outbox
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.core.lazy import lazy_import
 from tiermem.core.rows import MemoryRow, column_list, normalize_text
 
 if TYPE_CHECKING:
     from tiermem.core import graph
     from tiermem.core.engine import Memory
-else:  # a store that states no change never loads the graph code
-    graph = lazy_import("tiermem.core.graph")
 
 DREAMS = "dreams"
 RECORD_CATEGORY = "conversations"
 """Where conversation end keeps one dated record per conversation (`core.conversation`)."""
 CANDIDATES = 8
+RECENT_CANDIDATES = 24
+"""Also the newest statements sharing the words: what a change replaces was usually said last."""
 INLINE_LIMIT = 64
 """Memories one store indexes and compares at once; a bulk load waits for `catch_up`."""
 MIN_HOT_MATCH = 12
@@ -151,6 +150,8 @@ def after_store(mem: Memory, stored: Sequence[tuple[str, str, str]]) -> list[Cha
     ]
     closures: list[Any] = []
     for memory_id in changing:  # the rest wait for `catch_up` (consolidation)
+        from tiermem.core import graph  # a store that states no change never loads the graph code
+
         closures += graph.index_one(mem, memory_id).closures
     return _detected(mem, changing, closures)
 
@@ -162,6 +163,8 @@ def catch_up(mem: Memory) -> graph.IndexReport:
         "SELECT memory_seq FROM graph_progress WHERE agent_id = ?", (mem.agent_id,)
     )
     rows_after, params = mem.memories.after(int(last or 0))
+    from tiermem.core import graph  # a store that states no change never loads the graph code
+
     ids = [
         str(r[0])
         for r in mem.db.query(
@@ -293,8 +296,11 @@ def _replacing(
     said of the two replaces a statement of the earlier; None otherwise."""
     new_is_newer = other.created_at <= new.created_at
     later, earlier = (new_claims, other_claims) if new_is_newer else (other_claims, new_claims)
+    together = other.created_at == new.created_at  # one message: details, unless corrected
     for claim in later:
         for old in earlier:
+            if together and not (claim.correction or claim.corrected):
+                continue
             if frames.replaces(claim, old):
                 older, newer = (other, new) if new_is_newer else (new, other)
                 closed = claim.negated and not claim.values - old.values  # no new value given
@@ -329,13 +335,18 @@ def _candidates(mem: Memory, new: MemoryRow, claims: list[frames.Claim]) -> list
     if not match:
         return []
     store = mem.memories
-    rows = mem.db.query(
-        f"SELECT {_COLUMNS} FROM memories WHERE seq IN (SELECT rowid FROM memories_fts "
-        "WHERE memories_fts MATCH ? AND rowid BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER) "
-        "ORDER BY rank LIMIT ?) AND +agent_id = ?",
-        (match, str(store.seq_low), str(store.seq_high), CANDIDATES, mem.agent_id),
-    )
-    return [MemoryRow.from_db(r) for r in rows]
+    found: dict[str, MemoryRow] = {}
+    for order, limit in (("rank", CANDIDATES), ("rowid DESC", RECENT_CANDIDATES)):
+        rows = mem.db.query(
+            f"SELECT {_COLUMNS} FROM memories WHERE seq IN (SELECT rowid FROM memories_fts "
+            "WHERE memories_fts MATCH ? AND rowid BETWEEN CAST(? AS INTEGER) AND "
+            f"CAST(? AS INTEGER) ORDER BY {order} LIMIT ?) AND +agent_id = ?",
+            (match, str(store.seq_low), str(store.seq_high), limit, mem.agent_id),
+        )
+        for r in rows:
+            row = MemoryRow.from_db(r)
+            found.setdefault(row.id, row)
+    return list(found.values())
 
 
 def _rows(mem: Memory, ids: Sequence[str]) -> list[MemoryRow]:
