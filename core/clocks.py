@@ -28,18 +28,12 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
 from tiermem.core import hot as hotmod
 from tiermem.core.db import Database
-from tiermem.core.lazy import lazy_import
-
-if TYPE_CHECKING:
-    import hashlib
-else:
-    hashlib = lazy_import("hashlib")  # only naming new items hashes: reads skip loading OpenSSL
 
 MAPPINGS = ("identity", "owner_profile")
 ALIVE = "alive"
@@ -106,6 +100,8 @@ def canonical_json(value: Any) -> str:
 
 
 def _digest(value: Any) -> str:
+    import hashlib  # only naming new items hashes: reads skip loading OpenSSL
+
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:16]
 
 

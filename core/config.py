@@ -9,18 +9,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import msgspec
 
 from tiermem.core.errors import ConfigError
-from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import read_text
-
-if TYPE_CHECKING:
-    import tomllib
-else:  # only a home with a config.toml parses TOML
-    tomllib = lazy_import("tomllib")
 
 Positive = Annotated[int, msgspec.Meta(gt=0)]
 Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
@@ -348,6 +342,8 @@ def read_config_mapping(path: Path) -> dict[str, Any]:
     """`config.toml` parsed but not yet validated; a missing file is an empty mapping."""
     if not path.exists():
         return {}
+    import tomllib  # only a home with a config.toml parses TOML
+
     try:
         return tomllib.loads(read_text(path, ConfigError))
     except tomllib.TOMLDecodeError as exc:

@@ -20,17 +20,11 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, Protocol, cast
 from urllib.parse import quote
 
 from tiermem.core.environment import environment
 from tiermem.core.errors import StorageError
-from tiermem.core.lazy import lazy_import
-
-if TYPE_CHECKING:
-    import logging
-else:
-    logging = lazy_import("logging")  # only a warning needs it: start-up stays fast
 
 Row = tuple[Any, ...]
 Params = Sequence[Any]
@@ -67,6 +61,8 @@ def available_driver() -> str:
             raise StorageError(
                 "TIERMEM_DRIVER=libsql but libsql_experimental is not installed"
             ) from None
+        import logging  # only a warning needs it: start-up stays fast
+
         logging.getLogger(__name__).debug(
             "libsql_experimental is not installed: using the sqlite3 driver"
         )

@@ -8,81 +8,39 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tiermem.core import agents, outbox, reinforce, spaces, tokens
+from tiermem.core import agents, lookup, outbox, spaces, tokens
 from tiermem.core import hot as hotmod
 from tiermem.core.config import Config, load_config
 from tiermem.core.db import Database
+from tiermem.core.deferred_reads import DeferredReads
 from tiermem.core.errors import InvalidInput, MemoryOff, StorageError
 from tiermem.core.files import replace_private
 from tiermem.core.hot import HotState, HotStore
-from tiermem.core.lazy import lazy_import
+from tiermem.core.lookup import TIER_CHOICES as TIER_CHOICES
+from tiermem.core.lookup import tiers_for as tiers_for
 from tiermem.core.metrics import DayMetrics, MetricsStore
 from tiermem.core.migrations import SCHEMA_VERSION, migrate, schema_version
 from tiermem.core.paths import DEFAULT_AGENT, Home, default_home, validate_agent_id
 from tiermem.core.readcache import ReadCache
 from tiermem.core.rows import MemoryRow
 from tiermem.core.tree import TreeIndex, TreeNode, TreeStore, normalize_path
-from tiermem.core.vectors import VectorIndex, VectorUnavailable
-from tiermem.core.warm import (
-    MAX_METADATA_ITEMS,
-    TIERS,
-    MemoryStore,
-    NewFact,
-    StoreOutcome,
-    Tier,
-)
+from tiermem.core.warm import MAX_METADATA_ITEMS, MemoryStore, NewFact, StoreOutcome
 
 if TYPE_CHECKING:
-    import logging
-
-    from tiermem.core import consolidate as consolidatemod
-    from tiermem.core import conversation as conversationmod
-    from tiermem.core import ingest as ingestmod
-    from tiermem.core import llm as llmmod
-    from tiermem.core import memory_md as memorymdmod
-    from tiermem.core import metadata, supersession, treesearch
-    from tiermem.core import retrieve as retrievemod
     from tiermem.core.consolidate import ConsolidationReport
     from tiermem.core.conversation import ConversationReport
-    from tiermem.core.graph import signal as graphsignal
     from tiermem.core.ingest import IngestReport
     from tiermem.core.memory_md import MemoryMdReport
     from tiermem.core.retrieve import RetrievalResult
     from tiermem.core.transcript import Transcript
-else:  # the write path and the LLM client load on first use: store/retrieve/hot start fast
-    consolidatemod = lazy_import("tiermem.core.consolidate")
-    supersession = lazy_import("tiermem.core.supersession")  # a store reads its dates; a read never
-    graphsignal = lazy_import("tiermem.core.graph.signal")  # only an agent with a graph needs it
-    conversationmod = lazy_import("tiermem.core.conversation")
-    ingestmod = lazy_import("tiermem.core.ingest")
-    llmmod = lazy_import("tiermem.core.llm")
-    memorymdmod = lazy_import("tiermem.core.memory_md")
-    metadata = lazy_import("tiermem.core.metadata")  # a store reads URLs, commands, paths
-    treesearch = lazy_import("tiermem.core.treesearch")
-    retrievemod = lazy_import("tiermem.core.retrieve")  # `store` and `hot` never search
-    logging = lazy_import("logging")  # only a warning needs it
 
 T = TypeVar("T")
-TIER_CHOICES = ("warm", "cold", "frozen", "all")
-
-
-def tiers_for(tier: str | None) -> tuple[Tier, ...]:
-    """Retrieval searches every tier unless asked. `cold` is the whole archive (cold and
-    frozen: frozen facts are cold ones waiting for their retention to end)."""
-    if tier is None or tier == "all":
-        return TIERS
-    if tier == "cold":
-        return ("cold", "frozen")
-    if tier not in TIERS:
-        raise InvalidInput(f"unknown tier {tier!r}: use {', '.join(TIER_CHOICES)}")
-    return (tier,)
 
 
 class Memory:
@@ -122,12 +80,9 @@ class Memory:
         self.reads = ReadCache(self.db, self.trees)
         self.metrics = MetricsStore(self.db, self.agent_id)
         self.last_memory_md: MemoryMdReport | None = None
-        self._pending = reinforce.Pending()
-        self._pending_lock = threading.Lock()  # reads may come from several threads
-        self._writing: reinforce.Pending | None = None
-        self._counts_mark = tokens.uncounted_mark()  # see `_write_pending`
-        self.db.on_begin = self._write_pending
-        self.db.on_rollback = self._keep_pending
+        self._reads = DeferredReads(self.memories, self.trees, self.metrics)
+        self.db.on_begin = self._reads.on_begin
+        self.db.on_rollback = self._reads.on_rollback
 
     def _prepare(self, create: bool) -> None:
         """Bring the schema up to date (a read-only home must already be), then check the agent:
@@ -186,44 +141,26 @@ class Memory:
         try:
             self.flush_reinforcement()
         except StorageError as exc:  # the home is locked or read-only: only counts are lost
+            import logging  # only a warning needs it: start-up stays fast
+
             logging.getLogger(__name__).warning("reinforcement of recent reads not saved: %s", exc)
         self.db.close()
 
     def reinforce_later(self, ids: Sequence[str], paths: Iterable[str], tokens: int) -> None:
-        """Reinforce what a read returned, without a write now (`core.reinforce`): written by
-        the next write transaction of this `Memory`, `flush_reinforcement` or `close`."""
-        now = self.now()
-        with self._pending_lock:
-            self._pending.add(ids, paths, tokens, now)
+        """Reinforce what a read returned, without a write now (`core.deferred_reads`): written
+        by the next write transaction of this `Memory`, `flush_reinforcement` or `close`."""
+        self._reads.add(ids, paths, tokens, self.now())
 
     def reads_pending(self) -> bool:
         """Whether reads of this `Memory` wait to be written (`reinforce_later`)."""
-        return bool(self._pending)
+        return bool(self._reads)
 
     def flush_reinforcement(self) -> None:
         """Write the pending reinforcement of reads, and the token counts reads made, in one
         short transaction (no fsync wait: counts are bookkeeping)."""
-        if self._pending or (self._counts_mark != tokens.uncounted_mark() and not self.read_only):
+        if self._reads or (self._reads.counts_changed() and not self.read_only):
             with self.db.relaxed_transaction():
-                pass  # the transaction's start writes them (`_write_pending`)
-
-    def _write_pending(self) -> None:
-        with self._pending_lock:
-            self._writing = self._pending.take() if self._pending else None
-        if self._writing is not None:
-            reinforce.write(self.memories, self.trees, self.metrics, self._writing)
-        mark = tokens.uncounted_mark()
-        if mark != self._counts_mark:  # reads counted memories stored uncounted: keep the counts
-            self.memories.store_counts()
-            self._counts_mark = mark
-
-    def _keep_pending(self) -> None:
-        """A write that carried pending reads rolled back: they wait for the next one."""
-        if self._writing is None:
-            return
-        with self._pending_lock:
-            self._pending.absorb(self._writing)
-            self._writing = None
+                pass  # the transaction's start writes them (`DeferredReads.on_begin`)
 
     def __enter__(self) -> Memory:
         return self
@@ -283,6 +220,8 @@ class Memory:
             nodes = {self.trees.ensure(category, now, index) for category in categories}
             outcomes = self.memories.put(batch, now, self.cfg.dedup, count=count_tokens)
             stored = zip(batch, outcomes, strict=True)
+            from tiermem.core import supersession  # the graph's and the frames' code load there
+
             supersession.after_store(
                 self, [(o.id, f.text, o.category) for (f, _), o in stored if o.created]
             )
@@ -295,7 +234,7 @@ class Memory:
     def get(self, memory_id: str) -> MemoryRow:
         """The memory, with the reads of this `Memory` not written yet counted in."""
         record = self.memories.get(memory_id)
-        count, times = self._pending.hits.get(memory_id, (0, []))
+        count, times = self._reads.hits(memory_id)
         if not count:
             return record
         last = max(times) if record.last_access is None else max(record.last_access, *times)
@@ -325,73 +264,18 @@ class Memory:
         the libSQL driver). `llm`: LLM tree search (the `[llm]` endpoint chooses categories);
         any failure of it falls back to keyword mode, and the result's notes say why."""
         self.require_memory()
-        cfg = self.cfg.retrieval
-        chosen = mode or cfg.mode
-        if chosen not in retrievemod.MODES:
-            modes = ", ".join(retrievemod.MODES)
-            raise InvalidInput(f"unknown retrieval mode {chosen!r}: use {modes}")
-        if llm and mode not in (None, "keyword"):
-            raise InvalidInput("LLM tree search ranks inside the chosen categories by keyword")
-        notes: list[str] = []
-        vectors = None
-        if chosen != "keyword" or (cfg.vector_fallback and not llm):
-            try:
-                vectors = VectorIndex(self.memories)
-            except VectorUnavailable as exc:
-                if chosen != "keyword":
-                    raise
-                notes.append(f"vector fallback unavailable: {exc}")
-        tree, tagged, (entities, episodes) = self.reads.view()
-        if llm:
-            tree = self.trees.load(with_counts=True)
-        paths = None
-        if llm:
-            try:
-                complete = treesearch.endpoint(llmmod.settings_from(self.cfg.llm))
-                paths = treesearch.choose_paths(tree, query, complete)
-            except treesearch.TreeSearchError as exc:
-                notes.append(f"LLM tree search failed ({exc}): keyword mode")
-        now = self.now()
-        result = retrievemod.search(
-            self.memories,
-            tree,
+        return lookup.retrieve(
+            self,
             query,
-            now=now,
-            retrieval=cfg,
-            scoring=self.cfg.scoring,
             limit=limit,
-            tiers=tiers_for(tier),
+            tier=tier,
             category=category,
             budget=budget,
-            mode=chosen,
-            vectors=vectors,
-            llm_paths=paths,
-            signals=self._graph_signals(entities, episodes),
+            reinforce=reinforce,
+            mode=mode,
+            llm=llm,
             tags=tags,
-            tagged=tagged,
             as_of=as_of,
-        )
-        result.notes[:0] = notes
-        if reinforce and not self.read_only:
-            self.reinforce_later(
-                [h.memory.id for h in result.hits],
-                {h.explanation.path for h in result.hits},
-                result.tokens,
-            )
-        return result
-
-    def _graph_signals(self, entities: bool, episodes: bool) -> graphsignal.GraphSignals | None:
-        """The knowledge graph's signal for a search, if the agent has a graph or an episode
-        (with the lookups earlier searches kept while nothing was written)."""
-        if not (entities or episodes) or not self.cfg.graph.retrieval_signal:
-            return None
-        return graphsignal.GraphSignals(
-            self.db,
-            self.agent_id,
-            self.cfg.graph,
-            entities=entities,
-            episodes=episodes,
-            memo=self.reads.memo(),
         )
 
     # -- hot -------------------------------------------------------------------------------
@@ -431,7 +315,9 @@ class Memory:
     def read_back_memory_md(self) -> MemoryMdReport:
         """Read hand edits of MEMORY.md into the hot state (unparsed lines become warm facts)
         and regenerate it; the report is also kept as `last_memory_md`."""
-        self.last_memory_md = memorymdmod.read_back(self)
+        from tiermem.core import memory_md  # the parser and the distiller load on first use
+
+        self.last_memory_md = memory_md.read_back(self)
         return self.last_memory_md
 
     def update_hot(self, key: str, values: dict[str, Any]) -> list[str]:
@@ -510,12 +396,14 @@ class Memory:
         """Maintenance (see `core.consolidate`). Hand edits of MEMORY.md are read back first;
         daily, monthly and full also ingest the daily notes (seed v2.2). `progress(step, done,
         total)` hears of each consolidation step (a progress bar's feed)."""
-        chosen = consolidatemod.check_mode(mode)
+        from tiermem.core import consolidate, ingest  # the write path: reads never load it
+
+        chosen = consolidate.check_mode(mode)
         memory_md = self.read_back_memory_md()
         ingested = None
         if chosen != "quick":
-            ingested = ingestmod.ingest_daily(self, memory_md=False)
-        report = consolidatemod.consolidate(self, chosen, progress)
+            ingested = ingest.ingest_daily(self, memory_md=False)
+        report = consolidate.consolidate(self, chosen, progress)
         report.memory_md, report.ingested = memory_md, ingested
         return report
 
@@ -523,7 +411,9 @@ class Memory:
 
     def ingest_daily(self, folder: Path | None = None) -> IngestReport:
         """Ingest daily notes (idempotent) and read back MEMORY.md edits."""
-        return ingestmod.ingest_daily(self, folder)
+        from tiermem.core import ingest  # the write path: reads never load it
+
+        return ingest.ingest_daily(self, folder)
 
     def conversation_end(
         self,
@@ -533,7 +423,9 @@ class Memory:
         mode: str | None = None,
         session: str | None = None,
     ) -> ConversationReport:
-        return conversationmod.conversation_end(self, transcript, text, mode=mode, session=session)
+        from tiermem.core import conversation  # the write path: reads never load it
+
+        return conversation.conversation_end(self, transcript, text, mode=mode, session=session)
 
     def search_url(self, fragment: str) -> list[MemoryRow]:
         """Memories (every tier) with a URL containing `fragment`, newest first."""
@@ -603,6 +495,8 @@ class Memory:
 def with_metadata(fact: NewFact) -> NewFact:
     """The fact with the URLs, commands and paths of its text added to its metadata (at most 50
     of each kind: what was given explicitly comes first)."""
+    from tiermem.core import metadata  # only a store reads URLs, commands and paths
+
     found = metadata.extract(fact.text)
     if not found:
         return fact

@@ -19,20 +19,12 @@ from typing import TYPE_CHECKING, Any
 from tiermem.core import summarise
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.core.lazy import lazy_import
 from tiermem.core.scoring import DAY
 from tiermem.core.terms import fts_match, query_terms
 
 if TYPE_CHECKING:
-    import hashlib
-    import logging
-
     from tiermem.core import llm as llmmod
     from tiermem.core.engine import Memory
-else:  # the LLM client (urllib, http.client) loads only when a summary uses it
-    llmmod = lazy_import("tiermem.core.llm")
-    logging = lazy_import("logging")  # only a warning needs it: start-up stays fast
-    hashlib = lazy_import("hashlib")  # only naming new items hashes: reads skip loading OpenSSL
 
 COLUMNS = (
     "id, source, summary, abstract, topics, participants, fact_ids, started_at, ended_at, "
@@ -122,6 +114,8 @@ def _split(value: object) -> tuple[str, ...]:
 
 
 def episode_id(agent_id: str, source: str) -> str:
+    import hashlib  # only naming new items hashes: reads skip loading OpenSSL
+
     return "ep-" + hashlib.sha256(f"{agent_id}\n{source}".encode()).hexdigest()[:12]
 
 
@@ -190,6 +184,8 @@ def _llm_summary(
     transport: llmmod.Transport | None,
 ) -> tuple[str, list[str]]:
     """The model's summary and topics; the extractive ones (and a note saying why) otherwise."""
+    from tiermem.core import llm as llmmod  # urllib and http.client: only an LLM summary needs them
+
     settings = llmmod.settings_from(mem.cfg.llm)
     text = "\n".join(draft.texts)[: settings.max_input_chars]
     if not settings.configured:
@@ -211,6 +207,8 @@ def _llm_summary(
         named = [" ".join(str(t).split()) for t in reply["topics"]][:8]
     except (llmmod.LLMError, ValueError, KeyError, TypeError) as exc:
         draft.notes.append(f"episode summary: LLM failed ({exc}), extractive summary used")
+        import logging  # only a warning needs it: start-up stays fast
+
         logging.getLogger(__name__).warning(
             "episode summary fell back to the extractive one: %s", exc
         )

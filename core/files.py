@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from tiermem.core.lazy import lazy_import
-
-if TYPE_CHECKING:
-    import tempfile
-else:  # only a write replaces a file: reads start faster without it
-    tempfile = lazy_import("tempfile")
 
 
 def replace_private(path: Path, text: str, *, durable: bool = False) -> None:
     """Replace `path` with `text` through a 0600 temporary file beside it (fsynced first when
     `durable`); the temporary file never outlives a failure."""
+    import tempfile  # only a write replaces a file: reads start faster without it
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

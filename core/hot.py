@@ -24,20 +24,14 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
 from tiermem.core.config import HotConfig
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput, LimitExceeded, NotFound
-from tiermem.core.lazy import lazy_import
 from tiermem.core.warm import NewFact
-
-if TYPE_CHECKING:
-    import hashlib
-else:
-    hashlib = lazy_import("hashlib")  # only naming new items hashes: reads skip loading OpenSSL
 
 
 class Lesson(msgspec.Struct, kw_only=True):
@@ -88,6 +82,8 @@ class HotState(msgspec.Struct, kw_only=True):
 def item_id(kind: str, text: str) -> str:
     """Items are content-addressed so that replaying the same addition changes nothing."""
     normalized = " ".join(text.casefold().split())
+    import hashlib  # only naming new items hashes: reads skip loading OpenSSL
+
     return hashlib.sha256(f"{kind}\0{normalized}".encode()).hexdigest()[:12]
 
 
@@ -174,6 +170,8 @@ def _date(ts: float, with_time: bool = False) -> str:
 
 def render_digest(text: str) -> str:
     """What identifies one MEMORY.md rendering (see `HotStore.previous_render`)."""
+    import hashlib  # only naming new items hashes: reads skip loading OpenSSL
+
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -19,17 +19,12 @@ from tiermem.core import hot as hotmod
 from tiermem.core import rows
 from tiermem.core.config import config_from_mapping, render_toml, seed_config_to_mapping
 from tiermem.core.errors import InvalidInput, LimitExceeded, TiermemError
-from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import read_text
 from tiermem.core.rows import TIERS, MemoryRow
 from tiermem.core.warm import NewFact
 
 if TYPE_CHECKING:
-    from tiermem.core import hygiene, links
     from tiermem.core.engine import Memory
-else:  # only an export reads tags and links
-    hygiene = lazy_import("tiermem.core.hygiene")
-    links = lazy_import("tiermem.core.links")
 
 SEED_FILES = {
     "warm": "warm-memory.json",
@@ -238,6 +233,8 @@ def record_dict(memory: MemoryRow) -> dict[str, Any]:
 def export_records(mem: Memory) -> Iterator[tuple[MemoryRow, dict[str, Any]]]:
     """Every memory with its export record: `record_dict` plus its tags, expiry (epoch
     seconds, or None) and the ids it is linked to (`related_to`)."""
+    from tiermem.core import hygiene, links  # only an export reads tags and links
+
     for chunk in mem.memories.iter_all():
         ids = [m.id for m in chunk]
         extras = hygiene.extras_for(mem, ids)

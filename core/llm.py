@@ -21,18 +21,9 @@ from typing import TYPE_CHECKING, Any
 from tiermem.core.config import LLMConfig
 from tiermem.core.environment import environment
 from tiermem.core.errors import LLMError as LLMError
-from tiermem.core.lazy import lazy_import
 
 if TYPE_CHECKING:
-    import http.client as httpclient
-    import logging
-    import urllib.error as urlerror
     import urllib.request as urlrequest
-else:  # the HTTP stack (email, ssl, ...) loads on the first request: `store` starts faster
-    httpclient = lazy_import("http.client")
-    urlerror = lazy_import("urllib.error")
-    urlrequest = lazy_import("urllib.request")
-    logging = lazy_import("logging")  # only a failed call logs
 
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 
@@ -102,23 +93,32 @@ def chat_json(
         raw = send(url, body, headers, settings.timeout)
     except LLMError as exc:
         message = _scrub(str(exc), settings.api_key)
-        logging.getLogger(__name__).warning("LLM call to %s failed: %s", _origin(url), message)
+        _warn("LLM call to %s failed: %s", _origin(url), message)
         raise LLMError(message) from None
     try:
         reply = json.loads(raw)
         content = reply["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError, RecursionError):
-        logging.getLogger(__name__).warning(
-            "LLM endpoint %s: the answer is not a chat completion", _origin(url)
-        )
+        _warn("LLM endpoint %s: the answer is not a chat completion", _origin(url))
         raise LLMError("the LLM endpoint's answer is not an OpenAI chat completion") from None
     if not isinstance(content, str):
         raise LLMError("the LLM's answer has no text content")
     return content
 
 
+def _warn(message: str, *args: object) -> None:
+    import logging  # only a failed call logs
+
+    logging.getLogger(__name__).warning(message, *args)
+
+
 def urllib_transport(url: str, body: bytes, headers: dict[str, str], timeout: float) -> bytes:
     """POST with the standard library. Loopback endpoints bypass any configured proxy."""
+    # the HTTP stack (email, ssl, ...) loads on the first request: `store` starts faster
+    import http.client as httpclient
+    import urllib.error as urlerror
+    import urllib.request as urlrequest
+
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname or ":?" in _origin(url):
         raise LLMError(f"invalid LLM base URL {_origin(url)!r}: use http(s)://host[:port]/path")

@@ -28,14 +28,10 @@ from tiermem.core import hot as hotmod
 from tiermem.core import outbox
 from tiermem.core.errors import InvalidInput, LimitExceeded
 from tiermem.core.hot import Event, HotState, HotStore, Lesson, Project, Task, item_id, value_text
-from tiermem.core.lazy import lazy_import
 from tiermem.core.warm import NewFact
 
 if TYPE_CHECKING:
-    from tiermem.core import distill
     from tiermem.core.engine import Memory
-else:  # only a hand edit needs the distiller; every `tiermem hot` reads MEMORY.md back
-    distill = lazy_import("tiermem.core.distill")
 
 SECTIONS = {
     "identity": "identity",
@@ -375,6 +371,9 @@ def _store_lines(mem: Memory, lines: list[str], report: MemoryMdReport) -> None:
     facts = []
     for line in lines[:MAX_KEPT_LINES]:
         text = " ".join(line.lstrip("-*+#> ").split())
+        # only a hand edit needs the distiller; every `tiermem hot` reads MEMORY.md back
+        from tiermem.core import distill
+
         if not text or distill.is_trivial(text, 1):
             continue
         _, category, _ = distill.classify(text, projects)

@@ -7,19 +7,9 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tiermem.core.environment import Environment, environment
 from tiermem.core.errors import InvalidInput, NotFound, StorageError, TiermemError
-from tiermem.core.lazy import lazy_import
-
-if TYPE_CHECKING:
-    import difflib
-
-    import platformdirs
-else:  # only a home without --home or TIERMEM_HOME needs it (its import costs more than this module)
-    platformdirs = lazy_import("platformdirs")
-    difflib = lazy_import("difflib")  # only a misspelt name needs suggestions: start-up stays fast
 
 DEFAULT_AGENT = "default"
 _AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -46,6 +36,8 @@ def validate_agent_id(agent_id: str) -> str:
 
 def suggestion(name: str, candidates: list[str]) -> str:
     """' (did you mean 'x'?)' for the candidate closest to `name`, or ''."""
+    import difflib  # only a misspelt name needs suggestions: start-up stays fast
+
     close = difflib.get_close_matches(name, candidates, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -65,6 +57,8 @@ def default_home(env: Environment | None = None) -> Path:
     home = (env if env is not None else environment()).home
     if home is not None:
         return home
+    import platformdirs  # only a home without --home or TIERMEM_HOME: a slow import
+
     return platformdirs.user_data_path("tiermem", appauthor=False)
 
 
@@ -102,6 +96,8 @@ class Home:
             names = [p.name for p in root.parent.iterdir() if (p / "tiermem.db").is_file()]
         except OSError:
             names = []
+        import difflib  # only a misspelt name needs suggestions: start-up stays fast
+
         close = difflib.get_close_matches(root.name, names, n=1)
         hint = f" (did you mean {root.parent / close[0]}?)" if close else ""
         return NotFound(

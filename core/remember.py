@@ -14,19 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from tiermem.core import spaces, temporal
 from tiermem.core.errors import InvalidInput
-from tiermem.core.lazy import lazy_import
 from tiermem.core.warm import StoreOutcome
 
 if TYPE_CHECKING:
-    from tiermem.core import context as contextmod
-    from tiermem.core import distill, hygiene, links, supersession
     from tiermem.core.engine import Memory
-else:  # loaded only when an entry needs them: a plain `tiermem store` starts faster without
-    contextmod = lazy_import("tiermem.core.context")
-    distill = lazy_import("tiermem.core.distill")
-    hygiene = lazy_import("tiermem.core.hygiene")
-    links = lazy_import("tiermem.core.links")
-    supersession = lazy_import("tiermem.core.supersession")
 
 DEFAULT_IMPORTANCE = 0.5
 
@@ -106,10 +97,15 @@ def remember(mem: Memory, entry: Entry) -> Remembered:
 
 def _remember(mem: Memory, entry: Entry) -> Remembered:
     """Store `entry` (a known fact is reinforced and gains the tags); an unknown related or
-    superseded id stores nothing."""
+    superseded id stores nothing.
+
+    What only some entries need (priorities, tags and expiry, links, supersession) is imported
+    where they need it: a plain `tiermem store` starts faster without."""
     importance = entry.importance
     if entry.priority is not None:
-        importance = contextmod.importance_for(entry.priority, entry.importance)
+        from tiermem.core import context
+
+        importance = context.importance_for(entry.priority, entry.importance)
     expires_at = parse_expiry(entry.expires, mem.now()) if entry.expires else None
     category = entry.category or place(mem, entry.text)
     with mem.db.transaction():
@@ -123,16 +119,22 @@ def _remember(mem: Memory, entry: Entry) -> Remembered:
             source=entry.source,
             count_tokens=entry.count_tokens,
         )
-        tags = (
-            hygiene.set_extras(mem, outcome.id, entry.tags, expires_at)
-            if (entry.tags or expires_at is not None)
-            else ()
-        )
-        for other in entry.related_to:
-            links.link(mem, outcome.id, other)
-        for old in entry.supersedes:
-            supersession.supersede(mem, old, outcome.id)
-    related = links.linked(mem, [outcome.id]).get(outcome.id, []) if entry.related_to else []
+        tags = _set_extras(mem, outcome.id, entry.tags, expires_at)
+        if entry.related_to:
+            from tiermem.core import links
+
+            for other in entry.related_to:
+                links.link(mem, outcome.id, other)
+        if entry.supersedes:
+            from tiermem.core import supersession
+
+            for old in entry.supersedes:
+                supersession.supersede(mem, old, outcome.id)
+    related: list[str] = []
+    if entry.related_to:
+        from tiermem.core import links
+
+        related = links.linked(mem, [outcome.id]).get(outcome.id, [])
     return Remembered(
         outcome=outcome,
         placed_by_content=entry.category is None,
@@ -144,9 +146,23 @@ def _remember(mem: Memory, entry: Entry) -> Remembered:
     )
 
 
+def _set_extras(
+    mem: Memory, memory_id: str, tags: Sequence[str], expires_at: float | None
+) -> tuple[str, ...]:
+    """The memory's tags after adding `tags` and setting its expiry; none asked, nothing done."""
+    if not tags and expires_at is None:
+        return ()
+    from tiermem.core import hygiene  # the hygiene package: only tags and expiry need it
+
+    return hygiene.set_extras(mem, memory_id, tags, expires_at)
+
+
 def place(mem: Memory, text: str) -> str:
     """The category distillation would give `text` (its projects known from hot memory)."""
+    from tiermem.core import distill  # the write path: only a store without a category needs it
+
     projects = [p.name for p in mem.hot().active_context.projects]
+
     _kind, category, _importance = distill.classify(" ".join(text.split()), projects)
     return category
 

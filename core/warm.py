@@ -17,7 +17,6 @@ from tiermem.core import reinforce
 from tiermem.core.config import DedupConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
-from tiermem.core.lazy import lazy_import
 from tiermem.core.rows import (
     NAMES,
     STORED_DEFAULTS,
@@ -35,10 +34,7 @@ from tiermem.core.rows import normalize_text as normalize_text
 from tiermem.core.tokens import UNCOUNTED, count_tokens, count_tokens_many, counted
 
 if TYPE_CHECKING:
-    from tiermem.core import dedup
     from tiermem.core.dedup import NearIndex
-else:  # only a store looks for near-duplicates: reads start faster without it
-    dedup = lazy_import("tiermem.core.dedup")
 
 MAX_TEXT_BYTES = 64 * 1024
 MAX_METADATA_ITEMS = 50
@@ -240,6 +236,8 @@ class MemoryStore:
         index = self._near
         if index is not None and self._near_mark == mark and index.threshold == cfg.similarity:
             return index
+        from tiermem.core import dedup  # only a store looks for near-duplicates: reads skip it
+
         if len(texts) <= PROBE_BATCH:
             agent_rows = (self.seq_low, self.seq_high)
             found = dedup.candidates_index(self.db, agent_rows, cfg.window, texts, cfg.similarity)
@@ -262,6 +260,8 @@ class MemoryStore:
         """(id, category, similarity) of the first stored near-duplicate among `candidates`
         (`index.find`). A candidate is checked against the database first: an index entry
         whose row is gone or whose text changed is dropped, never merged into."""
+        from tiermem.core import dedup  # only a store looks for near-duplicates: reads skip it
+
         for candidate, ratio in candidates:
             row = self.db.query_one(
                 "SELECT text, category FROM memories WHERE agent_id = ? AND id = ?",

@@ -28,16 +28,10 @@ from tiermem.core.graph.names import keys as name_keys
 from tiermem.core.graph.names import name_key
 from tiermem.core.graph.store import Edge, Entity, GraphStore
 from tiermem.core.graph.validity import Closed, relate, settle
-from tiermem.core.lazy import lazy_import
 
 if TYPE_CHECKING:
-    import logging
-
     from tiermem.core import llm as llmmod
     from tiermem.core.engine import Memory
-else:  # the LLM client (urllib, http.client) loads only when an extraction uses it
-    llmmod = lazy_import("tiermem.core.llm")
-    logging = lazy_import("logging")  # only a warning needs it: start-up stays fast
 
 __all__ = [
     "Closure",
@@ -310,6 +304,9 @@ def index_episode(
 def _llm_extract(
     mem: Memory, text: str, report: IndexReport, transport: llmmod.Transport | None
 ) -> Extraction | None:
+    # urllib and http.client: only an LLM extraction needs them
+    from tiermem.core import llm as llmmod
+
     settings = llmmod.settings_from(mem.cfg.llm)
     if not settings.configured:
         report.notes.append("graph: no LLM endpoint configured, pattern extraction used")
@@ -327,6 +324,8 @@ def _llm_extract(
         return _from_reply(reply)
     except (llmmod.LLMError, ValueError, KeyError, TypeError) as exc:
         report.notes.append(f"graph: LLM extraction failed ({exc}), pattern extraction used")
+        import logging  # only a warning needs it: start-up stays fast
+
         logging.getLogger(__name__).warning("graph extraction fell back to the patterns: %s", exc)
         return None
 

@@ -5,20 +5,12 @@ episodes. Everything is scoped to one agent."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tiermem.core.db import Database, Row
 from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.graph.extract import KINDS, OWNER
 from tiermem.core.graph.names import keys, name_key
-from tiermem.core.lazy import lazy_import
-
-if TYPE_CHECKING:
-    import difflib
-    import hashlib
-else:  # only adding an entity looks for a near name: a search that reads the graph skips it
-    difflib = lazy_import("difflib")
-    hashlib = lazy_import("hashlib")  # only naming new items hashes: reads skip loading OpenSSL
 
 NEAR_SCAN_LIMIT = 5000
 """Entities of one kind compared by name similarity; a bigger graph matches names exactly."""
@@ -130,6 +122,8 @@ class GraphStore:
         if found is None:
             found = self._near(key, kind)
         if found is None:
+            import hashlib  # only naming new items hashes: reads skip loading OpenSSL
+
             found = "en-" + hashlib.sha256(f"{self.agent}\n{key}".encode()).hexdigest()[:10]
             self.db.execute(
                 "INSERT OR IGNORE INTO entities (agent_id, id, name, kind, created_at, updated_at)"
@@ -245,6 +239,8 @@ class GraphStore:
             other = str(other)
             if abs(len(other) - len(key)) > 3 or len(other) < 5:
                 continue
+            import difflib  # only adding an entity looks for a near name
+
             ratio = difflib.SequenceMatcher(None, key, other).ratio()
             if ratio >= best_ratio:
                 best, best_ratio = str(entity_id), ratio
@@ -375,6 +371,8 @@ class GraphStore:
         text = f"{self.agent}\n{subject}\n{predicate}\n{obj}\n{begins}" + (
             f"\n{tag}" if tag else ""
         )
+        import hashlib  # only naming new items hashes: reads skip loading OpenSSL
+
         return "re-" + hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def adopt_kind(self, entity_id: str, like: str) -> None:

@@ -14,14 +14,9 @@ from typing import TYPE_CHECKING, Any, Final
 from tiermem.core import rows
 from tiermem.core.errors import InvalidInput
 from tiermem.core.importers.base import Item, timestamp
-from tiermem.core.lazy import lazy_import
 
 if TYPE_CHECKING:
-    from tiermem.core import hygiene, links
     from tiermem.core.engine import Memory
-else:
-    hygiene = lazy_import("tiermem.core.hygiene")
-    links = lazy_import("tiermem.core.links")
 
 _STORED: Final = frozenset(
     {"id", "text", "category", "importance", "created_at", "urls", "commands", "paths"}
@@ -85,6 +80,8 @@ def strings(value: Any) -> tuple[str, ...]:
 def restore(mem: Memory, created: Sequence[tuple[Item, str]], ids: Mapping[str, str]) -> None:
     """Give each newly stored memory what its item carries beyond the stored fields (inside
     the caller's transaction). `ids` maps item keys to the memory ids they became."""
+    from tiermem.core import hygiene, links  # what only a restore of tags and links needs
+
     for item, memory_id in created:
         if item.state:
             _restore_state(mem, memory_id, item.state, ids)

@@ -21,7 +21,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
 from tiermem.core.environment import (
     PASSPHRASE,
@@ -32,13 +32,6 @@ from tiermem.core.environment import (
     environment,
 )
 from tiermem.core.errors import ConfigError, InvalidInput, StorageError
-from tiermem.core.lazy import lazy_import
-
-if TYPE_CHECKING:
-    import keyring
-    import keyring.errors
-else:  # loaded when a keyring is asked for: the file store and the environment never need it
-    keyring = lazy_import("keyring")
 
 __all__ = [
     "DEVICE_KEY",
@@ -103,6 +96,8 @@ class KeyringStore:
         return f"{self.ref}/{name}"
 
     def get(self, name: str) -> str | None:
+        import keyring.errors  # only a keyring store loads it: a slow import the file store skips
+
         failure = None
         try:
             return keyring.get_password(SERVICE, self._user(name))
@@ -111,6 +106,8 @@ class KeyringStore:
         raise StorageError(f"the OS keyring cannot be read ({failure}) for the sync {name}")
 
     def set(self, name: str, value: str) -> None:
+        import keyring.errors  # only a keyring store loads it: a slow import the file store skips
+
         failure = None
         try:
             keyring.set_password(SERVICE, self._user(name), value)
@@ -120,6 +117,8 @@ class KeyringStore:
         raise StorageError(f"the OS keyring cannot store the sync {name} ({failure})")
 
     def delete_all(self) -> None:
+        import keyring.errors  # only a keyring store loads it: a slow import the file store skips
+
         for name in _NAMES:
             with contextlib.suppress(keyring.errors.KeyringError):
                 keyring.delete_password(SERVICE, self._user(name))
@@ -197,6 +196,8 @@ def _fsync_dir(path: Path) -> None:
 
 def keyring_usable() -> bool:
     """True when the keyring library found a real backend (not the 'fail' or 'null' ones)."""
+    import keyring  # only choosing a store loads it: a slow import commands without sync skip
+
     try:
         backend = keyring.get_keyring()
         priority = float(backend.priority)

@@ -22,15 +22,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import Final, TypeVar
 
-from tiermem.core.lazy import lazy_import
 from tiermem.sync.vault.hrana import HranaError, ServerUnavailable, is_retryable
-
-if TYPE_CHECKING:
-    import backoff
-else:  # loaded at the first retry schedule: a command that never calls the server skips it
-    backoff = lazy_import("backoff")
 
 __all__ = ["CAPS", "RetryPolicy", "call_with_retry", "wait_caps"]
 
@@ -44,6 +38,8 @@ RETRY_AFTER_CAP: Final = 300.0
 
 def wait_caps(first: float = FIRST_CAP, maximum: float = MAX_CAP) -> Iterator[float]:
     """5, 10, 20, 40, 40, ... (backoff.expo with factor `first`, capped at `maximum`)."""
+    import backoff  # loaded at the first retry schedule: a command that never calls the server skips it
+
     gen = backoff.expo(base=2, factor=first, max_value=maximum)
     next(gen)  # backoff's generators are primed with one send(None)
     return gen
@@ -65,7 +61,7 @@ class RetryPolicy:
     retry_after_cap: float = RETRY_AFTER_CAP
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
-    jitter: Callable[[float], float] = lambda cap: backoff.full_jitter(cap)
+    jitter: Callable[[float], float] = lambda cap: _full_jitter(cap)
 
     def wait_for(self, cap: float, exc: HranaError) -> float:
         """The wait before the next attempt: jittered cap, at least the server's Retry-After."""
@@ -73,6 +69,13 @@ class RetryPolicy:
         if isinstance(exc, ServerUnavailable) and exc.retry_after is not None:
             wait = max(wait, min(exc.retry_after, self.retry_after_cap))
         return wait
+
+
+def _full_jitter(cap: float) -> float:
+    """A wait drawn between 0 and `cap` (backoff's full jitter)."""
+    import backoff  # loaded at the first wait: a call that succeeds at once skips it
+
+    return float(backoff.full_jitter(cap))
 
 
 def call_with_retry(

@@ -1,14 +1,18 @@
-"""A click group that imports a command's module only when that command is used.
+"""Start-up laziness at the CLI boundary: what a command does not use, it does not import.
 
-Listing the commands (`tiermem --help`) reads names and short help from a registry, so it
-imports none of them: sync, the MCP server and the TUI cost nothing until they run.
+`LazyGroup` imports a command's module only when that command is used: listing the commands
+(`tiermem --help`) reads names and short help from a registry, so sync, the MCP server and the
+TUI cost nothing until they run. `lazy_import` names a module at the top of a command module
+that only some of its commands (or options) use.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Literal
 
 import click
@@ -68,3 +72,27 @@ class LazyGroup(click.Group):
         command = self.get_command(ctx, name)
         assert command is not None
         return command
+
+
+def lazy_import(name: str) -> ModuleType:
+    """`name`, imported on its first attribute access (or the module itself if already loaded).
+
+    Name it at the top of a command module under a `TYPE_CHECKING` twin, so type checkers see
+    the real module. The stand-in never enters `sys.modules`, so the import itself is the
+    interpreter's own: one cut short (Ctrl-C in the middle of it) leaves no half-run module
+    behind, and the next use simply imports again (`importlib.util.LazyLoader` runs the module's
+    code inside the entry it put in `sys.modules`; an interrupt there left that half-run module
+    for every later importer)."""
+    loaded = sys.modules.get(name)
+    return loaded if loaded is not None else _Deferred(name)
+
+
+class _Deferred(ModuleType):
+    """Stands for a module not imported yet: imports it on the first attribute it is asked for."""
+
+    def __getattr__(self, attribute: str) -> Any:
+        module = self.__dict__.get("_module")
+        if module is None:
+            module = importlib.import_module(self.__name__)
+            self.__dict__["_module"] = module
+        return getattr(module, attribute)

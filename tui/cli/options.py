@@ -16,9 +16,9 @@ import click
 
 from tiermem.core.environment import SESSION
 from tiermem.core.errors import StorageError
-from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import default_home
 from tiermem.core.printable import printable
+from tiermem.tui.cli.lazy import lazy_import
 
 if TYPE_CHECKING:
     import msgspec

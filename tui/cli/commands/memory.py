@@ -12,8 +12,8 @@ from tiermem.core import temporal
 from tiermem.core.engine import TIER_CHOICES
 from tiermem.core.errors import InvalidInput
 from tiermem.core.interchange import record_dict
-from tiermem.core.lazy import lazy_import
 from tiermem.core.tokens import count_tokens
+from tiermem.tui.cli.lazy import lazy_import
 from tiermem.tui.cli.options import Options, emit, pass_options, session_option, when
 
 if TYPE_CHECKING:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tiermem.core.config import SyncConfig, load_config
-from tiermem.core.lazy import lazy_import
 from tiermem.core.paths import Home, default_home
 from tiermem.sync import crypto
 from tiermem.sync.devices.secret_store import (
@@ -37,6 +36,7 @@ from tiermem.sync.restore import (
 )
 from tiermem.sync.state import MissingSecret, SyncFailed
 from tiermem.sync.vault.hrana import AuthFailed, HranaError
+from tiermem.tui.cli.lazy import lazy_import
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.prompts import INSECURE_HTTP, ask_hidden, interactive, sync_token, sync_url
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tiermem.core.lazy import lazy_import
+from tiermem.tui.cli.lazy import lazy_import
 
 _BODY = """
 from pathlib import Path
