@@ -387,8 +387,9 @@ class _Checker:
                     lines += 1
                     found = self._check_line(seen, device_hex, m, line, listed)
                     pruned += found == "pruned"
+        orphans = self._orphaned_writers(seen)
         for key, row in seen.present.items():
-            if key not in listed:
+            if key not in listed and row.device_id.hex() not in orphans:
                 self.damage(
                     "tampered",
                     "a record is not listed by any manifest (moved here from another agent, or "
@@ -396,6 +397,20 @@ class _Checker:
                     row,
                 )
         return lines, pruned
+
+    def _orphaned_writers(self, seen: _Seen) -> set[str]:
+        """Devices of the vault with rows but no manifest left and no checkpoint covering
+        them: their pushes were dropped, manifests and all (a rollback, reported as one)."""
+        covered = set(self.checkpoint.covers) if self.checkpoint else set()
+        writers = {row.device_id.hex() for row in seen.present.values()}
+        orphans = (writers - covered - set(seen.manifests)) & {d.hex() for d in self.manifest_rids}
+        for device in sorted(orphans):
+            self.damage(
+                "rollback",
+                f"every push of device {device[:12]}… is gone (its rows are there, but no "
+                "manifest or checkpoint lists them)",
+            )
+        return orphans
 
     def _check_line(
         self,

@@ -130,7 +130,18 @@ def verify(
     for key in index.writer:
         if key not in listed and key not in index.manifest_versions:
             out.unlisted.add(key)
-    if out.unlisted:
+    orphans = _orphaned_writers(index)
+    if orphans:  # only then is the device list read (a request a clean vault never needs)
+        orphans &= {records.server_blob(r[0]).hex() for r in select(*store.device_ids(tag)).rows}
+    for device in sorted(orphans):
+        out.findings.append(
+            Finding(
+                "rollback",
+                f"every push of device {device[:12]}… is gone (its rows are there, but no "
+                "manifest or checkpoint lists them)",
+            )
+        )
+    if any(index.writer[key].hex() not in orphans for key in out.unlisted):
         out.findings.append(
             Finding(
                 "damaged",
@@ -140,6 +151,16 @@ def verify(
             )
         )
     return out
+
+
+def _orphaned_writers(index: _Index) -> set[str]:
+    """Writers whose rows are on the server with no manifest left and no checkpoint covering
+    them: for a device of the vault, its pushes were dropped, manifests and all (a row of
+    another vault's device is an injected one)."""
+    checkpoint = index.pruned.checkpoint
+    covered = set(checkpoint.covers) if checkpoint else set()
+    writers = {d.hex() for d in index.writer.values()}
+    return writers - covered - set(index.manifests)
 
 
 def refusal(found: Verified) -> TiermemError | None:
