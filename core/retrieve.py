@@ -132,10 +132,6 @@ def search(
 ) -> RetrievalResult:
     """Rank this agent's memories for `query`. Pure read: reinforcement is the caller's.
 
-    `scopes`: the other scopes searched with the agent's own in one ranking (None: the shared
-    spaces it includes, `core.spaces`); each hit says its space, and when there are any the
-    agent's own memories' scores are multiplied by `retrieval.own_boost`.
-
     `vectors` is needed for the vector and hybrid modes, and for keyword mode's fallback
     (`vector_fallback`); without it keyword mode simply does not fall back. `llm_paths` (LLM
     tree search) restricts the search to the chosen categories, ranked by the model's score
@@ -145,7 +141,8 @@ def search(
     only memories carrying every one of them; a query word that names a tag finds its
     memories too. `tagged=False` (no memory of the agent has a tag) skips the tag lookups.
     `signals` (keyword mode) raises and adds memories the knowledge graph or an episode links
-    to the query; what is true now (or at `as_of`) ranks first (`core.current`)."""
+    to the query; what is true now (or at `as_of`) ranks first (`core.current`). `scopes`:
+    ranked with the agent's own (None: the spaces it includes; `core.scoped`)."""
     query, cued = tagmod.split_query(query)
     wanted_tags = [*tags, *cued]
     _check_arguments(query or ("tag" if wanted_tags else ""), limit, budget, mode, vectors)
@@ -156,11 +153,8 @@ def search(
     )
     result.time_windows = [w.describe() for w in windows]
     wanted = limit or (retrieval.candidate_pool if budget else retrieval.default_limit)
-    others = tuple(scoped.spaces_of(store) if scopes is None else scopes)
-    tagged = tagged or bool(others)
-    filters = Filters(store, tiers, category, others=others)
-    ids = scoped.ids_with(filters, wanted_tags) if wanted_tags else None
-    filters = replace(filters, ids=None if ids is None else tuple(ids))
+    filters = scoped.filters_for(store, tiers, category, scopes, wanted_tags)
+    tagged = tagged or bool(filters.others)
     if wanted_tags and not terms and not llm_paths:
         return _tagged_only(result, tree, filters, wanted, wanted_tags, now, scoring)
     if not terms and mode == "keyword" and not llm_paths:
@@ -179,28 +173,46 @@ def search(
         keyword = _keyword_pool(store, query, terms, last, prefixes, filters, retrieval, tagged)
     if signals is not None and mode == "keyword":
         keyword = signals.apply(query, keyword, filters.sql(picked_by="id"))
-    similar: list[Candidate] = []
-    if mode != "keyword" and vectors is not None:  # (vector and hybrid modes require it)
-        similar = _vector_candidates(vectors, query, filters, retrieval)
-    elif vectors is not None and retrieval.vector_fallback:
-        why = _fallback_reason(keyword, terms, retrieval, wanted)
-        if why:
-            similar = _vector_candidates(vectors, query, filters, retrieval)
-            result.notes.append(f"{why}: vector fallback used")
+    similar = _similar(result, vectors, filters, retrieval, keyword, wanted)
     result.candidates = len({c.seq for c in (*keyword, *similar)})
     context = RankContext(result.categories, windows, now, retrieval, scoring)
-    if others:
-        scoped.mark_sources(filters, (*keyword, *similar), retrieval.own_boost)
-    ranked = _rank(result, keyword, similar, context)
-    ranked = scoped.arrange(filters, ranked, now, as_of)
+    scoped.mark_sources(filters, (*keyword, *similar), retrieval.own_boost)
+    ranked = scoped.arrange(filters, _rank(result, keyword, similar, context), now, as_of)
     if mode == "keyword":
-        when = now if as_of is None else as_of
-        where = replace(filters, others=()).sql(picked_by="id")
-        ranked = current.answer_first(store.db, store.agent_id, query, ranked, when, where)
+        ranked = _answer_first(filters, query, ranked, now if as_of is None else as_of)
     if tagged:
         _label(filters, ranked, wanted_tags)
     _finish(result, tree, ranked, wanted, prefixes, filters)
     return result
+
+
+def _similar(
+    result: RetrievalResult,
+    vectors: VectorSearch | None,
+    filters: Filters,
+    retrieval: RetrievalConfig,
+    keyword: list[Candidate],
+    wanted: int,
+) -> list[Candidate]:
+    """The vector candidates: the vector and hybrid modes' own (they require the index), or
+    keyword mode's fallback when its results are too few or too weak."""
+    if vectors is None:
+        return []
+    if result.mode != "keyword":
+        return _vector_candidates(vectors, result.query, filters, retrieval)
+    why = retrieval.vector_fallback and _fallback_reason(keyword, result.terms, retrieval, wanted)
+    if not why:
+        return []
+    result.notes.append(f"{why}: vector fallback used")
+    return _vector_candidates(vectors, result.query, filters, retrieval)
+
+
+def _answer_first(
+    filters: Filters, query: str, ranked: list[Candidate], when: float
+) -> list[Candidate]:
+    """The newest statement of what a question asks first, from the agent's own memory."""
+    store, where = filters.store, replace(filters, others=()).sql(picked_by="id")
+    return current.answer_first(store.db, store.agent_id, query, ranked, when, where)
 
 
 def _label(filters: Filters, ranked: list[Candidate], wanted: list[str]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from tiermem.core import current, spaces
@@ -74,13 +74,32 @@ class Filters:
         return sql, params
 
 
+def filters_for(
+    store: MemoryStore,
+    tiers: Sequence[Tier],
+    category: str | None,
+    scopes: Sequence[MemoryStore] | None,
+    wanted_tags: list[str],
+) -> Filters:
+    """The conditions of one search: its scopes (None: the agent's own and the spaces it
+    includes) and, when tags are wanted, the memories of those scopes carrying them."""
+    others = tuple(spaces_of(store) if scopes is None else scopes)
+    filters = Filters(store, tiers, category, others=others)
+    if not wanted_tags:
+        return filters
+    return replace(filters, ids=tuple(ids_with(filters, wanted_tags)))
+
+
 def spaces_of(store: MemoryStore) -> list[MemoryStore]:
     """The scopes of the shared spaces the agent includes (none: a search as before)."""
     return [MemoryStore(store.db, m.scope) for m in spaces.included(store.db, store.agent_id)]
 
 
 def mark_sources(filters: Filters, found: Sequence[Candidate], own_boost: float) -> None:
-    """Each candidate's space (from its row id's slot), and the agent's own boosted."""
+    """Each candidate's space (from its row id's slot), and the agent's own boosted (nothing
+    to do when the search covers the agent's own scope alone)."""
+    if not filters.others:
+        return
     by_slot = {s.slot: spaces.space_of(s.agent_id) for s in filters.others}
     for c in found:
         c.space = by_slot.get(c.seq >> SLOT_BITS)

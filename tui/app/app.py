@@ -51,6 +51,7 @@ from tiermem.tui.app.screens.modals import (
     split_lines,
 )
 from tiermem.tui.app.screens.skills import SkillsModal
+from tiermem.tui.app.screens.spaces import SpacesModal
 from tiermem.tui.app.screens.sync import SyncScreen, pull_now, push_now, sync_now
 from tiermem.tui.app.screens.tree import TreeScreen
 from tiermem.tui.app.state import load_state, save_state
@@ -111,6 +112,7 @@ class TiermemApp(App[None]):
         Binding("C", "consolidate", "Consolidate"),
         Binding("A", "switch_agent", "Agent"),
         Binding("K", "skills", "Skills", show=False),
+        Binding("S", "spaces", "Spaces", show=False),
         Binding("I", "import_from", "Import", show=False),
         Binding("T", "toggle_theme", "Theme", show=False),
         Binding("question_mark", "toggle_keys", "Keys"),
@@ -328,6 +330,13 @@ class TiermemApp(App[None]):
             self.notify("the memory is not open yet", severity="warning")
             return
         self.push_screen(SkillsModal(self.memory))
+
+    def action_spaces(self) -> None:
+        """The spaces dialog: shared spaces to include or exclude, with who wrote what."""
+        if self.memory is None:
+            self.notify("the memory is not open yet", severity="warning")
+            return
+        self.push_screen(SpacesModal(self.memory))
 
     def action_switch_agent(self) -> None:
         def chosen(agent_id: str | None) -> None:
