@@ -30,12 +30,14 @@ NEGATION = re.compile(
 )
 HYPOTHETICAL = re.compile(
     r"\b(?:if|might|maybe|perhaps|thinking (?:about|of)|considering|could|would|wondering|"
-    r"dream(?:ing)? (?:of|about)|someday|one day|hope to|want to|wanna|eventually|unless)\b",
+    r"dream(?:ing)? (?:of|about)|someday|one day|hope to|want to|wanna|eventually|unless|"
+    r"prob|probably|nothing (?:is )?decided|not (?:decided|sure) yet)\b",
     re.IGNORECASE,
 )
 """A change that may never happen (a wish, a condition): it replaces nothing."""
 FUTURE = re.compile(
     r"\b(?:will|shall|'ll|going to|gonna|plan(?:ning)? to|about to|next (?:year|month|week)|soon|"
+    r"^(?:\w+\W+){0,4}moving to|"
     r"(?:i'?m|i am|we'?re|we are|s?he'?s|they'?re) (?:moving|switching|changing|starting|"
     r"joining|leaving|relocating|migrating))\b",
     re.IGNORECASE,
@@ -129,6 +131,7 @@ _ISO = re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<m>\d\d)-(?P<d>\d\d)\b")
 _WRONG = re.compile(
     r"(?:,|\bbut)\s*not\s+(?:in\s+|at\s+|on\s+)?([A-Za-zÀ-ÿ][\w'-]*)", re.IGNORECASE
 )
+_SECOND_PERSON = frozenset({"you", "your", "ur", "u", "you're", "youre", "yours", "you’re"})
 _THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "he's", "she's", "they're"})
 _POSSESSIVES = frozenset({"my", "our"})
 RELATIVES = frozenset(
@@ -355,6 +358,8 @@ def fts_query(claim: Claim) -> str:
     frame words."""
     anchors = [w for w in sorted(claim.frame) if w.startswith("~") or w in _SLOT_STEMS]
     words = _surface([*anchors, *sorted(claim.kinds)]) + sorted(claim.corrected)
+    if claim.negated:  # "stop posting in #general" closes what named #general
+        words += sorted(v.lstrip("#@") for v in claim.values if not _DAYLIKE.fullmatch(v))
     if not words:
         words = sorted(claim.frame)
     return _any_of(words)
@@ -404,7 +409,9 @@ def valid_from(text: str, said_at: float, ahead: bool = False) -> float | None:
 def _next_date(text: str, said: dt.datetime) -> float | None:
     """The first date on or after `said` that a plan names ("in March", "on May 2")."""
     m = _DATE.search(text)
-    month_only = re.search(rf"\b(?:in|by|from|early|late|mid)[- ]+({_MONTH_NAMES})\b", text, re.I)
+    month_only = re.search(
+        rf"\b(?:in|by|from|early|late|mid|end of)[- ]+({_MONTH_NAMES})\b", text, re.I
+    )
     if m:
         month, day = MONTHS[(m["m1"] or m["m2"]).casefold()], int(m["d1"] or m["d2"])
     elif month_only:
@@ -520,6 +527,8 @@ def _subject(words: list[str], folded: list[str]) -> str:
             break  # "New boss is Diego": a name after the attribute is its value
         if low in WEEKDAYS or low in MONTHS:
             continue
+        if low in _SECOND_PERSON:
+            return "~you"  # "omg dana ur moving to austin": the person spoken to
         if low in _THIRD_PERSON:
             return "~" + low
         if low in FIRST_PERSON:
