@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from tiermem.core import spaces
 from tiermem.core.db import Database
 from tiermem.core.errors import AgentExists, AgentSynced, NotFound
 from tiermem.core.paths import Home, suggestion, validate_agent_id
@@ -100,6 +101,8 @@ def is_synced(db: Database, agent_id: str) -> bool:
 def list_agents(db: Database) -> list[AgentInfo]:
     out = []
     for agent in known_agents(db):
+        if spaces.is_scope(agent):  # a shared space, listed by `tiermem spaces list`
+            continue
         count, last = db.query_one(
             "SELECT count(*), max(max(created_at), max(COALESCE(last_access, 0))) "
             "FROM memories WHERE agent_id = ?",

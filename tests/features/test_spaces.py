@@ -52,6 +52,8 @@ def test_a_member_finds_a_space_s_memories_labelled_with_space_and_writer(
     assert "[space team: " in context["context"] and "by alice" in context["context"]
     bob.json("spaces", "exclude", "team")
     assert bob.json("retrieve", "payments runbook")["results"] == []
+    listed = [a["agent_id"] for a in bob.json("agents", "list")["agents"]]
+    assert listed == ["alice", "bob"]  # the space is listed by `spaces list`, not as an agent
 
 
 def test_the_agent_s_own_memory_is_boosted_over_a_slightly_better_space_match(
