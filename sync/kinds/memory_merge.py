@@ -190,12 +190,12 @@ def seal_lineage(
     base."""
     if synced is None:
         synced = Synced(known, _with({}, known), {}, None)
-    stamps: dict[str, str] = {}
+    stamps = {g: synced.clocks.get(g) or synced.version for g in GROUPS}  # a delete keeps them
     if content is not None:
         before = synced.content or {}
         for group in content:
-            same = group in before and before[group] == content[group]
-            stamps[group] = (synced.clocks.get(group) or synced.version) if same else version
+            if group not in before or before[group] != content[group]:
+                stamps[group] = version
     after = Synced(version, _with(synced.history, version), stamps, content)
     return Lineage(dict(synced.history), _compact(stamps, synced.history, version)), after
 
@@ -314,27 +314,42 @@ def _record(
     }
 
 
+def _survives(live: Side, dead: Side, group: str) -> bool:
+    """Whether the live side's change of `group` is one the deleting side had not seen and
+    that would have won that group against the deleting side's own last change of it (a
+    delete keeps its content's clocks): upkeep groups never keep a memory alive."""
+    at = live.clock(group)
+    if group in QUIET:
+        return False
+    return not dead.covers(at) and at > dead.clocks.get(group, "")
+
+
 def _existence(local: Side, remote: Side, own_device: str) -> Outcome:
-    """A delete on one side facing the other: an edit the deleting side had not seen keeps
-    the memory (and the delete is recorded); otherwise the memory stays deleted."""
+    """A delete on one side facing the other: a change the deleting side had not seen, and
+    that survives its own changes, keeps the memory (and the delete is recorded); otherwise
+    the memory stays deleted. Both sides decide the same from the same two versions."""
     history = _union(local.history, remote.history)
+    newest = remote if remote.version > local.version else local
     if local.content is None and remote.content is None:
         return Outcome(False, None, False, _kept(local, remote))
     live, dead = (remote, local) if local.content is None else (local, remote)
     assert live.content is not None
-    unseen = any(not dead.covers(live.clock(g)) for g in live.content)
-    unseen |= live is local and bool(local.pending)
+    unseen = any(_survives(live, dead, g) for g in live.content)
+    unseen |= live is local and bool(local.pending - QUIET)
     dead_version = "" if dead is local and ALIVE in local.pending else dead.version
     if not unseen:
-        synced = Synced(remote.version, history, {}, None)
-        return Outcome(local.content is not None, None, remote.content is not None, synced)
+        clocks = {g: max(live.clock(g), dead.clocks.get(g, "")) for g in GROUPS}
+        synced = Synced(max(local.version, remote.version), history, clocks, None)
+        pushed = newest.content is not None or (dead is local and ALIVE in local.pending)
+        return Outcome(local.content is not None, None, pushed, synced)
     live_version = "" if live is local and local.pending else live.newest()
     text = live.content["text"]
     found = _record("", ALIVE, (text, live_version), (None, dead_version), "", REASON_DELETED)
     clocks = {g: live.clock(g) for g in live.content}
     base = remote.content if live is local and local.pending and remote.content else live.content
     synced = Synced(max(local.version, remote.version), history, clocks, base)
-    return Outcome(live is remote, live.content, live is local, synced, [found])
+    pushed = newest is dead or (live is local and bool(local.pending))
+    return Outcome(live is remote, live.content, pushed, synced, [found])
 
 
 def _groups(local: Side, remote: Side, mine: Content, theirs: Content) -> Outcome:
@@ -367,7 +382,10 @@ def _groups(local: Side, remote: Side, mine: Content, theirs: Content) -> Outcom
         stamps[group] = ours_at if keep_here else other_at
     history = _union(local.history, remote.history)
     synced = Synced(max(local.version, remote.version), history, stamps, base)
-    return Outcome(result != mine, result, result != theirs, synced, found)
+    # pushed again when the server's newest version does not hold the result (a change made
+    # here and not pushed yet is pushed anyway)
+    on_server = theirs if local.pending or remote.version > local.version else mine
+    return Outcome(result != mine, result, result != on_server, synced, found)
 
 
 def _key(value: Any) -> str:

@@ -174,3 +174,23 @@ def test_a_record_without_lineage_still_decodes_and_lineage_round_trips() -> Non
     forged = body.replace(b'"base":["', b'"base":["x')
     with pytest.raises(crypto.TamperedData):
         memory_record.decode_memory_version(forged)
+
+
+def test_a_delete_after_winning_a_clash_is_not_undone_by_the_edit_it_beat(vault: Vault) -> None:
+    v = vault
+    v.tm(v.desk, "edit", v.memory_id, "--text", "desk says 1111")
+    v.tm(v.desk, "sync", "push")
+    v.tm(v.phone, "edit", v.memory_id, "--text", "phone says 2222")  # later: it wins the clash
+    v.tm(v.phone, "sync", "push")
+    v.join_spare()  # merges both: the phone's text stays, the desk's is a conflict
+    assert v.state(v.spare)["text"] == "phone says 2222"
+    with Memory(v.phone, v.tm.agent_id) as mem:  # the phone, still unaware of the desk's edit
+        curate.move_to_forgotten(mem, v.memory_id)
+    v.tm(v.phone, "sync", "push")
+    for home in (v.phone, v.desk, v.spare, v.phone, v.desk):
+        v.tm(home, "sync", "now")  # the phone meets the desk's edit only after its delete
+    assert v.state(v.desk) == v.state(v.phone) == v.state(v.spare) == {}
+    listed = {c["id"] for c in v.conflicts(v.desk)}
+    assert (
+        listed == {c["id"] for c in v.conflicts(v.phone)} == {c["id"] for c in v.conflicts(v.spare)}
+    )
