@@ -12,7 +12,7 @@ from tests.conftest import Clock
 from tests.graph.test_graph import converse
 from tiermem.core import graph
 from tiermem.core.engine import Memory
-from tiermem.core.retrieve import _Filters
+from tiermem.core.scoped import Filters
 from tiermem.core.warm import NewFact
 
 _BY_KEYS = re.compile(r"\b(?:m\.)?(?:id|seq) IN \(\s*(?:'|\?|CAST|\d)", re.IGNORECASE)
@@ -66,7 +66,7 @@ def test_rows_picked_by_key_and_archive_walks_never_scan_a_tier(
 def test_vector_candidates_are_looked_up_by_rowid(tmp_path: Path, clock: Clock) -> None:
     with Memory(tmp_path / "home", clock=clock) as mem:
         mem.store("a fact", "notes")
-        filters = _Filters(mem.memories, ("warm", "cold", "frozen"), None)
+        filters = Filters(mem.memories, ("warm", "cold", "frozen"), None)
         where, params = filters.sql(picked_by="seq")
         seqs = (str(mem.memories.seq_low + 1), str(mem.memories.seq_low + 2))
         plan = _plan(
