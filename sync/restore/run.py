@@ -224,12 +224,13 @@ def _remote_steps(
     opened, unlocked = _open(select, job.base, job.agent_id, recovery_key, passphrase)
     tag = opened.tag
     # Reads that need no more keys start at once, in parallel: the listing of every row, the
-    # roster, and the first pages (bounded: at most two ahead of what is stored).
+    # roster, and the first pages (bounded: `PAGES_IN_FLIGHT` ahead of what is stored).
     with (
         ThreadPoolExecutor(4, thread_name_prefix="tiermem-restore") as pool,
         Prefetch(
-            lambda after, limit: select(*store.records_after(tag, after, limit)),
+            lambda after, upto, limit: select(*store.restore_page(tag, after, upto, job.at, limit)),
             0 if pending is None else int(pending["cursor"]),
+            _bounds(select, tag, 0 if pending is None else int(pending["cursor"]), job.page_rows),
             job.page_rows,
         ) as prefetch,
     ):
@@ -253,6 +254,13 @@ def _remote_steps(
             bodies=bodies.result(),
         )
     return vault, verified, fetched, requests
+
+
+def _bounds(
+    select: Callable[[str, Args], ResultSet], tag: bytes, after: int, every: int
+) -> list[int]:
+    """The ends of the windows a restore streams (`store.window_bounds`)."""
+    return [records.server_int(r[0]) for r in select(*store.window_bounds(tag, after, every)).rows]
 
 
 def _done(fetched: _Fetched, swapped: Swapped) -> RestoreProgress:

@@ -1,14 +1,15 @@
-"""Step 2 of a restore: every remote row after the saved cursor, authenticated and decoded,
-streamed page by page into the staging table (one local transaction per page, with the
-cursor), the next page fetched while the current one is stored."""
+"""Step 2 of a restore: each writer's newest version of every record after the saved cursor,
+authenticated and decoded, streamed page by page into the staging table (one local
+transaction per page, with the cursor), several pages fetched while one is stored."""
 
 from __future__ import annotations
 
 import functools
 import json
-import queue
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -58,63 +59,73 @@ def _stage_rows(db: Database, batch: list[tuple[object, ...]]) -> None:
     db.insert_values(_STAGE_HEAD, _STAGE_MARKS, batch, _STAGE_UPSERT)
 
 
+PAGES_IN_FLIGHT: Final = 4
+"""Windows of the vault fetched at once by a restore (each one page of rows, most of the time):
+on a link with a long round trip, the round trips overlap instead of adding up."""
+
+
 class Prefetch:
-    """Remote pages in commit order, fetched by a thread that runs at most `ahead` pages ahead
-    of the caller (memory stays flat however large the vault): a high-latency link then costs
-    about one round trip per page, overlapped with storing the one before. Started as soon as
-    the vault is opened, so the first pages are on their way while it is checked."""
+    """Remote pages in commit order: the rows after `after` up to the last of `bounds` (the
+    vault's newest row when the restore began; a later push comes with the first pull), each
+    writer's newest version of each record only (`store.restore_page`). `bounds` cut the range
+    into windows of one page of the vault's rows each (`store.window_bounds`); `ahead` windows
+    are fetched at once by a pool of threads and handed over in order, never more than `ahead`
+    ahead of what the caller stored (memory stays flat however large the vault). Started as
+    soon as the vault is opened, so the first pages are on their way while it is checked."""
 
     def __init__(
-        self, fetch: Callable[[int, int], ResultSet], after: int, limit: int, ahead: int = 2
+        self,
+        fetch: Callable[[int, int, int], ResultSet],
+        after: int,
+        bounds: list[int],
+        limit: int,
+        ahead: int = PAGES_IN_FLIGHT,
     ) -> None:
-        self._fetch = fetch
-        self._limit = limit
+        self._fetch, self._limit = fetch, limit
         self.after = after
-        self._queue: queue.Queue[list[records.RemoteRow] | BaseException | None] = queue.Queue(
-            maxsize=max(ahead - 1, 1)
-        )
+        self.upto = bounds[-1] if bounds else after
+        self._bounds = deque(b for b in bounds if b > after)
+        self._last = after
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tiermem-restore", daemon=True)
-        self._thread.start()
+        self._pool = ThreadPoolExecutor(ahead, thread_name_prefix="tiermem-restore")
+        self._windows: deque[Future[list[list[records.RemoteRow]]]] = deque()
+        for _ in range(ahead):
+            self._submit()
 
-    def _run(self) -> None:
-        after, limit = self.after, self._limit
-        try:
-            while not self._stop.is_set():
-                result, limit = records.fit_page(functools.partial(self._fetch, after), limit)
-                page = [records.remote_row(tuple(r)) for r in result.rows]
-                if page:
-                    self._put(page)
-                if len(page) < limit:
-                    break
-                after = page[-1].seq
-            self._put(None)
-        except BaseException as exc:  # handed to the caller, raised where it reads the page
-            self._put(exc)
+    def _submit(self) -> None:
+        if not self._bounds or self._stop.is_set():
+            return
+        lo, hi = self._last, self._bounds.popleft()
+        self._last = hi
+        self._windows.append(self._pool.submit(self._window, lo, hi))
 
-    def _put(self, item: list[records.RemoteRow] | BaseException | None) -> None:
+    def _window(self, lo: int, hi: int) -> list[list[records.RemoteRow]]:
+        """The rows of one window, as pages (more than one only when the server refuses a
+        page as too large)."""
+        pages: list[list[records.RemoteRow]] = []
+        after, limit = lo, self._limit
         while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.05)
-                return
-            except queue.Full:
-                continue
+            result, limit = records.fit_page(functools.partial(self._fetch, after, hi), limit)
+            page = [records.remote_row(tuple(r)) for r in result.rows]
+            if page:
+                pages.append(page)
+            if len(page) < limit or page[-1].seq >= hi:
+                break
+            after = page[-1].seq
+        return pages
 
     def pages(self) -> Iterator[list[records.RemoteRow]]:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+        while self._windows:
+            pages = self._windows.popleft().result()
+            self._submit()
+            yield from pages
 
     def __enter__(self) -> Prefetch:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join()
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def stream_memories(
@@ -183,6 +194,11 @@ def stream_memories(
                     staged,
                     True,
                 )
+            )
+        with db.transaction():  # the windows past the last page held no row to restore
+            db.execute(
+                "UPDATE restore_progress SET cursor = max(cursor, ?) WHERE agent_id = ?",
+                (prefetch.upto, agent_id),
             )
     return Streamed(
         rows, pages, size, rows_before + rows, bytes_before + size, tuple(sorter.damaged)

@@ -51,6 +51,7 @@ __all__ = [
     "versions_after",
     "versions_of",
     "versions_of_with_seq",
+    "window_bounds",
     "with_headers_after",
     "wraps",
 ]
@@ -133,8 +134,19 @@ def restore_page(tag: bytes, after: int, upto: int, at: str | None, limit: int) 
 
 
 def last_seq(tag: bytes) -> Statement:
-    """The vault's newest row (0: none): the end of a restore's windows, a prune's snapshot."""
+    """The vault's newest row (0: none): a prune's snapshot."""
     return ("SELECT COALESCE(max(seq), 0) FROM records WHERE agent_tag = ?", (tag,))
+
+
+def window_bounds(tag: bytes, after: int, every: int) -> Statement:
+    """The seq of every `every`-th row of the vault after `after`, and of its last row: the
+    ends of windows of `every` rows each, which a restore fetches several at a time."""
+    return (
+        "SELECT seq FROM (SELECT seq, ROW_NUMBER() OVER (ORDER BY seq) AS rn, count(*) OVER () "
+        "AS total FROM records WHERE agent_tag = ? AND seq > ?) WHERE rn % ? = 0 OR rn = total "
+        "ORDER BY seq",
+        (tag, after, every),
+    )
 
 
 def _ranked(kept: Sequence[bytes]) -> str:

@@ -51,9 +51,10 @@ def test_restore_on_a_fresh_home_gives_the_identical_critical_state(
     source, _, key = pushed
     target = tmp_path / "new-laptop"
     result = restore(target, source.agent_id, sqld.url, sqld.token, recovery_key=key)
-    # Requests: the wraps, the prune horizon, the row index and the manifests (the check
-    # against the manifests), the critical state, the totals and one page of records.
-    assert result.unlocked_with == "recovery-key" and result.requests == 7
+    # Requests: the wraps, the prune record, the row index and the manifests (the check
+    # against the manifests), the critical state, the totals, the ends of the windows of
+    # records and one page of records.
+    assert result.unlocked_with == "recovery-key" and result.requests == 8
     assert not result.refreshed and result.lessons == 1 and result.tree_nodes == 3
     with Memory(target, source.agent_id) as restored:
         assert dump_bytes(restored) == dump_bytes(source)
@@ -277,7 +278,7 @@ def test_restore_retries_through_faults(
         recovery_key=key,
         policy=policy(),
     )
-    assert result.requests == 7 + 3  # three faults retried
+    assert result.requests == 8 + 3  # three faults retried
     with Memory(tmp_path / "t", source.agent_id) as restored:
         assert dump_bytes(restored) == dump_bytes(source)
 
