@@ -35,8 +35,8 @@ from tiermem.sync.restore import (
     restore,
     restore_pending,
 )
-from tiermem.sync.state import HomeNotEmpty
 from tiermem.sync.restore.stream import PAGES_IN_FLIGHT
+from tiermem.sync.state import HomeNotEmpty
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import HranaClient
 
