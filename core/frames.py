@@ -327,6 +327,8 @@ def replaces(new: Claim, old: Claim) -> bool:
     if new.negated:
         named = {v for v in new.values & old.values if not _DAYLIKE.fullmatch(v)}
         return bool(named) and not old.negated  # "stop posting in #general"
+    if kinds and new.values - old.values and (new.change or old.values - new.values):
+        return True  # "Meridian runs on GCP now, we closed the old AWS account"
     if not new.values - old.values or not old.values - new.values:
         return False
     if new.correction and (overlap >= 0.3 or kinds):
@@ -347,6 +349,8 @@ def _same_subject(new: Claim, old: Claim) -> bool:
     moved Ledgerly to Postgres" / "Ledgerly uses MySQL")."""
     if new.subject == old.subject:
         return True
+    if new.kinds & old.kinds and "user" in (new.subject, old.subject):
+        return True  # "it runs on AWS" / "Meridian runs on GCP now": one thing's tool
     return (new.subject == "user" and old.subject in new.values) or (
         old.subject == "user" and new.subject in old.values
     )
