@@ -37,7 +37,7 @@ HYPOTHETICAL = re.compile(
 """A change that may never happen (a wish, a condition): it replaces nothing."""
 FUTURE = re.compile(
     r"\b(?:will|shall|'ll|going to|gonna|plan(?:ning)? to|about to|next (?:year|month|week)|soon|"
-    r"^(?:\w+\W+){0,4}moving to|"
+    r"^(?:\w+\W+){0,4}moving to|the plan is|plans? (?:is|are) to|planning|"
     r"(?:i'?m|i am|we'?re|we are|s?he'?s|they'?re) (?:moving|switching|changing|starting|"
     r"joining|leaving|relocating|migrating))\b",
     re.IGNORECASE,
