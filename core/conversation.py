@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -154,31 +155,7 @@ def conversation_end(
     held = held_at(transcript, now)
     with mem.db.transaction():
         known = source_items(mem, source)
-        fresh = [f for f in distilled.facts if item_key(f.text) not in known]
-        report.skipped_known = len(distilled.facts) - len(fresh)
-        facts = [_new_fact(f, source, held[0]) for f in fresh]
-        record = _record_fact(distilled, source, held[0])
-        if record is not None and item_key(record.text) not in known:
-            facts.append(record)
-        outcomes = mem.store_many(facts)
-        for fact, outcome in zip(facts, outcomes, strict=True):
-            if fact is record:
-                report.record_id = outcome.id
-            elif outcome.created:
-                report.stored.append(outcome.id)
-            else:
-                report.deduplicated.append(
-                    {
-                        "text": fact.text,
-                        "merged_into": outcome.merged_into,
-                        "similarity": outcome.similarity,
-                    }
-                )
-        record_items(
-            mem,
-            source,
-            [(item_key(f.text), o.id, o.created) for f, o in zip(facts, outcomes, strict=True)],
-        )
+        _store_facts(mem, report, distilled, known, held[0])
         state = mem.hot_store.load()
         later = (
             distillmod.stated_after(mem.db, mem.agent_id, held[0], source)
@@ -197,6 +174,43 @@ def conversation_end(
     _hygiene(mem, report, tags, known, session or transcript.session_id or source)
     _task_state(mem, report, transcript, session or transcript.session_id)
     return report
+
+
+def _store_facts(
+    mem: Memory,
+    report: ConversationReport,
+    distilled: distillmod.Distilled,
+    known: Container[str],
+    held: float,
+) -> None:
+    """Store the facts this conversation has not given before, and its record; note in the
+    report what was stored, merged into a known memory or already known."""
+    source = report.source
+    fresh = [f for f in distilled.facts if item_key(f.text) not in known]
+    report.skipped_known = len(distilled.facts) - len(fresh)
+    facts = [_new_fact(f, source, held) for f in fresh]
+    record = _record_fact(distilled, source, held)
+    if record is not None and item_key(record.text) not in known:
+        facts.append(record)
+    outcomes = mem.store_many(facts)
+    for fact, outcome in zip(facts, outcomes, strict=True):
+        if fact is record:
+            report.record_id = outcome.id
+        elif outcome.created:
+            report.stored.append(outcome.id)
+        else:
+            report.deduplicated.append(
+                {
+                    "text": fact.text,
+                    "merged_into": outcome.merged_into,
+                    "similarity": outcome.similarity,
+                }
+            )
+    record_items(
+        mem,
+        source,
+        [(item_key(f.text), o.id, o.created) for f, o in zip(facts, outcomes, strict=True)],
+    )
 
 
 def held_at(transcript: Transcript, now: float) -> tuple[float, float]:
