@@ -142,6 +142,30 @@ def _add_member(db: Database, agent_id: str, name: str, role: Role, now: float) 
     )
 
 
+def adopt(db: Database, name: str, agent_id: str, role: Role, now: float) -> None:
+    """A space this home joined (sync): it exists here and the agent includes it with `role`
+    (the role the space's signed roster gives this device)."""
+    check_name(name)
+    with db.transaction():
+        db.execute(
+            "INSERT INTO spaces (name, created_at, created_by) VALUES (?, ?, ?) "
+            "ON CONFLICT (name) DO NOTHING",
+            (name, now, agent_id),
+        )
+        db.execute(
+            "INSERT INTO space_members (agent_id, space, role, included_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (agent_id, space) DO UPDATE SET role = excluded.role",
+            (agent_id, name, role, now),
+        )
+
+
+def limit_to_reading(db: Database, name: str) -> None:
+    """Every agent of this home reads the space only (this device is a reader of it)."""
+    db.execute(
+        "UPDATE space_members SET role = 'reader' WHERE space = ? AND role != 'reader'", (name,)
+    )
+
+
 def exclude(db: Database, agent_id: str, name: str) -> None:
     """The agent stops searching (and writing to) the space; the space and its memories stay."""
     with db.transaction():

@@ -78,11 +78,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
 import msgspec
 
 from tiermem.sync import crypto
+from tiermem.sync.crypto.authorship import unsigned_payload
 from tiermem.sync.vault.server_rows import RemoteRow, remote_row
 from tiermem.sync.vault.server_rows import fit_page as fit_page
 from tiermem.sync.vault.server_rows import server_blob as server_blob
@@ -124,6 +126,11 @@ PRUNE_KEY: Final = "horizon"
 METRICS_TABLE: Final = "metrics"
 GRAPH_TABLE: Final = "graph"
 """Episodes and entities (sync/kinds/graph_records.py), keyed "episode:ID" and "entity:ID"."""
+Signer = Callable[[crypto.RecordContext, bytes], bytes]
+"""Signs a payload for its record's context (a shared space's writer)."""
+Verifier = Callable[[crypto.RecordContext, bytes], bytes]
+"""Checks an opened plaintext's signature and returns the payload (a shared space's reader)."""
+
 TABLES: Final = (
     CRITICAL_TABLE,
     MEMORY_TABLE,
@@ -206,26 +213,31 @@ def seal(
     version: str,
     device_id: bytes,
     payload: bytes,
+    sign: Signer | None = None,
 ) -> bytes:
-    """Seal a payload for `table` (critical state uses the snapshot size bucket)."""
+    """Seal a payload for `table` (critical state uses the snapshot size bucket); `sign`: a
+    shared space's writer signs it first (`sync.spaces.authors`)."""
     bucket = crypto.SNAPSHOT_BUCKET if table == CRITICAL_TABLE else MEMORY_BUCKET
+    ctx = context(agent_id, table, rid, version, device_id)
     return crypto.seal_record(
-        key,
-        epoch,
-        context(agent_id, table, rid, version, device_id),
-        payload,
-        min_bucket=bucket,
+        key, epoch, ctx, payload if sign is None else sign(ctx, payload), min_bucket=bucket
     )
 
 
-def open_row(key: bytes, agent_id: str, table: str, row: RemoteRow) -> bytes:
-    """Authenticate and decrypt `row` as a record of `table` (TamperedData otherwise)."""
+def open_row(
+    key: bytes, agent_id: str, table: str, row: RemoteRow, verify: Verifier | None = None
+) -> bytes:
+    """Authenticate and decrypt `row` as a record of `table` (TamperedData otherwise);
+    `verify`: a shared space's record must also carry a writer's signature
+    (`sync.spaces.authors`). Without it, a space's signed plaintext is only unwrapped."""
     env = crypto.parse_envelope(row.envelope)
     if env.epoch != row.epoch:
         raise crypto.TamperedData("a record's epoch column does not match its envelope")
-    return crypto.open_envelope(
-        key, context(agent_id, table, row.record_id, row.version, row.device_id), env
-    )
+    ctx = context(agent_id, table, row.record_id, row.version, row.device_id)
+    plaintext = crypto.open_envelope(key, ctx, env)
+    if verify is not None:
+        return verify(ctx, plaintext)
+    return unsigned_payload(plaintext)
 
 
 # ------------------------------------------------------------------------------ critical

@@ -8,8 +8,10 @@ recovery signing key and carries its public half, so a holder of the recovery ke
 roster alone, and a device that verified a roster once pins its genesis and newest entry. Ops:
 
 - ``genesis``: the recovery signing public key, the epoch at creation;
-- ``add``: a new device (id, X25519 box key, Ed25519 signing key or none), signed by the
-  recovery key or a listed device. An ``add`` for an id the roster already lists (even a removed
+- ``add``: a new device (id, X25519 box key, Ed25519 signing key or none, and for a shared
+  space's vault its ``role``: ``writer`` (the default) or ``reader``), signed by the recovery key
+  or a listed device; an ``add`` signed by a reader changes nothing (it is kept as *refused*), so
+  a reader cannot vouch for a device that writes. An ``add`` for an id the roster already lists (even a removed
   one) changes nothing: it is kept in the view as *refused*, so a stolen device cannot swap
   another device's keys for its own (`sync check` names it);
 - ``rekey``: new keys for a listed device (recovery key only: the one way a device's keys
@@ -42,7 +44,9 @@ from tiermem.core.errors import RosterTampered
 from tiermem.sync.crypto.base import check_key, hkdf, lp
 
 __all__ = [
+    "READER",
     "RECOVERY",
+    "WRITER",
     "RefusedEntry",
     "RosterDevice",
     "RosterView",
@@ -67,6 +71,9 @@ _FINGERPRINT_LABEL: Final = b"tiermem/v1/device-fingerprint"
 _ROW_LABEL: Final = b"tiermem/v1/rotation-tail"
 _OPS: Final = frozenset({"genesis", "add", "rekey", "remove", "rotate"})
 _RECOVERY_ONLY: Final = frozenset({"genesis", "rekey", "remove", "rotate"})
+WRITER: Final = "writer"
+READER: Final = "reader"
+_ROLES: Final = frozenset({WRITER, READER})
 
 
 def generate_signing_key() -> Ed25519PrivateKey:
@@ -138,6 +145,8 @@ class RosterDevice:
     added_by: str  # RECOVERY or a device id (hex)
     seq: int
     removed: bool = False
+    role: str = WRITER
+    """What the signed ``add`` says the device may do in a shared space: write or only read."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +175,15 @@ class RosterView:
 
     def active(self) -> list[RosterDevice]:
         return [d for d in self.devices.values() if not d.removed]
+
+    def writer_keys(self) -> dict[bytes, bytes]:
+        """device id → signing key of every device the roster lets write (removed ones too:
+        what they wrote before their removal stays theirs; the epoch guard stops the rest)."""
+        return {
+            d.device_id: d.sign_public
+            for d in self.devices.values()
+            if d.role == WRITER and d.sign_public is not None
+        }
 
     def endorsed_by(self, device_id: bytes) -> list[RosterDevice]:
         """Active devices added by `device_id`, or by a device it added, and so on."""
@@ -227,11 +245,11 @@ def _apply(view: RosterView, entry: dict[str, Any]) -> None:
             if listed is None or listed.removed:
                 raise RosterTampered(f"device roster entry #{entry['seq']} re-keys no device")
             listed.box_public, listed.sign_public = box, sign_public
-        elif listed is not None:
+        elif listed is not None or _by_reader(view, entry):
             view.refused.append(RefusedEntry(int(entry["seq"]), device_id, str(entry["by"])))
         else:
             view.devices[device_id] = RosterDevice(
-                device_id, box, sign_public, str(entry["by"]), int(entry["seq"])
+                device_id, box, sign_public, str(entry["by"]), int(entry["seq"]), role=_role(entry)
             )
     elif op == "remove":
         gone = view.devices.get(_hex(entry["device"], "device id", 16))
@@ -245,6 +263,21 @@ def _apply(view: RosterView, entry: dict[str, Any]) -> None:
         view.rotations[epoch] = int(entry["at"])
         view.checks[epoch] = str(entry["check"])
         view.tails[epoch] = frozenset(str(d) for d in entry.get("tail", ()))
+
+
+def _role(entry: dict[str, Any]) -> str:
+    role = str(entry.get("role") or WRITER)
+    if role not in _ROLES:
+        raise RosterTampered(f"device roster entry #{entry['seq']} names an unknown role")
+    return role
+
+
+def _by_reader(view: RosterView, entry: dict[str, Any]) -> bool:
+    """An entry signed by a device whose own role is reader (it may not vouch for others)."""
+    signer = (
+        view.devices.get(_hex(entry["by"], "device id", 16)) if entry["by"] != RECOVERY else None
+    )
+    return signer is not None and signer.role == READER
 
 
 def verify_roster(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from tiermem.core.errors import InvalidInput, NotFound, PairingRefused
 from tiermem.sync import crypto
-from tiermem.sync.crypto.roster import signing_public_bytes
+from tiermem.sync.crypto.roster import WRITER, signing_public_bytes
 from tiermem.sync.devices import epochs, roster_pin
 from tiermem.sync.devices.membership import own_entry_statements
 from tiermem.sync.devices.pairing_rows import PAIRING_TTL, SELECT, PairingRow, pairing_row, wait_for
@@ -90,9 +90,12 @@ class Approval:
         *,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        role: str | None = None,
     ) -> None:
         self.engine = engine
         self.pairing_id = pairing_id
+        self.role = role
+        """A shared space's member role the new device gets on the roster (None: the owner's)."""
         self.sleep = sleep
         self.clock = clock
         s = engine.require_ready()
@@ -209,10 +212,19 @@ class Approval:
                 "roster with its signing key); approve from another device, or join the new "
                 "one with the recovery key (`tiermem sync add-device --recovery`)"
             )
+        if me.role != WRITER:
+            raise InvalidInput("a reader of this space cannot invite members; ask a writer")
         posted = self._transcript.new_public
         sign = posted[crypto.X25519_LEN :] or None
         draft = roster_pin.Draft(self.engine.agent_id, s.tag, view)
-        draft.add(self.pairing_id, posted[: crypto.X25519_LEN], sign, own_key, s.device_id.hex())
+        draft.add(
+            self.pairing_id,
+            posted[: crypto.X25519_LEN],
+            sign,
+            own_key,
+            s.device_id.hex(),
+            self.role,
+        )
         return draft
 
     def refuse(self) -> None:
@@ -229,6 +241,7 @@ def answer_pairing(
     *,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    role: str | None = None,
 ) -> Approval:
     """Step 2 on an existing device for the request `request` (its id or a prefix), or the
     only pending one. Then `wait_code()`, and `approve_pairing` with the new device's code.
@@ -252,7 +265,7 @@ def answer_pairing(
     if len(waiting) > 1:
         ids = ", ".join(p.request_id for p in waiting)
         raise InvalidInput(f"several pairing requests are waiting ({ids}); pick one with --request")
-    approval = Approval(engine, waiting[0].pairing_id, sleep=sleep, clock=clock)
+    approval = Approval(engine, waiting[0].pairing_id, sleep=sleep, clock=clock, role=role)
     approval.answer()
     return approval
 

@@ -215,13 +215,17 @@ class Draft:
         sign_public: bytes | None,
         key: Ed25519PrivateKey,
         by: str,
+        role: str | None = None,
     ) -> None:
+        """`role`: a shared space's member role (None: a device of the owner, a writer)."""
         fields = {
             "op": "add",
             "device": device_id.hex(),
             "box": box_public.hex(),
             "sign": "" if sign_public is None else sign_public.hex(),
         }
+        if role is not None:
+            fields["role"] = role
         self.append(fields, key, by)
 
     def rekey(

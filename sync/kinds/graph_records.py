@@ -138,12 +138,17 @@ def _rows(db: Database, select: str, params: tuple[str, str]) -> list[list[Any]]
 
 
 def open_or(
-    error: crypto.CryptoError, key: bytes, agent_id: str, id_key: bytes, row: Any
+    error: crypto.CryptoError,
+    key: bytes,
+    agent_id: str,
+    id_key: bytes,
+    row: Any,
+    verify: records_fmt.Verifier | None = None,
 ) -> GraphItem:
     """A row that did not open as a memory, opened as an episode or entity record; `error`
-    (the memory's) when it is not one either."""
+    (the memory's) when it is not one either. `verify`: a shared space's signature check."""
     try:
-        item = decode(records_fmt.open_row(key, agent_id, GRAPH_TABLE, row))
+        item = decode(records_fmt.open_row(key, agent_id, GRAPH_TABLE, row, verify))
     except crypto.CryptoError:
         raise error from None
     if records_fmt.record_id(id_key, GRAPH_TABLE, item.key) != row.record_id:

@@ -46,6 +46,7 @@ from tiermem.sync.records import (
     PRUNE_TABLE,
 )
 from tiermem.sync.session import Session
+from tiermem.sync.spaces import authors
 from tiermem.sync.state import CRITICAL_TABLE, Settings, state_digest
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import HranaClient, HranaError, ResultSet
@@ -336,6 +337,7 @@ def _decode_page(
     id_key = epochs.id_key(session)
     critical_rid = records_fmt.record_id(id_key, CRITICAL_TABLE, agent)
     prune_rid = records_fmt.record_id(id_key, PRUNE_TABLE, records_fmt.PRUNE_KEY)
+    verify = authors.verifier(session)  # a shared space's records: signed by a writer
     out = _Page()
     for row in page:
         if row.device_id == s.device_id or row.record_id == prune_rid:
@@ -349,30 +351,30 @@ def _decode_page(
             device_hex = row.device_id.hex()
             if row.record_id == critical_rid:
                 doc = records_fmt.decode_critical(
-                    records_fmt.open_row(key, agent, CRITICAL_TABLE, row), agent
+                    records_fmt.open_row(key, agent, CRITICAL_TABLE, row, verify), agent
                 )
                 if row.version > out.critical.get(device_hex, ("", {}))[0]:
                     out.critical[device_hex] = (row.version, doc)
             elif row.record_id == records_fmt.record_id(id_key, METRICS_TABLE, device_hex):
                 days = metrics_records.decode_metrics(
-                    records_fmt.open_row(key, agent, METRICS_TABLE, row), device_hex
+                    records_fmt.open_row(key, agent, METRICS_TABLE, row, verify), device_hex
                 )
                 out.metrics.append((device_hex, row.version, days))
             elif row.record_id == records_fmt.record_id(id_key, MANIFEST_TABLE, device_hex):
                 m = decode_manifest(
-                    records_fmt.open_row(key, agent, MANIFEST_TABLE, row), device_hex
+                    records_fmt.open_row(key, agent, MANIFEST_TABLE, row, verify), device_hex
                 )
                 out.manifests.append((device_hex, m.n, row.version))
             else:
                 try:
                     got = memory_record.decode_memory_version(
-                        records_fmt.open_row(key, agent, MEMORY_TABLE, row)
+                        records_fmt.open_row(key, agent, MEMORY_TABLE, row, verify)
                     )
                     if records_fmt.record_id(id_key, MEMORY_TABLE, got.item.id) != row.record_id:
                         raise crypto.TamperedData("a memory record is filed under another id")
                     out.memories.append((got, got.content_version(row.version)))
                 except crypto.TamperedData as exc:
-                    out.graph.append(graph_records.open_or(exc, key, agent, id_key, row))
+                    out.graph.append(graph_records.open_or(exc, key, agent, id_key, row, verify))
         except (crypto.CryptoError, ValueError) as exc:
             out.rejected.append((row.seq, row.record_id, row.version, str(exc)[:200]))
             continue

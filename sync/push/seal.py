@@ -25,6 +25,7 @@ from tiermem.sync.kinds.metrics_records import own_metrics
 from tiermem.sync.manifest import Manifest, ManifestEntry, encode_manifest
 from tiermem.sync.records import MANIFEST_TABLE, MEMORY_TABLE, METRICS_TABLE
 from tiermem.sync.session import Session
+from tiermem.sync.spaces import authors
 from tiermem.sync.state import (
     CRITICAL_TABLE,
     Settings,
@@ -317,6 +318,7 @@ class _Sealer:
         self.device_id = s.device_id
         self.key, self.id_key, self.epoch, self.version = key, id_key, epoch, version
         self.device_hex = s.device_id.hex()
+        self.sign_for = authors.signer(session, s)  # a shared space's writer signs each record
         self.rows: list[Row] = []
         self.changed: dict[str, str] = {}
         self.bases: dict[str, memory_merge.Synced] = {}
@@ -324,8 +326,17 @@ class _Sealer:
 
     def seal(self, table: str, key: str, body: bytes) -> Row:
         rid = records_fmt.record_id(self.id_key, table, key)
+        sign = None if self.sign_for is None else self.sign_for(table, key)
         env = records_fmt.seal(
-            self.key, self.epoch, self.agent_id, table, rid, self.version, self.device_id, body
+            self.key,
+            self.epoch,
+            self.agent_id,
+            table,
+            rid,
+            self.version,
+            self.device_id,
+            body,
+            sign,
         )
         return (table, key, rid, self.version, self.epoch, len(self.rows), env)
 

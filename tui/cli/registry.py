@@ -287,8 +287,8 @@ ROOT: dict[str, Lazy] = {
     "spaces": _at(
         "spaces",
         "spaces_group",
-        "List, create, include or exclude shared memory spaces; review and undo a member's writes.",
-        resident="always",
+        "List, create, include, exclude or share memory spaces; invite members; undo their writes.",
+        resident="unless-terminal",
     ),
     "doctor": _at(
         "doctor",

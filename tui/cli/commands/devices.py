@@ -222,14 +222,17 @@ def _pair_here(
     name: str | None,
     store_token: bool,
     wait: float,
+    approve_hint: str | None = None,
 ) -> tuple[JoinResult, str]:
+    """The new device's side of pairing; `approve_hint`: where and what to run to approve."""
     pairing = NewDevicePairing(mem, url, token, name=name, store_token=store_token)
+    hint = approve_hint or (
+        f"On a device that already syncs agent {mem.agent_id!r}, run:\n\n"
+        "    tiermem sync approve-device"
+    )
     try:
         pairing.start()
-        say(
-            f"pairing request {pairing.request_id} posted. On a device that already syncs agent "
-            f"{mem.agent_id!r}, run:\n\n    tiermem sync approve-device\n\nwaiting for it …"
-        )
+        say(f"pairing request {pairing.request_id} posted. {hint}\n\nwaiting for it …")
         try:
             code = pairing.wait_code(wait)
             say(

@@ -20,7 +20,7 @@ SHOWN = 20
 
 @click.group(name="spaces")
 def spaces_group() -> None:
-    """List, create, include or exclude shared memory spaces; review and undo a member's writes."""
+    """List, create, include, exclude or share memory spaces; invite members; undo their writes."""
 
 
 def _info_dict(info: SpaceInfo) -> dict[str, Any]:
@@ -185,3 +185,21 @@ def restore_cmd(opts: Options, name: str, by: str, since: str | None) -> None:
         {"space": name, "by": by, "restored": [w.memory_id for w in back]},
         f"restored {len(back)} memories {by!r} wrote to space {name!r}",
     )
+
+
+def _add_sharing() -> None:
+    """The commands that share a space across people and devices (spaces_share.py)."""
+    from tiermem.tui.cli.commands import spaces_share as sharing
+
+    for command in (
+        sharing.share_cmd,
+        sharing.invite_cmd,
+        sharing.join_cmd,
+        sharing.members_cmd,
+        sharing.remove_member_cmd,
+        sharing.sync_cmd,
+    ):
+        spaces_group.add_command(command)
+
+
+_add_sharing()

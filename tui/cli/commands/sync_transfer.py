@@ -1,4 +1,5 @@
-"""CLI commands that move data with the server now: `sync push|pull|now`."""
+"""CLI commands that move data with the server now: `sync push|pull|now` (the agent's own
+vault, then every shared space the agent includes: `sync.spaces.vaults`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import click
 
 from tiermem.core.errors import RejectedRecords
 from tiermem.sync.engine import DEFAULT_BATCH_BYTES, PullResult, PushResult, SyncEngine, SyncStatus
+from tiermem.sync.spaces import vaults
 from tiermem.sync.state import SyncFailed
 from tiermem.sync.vault.hrana import HranaError
 from tiermem.tui.cli.options import Options, emit, pass_options
@@ -111,8 +113,10 @@ def sync_push(opts: Options, attempts: int, batch_kb: int) -> None:
         SyncEngine(mem, batch_bytes=batch_kb * 1024) as engine,
         _push_failures(engine),
     ):
-        result = engine.push(retry_policy(opts, attempts))
-    emit(opts, asdict(result), _push_text(result))
+        policy = retry_policy(opts, attempts)
+        result = engine.push(policy)
+        shared = vaults.sync_included(mem, policy, pull=False)
+    emit(opts, asdict(result) | _spaces_dict(shared), _push_text(result) + _spaces_text(shared))
 
 
 @click.command(name="pull")
@@ -121,9 +125,12 @@ def sync_push(opts: Options, attempts: int, batch_kb: int) -> None:
 def sync_pull(opts: Options, attempts: int) -> None:
     """Fetch and apply what other devices pushed since the last pull."""
     with opts.open() as mem, SyncEngine(mem) as engine, _pull_failures():
-        result = engine.pull(retry_policy(opts, attempts))
-    emit(opts, asdict(result), _pull_text(result))
+        policy = retry_policy(opts, attempts)
+        result = engine.pull(policy)
+        shared = vaults.sync_included(mem, policy, push=False)
+    emit(opts, asdict(result) | _spaces_dict(shared), _pull_text(result) + _spaces_text(shared))
     _raise_rejected(result)
+    vaults.raise_refused(shared)
 
 
 @click.command(name="now")
@@ -138,9 +145,22 @@ def sync_now(opts: Options, attempts: int, batch_kb: int) -> None:
             pulled = engine.pull(policy)
         with _push_failures(engine):
             pushed = engine.push(policy)
+        with _pull_failures():
+            shared = vaults.sync_included(mem, policy)
     emit(
         opts,
-        {"pull": asdict(pulled), "push": asdict(pushed)},
-        lambda: _pull_text(pulled) + "\n" + _push_text(pushed),
+        {"pull": asdict(pulled), "push": asdict(pushed)} | _spaces_dict(shared),
+        lambda: _pull_text(pulled) + "\n" + _push_text(pushed) + _spaces_text(shared),
     )
     _raise_rejected(pulled)
+    vaults.raise_refused(shared)
+
+
+def _spaces_dict(done: list[vaults.SpaceSync]) -> dict[str, object]:
+    return {"spaces": [asdict(d) for d in done]}
+
+
+def _spaces_text(done: list[vaults.SpaceSync]) -> str:
+    from tiermem.tui.cli.commands.spaces_share import sync_line  # only with shared spaces
+
+    return "".join("\n" + sync_line(d) for d in done)
