@@ -24,6 +24,7 @@ from tiermem.sync.devices import find_vault, roster_pin
 from tiermem.sync.devices.enroll import enroll_restored
 from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.restore.checkpoint import PruneState, prune_record_id, read_prune_state
+from tiermem.sync.restore.critical import Critical, critical_candidates, open_critical
 from tiermem.sync.restore.home import (
     Marker,
     RestoreKeys,
@@ -42,7 +43,15 @@ from tiermem.sync.restore.results import (
 )
 from tiermem.sync.restore.stream import Prefetch, Streamed, stream_memories
 from tiermem.sync.restore.swap import Swapped, swap
-from tiermem.sync.restore.verify import Listing, Verified, read_listing, refusal, verify
+from tiermem.sync.restore.verify import (
+    Listed,
+    Served,
+    Verified,
+    check_after,
+    check_before,
+    read_listed,
+    refusal,
+)
 from tiermem.sync.state import (
     HomeNotEmpty,
     NothingToRestore,
@@ -99,7 +108,7 @@ class _Vault:
     ring: KeyRing
     critical_rid: bytes
     pruned: Future[PruneState]
-    critical: Future[list[tuple[str, bytes, bytes]]] | None
+    critical: Future[Critical] | None
 
 
 @dataclass(frozen=True)
@@ -223,25 +232,29 @@ def _remote_steps(
 
     opened, unlocked = _open(select, job.base, job.agent_id, recovery_key, passphrase)
     tag = opened.tag
-    # Reads that need no more keys start at once, in parallel: the listing of every row, the
-    # roster, and the first pages (bounded: `PAGES_IN_FLIGHT` ahead of what is stored).
+    cursor = 0 if pending is None else int(pending["cursor"])
+    bounds, totals = _windows(select, tag, cursor, job.page_rows)
+    # Reads that need no more keys start at once, in parallel: the roster and the first pages
+    # (bounded: `PAGES_IN_FLIGHT` ahead of what is stored).
     with (
         ThreadPoolExecutor(4, thread_name_prefix="tiermem-restore") as pool,
         Prefetch(
             lambda after, upto, limit: select(*store.restore_page(tag, after, upto, job.at, limit)),
-            0 if pending is None else int(pending["cursor"]),
-            _bounds(select, tag, 0 if pending is None else int(pending["cursor"]), job.page_rows),
+            cursor,
+            bounds,
             job.page_rows,
         ) as prefetch,
     ):
-        listed = pool.submit(read_listing, select, tag, job.page_rows)
         bodies = pool.submit(roster_pin.read_bodies, select, tag)
         vault = _open_vault(select, pool, job.agent_id, opened, unlocked, job.at, pending)
-        listing = listed.result()
-        totals = listing.total_rows, listing.total_bytes
-        verified = _verify(job, vault, select, listing)
-        del listed, listing  # a row per record: not kept while the memories stream
-        fetched = _fetch(job, vault, prefetch, pending, verified, totals)
+        verified = Verified()
+        listed = read_listed(select, vault.ring, tag, vault.pruned.result(), verified)
+        _check_before(job, vault, listed, verified)
+        served = Served()
+        if cursor:  # what an earlier run stored, for the check after the stream
+            _served_before(select, vault, cursor, job.at, listed, served)
+        fetched = _fetch(job, vault, prefetch, pending, listed, served, totals)
+        _check_after(job, vault, listed, served, fetched, verified)
         requests = client.requests_sent
         # On the signed roster, with its epoch floor (never seals under a hidden rotation).
         enroll_restored(
@@ -256,11 +269,45 @@ def _remote_steps(
     return vault, verified, fetched, requests
 
 
-def _bounds(
+def _windows(
     select: Callable[[str, Args], ResultSet], tag: bytes, after: int, every: int
-) -> list[int]:
-    """The ends of the windows a restore streams (`store.window_bounds`)."""
-    return [records.server_int(r[0]) for r in select(*store.window_bounds(tag, after, every)).rows]
+) -> tuple[list[int], tuple[int, int]]:
+    """The ends of the windows a restore streams (`store.window_bounds`), and the rows and
+    bytes after `after` (a progress bar's totals)."""
+    rows = select(*store.window_bounds(tag, after, every)).rows
+    totals = (records.server_int(rows[-1][1]), records.server_int(rows[-1][2])) if rows else (0, 0)
+    return [records.server_int(r[0]) for r in rows], totals
+
+
+def _served_before(
+    select: Callable[[str, Args], ResultSet],
+    vault: _Vault,
+    cursor: int,
+    at: str | None,
+    listed: Listed,
+    served: Served,
+) -> None:
+    """A resumed restore: the rows an earlier run stored (ids and versions, no envelopes), as
+    the stream counts them (not the critical state, the prune record or a manifest)."""
+    id_key = vault.ring.id_key
+    skip = {vault.critical_rid, prune_record_id(vault.ring)} | {
+        records.record_id(id_key, records.MANIFEST_TABLE, d) for d in listed.members
+    }
+    after = 0
+    while True:
+        rows = select(*store.restore_index(vault.tag, after, cursor, at, 20_000)).rows
+        for seq, rid, version, device in rows:
+            after = records.server_int(seq)
+            if records.server_blob(rid) in skip:
+                continue
+            served.add(
+                records.server_blob(rid),
+                records.server_str(version),
+                records.server_blob(device),
+                listed.pairs,
+            )
+        if len(rows) < 20_000:
+            return
 
 
 def _done(fetched: _Fetched, swapped: Swapped) -> RestoreProgress:
@@ -276,29 +323,46 @@ def _done(fetched: _Fetched, swapped: Swapped) -> RestoreProgress:
     )
 
 
-def _verify(
-    job: _Job,
-    vault: _Vault,
-    select: Callable[[str, Args], ResultSet],
-    listing: Listing,
-) -> Verified:
-    """The server's copy against the vault's manifests; without salvage, damage stops here
-    (after a point in time older than the prune horizon, which is refused first)."""
-    ring = vault.ring
-    skip = {prune_record_id(ring)}
-    found = verify(
-        select, ring, vault.tag, listing, skip, job.at, vault.pruned.result, job.page_rows
-    )
-    horizon = vault.pruned.result().horizon
+def _check_before(job: _Job, vault: _Vault, listed: Listed, verified: Verified) -> None:
+    """Before anything is written: a point in time older than the prune horizon, the pushes'
+    numbering and the critical state (`verify.check_before`); without salvage, damage stops
+    here."""
+    horizon = listed.pruned.horizon
     if job.at is not None and horizon is not None and job.at < horizon:
         raise PointInTimePruned(
             f"versions before {horizon} were pruned; the oldest point in time that "
             f"restores completely is {horizon}"
         )
-    error = refusal(found)
+    present = [] if vault.critical is None else vault.critical.result().versions
+    if vault.critical is not None:
+        check_before(listed, vault.critical_rid, present, job.at, verified)
+    error = refusal(verified)
     if error is not None and not job.salvage:
         raise error
-    return found
+
+
+def _check_after(
+    job: _Job,
+    vault: _Vault,
+    listed: Listed,
+    served: Served,
+    fetched: _Fetched,
+    verified: Verified,
+) -> None:
+    """After the memories are staged, before they are swapped in: the served records against
+    the lines (`verify.check_after`); without salvage, damage stops here."""
+    skip = {vault.critical_rid, prune_record_id(vault.ring)}
+    check_after(listed, served, skip, job.at, verified)
+    error = refusal(verified, started=True)
+    if error is None and fetched.streamed.damaged:
+        rid, version, why = fetched.streamed.damaged[0]
+        error = crypto.TamperedData(
+            f"record {rid[:12]}… version {version} fails authentication ({why}); no memory "
+            "was restored. `tiermem restore --salvage` restores everything that authenticates "
+            "and lists the rest"
+        )
+    if error is not None and not job.salvage:
+        raise error
 
 
 def _problems(verified: Verified, fetched: _Fetched) -> tuple[dict[str, str], ...]:
@@ -329,7 +393,8 @@ def _fetch(
     vault: _Vault,
     prefetch: Prefetch,
     pending: dict[str, Any] | None,
-    verified: Verified,
+    listed: Listed,
+    served: Served,
     totals: tuple[int, int],
 ) -> _Fetched:
     """Step 1 (the critical state) while the first pages arrive, then step 2 (the memories
@@ -349,7 +414,7 @@ def _fetch(
         driver=job.driver,
         clock=job.clock,
         salvage=job.salvage,
-        unlisted=verified.unlisted,
+        listed=listed.pairs,
     )
     usable_seconds = time.perf_counter() - job.started
     job.report(RestoreProgress("critical", 0, totals[0], 0, totals[1], 0, True))
@@ -363,7 +428,8 @@ def _fetch(
         totals,
         job.report,
         driver=job.driver,
-        unlisted=frozenset(verified.unlisted),
+        listed=listed.pairs,
+        served=served,
         salvage=job.salvage,
     )
     return _Fetched(
@@ -437,7 +503,7 @@ def _open_vault(
     critical = (
         None
         if pending is not None
-        else pool.submit(_critical_candidates, select, ring, critical_rid, at)
+        else pool.submit(critical_candidates, select, ring, tag, critical_rid, at)
     )
     return _Vault(tag, epoch, by_kind, vault_key, unlocked, ring, critical_rid, pruned, critical)
 
@@ -446,7 +512,7 @@ def _step_one(
     home: Path,
     agent_id: str,
     pending: dict[str, Any] | None,
-    candidates: Future[list[tuple[str, bytes, bytes]]] | None,
+    candidates: Future[Critical] | None,
     critical_rid: bytes,
     at: str | None,
     vault: RestoreKeys,
@@ -456,7 +522,7 @@ def _step_one(
     driver: str | None,
     clock: Callable[[], float],
     salvage: bool,
-    unlisted: set[tuple[bytes, str]],
+    listed: set[tuple[bytes, str]],
 ) -> tuple[Written, str, str, int, tuple[tuple[str, str, str], ...]]:
     """The critical state into the home (or, resuming, the one already there): the written
     home, the critical version, its writer, its envelope size and (salvage) the newer critical
@@ -478,11 +544,11 @@ def _step_one(
         return usable_home(home, agent, driver), str(pending["version"]), "", 0, ()
     skipped: list[tuple[str, str, str]] = []
     assert candidates is not None  # read whenever no restore is pending
-    for version, writer, envelope in candidates.result():
-        if (critical_rid, version) in unlisted:
+    for version, writer, envelope in candidates.result().newest:
+        if (critical_rid, version) not in listed:
             continue
         try:
-            state = _open_critical(ring, agent, critical_rid, version, writer, envelope)
+            state = open_critical(ring, agent, critical_rid, version, writer, envelope)
         except crypto.CryptoError as exc:
             if not salvage:
                 raise crypto.TamperedData(
@@ -506,48 +572,3 @@ def _step_one(
         f"the vault of agent {agent!r} holds no critical state{when} that authenticates "
         "(nothing was pushed, or every copy is damaged)"
     )
-
-
-def _open_critical(
-    ring: KeyRing, agent: str, rid: bytes, version: str, writer: bytes, envelope: bytes
-) -> dict[str, Any]:
-    try:
-        hlc.parse(version)
-    except ValueError:
-        raise crypto.TamperedData("the critical state has a malformed version") from None
-    epoch = epoch_of(envelope)
-    plaintext = records.open_row(
-        ring.key(epoch),
-        agent,
-        records.CRITICAL_TABLE,
-        records.RemoteRow(0, rid, version, epoch, writer, envelope),
-    )
-    return records.decode_critical(plaintext, agent)
-
-
-def epoch_of(envelope: bytes) -> int:
-    return crypto.parse_envelope(envelope).epoch
-
-
-def _critical_candidates(
-    select: Callable[[str, Args], ResultSet], ring: KeyRing, rid: bytes, at: str | None
-) -> list[tuple[str, bytes, bytes]]:
-    """(version, writer, envelope) of the critical states, newest first (not newer than
-    `at`); a few, so that a salvage can fall back past damaged ones."""
-    rows = select(*store.critical_versions(rid, at)).rows
-    if not rows:
-        when = "" if at is None else f" as of {at}"
-        raise NothingToRestore(
-            f"the vault of agent {ring.agent_id!r} holds no critical state{when} "
-            "(nothing was pushed)"
-        )
-    out = []
-    for version, _, writer, envelope in rows:
-        out.append(
-            (
-                records.server_str(version),
-                records.server_blob(writer),
-                records.server_blob(envelope),
-            )
-        )
-    return out

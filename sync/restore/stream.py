@@ -24,6 +24,7 @@ from tiermem.sync.kinds import graph_records
 from tiermem.sync.kinds.metrics_records import Days, apply_metrics, decode_metrics
 from tiermem.sync.manifest import decode_manifest
 from tiermem.sync.restore.results import Progress, RestoreProgress
+from tiermem.sync.restore.verify import Served
 from tiermem.sync.vault.hrana import ResultSet
 
 # ------------------------------------------------------------------ step 2: the memories
@@ -139,12 +140,15 @@ def stream_memories(
     report: Progress,
     *,
     driver: str | None,
-    unlisted: frozenset[tuple[bytes, str]] = frozenset(),
+    listed: set[tuple[bytes, str]],
+    served: Served,
     salvage: bool = False,
 ) -> Streamed:
     """Stream every remote row after the saved cursor into the staging table, one local
-    transaction per page (rows + cursor together). Rows no manifest lists are left out; with
-    `salvage` a row that fails authentication is listed in the result instead of stopping."""
+    transaction per page (rows + cursor together). Rows no line lists (`listed`) are left
+    out, and every row is counted in `served` for the check after the stream; a row that
+    fails authentication is listed in the result, and without `salvage` nothing from its page
+    on is stored (the caller stops; a resume fetches that page again)."""
     with Memory(home, agent_id, driver=driver) as mem:
         db = mem.db
         row = db.query_one(
@@ -159,12 +163,18 @@ def stream_memories(
         )
         if cursor != prefetch.after:
             raise StorageError(f"the restore of agent {agent_id!r} changed its cursor meanwhile")
-        sorter = _Sorter(ring, agent_id, at, skip, unlisted, salvage)
+        sorter = _Sorter(ring, agent_id, at, skip, listed, served)
+        halted = False  # a row failed (no salvage): nothing from there on is stored
         for page in prefetch.pages():
             size += sum(len(r.envelope) for r in page)
             batch, counts, peers = sorter.page(page)
             rows += len(page)
             pages += 1
+            halted = halted or (bool(sorter.damaged) and not salvage)
+            if halted:  # read on only for the check; a resume fetches this page again
+                sorter.metrics.clear()
+                sorter.graph.clear()
+                continue
             with db.transaction():
                 _stage_rows(db, batch)
                 for memory_id, counters in counts:
@@ -195,6 +205,8 @@ def stream_memories(
                     True,
                 )
             )
+        if halted:
+            return Streamed(rows, pages, size, rows_before, bytes_before, tuple(sorter.damaged))
         with db.transaction():  # the windows past the last page held no row to restore
             db.execute(
                 "UPDATE restore_progress SET cursor = max(cursor, ?) WHERE agent_id = ?",
@@ -206,8 +218,8 @@ def stream_memories(
 
 
 class _Sorter:
-    """Turns a page of rows into staging and peer parameters: rows no manifest lists (or
-    newer than `at`) left out; with `salvage` a row that fails is listed, not fatal."""
+    """Turns a page of rows into staging and peer parameters: rows no line lists (or newer
+    than `at`) left out; a row that fails authentication is listed, not fatal here."""
 
     def __init__(
         self,
@@ -215,11 +227,11 @@ class _Sorter:
         agent_id: str,
         at: str | None,
         skip: set[bytes],
-        unlisted: frozenset[tuple[bytes, str]],
-        salvage: bool,
+        listed: set[tuple[bytes, str]],
+        served: Served,
     ) -> None:
         self.ring, self.agent_id, self.at = ring, agent_id, at
-        self.skip, self.unlisted, self.salvage = skip, unlisted, salvage
+        self.skip, self.listed, self.served = skip, listed, served
         self.manifest_rids: dict[bytes, bytes] = {}
         self.metrics_rids: dict[bytes, bytes] = {}
         self.damaged: list[tuple[str, str, str]] = []
@@ -244,10 +256,11 @@ class _Sorter:
                     self.ring.id_key, records.MANIFEST_TABLE, r.device_id.hex()
                 )
             is_manifest = r.record_id == self.manifest_rids[r.device_id]
-            left_out = (r.record_id, r.version) in self.unlisted or (
-                self.at is not None and r.version > self.at
-            )
-            if left_out and not is_manifest:
+            if self.at is not None and r.version > self.at:
+                continue
+            if not is_manifest and not self.served.add(
+                r.record_id, r.version, r.device_id, self.listed
+            ):
                 continue
             try:
                 if is_manifest:
@@ -261,11 +274,6 @@ class _Sorter:
                 else:
                     self._stage(r, batch, counts)
             except crypto.CryptoError as exc:
-                if not self.salvage:
-                    raise crypto.TamperedData(
-                        f"{exc}; `tiermem restore --salvage` restores everything that "
-                        "authenticates and lists the rest"
-                    ) from None
                 self.damaged.append((r.record_id.hex(), r.version, str(exc)))
         return batch, counts, peers
 

@@ -45,6 +45,7 @@ __all__ = [
     "pull_page",
     "records_after",
     "records_by_id",
+    "restore_index",
     "restore_page",
     "roster_entries",
     "touch_device",
@@ -122,10 +123,22 @@ def restore_page(tag: bytes, after: int, upto: int, at: str | None, limit: int) 
     """A restore's page: the rows in the window ``after < seq <= upto`` that are each writer's
     newest version of their record (not newer than `at`); an older version of a record by the
     same writer is the state that writer replaced, so a restore never needs it."""
+    return _newest_by_writer(_ROW, tag, after, upto, at, limit)
+
+
+def restore_index(tag: bytes, after: int, upto: int, at: str | None, limit: int) -> Statement:
+    """`restore_page` without the envelopes: record id, version and writer (what a resumed
+    restore checks of the rows an earlier run stored)."""
+    return _newest_by_writer("seq, record_id, version, device_id", tag, after, upto, at, limit)
+
+
+def _newest_by_writer(
+    columns: str, tag: bytes, after: int, upto: int, at: str | None, limit: int
+) -> Statement:
     bound, inner = ("", "") if at is None else ("AND version <= ? ", "AND n.version <= ? ")
     args: tuple[object, ...] = (tag, after, upto) + (() if at is None else (at, at))
     return (
-        f"SELECT {_ROW} FROM records AS r WHERE agent_tag = ? AND seq > ? AND seq <= ? "
+        f"SELECT {columns} FROM records AS r WHERE agent_tag = ? AND seq > ? AND seq <= ? "
         f"{bound}AND NOT EXISTS (SELECT 1 FROM records AS n WHERE n.record_id = r.record_id "
         f"AND n.agent_tag = r.agent_tag AND n.device_id = r.device_id AND n.version > r.version "
         f"{inner}) ORDER BY seq LIMIT ?",
@@ -140,11 +153,12 @@ def last_seq(tag: bytes) -> Statement:
 
 def window_bounds(tag: bytes, after: int, every: int) -> Statement:
     """The seq of every `every`-th row of the vault after `after`, and of its last row: the
-    ends of windows of `every` rows each, which a restore fetches several at a time."""
+    ends of windows of `every` rows each, which a restore fetches several at a time; with the
+    rows and their envelope bytes in all (a progress bar's totals)."""
     return (
-        "SELECT seq FROM (SELECT seq, ROW_NUMBER() OVER (ORDER BY seq) AS rn, count(*) OVER () "
-        "AS total FROM records WHERE agent_tag = ? AND seq > ?) WHERE rn % ? = 0 OR rn = total "
-        "ORDER BY seq",
+        "SELECT seq, total, size FROM (SELECT seq, ROW_NUMBER() OVER (ORDER BY seq) AS rn, "
+        "count(*) OVER () AS total, sum(length(envelope)) OVER () AS size FROM records "
+        "WHERE agent_tag = ? AND seq > ?) WHERE rn % ? = 0 OR rn = total ORDER BY seq",
         (tag, after, every),
     )
 
@@ -274,14 +288,15 @@ def manifest_since(tag: bytes, record_id: bytes, version: str) -> Statement:
     )
 
 
-def critical_versions(record_id: bytes, at: str | None) -> Statement:
-    """version, epoch, writer, envelope of the newest 16 versions of the critical record (not
-    newer than `at`)."""
+def critical_versions(tag: bytes, record_id: bytes, at: str | None) -> Statement:
+    """version, epoch, writer and envelope of every version of the critical record (not newer
+    than `at`), newest first; the envelope only for the newest 16 (NULL for the others)."""
     bound = "" if at is None else "AND version <= ? "
     return (
-        "SELECT version, epoch, device_id, envelope FROM records WHERE record_id = ? "
-        f"{bound}ORDER BY version DESC LIMIT 16",
-        (record_id,) if at is None else (record_id, at),
+        "SELECT version, epoch, device_id, CASE WHEN rn <= 16 THEN envelope END FROM (SELECT "
+        "version, epoch, device_id, envelope, ROW_NUMBER() OVER (ORDER BY version DESC) AS rn "
+        f"FROM records WHERE record_id = ? AND agent_tag = ? {bound}) ORDER BY version DESC",
+        (record_id, tag) if at is None else (record_id, tag, at),
     )
 
 
