@@ -42,6 +42,7 @@ from tiermem.sync.devices import epochs
 from tiermem.sync.engine import DEFAULT_BATCH_BYTES, SyncEngine
 from tiermem.sync.push.kick import daemon_lock_path, record_attempt, wake_path
 from tiermem.sync.restore.prune import prune, prune_due
+from tiermem.sync.spaces import vaults
 from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT
 from tiermem.sync.vault.retry import MAX_CAP, RetryPolicy
 from tiermem.sync.watcher import Watcher
@@ -201,6 +202,7 @@ class Daemon:
 
     def _pull(self, policy: RetryPolicy) -> None:
         result = self._engine.pull(policy)
+        self._spaces(policy)
         self.pulls += 1
         if result.applied or result.rejected:
             self._emit(
@@ -234,6 +236,7 @@ class Daemon:
     def _push(self, policy: RetryPolicy) -> None:
         try:
             result = self._engine.push(policy)
+            self._spaces(policy, pull=False)
         except TiermemError as exc:
             self._record(False, f"failed: {exc}")
             raise
@@ -253,6 +256,21 @@ class Daemon:
                 "requests": result.requests,
             }
         )
+
+    def _spaces(self, policy: RetryPolicy, *, pull: bool = True, push: bool = True) -> None:
+        """The shared spaces the agent includes move with its own vault (`sync.spaces`): both
+        ways at every pull, pushed with every push. A space that fails (its member removed,
+        say) is reported and leaves the agent's own sync and the other spaces going."""
+
+        def failed(space: str, exc: TiermemError) -> None:
+            self._emit({"event": "space-error", "space": space, "error": str(exc)})
+
+        found = vaults.sync_included(self.mem, policy, pull=pull, push=push, on_error=failed)
+        for done in found:
+            got = 0 if done.pulled is None else done.pulled.memories
+            sent = 0 if done.pushed is None else done.pushed.memories
+            if got or sent:
+                self._emit({"event": "space", "space": done.space, "pulled": got, "pushed": sent})
 
     def _record(self, ok: bool, message: str) -> None:
         record_attempt(self.mem.home.root, self.mem.agent_id, ok, message, "daemon", self.mem.now())

@@ -13,13 +13,13 @@ people and devices with the same guarantees as an agent across its devices.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tiermem.core import spaces
 from tiermem.core.engine import Memory
-from tiermem.core.errors import InvalidInput, NotFound, RejectedRecords
+from tiermem.core.errors import InvalidInput, NotFound, RejectedRecords, TiermemError
 from tiermem.core.spaces import Role
 from tiermem.sync.crypto.roster import READER, WRITER, RosterView
 from tiermem.sync.devices import roster_pin
@@ -128,16 +128,24 @@ def sync_included(
     pull: bool = True,
     push: bool = True,
     only: str | None = None,
+    on_error: Callable[[str, TiermemError], None] | None = None,
 ) -> list[SpaceSync]:
     """Pull (then push, on a writer's device) every shared space `mem`'s agent includes (or
-    only the space `only`)."""
+    only the space `only`). `on_error`: a space that fails is reported there and the others
+    go on (else the error ends the call)."""
     done = []
     for member in spaces.included(mem.db, mem.agent_id):
         if only is not None and member.space != only:
             continue
         with open_engine(mem, member.space) as engine:
-            if shared(engine):
+            if not shared(engine):
+                continue
+            try:
                 done.append(_sync_one(mem, engine, member.space, policy, pull, push))
+            except TiermemError as exc:
+                if on_error is None:
+                    raise
+                on_error(member.space, exc)
     return done
 
 
