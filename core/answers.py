@@ -14,7 +14,7 @@ from tiermem.core.db import Database, Row
 from tiermem.core.ranking import ROW_CATEGORY, ROW_CREATED, ROW_FIELDS, ROW_TEXT
 from tiermem.core.terms import STOPWORDS, stem
 
-POOL = 300
+POOL = 120
 """The newest statements of the attribute looked at (newest first, so older ones fall off)."""
 DERIVED = ("dreams", "conversations")
 """Syntheses and conversation records restate facts; the statements themselves answer."""
@@ -42,9 +42,11 @@ KIND_WORDS: dict[str, str] = {
 }
 """Question words that ask which tool of a kind ("what message broker …" → a queue)."""
 _ASKING = frozenset(
-    """what whats where who whom whose which when how do does did is are am was were
-    now currently still right at the moment these days use uses used using""".split()  # noqa: SIM905
+    """what whats what's where where's who who's whom whose which when when's how do does did
+    is are am was were now currently current present presently still right rn moment days
+    lately anymore nowadays at the these use uses used using""".split()  # noqa: SIM905
 )
+"""Words of the asking, not of what is asked about."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ def _subject(words: list[str]) -> str:
 
 
 def newest(
-    db: Database, agent_id: str, question: Asked, when: float, where: tuple[str, list[object]]
+    db: Database, slot: int, question: Asked, when: float, where: tuple[str, list[object]]
 ) -> tuple[int, Row, str] | None:
     """The newest statement answering `question` that held at `when`: its seq, its row (the
     ranking's columns) and why it was chosen."""
@@ -106,9 +108,9 @@ def newest(
     sql, params = where
     rows = db.query(
         f"SELECT m.seq, {ROW_FIELDS} FROM memories m WHERE m.seq IN (SELECT rowid FROM memories_fts "
-        f"WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT ?){sql} "
-        "AND (m.superseded_at IS NULL OR m.superseded_at > ?)",
-        [match, POOL, *params, when],
+        "WHERE memories_fts MATCH ? AND rowid BETWEEN ? << 32 AND (? << 32) + 4294967295 "
+        f"ORDER BY rowid DESC LIMIT ?){sql} AND (m.superseded_at IS NULL OR m.superseded_at > ?)",
+        [match, slot, slot, POOL, *params, when],
     )
     best: tuple[float, float, Row] | None = None
     for found in rows:
@@ -147,12 +149,14 @@ def _answers(question: Asked, text: str, said_at: float, when: float) -> float |
 def _about(question: Asked, claim: frames.Claim) -> bool:
     """The claim is about whom the question asks: the same person, or (a question naming no
     one) a statement naming what it asks about."""
-    if question.subject:  # "my sister Rita": her name or "my sister"
-        return claim.subject == question.subject or claim.subject in question.names
+    named = {claim.subject, *claim.values, *claim.frame}
+    mentions = bool(question.names & named) or bool({stem(n) for n in question.names} & named)
+    if question.subject:  # "my sister Rita": her name or "my sister"; and what else it names
+        whose = claim.subject == question.subject or claim.subject in question.names
+        return whose and (not question.names or mentions)
     if not question.names:
         return claim.subject == "user"
-    named = {claim.subject, *claim.values, *claim.frame}
-    return bool(question.names & named) or bool({stem(n) for n in question.names} & claim.frame)
+    return mentions
 
 
 def _day(ts: float) -> str:

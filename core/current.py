@@ -78,7 +78,7 @@ def arrange(
 
 def answer_first(
     db: Database,
-    agent_id: str,
+    slot: int,
     query: str,
     ranked: list[Candidate],
     when: float,
@@ -89,7 +89,7 @@ def answer_first(
     question = answers.asked(query)
     if question is None:
         return ranked
-    found = answers.newest(db, agent_id, question, when, where)
+    found = answers.newest(db, slot, question, when, where)
     if found is None:
         return ranked
     seq, row, why = found
