@@ -10,10 +10,13 @@ changes the local state and is pushed, with the resolution, by the next sync.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
 
+from tiermem.core import spaces
 from tiermem.core.conflicts import (
     SIDES,
     TAKES,
@@ -26,6 +29,8 @@ from tiermem.core.conflicts import (
     take_for,
 )
 from tiermem.core.db import Database
+from tiermem.core.engine import Memory
+from tiermem.core.errors import NotFound
 from tiermem.sync.state import read_settings
 from tiermem.tui.cli.options import Options, emit, pass_options
 
@@ -61,12 +66,33 @@ def _device(db: Database, agent_id: str) -> str:
     return "" if settings is None else settings.device_id.hex()
 
 
+SPACE = click.option(
+    "--space", metavar="NAME", help="A shared space this agent includes: its members' conflicts."
+)
+
+
+@contextmanager
+def _open(opts: Options, space: str | None, *, write: bool = False) -> Iterator[Memory]:
+    """The agent's memory, or the shared space `space` it includes (as a writer to `write`)."""
+    with opts.open() as mem:
+        if space is None:
+            yield mem
+            return
+        if write:
+            spaces.require_writer(mem.db, mem.agent_id, space)
+        elif spaces.membership(mem.db, mem.agent_id, spaces.require(mem.db, space)) is None:
+            raise NotFound(f"agent {mem.agent_id!r} does not include space {space!r}")
+        with mem.open_space(space) as scoped:
+            yield scoped
+
+
 @click.command(name="conflicts")
 @click.option("--all", "every", is_flag=True, help="Include resolved conflicts.")
+@SPACE
 @pass_options
-def conflicts_cmd(opts: Options, every: bool) -> None:
+def conflicts_cmd(opts: Options, every: bool, space: str | None) -> None:
     """List values that lost a merge between devices (newest first), by what they are about."""
-    with opts.open() as mem:
+    with _open(opts, space) as mem:
         found = [
             (c, about(mem.db, mem.agent_id, c))
             for c in list_conflicts(mem.db, mem.agent_id, include_resolved=every)
@@ -88,10 +114,11 @@ def conflicts_cmd(opts: Options, every: bool) -> None:
     help="local: the value this device wrote (else the one it shows); remote: the other "
     "device's; kept: leave the merged value; lost: apply the lost value as a new change.",
 )
+@SPACE
 @pass_options
-def resolve_cmd(opts: Options, conflict_id: str, take: str) -> None:
+def resolve_cmd(opts: Options, conflict_id: str, take: str, space: str | None) -> None:
     """Close a conflict, keeping the merged value or bringing the lost one back."""
-    with opts.open() as mem:
+    with _open(opts, space, write=True) as mem:
         found = get_conflict(mem.db, mem.agent_id, conflict_id)
         chosen = take_for(found, take, _device(mem.db, mem.agent_id))
         closed = resolve_conflict(mem.db, mem.agent_id, conflict_id, chosen, mem=mem)
