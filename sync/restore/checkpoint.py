@@ -76,7 +76,7 @@ def read_prune_state(select: Select, ring: KeyRing, tag: bytes) -> PruneState:
     """Every version of the prune record: horizon, newest whole checkpoint, damage."""
     state = PruneState()
     parts: dict[int, dict[int, tuple[str, Checkpoint]]] = {}
-    for raw in select(*store.versions_of_with_seq(tag, prune_record_id(ring))).rows:
+    for raw in select(*store.versions_of(tag, prune_record_id(ring))).rows:
         row = records.remote_row(tuple(raw))
         state.rows.append((row.seq, row.version))
         try:

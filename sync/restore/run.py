@@ -234,27 +234,28 @@ def _remote_steps(
     tag = opened.tag
     cursor = 0 if pending is None else int(pending["cursor"])
     bounds, totals = _windows(select, tag, cursor, job.page_rows)
-    # Reads that need no more keys start at once, in parallel: the roster and the first pages
-    # (bounded: `PAGES_IN_FLIGHT` ahead of what is stored).
-    with (
-        ThreadPoolExecutor(4, thread_name_prefix="tiermem-restore") as pool,
-        Prefetch(
-            lambda after, upto, limit: select(*store.restore_page(tag, after, upto, job.at, limit)),
+    with ThreadPoolExecutor(4, thread_name_prefix="tiermem-restore") as pool:
+        bodies = pool.submit(roster_pin.read_bodies, select, tag)
+        vault = _open_vault(select, pool, job.agent_id, opened, unlocked, job.at, pending)
+        apart = sorted({vault.critical_rid, prune_record_id(vault.ring)})
+        # The first pages are on their way while the vault is checked (bounded:
+        # `PAGES_IN_FLIGHT` ahead of what is stored).
+        with Prefetch(
+            lambda after, upto, limit: select(
+                *store.restore_page(tag, (after, upto, job.at, apart), limit)
+            ),
             cursor,
             bounds,
             job.page_rows,
-        ) as prefetch,
-    ):
-        bodies = pool.submit(roster_pin.read_bodies, select, tag)
-        vault = _open_vault(select, pool, job.agent_id, opened, unlocked, job.at, pending)
-        verified = Verified()
-        listed = read_listed(select, vault.ring, tag, vault.pruned.result(), verified)
-        _check_before(job, vault, listed, verified)
-        served = Served()
-        if cursor:  # what an earlier run stored, for the check after the stream
-            _served_before(select, vault, cursor, job.at, listed, served)
-        fetched = _fetch(job, vault, prefetch, pending, listed, served, totals)
-        _check_after(job, vault, listed, served, fetched, verified)
+        ) as prefetch:
+            verified = Verified()
+            listed = read_listed(select, vault.ring, tag, vault.pruned.result(), verified)
+            _check_before(job, vault, listed, verified)
+            served = Served()
+            if cursor:  # what an earlier run stored, for the check after the stream
+                _served_before(select, vault, cursor, job.at, listed, served)
+            fetched = _fetch(job, vault, prefetch, pending, listed, served, totals)
+            _check_after(job, vault, listed, served, fetched, verified)
         requests = client.requests_sent
         # On the signed roster, with its epoch floor (never seals under a hidden rotation).
         enroll_restored(
@@ -295,7 +296,8 @@ def _served_before(
     }
     after = 0
     while True:
-        rows = select(*store.restore_index(vault.tag, after, cursor, at, 20_000)).rows
+        window = (after, cursor, at, sorted(skip))
+        rows = select(*store.restore_index(vault.tag, window, 20_000)).rows
         for seq, rid, version, device in rows:
             after = records.server_int(seq)
             if records.server_blob(rid) in skip:
@@ -311,13 +313,14 @@ def _served_before(
 
 
 def _done(fetched: _Fetched, swapped: Swapped) -> RestoreProgress:
-    streamed, totals = fetched.streamed, fetched.totals
+    streamed = fetched.streamed  # done: every row there was to stream is seen (the totals
+    # counted older versions and the records read apart too)
     return RestoreProgress(
         "done",
         streamed.rows_seen,
-        max(totals[0], streamed.rows_seen),
+        streamed.rows_seen,
         streamed.bytes_seen,
-        max(totals[1], streamed.bytes_seen),
+        streamed.bytes_seen,
         swapped.memories,
         True,
     )

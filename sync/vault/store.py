@@ -25,6 +25,7 @@ __all__ = [
     "RECORDS_PER_APPEND",
     "RecordRow",
     "Statement",
+    "Window",
     "append_record",
     "append_records",
     "append_roster_entry",
@@ -34,7 +35,6 @@ __all__ = [
     "delete_records",
     "device_ids",
     "envelope_at",
-    "index_after",
     "last_seq",
     "live_device_ids",
     "manifest_since",
@@ -49,9 +49,7 @@ __all__ = [
     "restore_page",
     "roster_entries",
     "touch_device",
-    "versions_after",
     "versions_of",
-    "versions_of_with_seq",
     "window_bounds",
     "with_headers_after",
     "wraps",
@@ -119,27 +117,32 @@ def pull_page(tag: bytes, after: int, limit: int) -> Statement:
     )
 
 
-def restore_page(tag: bytes, after: int, upto: int, at: str | None, limit: int) -> Statement:
-    """A restore's page: the rows in the window ``after < seq <= upto`` that are each writer's
-    newest version of their record (not newer than `at`); an older version of a record by the
-    same writer is the state that writer replaced, so a restore never needs it."""
-    return _newest_by_writer(_ROW, tag, after, upto, at, limit)
+Window = tuple[int, int, str | None, Sequence[bytes]]
+"""A restore's window: rows after seq ``after`` up to ``upto``, not newer than a version (or
+None), without the records it reads apart (the critical state, the prune record)."""
 
 
-def restore_index(tag: bytes, after: int, upto: int, at: str | None, limit: int) -> Statement:
+def restore_page(tag: bytes, window: Window, limit: int) -> Statement:
+    """A restore's page: the rows of the window that are each writer's newest version of
+    their record; an older version of a record by the same writer is the state that writer
+    replaced, so a restore never needs it."""
+    return _newest_by_writer(_ROW, tag, window, limit)
+
+
+def restore_index(tag: bytes, window: Window, limit: int) -> Statement:
     """`restore_page` without the envelopes: record id, version and writer (what a resumed
     restore checks of the rows an earlier run stored)."""
-    return _newest_by_writer("seq, record_id, version, device_id", tag, after, upto, at, limit)
+    return _newest_by_writer("seq, record_id, version, device_id", tag, window, limit)
 
 
-def _newest_by_writer(
-    columns: str, tag: bytes, after: int, upto: int, at: str | None, limit: int
-) -> Statement:
+def _newest_by_writer(columns: str, tag: bytes, window: Window, limit: int) -> Statement:
+    after, upto, at, apart = window
     bound, inner = ("", "") if at is None else ("AND version <= ? ", "AND n.version <= ? ")
-    args: tuple[object, ...] = (tag, after, upto) + (() if at is None else (at, at))
+    marks = ", ".join("?" * len(apart)) or "NULL"
+    args: tuple[object, ...] = (tag, after, upto, *apart) + (() if at is None else (at, at))
     return (
         f"SELECT {columns} FROM records AS r WHERE agent_tag = ? AND seq > ? AND seq <= ? "
-        f"{bound}AND NOT EXISTS (SELECT 1 FROM records AS n WHERE n.record_id = r.record_id "
+        f"AND record_id NOT IN ({marks}) {bound}AND NOT EXISTS (SELECT 1 FROM records AS n WHERE n.record_id = r.record_id "
         f"AND n.agent_tag = r.agent_tag AND n.device_id = r.device_id AND n.version > r.version "
         f"{inner}) ORDER BY seq LIMIT ?",
         (*args, limit),
@@ -217,15 +220,6 @@ def records_by_id(tag: bytes, record_ids: Sequence[bytes]) -> Statement:
 
 
 def versions_of(tag: bytes, record_id: bytes) -> Statement:
-    """Every version of one record, as pull rows with seq 0 (the prune horizon)."""
-    return (
-        "SELECT 0, record_id, version, epoch, device_id, envelope FROM records "
-        "WHERE record_id = ? AND agent_tag = ?",
-        (record_id, tag),
-    )
-
-
-def versions_of_with_seq(tag: bytes, record_id: bytes) -> Statement:
     """Every version of one record as pull rows (the prune record's versions)."""
     return (
         f"SELECT {_ROW} FROM records WHERE record_id = ? AND agent_tag = ? ORDER BY seq",
@@ -238,24 +232,6 @@ def newest_version(tag: bytes, record_id: bytes) -> Statement:
     return (
         "SELECT max(version) FROM records WHERE record_id = ? AND agent_tag = ?",
         (record_id, tag),
-    )
-
-
-def index_after(tag: bytes, after: int, limit: int) -> Statement:
-    """Every row's metadata without its envelope: seq, record id, version, writer, length."""
-    return (
-        "SELECT seq, record_id, version, device_id, length(envelope) FROM records "
-        "WHERE agent_tag = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (tag, after, limit),
-    )
-
-
-def versions_after(tag: bytes, after: int, limit: int) -> Statement:
-    """seq, record id, version and writer of the rows after `after` (what prune weighs)."""
-    return (
-        "SELECT seq, record_id, version, device_id FROM records WHERE agent_tag = ? "
-        "AND seq > ? ORDER BY seq LIMIT ?",
-        (tag, after, limit),
     )
 
 
@@ -290,10 +266,10 @@ def manifest_since(tag: bytes, record_id: bytes, version: str) -> Statement:
 
 def critical_versions(tag: bytes, record_id: bytes, at: str | None) -> Statement:
     """version, epoch, writer and envelope of every version of the critical record (not newer
-    than `at`), newest first; the envelope only for the newest 16 (NULL for the others)."""
+    than `at`), newest first; the envelope only for the newest two (NULL for the others)."""
     bound = "" if at is None else "AND version <= ? "
     return (
-        "SELECT version, epoch, device_id, CASE WHEN rn <= 16 THEN envelope END FROM (SELECT "
+        "SELECT version, epoch, device_id, CASE WHEN rn <= 2 THEN envelope END FROM (SELECT "
         "version, epoch, device_id, envelope, ROW_NUMBER() OVER (ORDER BY version DESC) AS rn "
         f"FROM records WHERE record_id = ? AND agent_tag = ? {bound}) ORDER BY version DESC",
         (record_id, tag) if at is None else (record_id, tag, at),

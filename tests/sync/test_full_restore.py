@@ -216,7 +216,8 @@ class _PageCounter(httpx.HTTPTransport):
         self.pages = 0
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if store.restore_page(b"", 0, 0, None, 0)[0].encode() in request.read():
+        page = store.restore_page(b"", (0, 0, None, [b"critical", b"prune"]), 0)
+        if page[0].encode() in request.read():
             self.pages += 1
         return super().handle_request(request)
 
