@@ -131,6 +131,7 @@ def measured_restore(v: Vault, target: Path, rtt: float) -> dict[str, Any]:
         "usable_s": result.usable_seconds,
         "memories": result.memories,
         "rows": result.rows,
+        "record_bytes": result.memory_bytes,
         "requests": wire.counts.requests,
         "down": wire.counts.down,
     }
@@ -160,17 +161,22 @@ def level_run(
 
 
 def prune_run(v: Vault) -> dict[str, Any]:
+    """The default prune (`[sync]` keep_versions and keep_days, as the daemon runs it)."""
     before = v.wire.snapshot()
-    result = prune(v.engine)
+    cfg = v.mem.cfg.sync
+    result = prune(v.engine, cfg.keep_versions, keep_days=cfg.keep_days)
     used = v.wire.snapshot().minus(before)
     st = v.storage()
+    # the checkpoint (the prune record's parts) is the manifests compacted: counted with them
+    listing = st.bytes_of("manifest") + st.bytes_of("prune")
     return {
         "s": result.seconds,
         "deleted": result.deleted,
+        "compacted": result.compacted,
         "requests": used.requests,
         "down": used.down,
         "storage": {"rows": st.rows, "bytes": st.envelope_bytes, "kinds": st.kinds},
-        "manifest_share": st.bytes_of("manifest") / max(1, st.envelope_bytes),
+        "manifest_share": listing / max(1, st.envelope_bytes),
         "restore_after": measured_restore(v, v.tmp / "restore-after-prune", 0.0),
     }
 
@@ -297,21 +303,26 @@ def print_report(r: dict[str, Any]) -> None:
         )
     print(
         "\n| memories | restore loopback: s (usable s) | restore at RTT: s (usable s), requests "
-        "| download / record bytes |"
+        "| download / server's record bytes | download / bytes of the records streamed |"
     )
-    print("|---:|---|---|---:|")
+    print("|---:|---|---|---:|---:|")
     for x in r["levels"]:
         lo, rt = x["restore_loopback"], x["restore_rtt"]
         print(
             f"| {x['memories']:,} | {lo['s']:.2f} ({lo['usable_s']:.2f}) "
             f"| {rt['s']:.2f} ({rt['usable_s']:.2f}), {rt['requests']} "
-            f"| {lo['down'] / x['storage']['bytes']:.2f}x |"
+            f"| {lo['down'] / x['storage']['bytes']:.2f}x "
+            f"| {lo['down'] / max(1, lo.get('record_bytes', 0)):.2f}x |"
         )
     p = r["prune"]
+    after = p["restore_after"]
     print(
-        f"\ndefault prune: {p['s']:.2f} s, {p['deleted']:,} rows deleted, {p['requests']} requests, "
+        f"\ndefault prune: {p['s']:.2f} s, {p['deleted']:,} rows deleted, "
+        f"{p.get('compacted', 0)} manifests compacted, {p['requests']} requests, "
         f"{_mb(p['down'])} down; after it {p['storage']['rows']:,} rows, "
-        f"{_mb(p['storage']['bytes'])}, manifests {p['manifest_share']:.1%} of the bytes"
+        f"{_mb(p['storage']['bytes'])}, manifests and checkpoint {p['manifest_share']:.1%} of "
+        f"the bytes; a restore after it: {after['s']:.2f} s, {_mb(after['down'])} down "
+        f"({after['down'] / max(1, p['storage']['bytes']):.2f}x the server's record bytes)"
     )
     f = r["fanout"]
     print(
