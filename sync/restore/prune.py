@@ -58,8 +58,11 @@ __all__ = [
 DEFAULT_KEEP_VERSIONS: Final = 1
 PRUNE_TABLE: Final = records.PRUNE_TABLE
 PRUNE_KEY: Final = records.PRUNE_KEY
-PART_LINES: Final = 12_000
-"""Lines per checkpoint part: about 800 KB of JSON, well inside a request and a response."""
+PART_BYTES: Final = 1_000_000
+"""A checkpoint part's JSON stays under this: sealed parts are padded to a power of two, so a
+full part (1 MiB) wastes little, and it is well inside a request and a response."""
+_LINE_BYTES: Final = 66  # a line in base64
+_GROUP_BYTES: Final = 70  # a group's version and brackets
 WRITE_BYTES: Final = 2 * 1024 * 1024
 """Sealed bytes per request that writes checkpoint parts (as a push's batches)."""
 _DAY_MS: Final = 86_400_000
@@ -319,7 +322,7 @@ def _write_checkpoint(
     lines = _lines(state, manifests, doomed)
     number = (state.checkpoint.number if state.checkpoint else 0) + 1
     covers = tuple(sorted(_covers(state, manifests).items()))
-    chunks = [lines[i : i + PART_LINES] for i in range(0, len(lines), PART_LINES)] or [()]
+    chunks = _parts(lines)
     rid = prune_record_id(ring)
     rows: list[store.RecordRow] = []
     last = hlc.parse(s.hlc) if s.hlc else None
@@ -341,6 +344,21 @@ def _write_checkpoint(
     if not _send_parts(server, rid, state.newest, rows):
         return set(), Checkpoint(number, 0, 1, covers, horizon, lines)
     return {r[2] for r in rows}, Checkpoint(number, 0, 1, covers, horizon, lines)
+
+
+def _parts(lines: tuple[ManifestEntry, ...]) -> list[tuple[ManifestEntry, ...]]:
+    """The lines cut into parts of at most `PART_BYTES` of JSON each (at least one part)."""
+    parts: list[tuple[ManifestEntry, ...]] = []
+    start, size, version = 0, 0, ""
+    for i, e in enumerate(lines):
+        grows = _LINE_BYTES + (_GROUP_BYTES if e.version != version else 0)
+        if size + grows > PART_BYTES and i > start:
+            parts.append(lines[start:i])
+            start, size = i, 0
+            grows = _LINE_BYTES + _GROUP_BYTES
+        size, version = size + grows, e.version
+    parts.append(lines[start:])
+    return parts
 
 
 def _send_parts(server: _Server, rid: bytes, newest: str, rows: list[store.RecordRow]) -> bool:

@@ -145,7 +145,7 @@ def test_a_checkpoint_missing_one_part_counts_for_nothing(
 ) -> None:
     a, _, fresh = homes
     key, _ = grown_vault(tm, a, sqld)
-    monkeypatch.setattr(prune_module, "PART_LINES", 2)
+    monkeypatch.setattr(prune_module, "PART_BYTES", 300)  # a few lines a part
     pruned = prune_now(tm, a)
     parts = prune_rows(attacker, a, tm.agent_id)
     assert len(parts) >= 3 and pruned["checkpoint_lines"] > 4
