@@ -102,6 +102,8 @@ def test_the_registry_declares_what_the_resident_process_runs() -> None:
         assert handed_over(["sync", "status"], terminal) is not terminal  # it may ask there
         for args in (["tui"], ["mcp"], ["watch"], ["resident", "stop"], ["no-such"], []):
             assert not handed_over(args, terminal), args
+        for args in (["sync", "local-server"], ["--json", "sync", "--help", "local-server"]):
+            assert not handed_over(args, terminal), args
     for name, entry in ROOT.items():
         expected = entry.resident == "always"
         assert handed_over([name], terminal=True) is expected, name

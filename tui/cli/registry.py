@@ -16,6 +16,13 @@ def _at(module: str, attribute: str, help_line: str, resident: HandOver = "never
     return Lazy(f"{PACKAGE}.{module}", attribute, help_line, resident)
 
 
+def _sub(
+    module: str, attribute: str, help_line: str, resident: HandOver = "unless-terminal"
+) -> Lazy:
+    """A `sync` subcommand: as its group unless it says otherwise (a server it runs is not)."""
+    return _at(module, attribute, help_line, resident)
+
+
 ROOT: dict[str, Lazy] = {
     # memory: store, find, read
     "store": _at(
@@ -321,95 +328,99 @@ ROOT: dict[str, Lazy] = {
 }
 
 SYNC: dict[str, Lazy] = {
-    "init": _at(
+    "init": _sub(
         "sync",
         "sync_init",
         "Set up sync: keys, remote tables, this device; show the recovery key once.",
     ),
-    "push": _at(
+    "push": _sub(
         "sync_transfer",
         "sync_push",
         "Push what changed: critical state and changed memories (one request per batch).",
     ),
-    "pull": _at(
+    "pull": _sub(
         "sync_transfer",
         "sync_pull",
         "Fetch and apply what other devices pushed since the last pull.",
     ),
-    "now": _at(
+    "now": _sub(
         "sync_transfer",
         "sync_now",
         "Pull, then push: bring this device and the server up to date both ways.",
     ),
-    "log": _at(
+    "log": _sub(
         "sync_status",
         "sync_log",
         "Recent pushes, pulls and errors of this device, newest first (no network).",
     ),
-    "status": _at(
+    "status": _sub(
         "sync_status",
         "sync_status",
         "Show sync settings, the outbox and the last push or error (no network).",
     ),
-    "local-server": _at(
+    "local-server": _sub(
         "sync_local",
         "local_server_cmd",
         "Run a libSQL server with auth on this machine, to try sync without Turso (Ctrl-C stops).",
+        resident="never",
     ),
-    "set-token": _at(
+    "set-token": _sub(
         "sync",
         "sync_set_token",
         "Replace this device's server token (after removing a device, or when it expires).",
     ),
-    "devices": _at(
+    "devices": _sub(
         "devices",
         "devices_cmd",
         "List the devices of this agent's vault (and refresh this one's entry).",
     ),
-    "add-device": _at(
+    "add-device": _sub(
         "devices",
         "add_device_cmd",
         "Join this (empty) home to the agent's existing vault as a new device.",
     ),
-    "approve-device": _at(
+    "approve-device": _sub(
         "devices",
         "approve_device_cmd",
         "Approve a new device's pairing request after comparing the words on both screens.",
     ),
-    "remove-device": _at(
+    "remove-device": _sub(
         "devices",
         "remove_device_cmd",
         "Revoke a lost device and rotate the vault key for future data.",
     ),
-    "rename-device": _at(
+    "rename-device": _sub(
         "devices",
         "rename_cmd",
         "Name this device in the device list (sealed: the server never reads it).",
     ),
-    "rotate-key": _at(
+    "rotate-key": _sub(
         "devices",
         "rotate_key_cmd",
         "Start a new key epoch without removing a device (e.g. on suspected compromise).",
     ),
-    "check": _at(
+    "check": _sub(
         "restore",
         "sync_check",
         "Verify the server's copy: manifests, versions, key wraps (and with --read-data, every "
         "record).",
     ),
-    "prune": _at(
+    "prune": _sub(
         "restore",
         "sync_prune",
         "Delete old remote versions, keeping the newest N of every record (and all manifests).",
     ),
-    "conflicts": _at(
+    "conflicts": _sub(
         "conflicts",
         "conflicts_cmd",
         "List values that lost a merge between devices (newest first).",
     ),
-    "resolve": _at(
+    "resolve": _sub(
         "conflicts",
         "resolve_cmd",
         "Close a conflict, keeping the merged value or bringing the lost one back.",
     ),
 }
+
+GROUPS: dict[str, dict[str, Lazy]] = {"sync": SYNC}
+"""Groups whose subcommands declare their own hand-over."""

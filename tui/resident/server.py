@@ -43,7 +43,7 @@ from tiermem.core import tokens
 from tiermem.core.locks import record_owner, take_lock
 from tiermem.core.version import VERSION
 from tiermem.sync.vault.transport import tls_context
-from tiermem.tui.cli.registry import ROOT
+from tiermem.tui.cli.registry import GROUPS, ROOT
 from tiermem.tui.resident import client
 from tiermem.tui.resident.control import (
     SECRETS,
@@ -97,6 +97,9 @@ def handed_over(args: list[str], terminal: bool) -> bool:
     if command == "--help":
         return True
     declared = ROOT[command].resident if command in ROOT else "never"
+    if command is not None and command in GROUPS:  # "sync local-server" declares its own
+        sub = next((a for a in args[args.index(command) + 1 :] if not a.startswith("-")), "")
+        declared = GROUPS[command][sub].resident if sub in GROUPS[command] else declared
     return declared == "always" or (declared == "unless-terminal" and not terminal)
 
 
