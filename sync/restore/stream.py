@@ -175,24 +175,7 @@ def stream_memories(
                 sorter.metrics.clear()
                 sorter.graph.clear()
                 continue
-            with db.transaction():
-                _stage_rows(db, batch)
-                for memory_id, counters in counts:
-                    reinforce.merge(mem.memories, memory_id, counters)
-                if peers:
-                    db.executemany(_PEER, peers)
-                for device_hex, version, days in sorter.metrics:
-                    apply_metrics(db, agent_id, device_hex, version, days)
-                sorter.metrics.clear()
-                if sorter.graph:
-                    graph_records.apply(db, agent_id, sorter.graph, mem.now())
-                    graph_records.forget_marks(db, agent_id)
-                    sorter.graph.clear()
-                db.execute(
-                    "UPDATE restore_progress SET cursor = ?, rows = rows + ?, bytes = bytes + ?, "
-                    "pages = pages + 1 WHERE agent_id = ?",
-                    (page[-1].seq, len(page), sum(len(r.envelope) for r in page), agent_id),
-                )
+            _store_page(mem, sorter, page, batch, counts, peers)
             staged += len(batch)
             report(
                 RestoreProgress(
@@ -215,6 +198,36 @@ def stream_memories(
     return Streamed(
         rows, pages, size, rows_before + rows, bytes_before + size, tuple(sorter.damaged)
     )
+
+
+def _store_page(
+    mem: Memory,
+    sorter: _Sorter,
+    page: list[records.RemoteRow],
+    batch: list[tuple[object, ...]],
+    counts: list[tuple[str, memory_record.Counters]],
+    peers: list[tuple[object, ...]],
+) -> None:
+    """One page into the home in one transaction, with the cursor past it."""
+    db, agent_id = mem.db, mem.agent_id
+    with db.transaction():
+        _stage_rows(db, batch)
+        for memory_id, counters in counts:
+            reinforce.merge(mem.memories, memory_id, counters)
+        if peers:
+            db.executemany(_PEER, peers)
+        for device_hex, version, days in sorter.metrics:
+            apply_metrics(db, agent_id, device_hex, version, days)
+        sorter.metrics.clear()
+        if sorter.graph:
+            graph_records.apply(db, agent_id, sorter.graph, mem.now())
+            graph_records.forget_marks(db, agent_id)
+            sorter.graph.clear()
+        db.execute(
+            "UPDATE restore_progress SET cursor = ?, rows = rows + ?, bytes = bytes + ?, "
+            "pages = pages + 1 WHERE agent_id = ?",
+            (page[-1].seq, len(page), sum(len(r.envelope) for r in page), agent_id),
+        )
 
 
 class _Sorter:
