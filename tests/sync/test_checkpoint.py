@@ -24,10 +24,12 @@ from tests.sync.test_adversarial_server import (
 )
 from tests.sync.test_daemon import Running, eventually
 from tiermem.sync import records
+from tiermem.sync.manifest import Manifest
 
 __all__ = ["attacker", "homes", "tm"]  # fixtures, used by name
 
-prune_module = importlib.import_module("tiermem.sync.restore.prune")  # the package re-exports
+prune_module = importlib.import_module("tiermem.sync.restore.prune")
+seal_module = importlib.import_module("tiermem.sync.push.seal")  # the package re-exports
 # a function of that name
 
 Row = tuple[str, int, bytes, bytes]  # version, epoch, device, envelope
@@ -199,3 +201,34 @@ def test_the_daemon_leaves_a_vault_alone_when_pruning_is_off(
     finally:
         running.stop()
     assert running.daemon.prunes == 0 and prune_rows(attacker, a, tm.agent_id) == []
+
+
+def first_format(m: Manifest) -> bytes:
+    """A manifest as tiermem wrote it before the compact lines."""
+    lines = [[e.table, e.record_id, e.version, e.digest] for e in m.records]
+    data: dict[str, object] = {"format": 1, "device": m.device, "n": m.n, "records": lines}
+    if m.seen:
+        data["seen"] = dict(m.seen)
+    return records.canonical(data)
+
+
+def test_a_vault_pushed_with_the_first_manifest_format_restores_prunes_and_checks(
+    tm: Tm,
+    sqld: SqldServer,
+    attacker: Attacker,
+    homes: tuple[Path, Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a, b, fresh = homes
+    with monkeypatch.context() as old:
+        old.setattr(seal_module, "encode_manifest", first_format)
+        key, _ = grown_vault(tm, a, sqld)
+        assert restore(tm, b, sqld, key)[0] == 0
+    tm.store(a, "the fan in hall 5 hums")  # a compact manifest after the old ones
+    assert tm(a, "sync", "push")[0] == 0 and tm(b, "sync", "pull")[0] == 0
+    assert tm(a, "sync", "check", "--read-data")[0] == 0
+    assert prune_now(tm, a)["compacted"] == 4
+    code, _, err = restore(tm, fresh, sqld, key)
+    assert code == 0, err
+    assert memories(fresh, tm.agent_id) == memories(a, tm.agent_id) == memories(b, tm.agent_id)
+    assert tm(b, "sync", "check")[0] == 0
