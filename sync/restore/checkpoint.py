@@ -11,8 +11,10 @@ are missing, and the pruning device's next manifest names the checkpoint it made
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Final
 
 from tiermem.sync import crypto, hlc, records
 from tiermem.sync.devices.epoch_keys import KeyRing
@@ -23,6 +25,8 @@ from tiermem.sync.vault.hrana import Args, ResultSet
 __all__ = ["PruneState", "Whole", "decode_horizon", "prune_record_id", "read_prune_state"]
 
 Select = Callable[[str, Args], ResultSet]
+_PARTS_PER_PAGE: Final = 4
+"""Checkpoint parts per request: about 6 MB of Hrana JSON at most."""
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,7 @@ def read_prune_state(select: Select, ring: KeyRing, tag: bytes) -> PruneState:
     """Every version of the prune record: horizon, newest whole checkpoint, damage."""
     state = PruneState()
     parts: dict[int, dict[int, tuple[str, Checkpoint]]] = {}
-    for raw in select(*store.versions_of(tag, prune_record_id(ring))).rows:
-        row = records.remote_row(tuple(raw))
+    for row in _prune_rows(select, tag, prune_record_id(ring)):
         state.rows.append((row.seq, row.version))
         try:
             plaintext = records.open_row(
@@ -94,6 +97,24 @@ def read_prune_state(select: Select, ring: KeyRing, tag: bytes) -> PruneState:
             parts.setdefault(part.number, {})[part.part] = (row.version, part)
     state.checkpoint = _newest_whole(parts)
     return state
+
+
+def _prune_rows(select: Select, tag: bytes, rid: bytes) -> Iterator[records.RemoteRow]:
+    """Every version of the prune record, a few parts a request (halved while the server
+    finds the answer too large)."""
+    after, limit = 0, _PARTS_PER_PAGE
+    while True:
+        page = functools.partial(_page, select, tag, rid, after)
+        result, limit = records.fit_page(page, limit)
+        rows = [records.remote_row(tuple(raw)) for raw in result.rows]
+        yield from rows
+        if len(rows) < limit:
+            return
+        after = rows[-1].seq
+
+
+def _page(select: Select, tag: bytes, rid: bytes, after: int, limit: int) -> ResultSet:
+    return select(*store.versions_of(tag, rid, after, limit))
 
 
 def _newest_whole(parts: dict[int, dict[int, tuple[str, Checkpoint]]]) -> Whole | None:

@@ -219,11 +219,13 @@ def records_by_id(tag: bytes, record_ids: Sequence[bytes]) -> Statement:
     )
 
 
-def versions_of(tag: bytes, record_id: bytes) -> Statement:
-    """Every version of one record as pull rows (the prune record's versions)."""
+def versions_of(tag: bytes, record_id: bytes, after: int, limit: int) -> Statement:
+    """The versions of one record after seq `after`, as pull rows, a page at a time (the
+    prune record's parts: up to 1 MiB each)."""
     return (
-        f"SELECT {_ROW} FROM records WHERE record_id = ? AND agent_tag = ? ORDER BY seq",
-        (record_id, tag),
+        f"SELECT {_ROW} FROM records WHERE record_id = ? AND agent_tag = ? AND seq > ? "
+        "ORDER BY seq LIMIT ?",
+        (record_id, tag, after, limit),
     )
 
 
