@@ -3,7 +3,7 @@ compacts the manifests into a checkpoint; `prune_horizon` reads the horizon back
 
 **Policy.** Of every record, the newest `keep_versions` versions are kept, and every version
 younger than `keep_days`; the newest is never deleted. The server chooses the doomed rows
-(`store.prune_plan`, over a snapshot of the rows up to the newest seq): the client downloads
+(`store.prune_doomed`, over a snapshot of the rows up to the newest seq): the client downloads
 only what is deleted, never the index of every row.
 
 **Checkpoint.** The manifests up to the snapshot are replaced by checkpoint n+1 (the previous
@@ -66,6 +66,8 @@ _GROUP_BYTES: Final = 70  # a group's version and brackets
 WRITE_BYTES: Final = 2 * 1024 * 1024
 """Sealed bytes per request that writes checkpoint parts (as a push's batches)."""
 _DAY_MS: Final = 86_400_000
+_DOOMED_PAGE: Final = 20_000
+"""Doomed rows per request (about 130 bytes of JSON each)."""
 
 
 def prune_horizon(
@@ -258,18 +260,35 @@ def _plan(
     """(doomed rows: seq, record id, version; the horizon they leave; rows; distinct records)
     in the snapshot, as the server chooses them."""
     before = "~" if days == 0 else f"{int(server.engine.mem.now() * 1000 - days * _DAY_MS):018d}"
-    doomed_sql, horizon_sql = store.prune_plan(server.tag, upto, exempt, keep, before)
-    size_sql = store.count_upto(server.tag, upto)
-    doomed_rs, horizon_rs, size_rs = server.call(
-        lambda c: [c.execute(*doomed_sql), c.execute(*horizon_sql), c.execute(*size_sql)]
-    )
-    doomed = [
-        (records.server_int(r[0]), records.server_blob(r[1]), records.server_str(r[2]))
-        for r in doomed_rs.rows
-    ]
+    policy = (keep, before)
+    horizon_rs = server.select(*store.prune_horizon(server.tag, upto, exempt, policy))
+    size_rs = server.select(*store.count_upto(server.tag, upto))
+    doomed: list[tuple[int, bytes, str]] = []
+    after, limit = 0, _DOOMED_PAGE
+    while True:
+        page = functools.partial(_doomed_page, server, upto, exempt, policy, after)
+        result, limit = records.fit_page(page, limit)
+        doomed += [
+            (records.server_int(r[0]), records.server_blob(r[1]), records.server_str(r[2]))
+            for r in result.rows
+        ]
+        if len(result.rows) < limit:
+            break
+        after = doomed[-1][0]
     horizon = horizon_rs.rows[0][0] if horizon_rs.rows else None
     total, distinct = (records.server_int(v) for v in size_rs.rows[0])
     return doomed, horizon if isinstance(horizon, str) else None, total, distinct
+
+
+def _doomed_page(
+    server: _Server,
+    upto: int,
+    exempt: Sequence[bytes],
+    policy: tuple[int, str],
+    after: int,
+    limit: int,
+) -> ResultSet:
+    return server.select(*store.prune_doomed(server.tag, upto, exempt, policy, after, limit))
 
 
 def _covers(state: PruneState, manifests: list[tuple[Manifest, int]]) -> dict[str, int]:

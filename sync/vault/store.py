@@ -40,8 +40,9 @@ __all__ = [
     "manifest_since",
     "manifests_after",
     "newest_version",
+    "prune_doomed",
     "prune_guard",
-    "prune_plan",
+    "prune_horizon",
     "pull_page",
     "records_after",
     "records_by_id",
@@ -175,28 +176,34 @@ def _ranked(kept: Sequence[bytes]) -> str:
     )
 
 
-def prune_plan(
-    tag: bytes, upto: int, exempt: Sequence[bytes], keep: int, before: str
-) -> list[Statement]:
+def prune_doomed(
+    tag: bytes, upto: int, exempt: Sequence[bytes], policy: tuple[int, str], after: int, limit: int
+) -> Statement:
     """What a prune deletes, chosen by the server over the rows up to `upto` (a snapshot): the
-    versions beyond the newest `keep` of each record that are also older than `before`, never
-    a record in `exempt`. Two statements: the doomed rows (seq, record id, version), and the
-    horizon they leave (the newest of the oldest versions kept of the records that lose one)."""
-    head = _ranked(exempt)
+    versions beyond the newest `keep` of each record that are also older than `before`
+    (`policy`), never a record in `exempt`; (seq, record id, version) after seq `after`, a page
+    at a time."""
+    keep, before = policy
+    return (
+        f"{_ranked(exempt)} SELECT seq, record_id, version FROM ranked WHERE rn > ? AND "
+        "version < ? AND seq > ? ORDER BY seq LIMIT ?",
+        (tag, upto, *exempt, keep, before, after, limit),
+    )
+
+
+def prune_horizon(
+    tag: bytes, upto: int, exempt: Sequence[bytes], policy: tuple[int, str]
+) -> Statement:
+    """The horizon `prune_doomed` leaves: the newest of the oldest versions kept of the records
+    that lose one (NULL: none loses one)."""
+    keep, before = policy
     doomed = "rn > ? AND version < ?"
-    args = (tag, upto, *exempt)
-    return [
-        (
-            f"{head} SELECT seq, record_id, version FROM ranked WHERE {doomed}",
-            (*args, keep, before),
-        ),
-        (
-            f"{head} SELECT max(oldest) FROM (SELECT min(version) AS oldest FROM ranked "
-            f"WHERE NOT ({doomed}) AND record_id IN (SELECT record_id FROM ranked "
-            f"WHERE {doomed}) GROUP BY record_id)",
-            (*args, keep, before, keep, before),
-        ),
-    ]
+    return (
+        f"{_ranked(exempt)} SELECT max(oldest) FROM (SELECT min(version) AS oldest FROM ranked "
+        f"WHERE NOT ({doomed}) AND record_id IN (SELECT record_id FROM ranked "
+        f"WHERE {doomed}) GROUP BY record_id)",
+        (tag, upto, *exempt, keep, before, keep, before),
+    )
 
 
 def prune_guard(tag: bytes, record_id: bytes, newest: str) -> Statement:
