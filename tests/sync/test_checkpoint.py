@@ -90,7 +90,7 @@ def test_prune_compacts_the_manifests_and_the_vault_restores_and_checks_whole(
     device = str(status(tm, a)["device_id"])
     assert manifest_count(attacker, a, tm.agent_id, device) == 3
     pruned = prune_now(tm, a)
-    assert pruned["deleted"] >= 3 and pruned["compacted"] == 3 and pruned["checkpoint"] == 1
+    assert pruned["deleted"] >= 2 and pruned["compacted"] == 3 and pruned["checkpoint"] == 1
     assert manifest_count(attacker, a, tm.agent_id, device) == 0
     assert len(prune_rows(attacker, a, tm.agent_id)) == 1  # one part
     assert prune_now(tm, a)["deleted"] == 0  # nothing new: nothing done
