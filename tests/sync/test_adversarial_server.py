@@ -420,6 +420,7 @@ def test_the_daemon_unit_is_not_restarted_after_a_removal_or_a_refused_url(
             "service",
             "install",
             "--print",
+            "--daemon",
             "--platform",
             "systemd",
         ]

@@ -408,7 +408,8 @@ SYNC: dict[str, Lazy] = {
     "prune": _sub(
         "restore",
         "sync_prune",
-        "Delete old remote versions, keeping the newest N of every record (and all manifests).",
+        "Delete old remote versions (beyond the newest N of a record and older than D days; never "
+        "the newest) and compact the manifests into a checkpoint.",
     ),
     "conflicts": _sub(
         "conflicts",
