@@ -414,7 +414,7 @@ SYNC: dict[str, Lazy] = {
     "conflicts": _sub(
         "conflicts",
         "conflicts_cmd",
-        "List values that lost a merge between devices (newest first).",
+        "List values that lost a merge between devices (newest first), by what they are about.",
     ),
     "resolve": _sub(
         "conflicts",
