@@ -14,6 +14,9 @@ from tiermem.core.db import Database, Row
 from tiermem.core.ranking import ROW_CATEGORY, ROW_CREATED, ROW_FIELDS, ROW_TEXT
 from tiermem.core.terms import STOPWORDS, stem
 
+ANSWERS = "answers: "
+"""How an answer's reason starts (here and in the graph's): context injects it whatever words
+the question shares with it."""
 POOL = 120
 """The newest statements of the attribute looked at (newest first, so older ones fall off)."""
 DERIVED = ("dreams", "conversations")
@@ -124,7 +127,7 @@ def newest(
             best = (began, float(row[ROW_CREATED]), found)
     if best is None:
         return None
-    return int(best[2][0]), best[2][1:], f"answers: the newest statement of it ({_day(best[0])})"
+    return int(best[2][0]), best[2][1:], f"{ANSWERS}the newest statement of it ({_day(best[0])})"
 
 
 def _answers(question: Asked, text: str, said_at: float, when: float) -> float | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tiermem.core import episodes
+from tiermem.core.answers import ANSWERS
 from tiermem.core.distill import signals
 from tiermem.core.distill.cues import GREETING_WORDS, QUESTION_FILLER, SMALL_TALK, WH_WORDS
 from tiermem.core.errors import InvalidInput
@@ -64,6 +65,8 @@ def check_threshold(floor: float) -> float:
 def relevance(hit: Hit, terms: Sequence[str]) -> float:
     """0..1: how much of the message this memory is about (module doc)."""
     e = hit.explanation
+    if e.via and e.via.startswith(ANSWERS):
+        return 1.0  # what the question asks, whatever words it shares with it
     wanted = asked(terms)
     if not wanted:
         return 0.0

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from tiermem.core import episodes
+from tiermem.core.answers import ANSWERS
 from tiermem.core.config import GraphConfig
 from tiermem.core.db import Database, Row
 from tiermem.core.graph import history, known_mentions_by_key, ngram_keys, question
@@ -102,7 +103,7 @@ class GraphSignals:
             holding = [e for e in history.at_time(edges, time.time()) if e.firm and e.memory]
             names = graph.names({e.subject for e in holding} | {e.object for e in holding})
             for e in holding:
-                via = f"answers: {names.get(e.subject, e.subject)} → {e.predicate} → "
+                via = f"{ANSWERS}{names.get(e.subject, e.subject)} → {e.predicate} → "
                 out.setdefault(str(e.memory), (ANSWER_BOOST, via + names.get(e.object, e.object)))
         return out
 

@@ -247,6 +247,8 @@ def test_a_question_finds_the_newest_answer_that_shares_no_word_with_it(
     found = cli.json("retrieve", "In which city do I currently live?", "--limit", "3")["results"]
     assert "York" in found[0]["text"]  # no word in common, and a newer plan names Edinburgh
     assert "newest statement" in found[0]["explanation"]["via"]
+    block = cli.json("context", "--query", "In which city do I currently live?")
+    assert found[0]["id"] in block["memories"]  # injected, though it shares no word with it
     assert "Diego" in texts(cli, "who's my manager these days?")[0]
     ranked = texts(cli, "who's my manager?", "--as-of", "2026-08-01")
     assert first_with(ranked, "Carla") == 0 and first_with(ranked, "Diego") == 99
