@@ -266,10 +266,11 @@ RESTATE = re.compile(
     r"^(?:so|and so|ah|oh|wow)\W+you\b|\byou(?:'ve| have)? (?:mentioned|said|told me|noted|"
     r"shared|indicated|stated)\b|\bas you (?:said|mentioned|noted)\b|\byou(?:'re| are) now\b|"
     r"^your\b(?:\s+[\w'-]+){1,3}\s+(?:is|are|was|were|has|have)\b|\bfor you\b.*\b(?:remind|"
-    r"note|track)|\byour (?:reminder|list|profile|notes?|calendar|tasks?)\b",
+    r"note|track)|\byour (?:reminder|list|profile|notes?|calendar|tasks?)\b|"
+    r"^(?:in summary|in short|to sum up|to summari[sz]e|overall|all in all|in brief)\b",
     re.I,
 )
-"""An assistant restating the person's own words back to them."""
+"""An assistant restating the person's own words back to them, or summing up its own answer."""
 ECHO_OVERLAP = 0.6
 """The share of an assistant sentence's content words that a recent line of the user must hold
 for the assistant's sentence to be an echo of it (merged into the user's fact, or dropped)."""

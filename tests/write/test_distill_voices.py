@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.clikit import cli_json
+from tiermem.core.distill import signals
 
 
 def distilled(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> dict[str, Any]:
@@ -270,3 +271,12 @@ def test_a_reminder_asked_as_a_question_is_a_task(capsys, tmp_path: Path, questi
 )
 def test_an_assistant_statement_without_a_cue_is_chatter(capsys, tmp_path: Path, line: str) -> None:
     assert distilled(capsys, tmp_path, f"User: hi\nAssistant: {line}\n")["facts"] == []
+
+
+def test_an_assistant_summing_up_its_own_answer_is_not_knowledge() -> None:
+    for said in (
+        "In summary, the first week is for meeting the key people and protecting your time.",
+        "To sum up: keep the plan short and review it on Fridays.",
+    ):
+        assert signals.is_acknowledgement(said), said
+    assert not signals.is_acknowledgement("The first week is for meeting the key people.")
