@@ -10,22 +10,16 @@ import re
 from dataclasses import dataclass
 
 from tiermem.core import frames
+from tiermem.core.current import ANSWERS, QUESTION
 from tiermem.core.db import Database, Row
 from tiermem.core.ranking import ROW_CATEGORY, ROW_CREATED, ROW_FIELDS, ROW_TEXT
 from tiermem.core.terms import STOPWORDS, stem
 
-ANSWERS = "answers: "
-"""How an answer's reason starts (here and in the graph's): context injects it whatever words
-the question shares with it."""
 POOL = 120
 """The newest statements of the attribute looked at (newest first, so older ones fall off)."""
 DERIVED = ("dreams", "conversations")
 """Syntheses and conversation records restate facts; the statements themselves answer."""
 
-_QUESTION = re.compile(
-    r"\?|\b(?:what|whats|what's|where|who|whom|whose|which|when|how|am i|do i|does|did)\b",
-    re.IGNORECASE,
-)
 KIND_WORDS: dict[str, str] = {
     "database": "database",
     "db": "database",
@@ -66,7 +60,7 @@ class Asked:
 
 def asked(query: str) -> Asked | None:
     """What a question asks, or None for a statement or a question of no known attribute."""
-    if not _QUESTION.search(query):
+    if not QUESTION.search(query):
         return None
     claim = frames.claim_of(query, 0.0)
     if claim is None:

@@ -10,8 +10,8 @@ With `as_of`, memories whose fact started later are left out."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 
-from tiermem.core import answers
 from tiermem.core.db import Database, Row
 from tiermem.core.ranking import (
     ROW_CREATED,
@@ -25,6 +25,14 @@ from tiermem.core.ranking import (
     with_count,
 )
 
+ANSWERS = "answers: "
+"""How an answer's reason starts (the newest statement's, the graph's): context injects it
+whatever words it shares with the question."""
+QUESTION = re.compile(
+    r"\?|\b(?:what|whats|what's|where|who|whom|whose|which|when|how|am i|do i|does|did)\b",
+    re.IGNORECASE,
+)
+"""A question (a wh-word, "do I", a question mark): only a question is given an answer."""
 STALE_FACTOR = 0.5
 """What a superseded memory's score is multiplied by."""
 MAX_CHAIN = 20
@@ -86,6 +94,10 @@ def answer_first(
 ) -> list[Candidate]:
     """`ranked` with the newest statement of what a question asks first ("who is my manager
     now?" → the latest "I report to …"), found even when the question shares no word with it."""
+    if not QUESTION.search(query):
+        return ranked
+    from tiermem.core import answers  # the statement rules load only for a question
+
     question = answers.asked(query)
     if question is None:
         return ranked

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tiermem.core import episodes
-from tiermem.core.answers import ANSWERS
+from tiermem.core.current import ANSWERS
 from tiermem.core.distill import signals
 from tiermem.core.distill.cues import GREETING_WORDS, QUESTION_FILLER, SMALL_TALK, WH_WORDS
 from tiermem.core.errors import InvalidInput

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from tiermem.core import episodes
-from tiermem.core.answers import ANSWERS
 from tiermem.core.config import GraphConfig
+from tiermem.core.current import ANSWERS
 from tiermem.core.db import Database, Row
 from tiermem.core.graph import history, known_mentions_by_key, ngram_keys, question
 from tiermem.core.graph.extract import OWNER
