@@ -15,8 +15,10 @@ from tiermem.core.db import Database, Row
 from tiermem.core.ranking import ROW_CATEGORY, ROW_CREATED, ROW_FIELDS, ROW_TEXT
 from tiermem.core.terms import STOPWORDS, stem
 
-POOL = 120
+POOL = 40
 """The newest statements of the attribute looked at (newest first, so older ones fall off)."""
+AFTER_FIRST = 8
+"""Statements read past the newest answering one: an older-said one may name a later date."""
 DERIVED = ("dreams", "conversations")
 """Syntheses and conversation records restate facts; the statements themselves answer."""
 
@@ -106,11 +108,17 @@ def newest(
     rows = db.query(
         f"SELECT m.seq, {ROW_FIELDS} FROM memories m WHERE m.seq IN (SELECT rowid FROM memories_fts "
         "WHERE memories_fts MATCH ? AND rowid BETWEEN ? << 32 AND (? << 32) + 4294967295 "
-        f"ORDER BY rowid DESC LIMIT ?){sql} AND (m.superseded_at IS NULL OR m.superseded_at > ?)",
+        f"ORDER BY rowid DESC LIMIT ?){sql} AND (m.superseded_at IS NULL OR m.superseded_at > ?) "
+        "ORDER BY m.seq DESC",
         [match, slot, slot, POOL, *params, when],
     )
     best: tuple[float, float, Row] | None = None
+    since_first = 0
     for found in rows:
+        if best is not None:
+            since_first += 1
+            if since_first > AFTER_FIRST:
+                break  # older statements than these rarely became true later
         row = found[1:]
         if str(row[ROW_CATEGORY]).startswith(DERIVED):
             continue
