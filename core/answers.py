@@ -15,9 +15,9 @@ from tiermem.core.db import Database, Row
 from tiermem.core.ranking import ROW_CATEGORY, ROW_CREATED, ROW_FIELDS, ROW_TEXT
 from tiermem.core.terms import STOPWORDS, stem
 
-POOL = 40
+POOL = 24
 """The newest statements of the attribute looked at (newest first, so older ones fall off)."""
-AFTER_FIRST = 8
+AFTER_FIRST = 3
 """Statements read past the newest answering one: an older-said one may name a later date."""
 DERIVED = ("dreams", "conversations")
 """Syntheses and conversation records restate facts; the statements themselves answer."""
@@ -64,10 +64,12 @@ def asked(query: str) -> Asked | None:
     """What a question asks, or None for a statement or a question of no known attribute."""
     if not QUESTION.search(query):
         return None
+    words = [frames.fold(w) for w in re.findall(r"[\w'’]+", query)]
+    if not any(_may_anchor(w) for w in words):
+        return None  # most questions name no one-value attribute: no parse
     claim = frames.claim_of(query, 0.0)
     if claim is None:
         return None
-    words = [frames.fold(w) for w in re.findall(r"[\w'’]+", query)]
     slotted = {w for w in claim.frame if w.startswith("~") or w in _slot_stems()}
     kinds = {KIND_WORDS[w] for w in words if w in KIND_WORDS}
     anchors = frozenset(slotted | kinds)
@@ -80,6 +82,12 @@ def asked(query: str) -> Asked | None:
         if w not in KIND_WORDS and stem(w) not in slotted and len(w) > 1
     )
     return Asked(anchors, _subject(words), names)
+
+
+def _may_anchor(word: str) -> bool:
+    """A word that may name an attribute (a cheap look before the question is parsed)."""
+    bare = word.removesuffix("s")
+    return any(w in frames.SLOT_WORDS or w in frames.SLOTS or w in KIND_WORDS for w in (word, bare))
 
 
 def _slot_stems() -> frozenset[str]:
