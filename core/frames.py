@@ -323,18 +323,18 @@ def replaces(new: Claim, old: Claim) -> bool:
     overlap = len(shared) / len(union) if union else 0.0
     owned = any(w.startswith("~") for w in shared)
     anchored = owned or bool(_SLOT_STEMS & shared)
-    kinds = bool(new.kinds & old.kinds)
+    kinds = bool(new.kinds & old.kinds) and _same_things(new, old)
     if new.negated:
         named = {v for v in new.values & old.values if not _DAYLIKE.fullmatch(v)}
         return bool(named) and not old.negated  # "stop posting in #general"
-    if kinds and new.values - old.values and (new.change or old.values - new.values):
-        return True  # "Meridian runs on GCP now, we closed the old AWS account"
     if not new.values - old.values or not old.values - new.values:
         return False
     if new.correction and (overlap >= 0.3 or kinds):
         return True
-    if owned or kinds:
-        return True  # one home, employer, manager, role or tool of a kind at a time
+    if owned:
+        return True  # one home, employer, manager or role at a time
+    if kinds:
+        return new.change or overlap >= 0.5
     if anchored:
         return new.change or overlap >= 0.5
     return new.change and overlap >= 0.6
@@ -344,13 +344,19 @@ _DAYLIKE = re.compile(r"\d\d-\d\d|[a-z]+day|\d.*")
 """Dates, weekdays and times: a value two statements share by chance."""
 
 
+def _same_things(new: Claim, old: Claim) -> bool:
+    """Two statements of tools are about the same things unless each names others apart from
+    its tools ("MySQL for Ledgerly" and "Postgres for Orchard" are two projects' databases)."""
+    old_things = {v for v in old.values if v not in TOOL_KINDS}
+    new_things = {v for v in new.values if v not in TOOL_KINDS}
+    return not old_things or not new_things or bool(old_things & new_things)
+
+
 def _same_subject(new: Claim, old: Claim) -> bool:
     """One subject, or the user speaking about a thing the other statement is about ("we
     moved Ledgerly to Postgres" / "Ledgerly uses MySQL")."""
     if new.subject == old.subject:
         return True
-    if new.kinds & old.kinds and "user" in (new.subject, old.subject):
-        return True  # "it runs on AWS" / "Meridian runs on GCP now": one thing's tool
     return (new.subject == "user" and old.subject in new.values) or (
         old.subject == "user" and new.subject in old.values
     )

@@ -28,8 +28,6 @@ DREAMS = "dreams"
 RECORD_CATEGORY = "conversations"
 """Where conversation end keeps one dated record per conversation (`core.conversation`)."""
 CANDIDATES = 8
-RECENT_CANDIDATES = 24
-"""Also the newest statements sharing the words: what a change replaces was usually said last."""
 INLINE_LIMIT = 64
 """Memories one store indexes and compares at once; a bulk load waits for `catch_up`."""
 MIN_HOT_MATCH = 12
@@ -335,18 +333,13 @@ def _candidates(mem: Memory, new: MemoryRow, claims: list[frames.Claim]) -> list
     if not match:
         return []
     store = mem.memories
-    found: dict[str, MemoryRow] = {}
-    for order, limit in (("rank", CANDIDATES), ("rowid DESC", RECENT_CANDIDATES)):
-        rows = mem.db.query(
-            f"SELECT {_COLUMNS} FROM memories WHERE seq IN (SELECT rowid FROM memories_fts "
-            "WHERE memories_fts MATCH ? AND rowid BETWEEN CAST(? AS INTEGER) AND "
-            f"CAST(? AS INTEGER) ORDER BY {order} LIMIT ?) AND +agent_id = ?",
-            (match, str(store.seq_low), str(store.seq_high), limit, mem.agent_id),
-        )
-        for r in rows:
-            row = MemoryRow.from_db(r)
-            found.setdefault(row.id, row)
-    return list(found.values())
+    rows = mem.db.query(
+        f"SELECT {_COLUMNS} FROM memories WHERE seq IN (SELECT rowid FROM memories_fts "
+        "WHERE memories_fts MATCH ? AND rowid BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER) "
+        "ORDER BY rank LIMIT ?) AND +agent_id = ?",
+        (match, str(store.seq_low), str(store.seq_high), CANDIDATES, mem.agent_id),
+    )
+    return [MemoryRow.from_db(r) for r in rows]
 
 
 def _rows(mem: Memory, ids: Sequence[str]) -> list[MemoryRow]:
