@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from tiermem.core.errors import InvalidInput, TreeSearchError
 from tiermem.core.vectors import VectorIndex, VectorUnavailable
-from tiermem.core.warm import TIERS, Tier
+from tiermem.core.warm import TIERS, MemoryStore, Tier
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
@@ -88,6 +88,7 @@ def retrieve(
         tags=tags,
         tagged=tagged,
         as_of=as_of,
+        scopes=_space_scopes(mem),
     )
     result.notes[:0] = notes
     if reinforce and not mem.read_only:
@@ -125,3 +126,16 @@ def _graph_signals(mem: Memory, entities: bool, episodes: bool) -> GraphSignals 
         episodes=episodes,
         memo=mem.reads.memo(),
     )
+
+
+def _space_scopes(mem: Memory) -> list[MemoryStore]:
+    """The spaces the agent includes, kept in the read cache while nothing is written (one
+    query less per search)."""
+    from tiermem.core import scoped  # loaded with the search pipeline, like `retrieve`
+
+    memo = mem.reads.memo()
+    key = ("space scopes", mem.agent_id)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = scoped.spaces_of(mem.memories)
+    return found  # type: ignore[return-value]
