@@ -68,7 +68,7 @@ def _every_envelope(client: HranaClient) -> list[bytes]:
     last = 0
     while True:
         rows = client.execute(
-            "SELECT rowid, envelope FROM records WHERE rowid > ? ORDER BY rowid LIMIT 200", [last]
+            "SELECT rowid, envelope FROM records WHERE rowid > ? ORDER BY rowid LIMIT 25", [last]
         ).rows
         if not rows:
             return out
