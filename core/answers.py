@@ -5,12 +5,11 @@ the question shares no word with it, or when supersession missed the change."""
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from dataclasses import dataclass
 
 from tiermem.core import frames
-from tiermem.core.current import ANSWERS, QUESTION
+from tiermem.core.current import ANSWERS, QUESTION, day
 from tiermem.core.db import Database, Row
 from tiermem.core.ranking import ROW_CATEGORY, ROW_CREATED, ROW_FIELDS, ROW_TEXT
 from tiermem.core.terms import STOPWORDS, stem
@@ -70,7 +69,7 @@ def asked(query: str) -> Asked | None:
     claim = frames.claim_of(query, 0.0)
     if claim is None:
         return None
-    slotted = {w for w in claim.frame if w.startswith("~") or w in _slot_stems()}
+    slotted = {w for w in claim.frame if w.startswith("~") or w in frames.SLOT_STEMS}
     kinds = {KIND_WORDS[w] for w in words if w in KIND_WORDS}
     anchors = frozenset(slotted | kinds)
     if not anchors:
@@ -88,10 +87,6 @@ def _may_anchor(word: str) -> bool:
     """A word that may name an attribute (a cheap look before the question is parsed)."""
     bare = word.removesuffix("s")
     return any(w in frames.SLOT_WORDS or w in frames.SLOTS or w in KIND_WORDS for w in (word, bare))
-
-
-def _slot_stems() -> frozenset[str]:
-    return frozenset(stem(s) for s in frames.SLOTS)
 
 
 def _subject(words: list[str]) -> str:
@@ -137,7 +132,7 @@ def newest(
             best = (began, float(row[ROW_CREATED]), found)
     if best is None:
         return None
-    return int(best[2][0]), best[2][1:], f"{ANSWERS}the newest statement of it ({_day(best[0])})"
+    return int(best[2][0]), best[2][1:], f"{ANSWERS}the newest statement of it ({day(best[0])})"
 
 
 def _answers(question: Asked, text: str, said_at: float, when: float) -> float | None:
@@ -170,7 +165,3 @@ def _about(question: Asked, claim: frames.Claim) -> bool:
     if not question.names:
         return claim.subject == "user"
     return mentions
-
-
-def _day(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.UTC).date().isoformat()

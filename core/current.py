@@ -64,7 +64,7 @@ def arrange(
         if not stale_at(c.row, when):
             continue
         successor = _current_successor(db, agent_id, c.row, when, by_id)
-        ended = _day(float(c.row[ROW_SUPERSEDED_AT]))
+        ended = day(float(c.row[ROW_SUPERSEDED_AT]))
         if successor is None:
             c.supersession = f"no longer true since {ended}"
         else:
@@ -152,7 +152,8 @@ def _stand_in(successor: Candidate, stale: Candidate) -> None:
     successor.supersession = f"the current version of {stale.row[ROW_ID]}"
 
 
-def _day(ts: float) -> str:
+def day(ts: float) -> str:
+    """A moment as its UTC day (2026-10-17), as explanations name it."""
     return dt.datetime.fromtimestamp(ts, dt.UTC).date().isoformat()
 
 

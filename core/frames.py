@@ -175,7 +175,8 @@ _COMMON_STARTS = (
     )
 )
 """Sentence-initial words that are not names."""
-_SLOT_STEMS = frozenset(stem(s) for s in SLOTS)
+SLOT_STEMS = frozenset(stem(s) for s in SLOTS)
+"""The stems of `SLOTS`, as claim frames hold their words."""
 
 
 @dataclass(frozen=True)
@@ -248,7 +249,7 @@ def can_replace(claim: Claim) -> bool:
     """Whether a claim has what `replaces` needs from either side of a change: a one-value
     attribute, a tool kind, a change word, a negation or a correction (most sentences have
     none, and are never compared)."""
-    anchored = any(w.startswith("~") for w in claim.frame) or bool(_SLOT_STEMS & claim.frame)
+    anchored = any(w.startswith("~") for w in claim.frame) or bool(SLOT_STEMS & claim.frame)
     return bool(
         claim.values
         and (anchored or claim.kinds or claim.change or claim.negated or claim.corrected)
@@ -322,7 +323,7 @@ def replaces(new: Claim, old: Claim) -> bool:
     union = new.frame | old.frame
     overlap = len(shared) / len(union) if union else 0.0
     owned = any(w.startswith("~") for w in shared)
-    anchored = owned or bool(_SLOT_STEMS & shared)
+    anchored = owned or bool(SLOT_STEMS & shared)
     kinds = bool(new.kinds & old.kinds) and _same_things(new, old)
     if new.negated:
         named = {v for v in new.values & old.values if not _DAYLIKE.fullmatch(v)}
@@ -366,7 +367,7 @@ def fts_query(claim: Claim) -> str:
     """An FTS5 query for statements that may state the same thing: any word naming one of its
     one-value attributes, its tools' kind, or (a correction) the value it corrects; else its
     frame words."""
-    anchors = [w for w in sorted(claim.frame) if w.startswith("~") or w in _SLOT_STEMS]
+    anchors = [w for w in sorted(claim.frame) if w.startswith("~") or w in SLOT_STEMS]
     words = _surface([*anchors, *sorted(claim.kinds)]) + sorted(claim.corrected)
     if claim.negated:  # "stop posting in #general" closes what named #general
         words += sorted(v.lstrip("#@") for v in claim.values if not _DAYLIKE.fullmatch(v))
