@@ -119,8 +119,10 @@ class SyncEngine(Session):
         kdf: crypto.KdfParameters = crypto.DEFAULT_KDF_PARAMS,
         policy: RetryPolicy | None = None,
         new_vault: bool = False,
+        member: str | None = None,
     ) -> InitResult:
-        """Create the vault (`setup.init`; `new_vault`: even when the server holds others)."""
+        """Create the vault (`setup.init`; `new_vault`: even when the server holds others;
+        `member`: a shared space's first member's name on its roster)."""
         return setup.init(
             self,
             url,
@@ -131,6 +133,7 @@ class SyncEngine(Session):
             kdf=kdf,
             policy=policy,
             new_vault=new_vault,
+            member=member,
         )
 
     def other_vaults(self, url: str, token: str | None, policy: RetryPolicy | None = None) -> int:

@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from tiermem.core import logs, snapshot
 from tiermem.core.errors import InvalidInput
 from tiermem.sync import crypto
+from tiermem.sync.crypto.authorship import seal_member_name
 from tiermem.sync.crypto.roster import (
     RECOVERY,
     generate_signing_key,
@@ -92,8 +93,10 @@ def init(
     kdf: crypto.KdfParameters = crypto.DEFAULT_KDF_PARAMS,
     policy: RetryPolicy | None = None,
     new_vault: bool = False,
+    member: str | None = None,
 ) -> InitResult:
     """Create the vault: keys, wraps, remote tables, this device; then mark sync ready.
+    `member`: a shared space's vault names this device's member so on its signed roster.
 
     The caller has shown the recovery key and had it confirmed. The current critical state is
     queued, so the first push sends it. `new_vault`: even when the server holds other vaults
@@ -155,12 +158,18 @@ def init(
         signing_public_bytes(sign_key),
         recovery_signing_key(recovery_key),
         RECOVERY,
+        name=_sealed_member(vault_key, session.agent_id, device_id, member),
     )
     result = _register(
         session, settings, policy or RetryPolicy(), roster=roster, new_vault=new_vault
     )
     save_anchor(session.db, session.agent_id, verify_roster(session.agent_id, roster.bodies))
     return dataclasses.replace(result, token_stored=token_stored)
+
+
+def _sealed_member(id_key: bytes, scope: str, device_id: bytes, member: str | None) -> bytes | None:
+    """The first member's name as its roster entry holds it (None: an agent's vault)."""
+    return None if member is None else seal_member_name(id_key, scope, device_id, member)
 
 
 _HAS_WRAPS: Final = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'key_wraps'"

@@ -11,27 +11,46 @@ the vault key, cannot make a record the others accept. Layout of the plaintext::
 The signature covers a label, the record's whole context (space scope, table, record id,
 version, writing device: what the envelope's associated data binds), the writer's name and
 the payload, so it cannot be moved to another record, version or device.
+
+The writer's *name* is not taken from the record: a writing device could sign any name. The
+space's roster binds a name to each member device (the ``add`` entry's ``name``, signed by the
+inviter), sealed under the space's id key so the server never reads it (`seal_member_name`);
+readers show that name (`sync.spaces.authors`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, InvalidTag
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from tiermem.core.errors import TamperedData
-from tiermem.sync.crypto.base import LEN_PREFIX, lp
+from tiermem.sync.crypto.base import LEN_PREFIX, NONCE_LEN, check_key, hkdf, lp
 from tiermem.sync.crypto.envelope import RecordContext
 
-__all__ = ["SIGNED_MAGIC", "Signed", "open_signed", "sign_payload", "unsigned_payload"]
+__all__ = [
+    "MAX_MEMBER_NAME",
+    "SIGNED_MAGIC",
+    "Signed",
+    "open_member_name",
+    "open_signed",
+    "seal_member_name",
+    "sign_payload",
+    "unsigned_payload",
+]
 
 SIGNED_MAGIC: Final = b"TMSG"
 _LABEL: Final = b"tiermem/v1/space-record"
 _SIG_LEN: Final = 64
 _MAX_WRITER: Final = 256
+_INFO_MEMBER_NAME: Final = b"tiermem/v1/member-name"
+MAX_MEMBER_NAME: Final = 64
+"""Bytes of a member's name on the roster (sealed padded to this, so its length is hidden)."""
 
 
 @dataclass(frozen=True)
@@ -97,3 +116,32 @@ def unsigned_payload(plaintext: bytes) -> bytes:
     """The payload of a plaintext, its signature block (if any) dropped unchecked: for the
     readers that authenticate by the vault key alone (restore, `sync check`); a pull verifies."""
     return _split(plaintext)[2] if plaintext.startswith(SIGNED_MAGIC) else plaintext
+
+
+def _name_aad(scope: str, device_id: bytes) -> bytes:
+    return _INFO_MEMBER_NAME + lp(scope.encode()) + lp(device_id)
+
+
+def seal_member_name(id_key: bytes, scope: str, device_id: bytes, name: str) -> bytes:
+    """A member's name as its roster entry holds it: sealed under the space's id key (every
+    member has it, the server does not), bound to the space and the device, padded."""
+    check_key(id_key, "id key")
+    raw = name.encode()
+    if not raw or len(raw) > MAX_MEMBER_NAME:
+        raise ValueError(f"a member name has 1 to {MAX_MEMBER_NAME} bytes")
+    nonce = os.urandom(NONCE_LEN)
+    padded = raw.ljust(MAX_MEMBER_NAME, b"\0")
+    key = AESGCM(hkdf(id_key, None, _INFO_MEMBER_NAME))
+    return nonce + key.encrypt(nonce, padded, _name_aad(scope, device_id))
+
+
+def open_member_name(id_key: bytes, scope: str, device_id: bytes, sealed: bytes) -> str:
+    """The name `seal_member_name` sealed; `TamperedData` when it does not open."""
+    key = AESGCM(hkdf(id_key, None, _INFO_MEMBER_NAME))
+    try:
+        padded = key.decrypt(sealed[:NONCE_LEN], sealed[NONCE_LEN:], _name_aad(scope, device_id))
+        return padded.rstrip(b"\0").decode()
+    except (InvalidTag, ValueError):
+        raise TamperedData(
+            f"the roster's name of device {device_id.hex()[:12]} does not open with the space key"
+        ) from None

@@ -9,7 +9,8 @@ roster alone, and a device that verified a roster once pins its genesis and newe
 
 - ``genesis``: the recovery signing public key, the epoch at creation;
 - ``add``: a new device (id, X25519 box key, Ed25519 signing key or none, and for a shared
-  space's vault its ``role``: ``writer`` (the default) or ``reader``), signed by the recovery key
+  space's vault its ``role``: ``writer`` (the default) or ``reader``, and the member's ``name``
+  sealed under the space's id key: `crypto.authorship.seal_member_name`), signed by the recovery key
   or a listed device; an ``add`` signed by a reader changes nothing (it is kept as *refused*), so
   a reader cannot vouch for a device that writes. An ``add`` for an id the roster already lists (even a removed
   one) changes nothing: it is kept in the view as *refused*, so a stolen device cannot swap
@@ -147,6 +148,8 @@ class RosterDevice:
     removed: bool = False
     role: str = WRITER
     """What the signed ``add`` says the device may do in a shared space: write or only read."""
+    sealed_name: bytes | None = None
+    """A shared space's member name as its inviter signed it (sealed; None: none given)."""
 
 
 @dataclass(frozen=True)
@@ -251,6 +254,8 @@ def _apply(view: RosterView, entry: dict[str, Any]) -> None:
             view.devices[device_id] = RosterDevice(
                 device_id, box, sign_public, str(entry["by"]), int(entry["seq"]), role=_role(entry)
             )
+            name = str(entry.get("name") or "")
+            view.devices[device_id].sealed_name = _hex(name, "member name") if name else None
     elif op == "remove":
         gone = view.devices.get(_hex(entry["device"], "device id", 16))
         if gone is not None:

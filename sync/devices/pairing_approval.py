@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from tiermem.core.errors import InvalidInput, NotFound, PairingRefused
 from tiermem.sync import crypto
+from tiermem.sync.crypto.authorship import seal_member_name
 from tiermem.sync.crypto.roster import WRITER, signing_public_bytes
 from tiermem.sync.devices import epochs, roster_pin
 from tiermem.sync.devices.membership import own_entry_statements
@@ -91,11 +92,14 @@ class Approval:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         role: str | None = None,
+        name: str | None = None,
     ) -> None:
         self.engine = engine
         self.pairing_id = pairing_id
         self.role = role
         """A shared space's member role the new device gets on the roster (None: the owner's)."""
+        self.name = name
+        """The member's name this device signs onto the roster with it (a shared space)."""
         self.sleep = sleep
         self.clock = clock
         s = engine.require_ready()
@@ -217,6 +221,10 @@ class Approval:
         posted = self._transcript.new_public
         sign = posted[crypto.X25519_LEN :] or None
         draft = roster_pin.Draft(self.engine.agent_id, s.tag, view)
+        name = None
+        if self.name is not None:
+            id_key = epochs.id_key(self.engine)
+            name = seal_member_name(id_key, self.engine.agent_id, self.pairing_id, self.name)
         draft.add(
             self.pairing_id,
             posted[: crypto.X25519_LEN],
@@ -224,6 +232,7 @@ class Approval:
             own_key,
             s.device_id.hex(),
             self.role,
+            name,
         )
         return draft
 
@@ -242,9 +251,10 @@ def answer_pairing(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     role: str | None = None,
+    name: str | None = None,
 ) -> Approval:
     """Step 2 on an existing device for the request `request` (its id or a prefix), or the
-    only pending one. Then `wait_code()`, and `approve_pairing` with the new device's code.
+    only pending one (`role`, `name`: a shared space's new member's, signed onto the roster). Then `wait_code()`, and `approve_pairing` with the new device's code.
     A device that was removed from the vault cannot approve (`epochs.DeviceRevoked`)."""
     epochs.refresh_epoch(engine)
     pending = pending_pairings(engine)
@@ -265,7 +275,9 @@ def answer_pairing(
     if len(waiting) > 1:
         ids = ", ".join(p.request_id for p in waiting)
         raise InvalidInput(f"several pairing requests are waiting ({ids}); pick one with --request")
-    approval = Approval(engine, waiting[0].pairing_id, sleep=sleep, clock=clock, role=role)
+    approval = Approval(
+        engine, waiting[0].pairing_id, sleep=sleep, clock=clock, role=role, name=name
+    )
     approval.answer()
     return approval
 

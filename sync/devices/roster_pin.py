@@ -216,8 +216,10 @@ class Draft:
         key: Ed25519PrivateKey,
         by: str,
         role: str | None = None,
+        name: bytes | None = None,
     ) -> None:
-        """`role`: a shared space's member role (None: a device of the owner, a writer)."""
+        """`role`, `name`: a shared space's member role and sealed member name (None: a device
+        of the owner, a writer)."""
         fields = {
             "op": "add",
             "device": device_id.hex(),
@@ -226,6 +228,8 @@ class Draft:
         }
         if role is not None:
             fields["role"] = role
+        if name is not None:
+            fields["name"] = name.hex()
         self.append(fields, key, by)
 
     def rekey(

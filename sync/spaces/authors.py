@@ -1,11 +1,13 @@
 """Signatures on a shared space's records: a writer's device signs every record it seals, and a
-pull opens a record only when its device is a writer on the space's signed roster and the
-signature verifies (`crypto.authorship` has the format).
+pull, a restore and `sync check` open a record only when its device is a writer on the space's
+signed roster and the signature verifies (`crypto.authorship` has the format; `record_check`
+is the one check all three use).
 
-The name a record carries is the space member who first wrote the memory (`space_writers` on
-the writing device); the device is what the roster vouches for. A pull keeps both, verified, as
-the memory's writer here (`record_writers`), so `spaces show --by` and `spaces undo --by` work
-on every member's device.
+Who wrote a record is its device, which the roster vouches for, and the name the roster gives
+that device (signed by whoever invited it); the name a record itself carries is the writing
+device's own claim and is never shown. A pull keeps the device and the roster's name as the
+memory's writer here (`record_writers`), so `spaces show --by` and `spaces undo --by` work on
+every member's device.
 """
 
 from __future__ import annotations
@@ -18,13 +20,22 @@ from tiermem.core import spaces
 from tiermem.core.db import Database
 from tiermem.sync import crypto
 from tiermem.sync import records as records_fmt
-from tiermem.sync.crypto.authorship import Signed, open_signed, sign_payload
+from tiermem.sync.crypto.authorship import Signed, open_member_name, open_signed, sign_payload
+from tiermem.sync.crypto.roster import RosterView
 from tiermem.sync.devices import epochs, roster_pin
 from tiermem.sync.records import MEMORY_TABLE, Signer, Verifier
 from tiermem.sync.session import Session
 from tiermem.sync.state import Settings
 
-__all__ = ["SignerFor", "record_writers", "signer", "verifier"]
+__all__ = [
+    "RecordCheck",
+    "SignerFor",
+    "member_names",
+    "record_check",
+    "record_writers",
+    "signer",
+    "verifier",
+]
 
 SignerFor = Callable[[str, str], Signer]
 """(table, record key) → the signer of that record."""
@@ -67,17 +78,58 @@ def _first_writer(db: Database, scope: str, memory_id: str) -> str:
     return "" if found is None else str(found)
 
 
+RecordCheck = Callable[[crypto.RecordContext, bytes], Signed]
+"""A space's record (its context and opened plaintext) → its verified writer and payload."""
+
+
+def member_names(view: RosterView | None, id_key: bytes, scope: str) -> dict[bytes, str]:
+    """device id → the member name its roster entry gives it (signed by its inviter); a
+    device without one, or whose name does not open, is left out."""
+    names: dict[bytes, str] = {}
+    for device in [] if view is None else view.devices.values():
+        if device.sealed_name is not None:
+            try:
+                names[device.device_id] = open_member_name(
+                    id_key, scope, device.device_id, device.sealed_name
+                )
+            except crypto.TamperedData:
+                continue
+    return names
+
+
+def record_check(view: RosterView | None, id_key: bytes, scope: str) -> RecordCheck:
+    """The check of a space's record against its signed roster `view`: its device is a writer
+    there and its signature verifies (a removed writer's records written after its removal are
+    the epoch rules' to refuse: `devices.epochs.record_key`, `RosterView.fenced_by`). The writer
+    is named as the roster names the device (else by its id), never by the name inside the
+    record. `TamperedData` otherwise."""
+    writers = {} if view is None else view.writer_keys()
+    names = member_names(view, id_key, scope)
+
+    def check(ctx: crypto.RecordContext, plaintext: bytes) -> Signed:
+        signed = open_signed(plaintext, ctx, writers)
+        name = names.get(ctx.device_id) or ctx.device_id.hex()[:12]
+        return Signed(name, signed.device_id, signed.payload)
+
+    return check
+
+
+def payload_check(check: RecordCheck) -> Verifier:
+    """`check` as the verifier `records.open_row` takes (the payload only)."""
+    return lambda ctx, plaintext: check(ctx, plaintext).payload
+
+
 def verifier(session: Session) -> Verifier | None:
-    """How a pull checks a space's record: signed by a device the roster (read afresh, so a
-    member invited since the last pull counts) lets write. None for an agent's vault."""
+    """How a pull checks a space's record (`record_check`, against the roster read afresh, so
+    a member invited since the last pull counts). None for an agent's vault."""
     if not spaces.is_scope(session.agent_id):
         return None
     view = roster_pin.verified(session, fresh=True)
-    writers = {} if view is None else view.writer_keys()
+    check = record_check(view, epochs.id_key(session), session.agent_id)
     opened = _OPENED.setdefault(session, _Opened())
 
     def verify(ctx: crypto.RecordContext, plaintext: bytes) -> bytes:
-        signed = open_signed(plaintext, ctx, writers)
+        signed = check(ctx, plaintext)
         if ctx.table == MEMORY_TABLE:
             opened.memories[ctx.record_id] = signed
         return signed.payload
@@ -88,7 +140,9 @@ def verifier(session: Session) -> Verifier | None:
 def record_writers(session: Session) -> int:
     """Say which member wrote each memory of the space that arrived without a writer here, from
     the signatures the pulls verified (the device that first signed a version of it, and the
-    name it signed); how many were recorded."""
+    roster's name of that device); how many were recorded. This device's own writes take its
+    roster name too, so every member lists a memory under the same name."""
+    _name_own_writes(session)
     opened = _OPENED.pop(session, None)
     if opened is None or not opened.memories:
         return 0
@@ -103,8 +157,9 @@ def record_writers(session: Session) -> int:
     for memory_id, created_at in missing:
         signed = opened.memories.get(records_fmt.record_id(id_key, MEMORY_TABLE, str(memory_id)))
         if signed is not None:
-            name = signed.writer or signed.device_id.hex()[:12]
-            rows.append((scope, str(memory_id), name, signed.device_id.hex(), float(created_at)))
+            rows.append(
+                (scope, str(memory_id), signed.writer, signed.device_id.hex(), float(created_at))
+            )
     with db.transaction():
         db.executemany(
             "INSERT INTO space_writers (agent_id, id, writer, device, written_at) "
@@ -112,3 +167,18 @@ def record_writers(session: Session) -> int:
             rows,
         )
     return len(rows)
+
+
+def _name_own_writes(session: Session) -> None:
+    """This device's writes (recorded under the writing agent, device '') under the member name
+    the space's roster gives this device, and its id: what the other members show for them."""
+    s = session.require_ready()
+    names = member_names(roster_pin.verified(session), epochs.id_key(session), session.agent_id)
+    me = names.get(s.device_id)
+    if me is None:
+        return
+    with session.db.transaction():
+        session.db.execute(
+            "UPDATE space_writers SET writer = ?, device = ? WHERE agent_id = ? AND device = ''",
+            (me, s.device_id.hex(), session.agent_id),
+        )

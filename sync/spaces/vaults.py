@@ -13,6 +13,7 @@ people and devices with the same guarantees as an agent across its devices.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, NotFound, RejectedRecords, TiermemError
 from tiermem.core.spaces import Role
 from tiermem.sync.crypto.roster import READER, WRITER, RosterView
-from tiermem.sync.devices import roster_pin
+from tiermem.sync.devices import epochs, roster_pin
 from tiermem.sync.devices.membership import DeviceInfo, list_devices, remove_device, resolve_device
 from tiermem.sync.devices.rotation import RotationResult
 from tiermem.sync.engine import InitResult, PullResult, PushResult, SyncEngine
@@ -34,6 +35,7 @@ __all__ = [
     "Member",
     "SpaceSync",
     "adopt",
+    "check_member_name",
     "device_role",
     "members",
     "open_engine",
@@ -59,10 +61,12 @@ class SpaceSync:
 
 @dataclass(frozen=True)
 class Member:
-    """A device of the space's vault with its signed role."""
+    """A device of the space's vault with its signed role and the member name its inviter
+    signed onto the roster ('' when the roster gives none: `spaces show` names it by its id)."""
 
     device: DeviceInfo
     role: str
+    member: str = ""
 
 
 @contextmanager
@@ -89,7 +93,8 @@ def share(
     policy: RetryPolicy | None = None,
 ) -> tuple[InitResult, PushResult]:
     """Set the space's vault up on the server at `url` (beside any other vaults there) with
-    this device as its first writer, and push what the space holds."""
+    this device as its first writer, named on the roster as `mem`'s agent, and push what the
+    space holds."""
     spaces.require_writer(mem.db, mem.agent_id, name)
     with open_engine(mem, name) as engine:
         if engine.settings() is not None:
@@ -97,9 +102,28 @@ def share(
                 f"space {name!r} is already shared from this home (see `tiermem spaces members`)"
             )
         result = engine.init(
-            url, token, recovery_key, store_token=store_token, policy=policy, new_vault=True
+            url,
+            token,
+            recovery_key,
+            store_token=store_token,
+            policy=policy,
+            new_vault=True,
+            member=mem.agent_id,
         )
         return result, engine.push(policy)
+
+
+_MEMBER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_member_name(name: str) -> str:
+    """A member's name as an inviter signs it: 1-64 letters, digits, '.', '_' or '-' (an
+    agent id's alphabet, so a member's name and a writing agent's read alike)."""
+    if not _MEMBER_NAME.fullmatch(name):
+        raise InvalidInput(
+            f"invalid member name {name!r}: use 1-64 letters, digits, '.', '_' or '-'"
+        )
+    return name
 
 
 def device_role(engine: SyncEngine, view: RosterView | None = None) -> Role:
@@ -177,7 +201,9 @@ def members(engine: SyncEngine) -> list[Member]:
     view = roster_pin.verified(engine, fresh=True)
     found = list_devices(engine, touch=False)
     roles = {} if view is None else {d.device_id.hex(): d.role for d in view.devices.values()}
-    return [Member(d, roles.get(d.device_id, "")) for d in found]
+    names = authors.member_names(view, epochs.id_key(engine), engine.agent_id)
+    named = {device.hex(): name for device, name in names.items()}
+    return [Member(d, roles.get(d.device_id, ""), named.get(d.device_id, "")) for d in found]
 
 
 def remove_member(
@@ -198,8 +224,10 @@ def remove_member(
 
 
 def _find_member(engine: SyncEngine, given: str) -> bytes:
-    """A device by its name in the member list, or by its id (a unique prefix)."""
-    named = [m for m in members(engine) if m.device.name == given and not m.device.revoked]
+    """A device by its member name, its device name, or its id (a unique prefix)."""
+    named = [
+        m for m in members(engine) if given in (m.member, m.device.name) and not m.device.revoked
+    ]
     if len(named) > 1:
         raise InvalidInput(f"{len(named)} member devices are named {given!r}; give the device id")
     if named:

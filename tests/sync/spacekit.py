@@ -74,14 +74,15 @@ def share(owner: Person, space: str, sqld: SqldServer) -> str:
 
 
 def invite(owner: Person, member: Person, space: str, role: str, sqld: SqldServer) -> str:
-    """`member`'s device joins `space` by pairing with `owner`'s, as a `role`; its device id."""
+    """`member`'s device joins `space` by pairing with `owner`'s, as a `role`, named as its agent
+    on the roster; its device id."""
     with Memory(member.home, member.agent) as mem, mem.open_space(space) as joining:
         pairing = start_pairing(
             joining, sqld.url, sqld.token, member.agent, policy=policy(), sleep=NoSleep()
         )
         try:
             with Memory(owner.home, owner.agent) as own, vaults.open_engine(own, space) as engine:
-                approval = answer_pairing(engine, sleep=NoSleep(), role=role)
+                approval = answer_pairing(engine, sleep=NoSleep(), role=role, name=member.agent)
                 code = pairing.wait_code()
                 assert approval.wait_code() == code
                 approval.approve(code)

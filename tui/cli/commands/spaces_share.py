@@ -86,18 +86,32 @@ def share_cmd(opts: Options, name: str, url: str | None, insecure_http: bool) ->
 @click.command(name="invite")
 @click.argument("name")
 @ROLE
+@click.option(
+    "--as",
+    "member",
+    metavar="MEMBER",
+    required=True,
+    help="The member's name every member's device shows for its writes (signed by this one).",
+)
 @click.option("--request", "request", help="The join request id (when several wait).")
 @click.option("--code", help="The words the new member's screen shows (else asked, or stdin).")
 @click.option("--wait", type=WAIT, default=PAIRING_TTL, show_default=True)
 @pass_options
 def invite_cmd(
-    opts: Options, name: str, role: str, request: str | None, code: str | None, wait: float
+    opts: Options,
+    name: str,
+    role: str,
+    member: str,
+    request: str | None,
+    code: str | None,
+    wait: float,
 ) -> None:
-    """Let a member's device in (it runs `spaces join`), as a writer or a reader."""
+    """Let a member's device in (it runs `spaces join`) as a writer or a reader, by name."""
+    member = vaults.check_member_name(member)
     with opts.open() as mem, vaults.open_engine(mem, name) as engine:
         spaces.require_writer(mem.db, mem.agent_id, name)
         engine.require_ready()
-        approval = answer_pairing(engine, request, role=spaces.check_role(role))
+        approval = answer_pairing(engine, request, role=spaces.check_role(role), name=member)
         try:
             ours = approval.wait_code(wait)
             say(f"\nThis device shows:\n\n    {ours}\n")
@@ -109,8 +123,8 @@ def invite_cmd(
         device = approval.pairing_id.hex()
     emit(
         opts,
-        {"space": name, "role": role, "device_id": device, "code": ours},
-        f"invited device {device[:12]}… to space {name!r} as a {role}",
+        {"space": name, "role": role, "member": member, "device_id": device, "code": ours},
+        f"invited {member!r} (device {device[:12]}…) to space {name!r} as a {role}",
     )
 
 
@@ -210,20 +224,24 @@ def sync_cmd(opts: Options, name: str | None) -> None:
 
 
 def _member_dict(m: vaults.Member) -> dict[str, Any]:
-    return asdict(m.device) | {"role": m.role}
+    return asdict(m.device) | {"role": m.role, "member": m.member}
 
 
 def _member_line(m: vaults.Member) -> str:
     d = m.device
     state = "removed" if d.revoked else ("this device" if d.current else "active")
-    return f"  {d.device_id[:12]}  {d.name or '-':<20} {m.role or '?':<7} {state}"
+    device = f"device {d.name}" if d.name else "device"
+    return (
+        f"  {d.device_id[:12]}  {m.member or '(unnamed)':<16} {m.role or '?':<7} {state:<12}"
+        f"{device}"
+    )
 
 
 @click.command(name="members")
 @click.argument("name")
 @pass_options
 def members_cmd(opts: Options, name: str) -> None:
-    """List the member devices of a shared space with their signed roles."""
+    """List the member devices of a shared space: signed names and roles."""
     with opts.open() as mem, vaults.open_engine(mem, name) as engine:
         engine.require_ready()
         found = vaults.members(engine)
