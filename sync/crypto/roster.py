@@ -18,10 +18,15 @@ roster alone, and a device that verified a roster once pins its genesis and newe
 - ``rekey``: new keys for a listed device (recovery key only: the one way a device's keys
   change);
 - ``remove``: a device leaves (recovery key only);
-- ``rotate``: key epoch ``epoch`` starts at wall time ``at`` (ms), with a check value of its key
-  and its ``tail``: the `row_digest` of every row under the ended epoch that the server held
-  after the rotating device's pull cursor (the only rows under that epoch that a device which
-  learnt of the rotation still accepts, see `tiermem.sync.devices.epochs`) (recovery key only).
+- ``rotate``: key epoch ``epoch`` starts at wall time ``at`` (ms), with a check value of its key,
+  its ``upto``: the server position (``seq``) of the vault's last row when the rotation was
+  committed (the batch that writes the entry fails if a row came after it), and its ``tail``:
+  the `row_digest` of every row under the ended epoch that the server held after the rotating
+  device's pull cursor (the only rows under that epoch that a device which learnt of the
+  rotation still accepts, see `tiermem.sync.devices.epochs`) (recovery key only). A row under
+  an ended epoch after the position of the rotation that ended it (`RosterView.fenced_by`) was
+  written after that rotation: a restore and `sync check` refuse it unless the tail names it.
+  A rotation signed before positions existed has no ``upto`` (`RosterView.unbounded`).
 
 An entry is stored as canonical JSON ``{"e": {fields}, "s": signature hex}``; the signed message
 binds the agent id, which is not stored.
@@ -172,6 +177,7 @@ class RosterView:
     rotations: dict[int, int] = field(default_factory=dict)  # epoch → start (wall ms)
     checks: dict[int, str] = field(default_factory=dict)  # epoch → epoch_check
     tails: dict[int, frozenset[str]] = field(default_factory=dict)  # epoch → rows it let in
+    positions: dict[int, int] = field(default_factory=dict)  # epoch → its rotation's ``upto``
     seq: int = 0
     head: bytes = b""
     refused: list[RefusedEntry] = field(default_factory=list)
@@ -187,6 +193,24 @@ class RosterView:
             for d in self.devices.values()
             if d.role == WRITER and d.sign_public is not None
         }
+
+    def fenced_by(
+        self, epoch: int, seq: int, record_id: bytes, version: str, envelope: bytes
+    ) -> int | None:
+        """The rotation (its new epoch) after whose signed position a row sealed under `epoch`
+        at server position `seq` was written, unless the tail of the rotation that ended
+        `epoch` names it; None when the row is within every signed bound."""
+        bound = next((e for e in sorted(self.positions) if e > epoch), None)
+        if bound is None or seq <= self.positions[bound]:
+            return None
+        if row_digest(record_id, version, envelope) in self.tails.get(epoch + 1, frozenset()):
+            return None
+        return bound
+
+    def unbounded(self) -> list[int]:
+        """Rotations signed without a position (before positions existed): rows under the
+        epoch each ended are checked against the manifests only."""
+        return sorted(e for e in self.rotations if e not in self.positions)
 
     def endorsed_by(self, device_id: bytes) -> list[RosterDevice]:
         """Active devices added by `device_id`, or by a device it added, and so on."""
@@ -268,6 +292,8 @@ def _apply(view: RosterView, entry: dict[str, Any]) -> None:
         view.rotations[epoch] = int(entry["at"])
         view.checks[epoch] = str(entry["check"])
         view.tails[epoch] = frozenset(str(d) for d in entry.get("tail", ()))
+        if "upto" in entry:
+            view.positions[epoch] = int(entry["upto"])
 
 
 def _role(entry: dict[str, Any]) -> str:

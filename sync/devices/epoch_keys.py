@@ -22,6 +22,8 @@ class KeyRing:
         self._key_for = key_for
         self._keys: dict[int, bytes] = {}
         self._memory_rid: Callable[[str | bytes], bytes] | None = None
+        self.verify: records.Verifier | None = None
+        """A shared space's vault: the check of its writers' signatures (`spaces.authors`)."""
 
     def key(self, epoch: int) -> bytes:
         found = self._keys.get(epoch)

@@ -4,7 +4,9 @@ access (`plan_rotation`), shown to the owner before anything is written.
 A rotation makes epoch E+1 with a fresh key, wraps it to the devices kept (and the recovery key, and
 the passphrase when it is given), chains E's key under it and appends signed entries to the device
 roster (`tiermem.sync.devices.roster_pin`): the removals and the rotation itself (its epoch, its
-start time and a check value of its key). All of it is one atomic remote batch.
+start time, a check value of its key, and the server position of the vault's last row, up to
+which rows under the ending epoch are legitimate). All of it is one atomic remote batch, which
+fails if a row arrived after that position meanwhile (then it is prepared again, a few times).
 
 Who is kept, and with which key, comes from the signed roster, not from the server's device
 list: a device the roster does not list never gets the new key, and removing a device also
@@ -281,9 +283,7 @@ def rotate(
                 (at, new.epoch, device_id, s.tag),
             )
         )
-    draft = _roster_entries(engine, s, plan, recovery_key, gone, new, at)
-    new.statements += draft.statements
-    _send_rotation(engine, s, new, policy)
+    _commit_at_position(engine, s, new, policy, plan, recovery_key, gone, at)
     with engine.db.transaction():
         engine.db.execute(
             "UPDATE sync_state SET epoch = ?, device_wrap = ?, recovery_wrap = ?, "
@@ -310,6 +310,48 @@ def rotate(
     )
 
 
+POSITION_TRIES: Final = 3
+"""Rotations prepared at most while other devices keep pushing under the ending epoch."""
+
+
+class _VaultMoved(Exception):
+    """A row arrived after the position the rotation read: nothing of it was written."""
+
+
+def _commit_at_position(
+    engine: Session,
+    s: Settings,
+    new: _NewEpoch,
+    policy: RetryPolicy,
+    plan: RotationPlan,
+    recovery_key: bytes,
+    gone: list[bytes],
+    at: float,
+) -> None:
+    """Send the rotation with roster entries signed at the vault's current position, again
+    (a new position and tail) when a device pushed in between."""
+    base = list(new.statements)
+    for _ in range(POSITION_TRIES):
+        upto = _position(engine, s)
+        draft = _roster_entries(engine, s, plan, recovery_key, gone, new, (at, upto))
+        new.statements = [*base, *draft.statements, store.rotation_guard(s.tag, upto)]
+        try:
+            _send_rotation(engine, s, new, policy)
+            return
+        except _VaultMoved:
+            continue
+    raise RotationConflict(
+        "other devices kept pushing while this rotation was prepared; nothing was changed "
+        "here; run the command again"
+    )
+
+
+def _position(engine: Session, s: Settings) -> int:
+    """The server position (seq) of the vault's newest row, 0 when it has none."""
+    rows = engine.remote(s).execute(*store.last_seq(s.tag)).rows
+    return records.server_int(rows[0][0]) if rows else 0
+
+
 def _roster_entries(
     engine: Session,
     s: Settings,
@@ -317,10 +359,12 @@ def _roster_entries(
     recovery_key: bytes,
     gone: list[bytes],
     new: _NewEpoch,
-    at: float,
+    when: tuple[float, int],
 ) -> roster_pin.Draft:
     """The roster entries of this rotation, signed with the recovery key: the removals and the
-    rotation; for a vault without a roster, first its genesis and the devices kept."""
+    rotation (`when`: its wall time and server position); for a vault without a roster, first
+    its genesis and the devices kept."""
+    at, upto = when
     owner = recovery_signing_key(recovery_key)
     draft = roster_pin.Draft(engine.agent_id, s.tag, plan.view)
     if plan.view is None:
@@ -339,7 +383,8 @@ def _roster_entries(
         draft.append({"op": "remove", "device": device_id.hex()}, owner, RECOVERY)
     fields: dict[str, object] = {"op": "rotate", "epoch": new.epoch, "at": int(at * 1000)}
     fields["check"] = epoch_check(new.key)
-    fields["tail"] = _unpulled_tail(engine, s, new.epoch - 1)
+    fields["upto"] = upto
+    fields["tail"] = _unpulled_tail(engine, s, new.epoch - 1, upto)
     draft.append(fields, owner, RECOVERY)
     return draft
 
@@ -349,13 +394,14 @@ TAIL_MAX: Final = 2000
 rotates sees the older of them refused by devices that learnt of the rotation first)."""
 
 
-def _unpulled_tail(engine: Session, s: Settings, old_epoch: int) -> list[str]:
+def _unpulled_tail(engine: Session, s: Settings, old_epoch: int, upto: int) -> list[str]:
     """The digests of the rows under `old_epoch` the server holds after this device's pull
-    cursor: written before this rotation, so devices that learn of it still accept them."""
+    cursor, up to the position `upto`: written before this rotation, so devices that learn of
+    it still accept them."""
     cursor = journal.read_progress(engine.mem).pull_cursor
     found: list[str] = []
     limit = 200
-    while len(found) < TAIL_MAX:
+    while len(found) < TAIL_MAX and cursor < upto:
 
         def fetch(n: int, after: int = cursor) -> ResultSet:
             return engine.remote(s).execute(*store.records_after(s.tag, after, n))
@@ -363,7 +409,9 @@ def _unpulled_tail(engine: Session, s: Settings, old_epoch: int) -> list[str]:
         result, limit = records.fit_page(fetch, limit)
         page = [records.remote_row(r) for r in result.rows]
         found += [
-            row_digest(r.record_id, r.version, r.envelope) for r in page if r.epoch == old_epoch
+            row_digest(r.record_id, r.version, r.envelope)
+            for r in page
+            if r.epoch == old_epoch and r.seq <= upto
         ]
         if len(page) < limit:
             break
@@ -457,6 +505,8 @@ def _send_rotation(engine: Session, s: Settings, new: _NewEpoch, policy: RetryPo
         engine.remote(s).batch(new.statements, policy)
     except SqlError as exc:
         sql = new.statements[exc.statement][0] if exc.statement is not None else ""
+        if exc.statement == len(new.statements) - 1 and "overflow" in str(exc).lower():
+            raise _VaultMoved from None
         if exc.statement != 0 and sql != store.APPEND_ROSTER_ENTRY:
             raise
         if sql == store.APPEND_ROSTER_ENTRY:

@@ -56,6 +56,7 @@ from tiermem.sync.restore.checkpoint import Whole, prune_record_id, read_prune_s
 from tiermem.sync.restore.prune import PRUNE_TABLE, decode_prune
 from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS
 from tiermem.sync.session import Session
+from tiermem.sync.spaces import authors
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import Args, HranaClient, ResultSet
 from tiermem.sync.vault.retry import RetryPolicy
@@ -228,6 +229,7 @@ class _Checker:
     def open_keys(self) -> None:
         """The key ring, the special record ids, the prune horizon and the devices' manifests."""
         self.ring = KeyRing.of_engine(self.engine)
+        self.ring.verify = authors.space_verifier(self.engine)  # a space's: signed by a writer
         self.id_key = self.ring.id_key
         self.critical_rid = records.record_id(self.id_key, records.CRITICAL_TABLE, self.agent)
         self.prune_rid = prune_record_id(self.ring)
@@ -496,11 +498,15 @@ def _open_record(
 ) -> None:
     try:
         try:
-            plaintext = records.open_row(ring.key(row.epoch), agent, table, _remote(row))
+            plaintext = records.open_row(
+                ring.key(row.epoch), agent, table, _remote(row), ring.verify
+            )
         except crypto.TamperedData as exc:
             if table != records.MEMORY_TABLE:
                 raise
-            graph_records.open_or(exc, ring.key(row.epoch), agent, ring.id_key, _remote(row))
+            graph_records.open_or(
+                exc, ring.key(row.epoch), agent, ring.id_key, _remote(row), ring.verify
+            )
             return
         if table == records.CRITICAL_TABLE:
             records.decode_critical(plaintext, agent)
@@ -539,7 +545,7 @@ def _open_manifest(
         row.envelope = records.server_blob(rs[0][0]) if rs else b""
     try:
         plaintext = records.open_row(
-            ring.key(row.epoch), agent, records.MANIFEST_TABLE, _remote(row)
+            ring.key(row.epoch), agent, records.MANIFEST_TABLE, _remote(row), ring.verify
         )
         m = decode_manifest(plaintext, row.device_id.hex())
     except crypto.CryptoError as exc:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from tiermem.sync import crypto, hlc, records
+from tiermem.sync.crypto.roster import RosterView
 from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.manifest import Checkpoint, ManifestEntry, decode_checkpoint
 from tiermem.sync.vault import store
@@ -76,12 +77,24 @@ def decode_horizon(plaintext: bytes) -> str | None:
     return horizon
 
 
-def read_prune_state(select: Select, ring: KeyRing, tag: bytes) -> PruneState:
-    """Every version of the prune record: horizon, newest whole checkpoint, damage."""
+def read_prune_state(
+    select: Select, ring: KeyRing, tag: bytes, roster: RosterView | None = None
+) -> PruneState:
+    """Every version of the prune record: horizon, newest whole checkpoint, damage (a part
+    under an ended epoch written after its signed rotation, by `roster`, counts for nothing)."""
     state = PruneState()
     parts: dict[int, dict[int, tuple[str, Checkpoint]]] = {}
     for row in _prune_rows(select, tag, prune_record_id(ring)):
         state.rows.append((row.seq, row.version))
+        late = roster and roster.fenced_by(
+            row.epoch, row.seq, row.record_id, row.version, row.envelope
+        )
+        if late:
+            state.damaged.append(
+                f"a prune record is sealed under the ended key epoch {row.epoch} but written "
+                f"after the signed rotation to epoch {late} (by a removed device or the server)"
+            )
+            continue
         try:
             plaintext = records.open_row(
                 ring.key(row.epoch), ring.agent_id, records.PRUNE_TABLE, row

@@ -20,6 +20,7 @@ from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, PointInTimePruned
 from tiermem.core.paths import validate_agent_id
 from tiermem.sync import crypto, hlc, records
+from tiermem.sync.crypto.roster import RosterView
 from tiermem.sync.devices import find_vault, roster_pin
 from tiermem.sync.devices.enroll import enroll_restored
 from tiermem.sync.devices.epoch_keys import KeyRing
@@ -51,6 +52,7 @@ from tiermem.sync.restore.verify import (
     check_before,
     read_listed,
     refusal,
+    restore_roster,
 )
 from tiermem.sync.state import (
     HomeNotEmpty,
@@ -236,7 +238,8 @@ def _remote_steps(
     bounds, totals = _windows(select, tag, cursor, job.page_rows)
     with ThreadPoolExecutor(4, thread_name_prefix="tiermem-restore") as pool:
         bodies = pool.submit(roster_pin.read_bodies, select, tag)
-        vault = _open_vault(select, pool, job.agent_id, opened, unlocked, job.at, pending)
+        roster = pool.submit(lambda: restore_roster(job.agent_id, bodies.result(), recovery_key))
+        vault = _open_vault(select, pool, job.agent_id, opened, unlocked, job.at, pending, roster)
         apart = sorted({vault.critical_rid, prune_record_id(vault.ring)})
         # The first pages are on their way while the vault is checked (bounded:
         # `PAGES_IN_FLIGHT` ahead of what is stored).
@@ -249,9 +252,11 @@ def _remote_steps(
             job.page_rows,
         ) as prefetch:
             verified = Verified()
-            listed = read_listed(select, vault.ring, tag, vault.pruned.result(), verified)
+            listed = read_listed(
+                select, vault.ring, tag, vault.pruned.result(), verified, roster.result()
+            )
             _check_before(job, vault, listed, verified)
-            served = Served()
+            served = Served(roster=roster.result())
             if cursor:  # what an earlier run stored, for the check after the stream
                 _served_before(select, vault, cursor, job.at, listed, served)
             fetched = _fetch(job, vault, prefetch, pending, listed, served, totals)
@@ -496,13 +501,14 @@ def _open_vault(
     unlocked: Unlock,
     at: str | None,
     pending: dict[str, Any] | None,
+    roster: Future[RosterView | None],
 ) -> _Vault:
     """The opened vault's key ring; the prune horizon and (unless resuming) the critical
     states are then read in parallel with the check of the manifests."""
     tag, epoch, by_kind, vault_key = opened.tag, opened.epoch, opened.wraps, opened.key
     ring = KeyRing.unlocked(agent_id, epoch, vault_key, select, tag)
     critical_rid = records.record_id(ring.id_key, records.CRITICAL_TABLE, agent_id)
-    pruned = pool.submit(read_prune_state, select, ring, tag)
+    pruned = pool.submit(lambda: read_prune_state(select, ring, tag, roster.result()))
     critical = (
         None
         if pending is not None

@@ -24,7 +24,7 @@ from tiermem.sync.kinds import graph_records
 from tiermem.sync.kinds.metrics_records import Days, apply_metrics, decode_metrics
 from tiermem.sync.manifest import decode_manifest
 from tiermem.sync.restore.results import Progress, RestoreProgress
-from tiermem.sync.restore.verify import Served
+from tiermem.sync.restore.verify import Served, fenced
 from tiermem.sync.vault.hrana import ResultSet
 
 # ------------------------------------------------------------------ step 2: the memories
@@ -271,9 +271,9 @@ class _Sorter:
             is_manifest = r.record_id == self.manifest_rids[r.device_id]
             if self.at is not None and r.version > self.at:
                 continue
-            if not is_manifest and not self.served.add(
-                r.record_id, r.version, r.device_id, self.listed
-            ):
+            if is_manifest and fenced(self.served.roster, r) is not None:
+                continue  # reported with the manifests (`verify.read_listed`)
+            if not is_manifest and not self.served.admit(r, self.listed):
                 continue
             try:
                 if is_manifest:

@@ -16,6 +16,11 @@ against what the stream served (each writer's newest version of every record):
 - *damaged*: rows no line lists (injected or relabelled), not restored; a device of the vault
   whose rows are there with no manifest or checkpoint listing them is a *rollback*.
 
+Throughout, a row (a manifest, a checkpoint part, a record) sealed under an ended key epoch
+that lies after the server position the signed rotation ending that epoch names, and that its
+tail does not name, is *damaged*: a removed device (or the server) wrote it after the rotation
+(`RosterView.fenced_by`); its lines list nothing and it is not restored.
+
 Old versions of a memory record that nothing restores are not looked for here; `sync check`
 checks every row. A fresh home has no anchor of its own, so a server that drops the newest
 pushes of every device at once is not seen (as with restic); a push that any later push saw is.
@@ -30,13 +35,30 @@ from typing import Final, Literal
 
 from tiermem.core.errors import RecordDeleted, RecordReplayed, ServerRollback, TiermemError
 from tiermem.sync import crypto, records
+from tiermem.sync.crypto.roster import (
+    RosterView,
+    recovery_signing_key,
+    signing_public_bytes,
+    verify_roster,
+)
 from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.manifest import CHECKPOINT_WITNESS, Manifest, decode_manifest
 from tiermem.sync.restore.checkpoint import PruneState
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import Args, ResultSet
 
-__all__ = ["Finding", "Listed", "Served", "Verified", "check_after", "check_before", "refusal"]
+__all__ = [
+    "Finding",
+    "Listed",
+    "Served",
+    "Verified",
+    "check_after",
+    "check_before",
+    "fenced",
+    "refusal",
+    "restore_roster",
+    "unbounded_notes",
+]
 
 Kind = Literal["rollback", "replay", "deletion", "damaged"]
 ORDER: Final[tuple[Kind, ...]] = ("damaged", "rollback", "replay", "deletion")
@@ -86,6 +108,16 @@ class Served:
     newest: dict[bytes, str] = field(default_factory=dict)
     writers: set[str] = field(default_factory=set)
     unlisted: dict[str, int] = field(default_factory=dict)  # writer → rows left out
+    roster: RosterView | None = None
+    late: int = 0  # rows under an ended epoch written after its rotation, left out
+
+    def admit(self, row: records.RemoteRow, pairs: set[tuple[bytes, str]]) -> bool:
+        """`add` for a row of the stream, which is left out (False) when it was written under
+        an ended epoch after that epoch's rotation (`fenced`)."""
+        if fenced(self.roster, row) is not None:
+            self.late += 1
+            return False
+        return self.add(row.record_id, row.version, row.device_id, pairs)
 
     def add(self, rid: bytes, version: str, writer: bytes, pairs: set[tuple[bytes, str]]) -> bool:
         """Count a served row; False when no line lists it (it is left out)."""
@@ -99,10 +131,53 @@ class Served:
         return True
 
 
+def fenced(roster: RosterView | None, row: records.RemoteRow) -> str | None:
+    """Why `row` was written after the signed rotation that ended its key epoch (None: it was
+    not, or the vault has no roster that says)."""
+    if roster is None:
+        return None
+    rotation = roster.fenced_by(row.epoch, row.seq, row.record_id, row.version, row.envelope)
+    if rotation is None:
+        return None
+    return (
+        f"sealed under the ended key epoch {row.epoch} but written after the signed rotation "
+        f"to epoch {rotation} (by a removed device or the server)"
+    )
+
+
+def unbounded_notes(roster: RosterView | None) -> list[str]:
+    """What `sync check` says of rotations signed before they named a position."""
+    return [
+        f"the rotation to key epoch {e} was signed before rotations named their server "
+        f"position: rows under epoch {e - 1} are checked against the manifests only (a new "
+        "`tiermem sync rotate-key` bounds every older epoch)"
+        for e in ([] if roster is None else roster.unbounded())
+    ]
+
+
+def restore_roster(
+    agent_id: str, bodies: list[bytes], recovery_key: bytes | None
+) -> RosterView | None:
+    """The roster a restore judges rows by: checked with the recovery key when it has it, as
+    found with the passphrase (None: the vault has no roster)."""
+    if not bodies:
+        return None
+    public = (
+        None if recovery_key is None else signing_public_bytes(recovery_signing_key(recovery_key))
+    )
+    return verify_roster(agent_id, bodies, recovery_public=public)
+
+
 def read_listed(
-    select: Select, ring: KeyRing, tag: bytes, pruned: PruneState, out: Verified
+    select: Select,
+    ring: KeyRing,
+    tag: bytes,
+    pruned: PruneState,
+    out: Verified,
+    roster: RosterView | None = None,
 ) -> Listed:
-    """Every device's manifests (decrypted, once) and the checkpoint's lines."""
+    """Every device's manifests (decrypted, once) and the checkpoint's lines; a manifest
+    written under an ended epoch after its rotation (`fenced` by `roster`) lists nothing."""
     listed = Listed(pruned=pruned)
     out.findings += [Finding("damaged", why) for why in pruned.damaged]
     listed.members = {records.server_blob(r[0]).hex() for r in select(*store.device_ids(tag)).rows}
@@ -114,7 +189,15 @@ def read_listed(
             page = functools.partial(_manifest_page, select, tag, chunk, after)
             result, limit = records.fit_page(page, limit)
             for raw in result.rows:
-                _add_manifest(ring, records.remote_row(tuple(raw)), listed, out)
+                row = records.remote_row(tuple(raw))
+                late = fenced(roster, row)
+                if late is not None:
+                    message = f"a push of device {row.device_id.hex()[:12]}… is {late}"
+                    out.findings.append(
+                        Finding("damaged", message, row.record_id.hex(), row.version)
+                    )
+                    continue
+                _add_manifest(ring, row, listed, out)
             if len(result.rows) < limit:
                 break
             after = records.server_int(result.rows[-1][0])
@@ -227,6 +310,15 @@ def check_after(
                     want,
                 )
             )
+    if served.late:
+        out.findings.append(
+            Finding(
+                "damaged",
+                f"{served.late} record(s) on the server are sealed under an ended key epoch "
+                "but were written after its signed rotation (by a removed device or the "
+                "server); they are not restored",
+            )
+        )
     orphans = _orphans(served.writers, listed, out)
     unlisted = sum(n for d, n in served.unlisted.items() if d not in orphans)
     if unlisted:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from tiermem.core import spaces
 from tiermem.core.db import Database
+from tiermem.core.errors import RosterTampered
 from tiermem.sync import crypto
 from tiermem.sync import records as records_fmt
 from tiermem.sync.crypto.authorship import Signed, open_member_name, open_signed, sign_payload
@@ -34,6 +35,7 @@ __all__ = [
     "record_check",
     "record_writers",
     "signer",
+    "space_verifier",
     "verifier",
 ]
 
@@ -117,6 +119,19 @@ def record_check(view: RosterView | None, id_key: bytes, scope: str) -> RecordCh
 def payload_check(check: RecordCheck) -> Verifier:
     """`check` as the verifier `records.open_row` takes (the payload only)."""
     return lambda ctx, plaintext: check(ctx, plaintext).payload
+
+
+def space_verifier(session: Session) -> Verifier | None:
+    """`record_check` as `sync check` applies it to a space's vault, against the roster this
+    device verified (a roster that does not verify is reported apart, and opens no record).
+    None for an agent's vault."""
+    if not spaces.is_scope(session.agent_id):
+        return None
+    try:
+        view = roster_pin.verified(session)
+    except RosterTampered:
+        view = None
+    return payload_check(record_check(view, epochs.id_key(session), session.agent_id))
 
 
 def verifier(session: Session) -> Verifier | None:

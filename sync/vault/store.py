@@ -49,6 +49,7 @@ __all__ = [
     "restore_index",
     "restore_page",
     "roster_entries",
+    "rotation_guard",
     "touch_device",
     "versions_of",
     "window_bounds",
@@ -214,6 +215,17 @@ def prune_guard(tag: bytes, record_id: bytes, newest: str) -> Statement:
         "SELECT CASE WHEN EXISTS (SELECT 1 FROM records WHERE agent_tag = ? AND record_id = ? "
         "AND version > ?) THEN abs(-9223372036854775807 - 1) ELSE 0 END",
         (tag, record_id, newest),
+    )
+
+
+def rotation_guard(tag: bytes, upto: int) -> Statement:
+    """A rotation's last statement: it fails the atomic batch (an integer overflow) when the
+    vault gained a row after seq `upto`, the position its signed entry names, so no row under
+    the ending epoch lands between what the rotation read and its commit."""
+    return (
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM records WHERE agent_tag = ? AND seq > ?) "
+        "THEN abs(-9223372036854775807 - 1) ELSE 0 END",
+        (tag, upto),
     )
 
 

@@ -72,7 +72,7 @@ SPACE = click.option(
 
 
 @contextmanager
-def _open(opts: Options, space: str | None, *, write: bool = False) -> Iterator[Memory]:
+def open_scoped(opts: Options, space: str | None, *, write: bool = False) -> Iterator[Memory]:
     """The agent's memory, or the shared space `space` it includes (as a writer to `write`)."""
     with opts.open() as mem:
         if space is None:
@@ -92,7 +92,7 @@ def _open(opts: Options, space: str | None, *, write: bool = False) -> Iterator[
 @pass_options
 def conflicts_cmd(opts: Options, every: bool, space: str | None) -> None:
     """List values that lost a merge between devices (newest first), by what they are about."""
-    with _open(opts, space) as mem:
+    with open_scoped(opts, space) as mem:
         found = [
             (c, about(mem.db, mem.agent_id, c))
             for c in list_conflicts(mem.db, mem.agent_id, include_resolved=every)
@@ -118,7 +118,7 @@ def conflicts_cmd(opts: Options, every: bool, space: str | None) -> None:
 @pass_options
 def resolve_cmd(opts: Options, conflict_id: str, take: str, space: str | None) -> None:
     """Close a conflict, keeping the merged value or bringing the lost one back."""
-    with _open(opts, space, write=True) as mem:
+    with open_scoped(opts, space, write=True) as mem:
         found = get_conflict(mem.db, mem.agent_id, conflict_id)
         chosen = take_for(found, take, _device(mem.db, mem.agent_id))
         closed = resolve_conflict(mem.db, mem.agent_id, conflict_id, chosen, mem=mem)

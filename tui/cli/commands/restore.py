@@ -36,6 +36,7 @@ from tiermem.sync.restore import (
 )
 from tiermem.sync.state import MissingSecret, SyncFailed
 from tiermem.sync.vault.hrana import AuthFailed, HranaError
+from tiermem.tui.cli.commands.conflicts import open_scoped
 from tiermem.tui.cli.lazy import lazy_import
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.prompts import INSECURE_HTTP, ask_hidden, interactive, sync_token, sync_url
@@ -258,6 +259,7 @@ def _check_text(r: CheckReport) -> str:
     ]
     if r.horizon:
         lines.append(f"prune horizon: {r.horizon}")
+    lines += [f"note: {note}" for note in r.notes]
     if r.ok:
         lines.append("no damage found")
         return "\n".join(lines)
@@ -277,11 +279,16 @@ def _check_text(r: CheckReport) -> str:
     is_flag=True,
     help="Also download, authenticate and decrypt every record (slower).",
 )
+@click.option(
+    "--space",
+    metavar="NAME",
+    help="Check the vault of a shared space this agent includes (its writers' signatures too).",
+)
 @pass_options
-def sync_check(opts: Options, read_data: bool) -> None:
+def sync_check(opts: Options, read_data: bool, space: str | None) -> None:
     """Verify the server's copy: manifests, versions, key wraps (and with --read-data, every
     record). Exit codes: 0 clean, 40 tampered, 41 missing, 42 gap/rollback, 43 key wraps."""
-    with opts.open() as mem, enginemod.SyncEngine(mem) as engine:
+    with open_scoped(opts, space) as mem, enginemod.SyncEngine(mem) as engine:
         show = not opts.json and sys.stderr.isatty()
         with _check_bar(show) as progress:
             try:
