@@ -16,7 +16,8 @@ are downloaded, but only the manifests and prune records are decrypted:
 - every record line of every manifest is on the server, unless pruning explains its absence
   (below); every record row on the server is listed by a manifest (no row moved in from another
   agent or injected);
-- the key wraps (`wrapcheck.check_wraps`) and the signed device roster (`roster_pin.check_roster`).
+- the key wraps (`wrapcheck.check_wraps`) and the signed device roster (`roster_pin.check_roster`);
+- no row under an ended key epoch is past its signed rotation's position (`verify.fenced`).
 
 With ``read_data`` every envelope is also authenticated and decrypted under its epoch's key,
 decoded, and matched against its record id (a memory record must carry the memory id its
@@ -51,10 +52,11 @@ from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.kinds import graph_records
 from tiermem.sync.kinds.metrics_records import decode_metrics
 from tiermem.sync.manifest import CHECKPOINT_WITNESS, ManifestEntry, decode_manifest
-from tiermem.sync.restore import wrapcheck
+from tiermem.sync.restore import known, wrapcheck
 from tiermem.sync.restore.checkpoint import Whole, prune_record_id, read_prune_state
 from tiermem.sync.restore.prune import PRUNE_TABLE, decode_prune
 from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS
+from tiermem.sync.restore.verify import fenced, unbounded_notes
 from tiermem.sync.session import Session
 from tiermem.sync.spaces import authors
 from tiermem.sync.vault import store
@@ -101,6 +103,7 @@ class CheckReport:
     requests: int
     seconds: float
     counts: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -153,6 +156,7 @@ def check(
         c.damage("wraps", f"key wraps: {w.message} ({w.kind}, epoch {w.epoch}, {w.subject})")
     for message in roster_pin.check_roster(engine):
         c.damage("roster", f"device roster: {message}")
+    c.roster = None if any(p.kind == "roster" for p in c.problems) else roster_pin.verified(engine)
     c.open_keys()
     rows, size = c.read_rows(page_rows, progress)
     seen = c.classify(rows)
@@ -179,6 +183,7 @@ def check(
         requests=c.requests,
         seconds=time.perf_counter() - started,
         counts=counts,
+        notes=tuple(unbounded_notes(c.roster)),
     )
 
 
@@ -206,6 +211,7 @@ class _Checker:
         self.problems: list[Problem] = []
         self.horizon: str | None = None
         self.checkpoint: Whole | None = None
+        self.roster: roster_pin.RosterView | None = None
 
     def select(self, sql: str, args: Args) -> ResultSet:
         def one(c: HranaClient) -> list[ResultSet]:
@@ -233,7 +239,7 @@ class _Checker:
         self.id_key = self.ring.id_key
         self.critical_rid = records.record_id(self.id_key, records.CRITICAL_TABLE, self.agent)
         self.prune_rid = prune_record_id(self.ring)
-        state = read_prune_state(self.select, self.ring, self.tag)
+        state = read_prune_state(self.select, self.ring, self.tag, self.roster)
         for why in state.damaged:
             self.damage("tampered", why)
         self.horizon, self.checkpoint = state.horizon, state.checkpoint
@@ -291,6 +297,10 @@ class _Checker:
         for row in rows:
             if not _structure_ok(row, self.damage):
                 continue
+            late = None if row.envelope is None else fenced(self.roster, _remote(row))
+            if late is not None:  # a removed device or the server wrote it after a rotation
+                self.damage("tampered", f"a record is {late}", row)
+                continue
             device_hex = row.device_id.hex()
             mrid = self.manifest_rids.get(row.device_id) or records.record_id(
                 self.id_key, records.MANIFEST_TABLE, device_hex
@@ -340,7 +350,7 @@ class _Checker:
 
     def check_behind(self, seen: _Seen) -> None:
         """The server is not behind what this home knows (pushes, critical state)."""
-        confirmed = _confirmed_counters(self.engine, self.s.device_id.hex())
+        confirmed = known.confirmed_counters(self.engine, self.s.device_id.hex())
         covers = self.checkpoint.covers if self.checkpoint else {}
         for device_hex, known_n in confirmed.items():
             if device_hex == CHECKPOINT_WITNESS:
@@ -364,7 +374,7 @@ class _Checker:
                     "replayed old state)",
                 )
         newest_critical = max(seen.versions.get(self.critical_rid, []), default="")
-        known_critical = _known_critical(self.engine)
+        known_critical = known.critical_version(self.engine)
         if known_critical and newest_critical < known_critical:
             self.damage(
                 "rollback",
@@ -557,33 +567,6 @@ def _open_manifest(
 def _pruned(version: str, remaining: list[str], horizon: str | None) -> bool:
     """The pruning rule (module docstring): a newer version w with version < w <= horizon."""
     return horizon is not None and any(version < w <= horizon for w in remaining)
-
-
-def _confirmed_counters(engine: Session, own_hex: str) -> dict[str, int]:
-    """Per device, the highest push number this home knows the server confirmed or held:
-    its own pushes (the batches still in flight are not confirmed) and other devices' pulled
-    manifests."""
-    db, agent = engine.db, engine.agent_id
-    known: dict[str, int] = {}
-    own = db.query_one("SELECT manifest_n FROM sync_progress WHERE agent_id = ?", (agent,))
-    if own is not None:
-        inflight = int(db.scalar("SELECT count(*) FROM sync_batches WHERE agent_id = ?", (agent,)))
-        if int(own[0]) - inflight > 0:
-            known[own_hex] = int(own[0]) - inflight
-    for device, n in db.query(
-        "SELECT device_id, last_n FROM sync_peers WHERE agent_id = ?", (agent,)
-    ):
-        if str(device) != own_hex:
-            known[str(device)] = max(known.get(str(device), 0), int(n))
-    return known
-
-
-def _known_critical(engine: Session) -> str:
-    """The newest critical-state version this home pushed (confirmed) or applied."""
-    row = engine.db.query_one(
-        "SELECT critical_version FROM sync_progress WHERE agent_id = ?", (engine.agent_id,)
-    )
-    return "" if row is None else str(row[0])
 
 
 def _ranges(numbers: list[int]) -> str:
