@@ -179,6 +179,8 @@ def test_a_writer_claiming_another_members_name_is_shown_by_its_roster_name(
             (team.bob_device.hex(), space.agent_id, space.agent_id, claim),
         )
     team.bob.json("spaces", "sync")
+    own = team.bob.json("spaces", "show", team.space, "--by", "bob")["writes"]
+    assert {w["device"] for w in own} == {team.bob_device.hex()}  # its own, named by the roster
     for person in (team.alice, team.carol):
         person.json("spaces", "sync")
         by_alice = person.json("spaces", "show", team.space, "--by", "alice")["writes"]
