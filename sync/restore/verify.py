@@ -149,8 +149,8 @@ def unbounded_notes(roster: RosterView | None) -> list[str]:
     """What `sync check` says of rotations signed before they named a position."""
     return [
         f"the rotation to key epoch {e} was signed before rotations named their server "
-        f"position: rows under epoch {e - 1} are checked against the manifests only (a new "
-        "`tiermem sync rotate-key` bounds every older epoch)"
+        f"position: rows under epoch {e - 1} are checked against the manifests only (the "
+        "next `tiermem sync rotate-key` bounds every older epoch from then on)"
         for e in ([] if roster is None else roster.unbounded())
     ]
 

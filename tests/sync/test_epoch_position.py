@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from tests.sync.test_adversarial_keys import Cli, tm
 from tests.sync.test_adversarial_roster import _hide_epoch, engine_at
 from tiermem.core.engine import Memory
 from tiermem.sync import crypto
+from tiermem.sync.devices import roster_pin, rotation
 from tiermem.sync.vault.hrana import HranaClient
 
 __all__ = ["tm"]
@@ -71,8 +73,9 @@ def inject(client: HranaClient, home: Path, agent_id: str, tag: bytes, text: str
 
 def restore(tm: Cli, home: Path, sqld: SqldServer, recovery: bytes, *extra: str) -> tuple[int, str]:
     key_text = crypto.format_recovery_key(recovery) + "\n"
-    code, out, err = tm(home, "--json", "restore", "--url", sqld.url, "--stdin", *extra,
-                        stdin=key_text)
+    code, out, err = tm(
+        home, "--json", "restore", "--url", sqld.url, "--stdin", *extra, stdin=key_text
+    )
     return code, out if code == 0 else err
 
 
@@ -112,3 +115,113 @@ def test_a_removed_device_cannot_inject_old_epoch_rows_that_a_restore_takes(
     fenced = [p for p in problems if "ended key epoch" in p["message"]]
     assert len(fenced) >= 2 and all(p["seq"] is not None for p in fenced)
     assert "INJECTED" not in out and recovery.hex() not in out
+
+
+def test_rows_written_before_the_rotation_and_what_the_rotating_device_had_unpushed_restore(
+    tmp_path: Path, agent_id: str, sqld: SqldServer, client: HranaClient, tm: Cli
+) -> None:
+    with first_device(tmp_path / "a", agent_id, sqld) as (mem_a, engine_a, recovery):
+        mem_a.store("the ferry leaves at seven on sundays", "travel/ferry")
+        engine_a.push(policy())
+        lost = join_with_recovery(tmp_path / "b", agent_id, sqld, recovery, "lost phone")
+        join_with_recovery(tmp_path / "c", agent_id, sqld, recovery, "kept tablet")
+        with engine_at(tmp_path / "c", agent_id) as tablet:  # not pulled by A: its tail
+            tablet.pull(policy())
+            tablet.mem.store("the tablet charger is in the blue drawer", "home/things")
+            tablet.push(policy())
+        mem_a.store("book the return ticket before friday", "travel/ferry")  # not pushed yet
+        tag = tag_of(mem_a)
+    remove(tm, tmp_path / "a", lost.device_id, recovery)
+    old_rows = client.execute(
+        "SELECT count(*) FROM records WHERE agent_tag = ? AND epoch = 1", (tag,)
+    ).rows
+    assert int(str(old_rows[0][0])) > 0
+    assert tm(tmp_path / "a", "sync", "push")[0] == 0  # sealed under epoch 2 now
+    assert tm(tmp_path / "c", "sync", "now")[0] == 0
+
+    code, out = restore(tm, tmp_path / "fresh", sqld, recovery)
+    assert code == 0, out
+    assert json.loads(out)["problems"] == []
+    assert texts(tmp_path / "fresh", agent_id) == [
+        "book the return ticket before friday",
+        "the ferry leaves at seven on sundays",
+        "the tablet charger is in the blue drawer",
+    ]
+    for home in ("a", "c"):
+        code, out, err = tm(tmp_path / home, "--json", "sync", "check")
+        assert code == 0, out + err
+        assert json.loads(out)["notes"] == []
+
+
+def test_a_push_that_lands_while_the_rotation_is_prepared_is_within_its_position(
+    tmp_path: Path,
+    agent_id: str,
+    sqld: SqldServer,
+    tm: Cli,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with first_device(tmp_path / "a", agent_id, sqld) as (mem_a, engine_a, recovery):
+        mem_a.store("the ferry leaves at seven on sundays", "travel/ferry")
+        engine_a.push(policy())
+        lost = join_with_recovery(tmp_path / "b", agent_id, sqld, recovery, "lost phone")
+        join_with_recovery(tmp_path / "c", agent_id, sqld, recovery, "kept tablet")
+    read_tail = rotation._unpulled_tail
+    pushes: list[int] = []
+
+    def tablet_pushes_meanwhile(*args: Any) -> list[str]:
+        tail = read_tail(*args)
+        if not pushes:  # the tablet pushes under epoch 1 between the read and the commit
+            with engine_at(tmp_path / "c", agent_id) as tablet:
+                tablet.mem.store("the spare key is under the third pot", "home/things")
+                pushes.append(tablet.push(policy()).records)
+        return tail
+
+    monkeypatch.setattr(rotation, "_unpulled_tail", tablet_pushes_meanwhile)
+    remove(tm, tmp_path / "a", lost.device_id, recovery)
+    assert pushes and pushes[0] > 0
+    code, out = restore(tm, tmp_path / "fresh", sqld, recovery)
+    assert code == 0, out
+    assert "the spare key is under the third pot" in texts(tmp_path / "fresh", agent_id)
+    code, out, err = tm(tmp_path / "a", "--json", "sync", "check")
+    assert code == 0, out + err
+
+
+def test_a_rotation_signed_without_a_position_keeps_the_manifest_check_and_check_says_so(
+    tmp_path: Path,
+    agent_id: str,
+    sqld: SqldServer,
+    client: HranaClient,
+    tm: Cli,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    append = roster_pin.Draft.append
+
+    def as_older_tiermem(self: roster_pin.Draft, fields: dict[str, Any], *rest: Any) -> bytes:
+        return append(self, {k: v for k, v in fields.items() if k != "upto"}, *rest)
+
+    with first_device(tmp_path / "a", agent_id, sqld) as (mem_a, engine_a, recovery):
+        mem_a.store("the ferry leaves at seven on sundays", "travel/ferry")
+        engine_a.push(policy())
+        lost = join_with_recovery(tmp_path / "b", agent_id, sqld, recovery, "lost phone")
+        tag = tag_of(mem_a)
+    with monkeypatch.context() as m:
+        m.setattr(roster_pin.Draft, "append", as_older_tiermem)
+        remove(tm, tmp_path / "a", lost.device_id, recovery)
+    inject(client, tmp_path / "b", agent_id, tag, "INJECTED: the ferry is cancelled, stay home")
+
+    code, out = restore(tm, tmp_path / "fresh", sqld, recovery)
+    assert code == 0, out  # as before positions: the manifests list the row
+    code, out, err = tm(tmp_path / "a", "--json", "sync", "check")
+    assert code == 0, out + err
+    (note,) = json.loads(out)["notes"]
+    assert "epoch 2" in note and "manifests only" in note
+    code, out, err = tm(tmp_path / "a", "sync", "check")
+    assert "note: the rotation to key epoch 2" in out
+
+    key_text = crypto.format_recovery_key(recovery) + "\n"
+    assert tm(tmp_path / "a", "sync", "rotate-key", "--stdin", stdin=key_text)[0] == 0
+    inject(client, tmp_path / "b", agent_id, tag, "INJECTED: the ferry sails from pier nine")
+    code, out, err = tm(tmp_path / "a", "--json", "sync", "check")
+    assert code == CHECK_TAMPERED  # a rotation with a position bounds every older epoch
+    problems = json.loads(out.splitlines()[0])["problems"]
+    assert any("ended key epoch 1" in p["message"] for p in problems)
