@@ -36,7 +36,7 @@ from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
 from tiermem.sync import crypto
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.restore import prune, restore
+from tiermem.sync.restore import RestoreProgress, prune, restore
 
 AGENT = "scale"
 YEAR = 365.25 * 86400
@@ -117,6 +117,13 @@ def measured_pull(engine: SyncEngine, wire: Wire) -> dict[str, Any]:
 
 def measured_restore(v: Vault, target: Path, rtt: float) -> dict[str, Any]:
     wire = Wire(rtt)
+    started = time.perf_counter()
+    searchable: list[float] = []
+
+    def progress(p: RestoreProgress) -> None:
+        if p.searchable and not searchable:  # the first page of memories a search finds
+            searchable.append(time.perf_counter() - started)
+
     result = restore(
         target,
         AGENT,
@@ -125,10 +132,12 @@ def measured_restore(v: Vault, target: Path, rtt: float) -> dict[str, Any]:
         recovery_key=v.key,
         transport=wire,
         timeout=120.0,
+        progress=progress,
     )
     return {
         "s": result.seconds,
         "usable_s": result.usable_seconds,
+        "searchable_s": searchable[0] if searchable else result.seconds,
         "memories": result.memories,
         "rows": result.rows,
         "record_bytes": result.memory_bytes,
@@ -302,7 +311,8 @@ def print_report(r: dict[str, Any]) -> None:
             f"{st.bytes_of('critical') / n:.0f}, {x['storage']['bytes'] / n:.0f} |"
         )
     print(
-        "\n| memories | restore loopback: s (usable s) | restore at RTT: s (usable s), requests "
+        "\n| memories | restore loopback: s (usable s) | restore at RTT: s (usable s, first "
+        "searchable s), requests "
         "| download / server's record bytes | download / bytes of the records streamed |"
     )
     print("|---:|---|---|---:|---:|")
@@ -310,7 +320,7 @@ def print_report(r: dict[str, Any]) -> None:
         lo, rt = x["restore_loopback"], x["restore_rtt"]
         print(
             f"| {x['memories']:,} | {lo['s']:.2f} ({lo['usable_s']:.2f}) "
-            f"| {rt['s']:.2f} ({rt['usable_s']:.2f}), {rt['requests']} "
+            f"| {rt['s']:.2f} ({rt['usable_s']:.2f}, {rt['searchable_s']:.2f}), {rt['requests']} "
             f"| {lo['down'] / x['storage']['bytes']:.2f}x "
             f"| {lo['down'] / max(1, lo.get('record_bytes', 0)):.2f}x |"
         )

@@ -6,24 +6,24 @@ in time.
 
 1. *old*: what it was before (missing, empty, or holding other agents only);
 2. *usable*: the critical state (hot + tree, MEMORY.md) is in place, so `retrieve`, the hot
-   editors and MEMORY.md work at once; no memory of the agent is there yet, and a row in
-   ``restore_progress`` says that the memories are still on their way (and from which cursor);
+   editors and MEMORY.md work at once; a row in ``restore_progress`` says that the memories are
+   still on their way, and the memories in place are each verified on their own (`live`);
 3. *complete*: every memory is in place and the progress row is gone.
 
 Step 1→2 is atomic: an empty or missing home is built in a temporary folder beside it and
-renamed into place (a home that holds other agents gets one database transaction). Step 2→3
-is atomic too: the memories are streamed page by page into the staging table
-``restore_staging`` of the same database (one local transaction per page, together with the
-cursor, so a killed restore continues from the last committed page and never stores a row
-twice), and when the last page is in, one transaction moves them into ``memories`` and drops the
-progress row. Nothing partial is ever visible in ``memories``, the hot state or the tree. A rerun
-of the same command finishes an interrupted restore.
+renamed into place (a home that holds other agents gets one database transaction). Then the
+memories are streamed, newest first, page by page into the staging table ``restore_staging``
+of the same database (one local transaction per page, together with the stored range, so a
+killed restore continues where it stopped and never stores a row twice); a memory whose every
+listed writer's newest version is in moves into ``memories`` in that page's transaction (warm
+ones at once, cold and frozen ones once every page is in), so a search finds it while the rest
+streams. After the final check one transaction moves what is left and drops the progress row.
+A rerun of the same command finishes an interrupted restore.
 
-**Streaming with bounded memory.** Pages of `page_rows` remote rows are read in the server's
-commit order (``seq``) by a thread that runs at most two pages ahead of the one being decrypted
-and stored, so a high-latency link costs about one round trip per page. It starts, with the
-listing of every row and the roster, as soon as the vault is found and opened (its tag says
-where its rows are). Every row is authenticated; a
+**Streaming with bounded memory.** Windows of `page_rows` remote rows are read newest first by
+threads that run at most `stream.PAGES_IN_FLIGHT` windows ahead of the one being decrypted and
+stored, so a high-latency link costs about one round trip per page. They start as soon as the
+vault is found and opened (its tag says where its rows are). Every row is authenticated; a
 memory record must also carry the memory id its record id was derived from (no swapped rows).
 Per memory id the highest version wins (a tombstone wins like any version and is not restored).
 
@@ -33,8 +33,9 @@ gone; a point in time before it is refused (`PointInTimePruned`), never restored
 
 **Pruning** is server maintenance and lives in `tiermem.sync.restore.prune` (re-exported here).
 
-The steps: `run` (the orchestrator and `parse_at`), `home` (step 1), `stream` (step 2),
-`swap` (step 3), `results` (what a restore reports).
+The steps: `run` (the orchestrator and `parse_at`), `home` (step 1), `stream` (step 2, with
+`live`: memories searchable as they complete), `swap` (step 3), `results` (what a restore
+reports).
 """
 
 from tiermem.core.errors import PointInTimePruned

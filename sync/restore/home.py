@@ -54,6 +54,7 @@ class Marker:
     at: str | None
     version: str
     started_at: float
+    top: int = 0  # the vault's newest row when the restore began: the stream goes down from it
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,20 @@ def pending_restore(home: Path, agent_id: str, driver: str | None) -> dict[str, 
         return None  # never create a home just to look
     with Memory(home, agent_id, driver=driver) as mem:
         row = mem.db.query_one(
-            "SELECT vault_check, at, version, cursor FROM restore_progress WHERE agent_id = ?",
+            "SELECT p.vault_check, p.at, p.version, p.cursor, COALESCE(s.pull_cursor, 0) "
+            "FROM restore_progress p LEFT JOIN sync_progress s ON s.agent_id = p.agent_id "
+            "WHERE p.agent_id = ?",
             (agent_id,),
         )
     if row is None:
         return None
-    return {"vault_check": row[0], "at": row[1], "version": row[2], "cursor": row[3]}
+    return {
+        "vault_check": row[0],
+        "at": row[1],
+        "version": row[2],
+        "cursor": row[3],
+        "top": row[4],
+    }
 
 
 def usable_home(home: Path, agent_id: str, driver: str | None) -> Written:
@@ -221,24 +230,36 @@ def _restore_into(
                     (str(last), digest, vault.version, agent_id),
                 )
                 mem.db.execute("DELETE FROM restore_staging WHERE agent_id = ?", (agent_id,))
-                mem.db.execute(
-                    "INSERT OR REPLACE INTO restore_progress (agent_id, url, vault_check, at, "
-                    "version, started_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        agent_id,
-                        marker.url,
-                        marker.vault_check,
-                        marker.at,
-                        marker.version,
-                        marker.started_at,
-                    ),
-                )
+                _mark_pending(mem, marker)
         except BaseException:
             if created_store is not None:
                 created_store.delete_all()
             raise
         mem.write_memory_md()
         return _written(mem, device_hex, refreshed=refreshed)
+
+
+def _mark_pending(mem: Memory, marker: Marker) -> None:
+    """The progress row: memories on their way, the rows in (cursor, pull cursor] stored (none
+    yet). The pull cursor is the restore's top from now on: a pull continues above it."""
+    mem.db.execute(
+        "INSERT OR REPLACE INTO restore_progress (agent_id, url, vault_check, at, version, "
+        "cursor, started_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            mem.agent_id,
+            marker.url,
+            marker.vault_check,
+            marker.at,
+            marker.version,
+            marker.top,
+            marker.started_at,
+        ),
+    )
+    mem.db.execute(
+        "INSERT INTO sync_progress (agent_id, pull_cursor) VALUES (?, ?) ON CONFLICT (agent_id) "
+        "DO UPDATE SET pull_cursor = max(pull_cursor, excluded.pull_cursor)",
+        (mem.agent_id, marker.top),
+    )
 
 
 def _load_critical(mem: Memory, state: dict[str, Any], device_hex: str) -> str:

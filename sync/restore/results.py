@@ -12,22 +12,25 @@ DEFAULT_PAGE_ROWS: Final = 1000
 # ------------------------------------------------------------------------------ results
 
 
-Phase = Literal["critical", "memories", "swap", "done"]
+Phase = Literal["critical", "memories", "archive", "swap", "done"]
+"""``archive``: every page is in; the cold and frozen memories become searchable."""
 
 
 @dataclass(frozen=True)
 class RestoreProgress:
     """What a progress bar shows. ``rows``/``total_rows`` count remote rows read (every
     version of every record), ``bytes``/``total_bytes`` their envelopes; totals are measured
-    when the restore (or its resumption) starts."""
+    when the restore (or its resumption) starts. ``memories`` counts the memories
+    staged so far, ``searchable`` those of them a search finds already."""
 
     phase: Phase
     rows: int
     total_rows: int
     bytes: int
     total_bytes: int
-    memories: int
+    memories: int  # staged
     usable: bool
+    searchable: int = 0  # of them, in `memories` already (a search finds them)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from tiermem.sync.restore.home import (
     usable_home,
     write_home,
 )
+from tiermem.sync.restore.live import Completion
 from tiermem.sync.restore.results import (
     DEFAULT_PAGE_ROWS,
     Progress,
@@ -42,7 +43,13 @@ from tiermem.sync.restore.results import (
     RestoreResult,
     Unlock,
 )
-from tiermem.sync.restore.stream import Prefetch, Streamed, stream_memories
+from tiermem.sync.restore.stream import (
+    Prefetch,
+    Streamed,
+    Streaming,
+    plan_windows,
+    stream_memories,
+)
 from tiermem.sync.restore.swap import Swapped, swap
 from tiermem.sync.restore.verify import (
     Listed,
@@ -234,21 +241,21 @@ def _remote_steps(
 
     opened, unlocked = _open(select, job.base, job.agent_id, recovery_key, passphrase)
     tag = opened.tag
-    cursor = 0 if pending is None else int(pending["cursor"])
-    bounds, totals = _windows(select, tag, cursor, job.page_rows)
+    bounds, totals = _windows(select, tag, job.page_rows)
+    top = bounds[-1] if bounds else 0
+    stored = (top, top) if pending is None else (int(pending["cursor"]), int(pending["top"]))
     with ThreadPoolExecutor(4, thread_name_prefix="tiermem-restore") as pool:
         bodies = pool.submit(roster_pin.read_bodies, select, tag)
         roster = pool.submit(lambda: restore_roster(job.agent_id, bodies.result(), recovery_key))
         vault = _open_vault(select, pool, job.agent_id, opened, unlocked, job.at, pending, roster)
         apart = sorted({vault.critical_rid, prune_record_id(vault.ring)})
-        # The first pages are on their way while the vault is checked (bounded:
-        # `PAGES_IN_FLIGHT` ahead of what is stored).
+        # The first pages (newest first) are on their way while the vault is checked
+        # (bounded: `PAGES_IN_FLIGHT` ahead of what is stored).
         with Prefetch(
             lambda after, upto, limit: select(
                 *store.restore_page(tag, (after, upto, job.at, apart), limit)
             ),
-            cursor,
-            bounds,
+            plan_windows(bounds, *stored),
             job.page_rows,
         ) as prefetch:
             verified = Verified()
@@ -257,9 +264,10 @@ def _remote_steps(
             )
             _check_before(job, vault, listed, verified)
             served = Served(roster=roster.result())
-            if cursor:  # what an earlier run stored, for the check after the stream
-                _served_before(select, vault, cursor, job.at, listed, served)
-            fetched = _fetch(job, vault, prefetch, pending, listed, served, totals)
+            completion = Completion(listed.versions, job.at)
+            if stored[0] < stored[1]:  # what an earlier run stored, for the checks
+                _served_before(select, vault, stored, job.at, listed, (served, completion))
+            fetched = _fetch(job, vault, prefetch, pending, listed, (served, completion), totals)
             _check_after(job, vault, listed, served, fetched, verified)
         requests = client.requests_sent
         # On the signed roster, with its epoch floor (never seals under a hidden rotation).
@@ -276,11 +284,11 @@ def _remote_steps(
 
 
 def _windows(
-    select: Callable[[str, Args], ResultSet], tag: bytes, after: int, every: int
+    select: Callable[[str, Args], ResultSet], tag: bytes, every: int
 ) -> tuple[list[int], tuple[int, int]]:
-    """The ends of the windows a restore streams (`store.window_bounds`), and the rows and
-    bytes after `after` (a progress bar's totals)."""
-    rows = select(*store.window_bounds(tag, after, every)).rows
+    """The ends of windows of `every` rows over the whole vault (`store.window_bounds`), and
+    its rows and bytes (a progress bar's totals)."""
+    rows = select(*store.window_bounds(tag, 0, every)).rows
     totals = (records.server_int(rows[-1][1]), records.server_int(rows[-1][2])) if rows else (0, 0)
     return [records.server_int(r[0]) for r in rows], totals
 
@@ -288,31 +296,30 @@ def _windows(
 def _served_before(
     select: Callable[[str, Args], ResultSet],
     vault: _Vault,
-    cursor: int,
+    stored: tuple[int, int],
     at: str | None,
     listed: Listed,
-    served: Served,
+    seen: tuple[Served, Completion],
 ) -> None:
-    """A resumed restore: the rows an earlier run stored (ids and versions, no envelopes), as
-    the stream counts them (not the critical state, the prune record or a manifest)."""
+    """A resumed restore: the rows an earlier run stored, in (cursor, top] (ids and versions,
+    no envelopes), as the stream counts them (not the critical state, the prune record or a
+    manifest), and which memories they complete."""
+    served, completion = seen
     id_key = vault.ring.id_key
     skip = {vault.critical_rid, prune_record_id(vault.ring)} | {
         records.record_id(id_key, records.MANIFEST_TABLE, d) for d in listed.members
     }
-    after = 0
+    after, top = stored
     while True:
-        window = (after, cursor, at, sorted(skip))
+        window = (after, top, at, sorted(skip))
         rows = select(*store.restore_index(vault.tag, window, 20_000)).rows
         for seq, rid, version, device in rows:
             after = records.server_int(seq)
             if records.server_blob(rid) in skip:
                 continue
-            served.add(
-                records.server_blob(rid),
-                records.server_str(version),
-                records.server_blob(device),
-                listed.pairs,
-            )
+            rid_, version_ = records.server_blob(rid), records.server_str(version)
+            if served.add(rid_, version_, records.server_blob(device), listed.pairs):
+                completion.staged(rid_, version_)
         if len(rows) < 20_000:
             return
 
@@ -365,9 +372,9 @@ def _check_after(
     if error is None and fetched.streamed.damaged:
         rid, version, why = fetched.streamed.damaged[0]
         error = crypto.TamperedData(
-            f"record {rid[:12]}… version {version} fails authentication ({why}); no memory "
-            "was restored. `tiermem restore --salvage` restores everything that authenticates "
-            "and lists the rest"
+            f"record {rid[:12]}… version {version} fails authentication ({why}); the restore "
+            "stays unfinished (only memories that checked whole are in place). `tiermem "
+            "restore --salvage` restores everything that authenticates and lists the rest"
         )
     if error is not None and not job.salvage:
         raise error
@@ -402,7 +409,7 @@ def _fetch(
     prefetch: Prefetch,
     pending: dict[str, Any] | None,
     listed: Listed,
-    served: Served,
+    seen: tuple[Served, Completion],
     totals: tuple[int, int],
 ) -> _Fetched:
     """Step 1 (the critical state) while the first pages arrive, then step 2 (the memories
@@ -417,7 +424,7 @@ def _fetch(
         RestoreKeys(
             job.base, vault.epoch, vault.key, vault.wraps, "", job.token_to_store, vault.tag
         ),
-        Marker(job.base, vault.critical_rid.hex(), job.at, "", job.clock()),
+        Marker(job.base, vault.critical_rid.hex(), job.at, "", job.clock(), prefetch.top),
         ring=vault.ring,
         driver=job.driver,
         clock=job.clock,
@@ -426,19 +433,23 @@ def _fetch(
     )
     usable_seconds = time.perf_counter() - job.started
     job.report(RestoreProgress("critical", 0, totals[0], 0, totals[1], 0, True))
+    streaming = Streaming(
+        vault.ring,
+        job.at,
+        {vault.critical_rid, prune_record_id(vault.ring)},
+        listed.pairs,
+        *seen,
+        salvage=job.salvage,
+    )
     streamed = stream_memories(
         job.home,
         job.agent_id,
-        vault.ring,
         prefetch,
-        job.at,
-        {vault.critical_rid, prune_record_id(vault.ring)},
+        streaming,
         totals,
         job.report,
         driver=job.driver,
-        listed=listed.pairs,
-        served=served,
-        salvage=job.salvage,
+        archive_rows=job.page_rows,
     )
     return _Fetched(
         written, version, writer, envelope_len, usable_seconds, totals, streamed, skipped

@@ -4,6 +4,7 @@ transaction per page, with the cursor), several pages fetched while one is store
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import threading
@@ -23,6 +24,7 @@ from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.kinds import graph_records
 from tiermem.sync.kinds.metrics_records import Days, apply_metrics, decode_metrics
 from tiermem.sync.manifest import decode_manifest
+from tiermem.sync.restore.live import Completion, go_live, searchable_count
 from tiermem.sync.restore.results import Progress, RestoreProgress
 from tiermem.sync.restore.verify import Served, fenced
 from tiermem.sync.vault.hrana import ResultSet
@@ -65,40 +67,55 @@ PAGES_IN_FLIGHT: Final = 4
 on a link with a long round trip, the round trips overlap instead of adding up."""
 
 
+Window = tuple[int, int, "tuple[int, int] | None"]
+"""Rows (lo, hi] of the vault, and the stored range (cursor, top) its last page completes."""
+
+
+def plan_windows(bounds: list[int], low: int, top: int) -> list[Window]:
+    """The windows a restore streams, newest first, given the window ends `bounds` over the
+    whole vault (`store.window_bounds`) and the range (`low`, `top`] an earlier run stored:
+    first what was pushed above `top` since, then what lies below `low`. Each window's end
+    state is contiguous, so a killed restore resumes from it."""
+    newest = bounds[-1] if bounds else top
+    above = [top, *(b for b in bounds if b > top)]
+    below = [0, *(b for b in bounds if b < low), *([low] if low > 0 else [])]
+    windows: list[Window] = []
+    for i in range(len(above) - 1, 0, -1):
+        windows.append((above[i - 1], above[i], (low, newest) if i == 1 else None))
+    for i in range(len(below) - 1, 0, -1):
+        windows.append((below[i - 1], below[i], (below[i - 1], newest)))
+    return windows
+
+
 class Prefetch:
-    """Remote pages in commit order: the rows after `after` up to the last of `bounds` (the
-    vault's newest row when the restore began; a later push comes with the first pull), each
-    writer's newest version of each record only (`store.restore_page`). `bounds` cut the range
-    into windows of one page of the vault's rows each (`store.window_bounds`); `ahead` windows
-    are fetched at once by a pool of threads and handed over in order, never more than `ahead`
-    ahead of what the caller stored (memory stays flat however large the vault). Started as
-    soon as the vault is opened, so the first pages are on their way while it is checked."""
+    """Remote pages, window by window in the order `plan_windows` gives (newest first), each
+    window's rows in commit order, each writer's newest version of each record only
+    (`store.restore_page`). `ahead` windows are fetched at once by a pool of threads and handed
+    over in order, never more than `ahead` ahead of what the caller stored (memory stays flat
+    however large the vault). Started as soon as the vault is opened, so the first pages are on
+    their way while it is checked."""
 
     def __init__(
         self,
         fetch: Callable[[int, int, int], ResultSet],
-        after: int,
-        bounds: list[int],
+        windows: list[Window],
         limit: int,
         ahead: int = PAGES_IN_FLIGHT,
     ) -> None:
         self._fetch, self._limit = fetch, limit
-        self.after = after
-        self.upto = bounds[-1] if bounds else after
-        self._bounds = deque(b for b in bounds if b > after)
-        self._last = after
+        self.top = max((w[1] for w in windows), default=0)  # the newest row it streams
+        self._todo = deque(windows)
         self._stop = threading.Event()
         self._pool = ThreadPoolExecutor(ahead, thread_name_prefix="tiermem-restore")
-        self._windows: deque[Future[list[list[records.RemoteRow]]]] = deque()
+        self._windows: deque[tuple[Window, Future[list[list[records.RemoteRow]]]]] = deque()
         for _ in range(ahead):
             self._submit()
 
     def _submit(self) -> None:
-        if not self._bounds or self._stop.is_set():
+        if not self._todo or self._stop.is_set():
             return
-        lo, hi = self._last, self._bounds.popleft()
-        self._last = hi
-        self._windows.append(self._pool.submit(self._window, lo, hi))
+        window = self._todo.popleft()
+        self._windows.append((window, self._pool.submit(self._window, window[0], window[1])))
 
     def _window(self, lo: int, hi: int) -> list[list[records.RemoteRow]]:
         """The rows of one window, as pages (more than one only when the server refuses a
@@ -115,11 +132,15 @@ class Prefetch:
             after = page[-1].seq
         return pages
 
-    def pages(self) -> Iterator[list[records.RemoteRow]]:
+    def pages(self) -> Iterator[tuple[list[records.RemoteRow], tuple[int, int] | None]]:
+        """Each page with the stored range its window ends in, on the window's last page (an
+        empty page when a window holds no row to restore)."""
         while self._windows:
-            pages = self._windows.popleft().result()
+            (_, _, done), future = self._windows.popleft()
+            pages = future.result()
             self._submit()
-            yield from pages
+            for i, page in enumerate(pages or [[]]):
+                yield page, done if i == len(pages or [[]]) - 1 else None
 
     def __enter__(self) -> Prefetch:
         return self
@@ -129,26 +150,37 @@ class Prefetch:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+@dataclass(frozen=True)
+class Streaming:
+    """What a stream needs besides the rows: the vault's key ring, the point in time, the
+    records read apart, the lines, and what is served and complete so far."""
+
+    ring: KeyRing
+    at: str | None
+    skip: set[bytes]
+    listed: set[tuple[bytes, str]]
+    served: Served
+    completion: Completion
+    salvage: bool = False
+
+
 def stream_memories(
     home: Path,
     agent_id: str,
-    ring: KeyRing,
     prefetch: Prefetch,
-    at: str | None,
-    skip: set[bytes],
+    job: Streaming,
     totals: tuple[int, int],
     report: Progress,
     *,
     driver: str | None,
-    listed: set[tuple[bytes, str]],
-    served: Served,
-    salvage: bool = False,
+    archive_rows: int,
 ) -> Streamed:
-    """Stream every remote row after the saved cursor into the staging table, one local
-    transaction per page (rows + cursor together). Rows no line lists (`listed`) are left
-    out, and every row is counted in `served` for the check after the stream; a row that
-    fails authentication is listed in the result, and without `salvage` nothing from its page
-    on is stored (the caller stops; a resume fetches that page again)."""
+    """Stream every remote row not stored yet into the staging table, one local transaction
+    per page (rows, the memories it completes made searchable, and the stored range together).
+    Rows no line lists are left out, and every row is counted in `served` for the check after
+    the stream; a row that fails authentication is listed in the result, and without
+    `salvage` nothing from its page on is stored (the caller stops; a resume fetches that page
+    again). Complete cold and frozen memories go live after the last page (`live`)."""
     with Memory(home, agent_id, driver=driver) as mem:
         db = mem.db
         row = db.query_one(
@@ -156,63 +188,89 @@ def stream_memories(
         )
         if row is None:
             raise StorageError(f"the restore of agent {agent_id!r} lost its progress row")
-        cursor, rows_before, bytes_before = int(row[0]), int(row[1]), int(row[2])
+        rows_before, bytes_before = int(row[1]), int(row[2])
         rows = pages = size = 0
         staged = int(
             db.scalar("SELECT count(*) FROM restore_staging WHERE agent_id = ?", (agent_id,))
         )
-        if cursor != prefetch.after:
-            raise StorageError(f"the restore of agent {agent_id!r} changed its cursor meanwhile")
-        sorter = _Sorter(ring, agent_id, at, skip, listed, served)
+        counts = _Counts(staged, searchable_count(db, agent_id))
+        sorter = _Sorter(job, agent_id)
         halted = False  # a row failed (no salvage): nothing from there on is stored
-        for page in prefetch.pages():
+        for page, done in prefetch.pages():
             size += sum(len(r.envelope) for r in page)
-            batch, counts, peers = sorter.page(page)
+            batch, read_counts, peers = sorter.page(page)
             rows += len(page)
-            pages += 1
-            halted = halted or (bool(sorter.damaged) and not salvage)
+            pages += bool(page)
+            halted = halted or (bool(sorter.damaged) and not job.salvage)
             if halted:  # read on only for the check; a resume fetches this page again
                 sorter.metrics.clear()
                 sorter.graph.clear()
                 continue
-            _store_page(mem, sorter, page, batch, counts, peers)
-            staged += len(batch)
-            report(
-                RestoreProgress(
-                    "memories",
-                    rows_before + rows,
-                    max(totals[0], rows_before + rows),
-                    bytes_before + size,
-                    max(totals[1], bytes_before + size),
-                    staged,
-                    True,
-                )
+            _store_page(mem, sorter, page, (batch, read_counts, peers), done, counts)
+            counts.last = RestoreProgress(
+                "memories",
+                rows_before + rows,
+                max(totals[0], rows_before + rows),
+                bytes_before + size,
+                max(totals[1], bytes_before + size),
+                counts.staged,
+                True,
+                counts.searchable,
             )
-        if halted:
-            return Streamed(rows, pages, size, rows_before, bytes_before, tuple(sorter.damaged))
-        with db.transaction():  # the windows past the last page held no row to restore
-            db.execute(
-                "UPDATE restore_progress SET cursor = max(cursor, ?) WHERE agent_id = ?",
-                (prefetch.upto, agent_id),
-            )
-    return Streamed(
-        rows, pages, size, rows_before + rows, bytes_before + size, tuple(sorter.damaged)
-    )
+            if page:
+                report(counts.last)
+        if not halted:
+            _archive(mem, job, archive_rows, counts, report)
+    seen = (rows_before + rows, bytes_before + size)
+    if halted:
+        seen = (rows_before, bytes_before)
+    return Streamed(rows, pages, size, *seen, tuple(sorter.damaged))
+
+
+@dataclass
+class _Counts:
+    staged: int
+    searchable: int
+    last: RestoreProgress | None = None
+
+
+def _archive(mem: Memory, job: Streaming, chunk: int, counts: _Counts, report: Progress) -> None:
+    """The complete cold and frozen memories into `memories` once every page is in, a chunk
+    per transaction (searchable chunk by chunk)."""
+    db, agent_id = mem.db, mem.agent_id
+    waiting = [
+        str(r[0])
+        for r in db.query(
+            "SELECT id FROM restore_staging WHERE agent_id = ? AND deleted = 0 ORDER BY rowid",
+            (agent_id,),
+        )
+    ]
+    ready = [i for i in waiting if job.completion.complete(job.ring.memory_rid(i))]
+    for start in range(0, len(ready), chunk):
+        with db.transaction():
+            moved, _ = go_live(mem, ready[start : start + chunk], archive=True, now=mem.now)
+        counts.searchable += moved
+        if counts.last is not None:
+            report(dataclasses.replace(counts.last, phase="archive", searchable=counts.searchable))
 
 
 def _store_page(
     mem: Memory,
     sorter: _Sorter,
     page: list[records.RemoteRow],
-    batch: list[tuple[object, ...]],
-    counts: list[tuple[str, memory_record.Counters]],
-    peers: list[tuple[object, ...]],
+    parts: tuple[
+        list[tuple[object, ...]], list[tuple[str, memory_record.Counters]], list[tuple[object, ...]]
+    ],
+    done: tuple[int, int] | None,
+    counts: _Counts,
 ) -> None:
-    """One page into the home in one transaction, with the cursor past it."""
+    """One page into the home in one transaction: staged, the warm memories it completes
+    made searchable, and the stored range when it ends a window."""
     db, agent_id = mem.db, mem.agent_id
+    batch, read_counts, peers = parts
     with db.transaction():
         _stage_rows(db, batch)
-        for memory_id, counters in counts:
+        for memory_id, counters in read_counts:
             reinforce.merge(mem.memories, memory_id, counters)
         if peers:
             db.executemany(_PEER, peers)
@@ -223,33 +281,41 @@ def _store_page(
             graph_records.apply(db, agent_id, sorter.graph, mem.now())
             graph_records.forget_marks(db, agent_id)
             sorter.graph.clear()
+        complete = [i for i, rid in sorter.touched if sorter.job.completion.complete(rid)]
+        sorter.touched.clear()
+        moved, _ = go_live(mem, complete, archive=False, now=mem.now) if complete else (0, 0)
         db.execute(
-            "UPDATE restore_progress SET cursor = ?, rows = rows + ?, bytes = bytes + ?, "
-            "pages = pages + 1 WHERE agent_id = ?",
-            (page[-1].seq, len(page), sum(len(r.envelope) for r in page), agent_id),
+            "UPDATE restore_progress SET rows = rows + ?, bytes = bytes + ?, pages = pages + ? "
+            "WHERE agent_id = ?",
+            (len(page), sum(len(r.envelope) for r in page), int(bool(page)), agent_id),
         )
+        if done is not None:
+            db.execute(
+                "UPDATE restore_progress SET cursor = ? WHERE agent_id = ?", (done[0], agent_id)
+            )
+            db.execute(
+                "UPDATE sync_progress SET pull_cursor = max(pull_cursor, ?) WHERE agent_id = ?",
+                (done[1], agent_id),
+            )
+    counts.staged += len(batch)
+    counts.searchable += moved
 
 
 class _Sorter:
     """Turns a page of rows into staging and peer parameters: rows no line lists (or newer
-    than `at`) left out; a row that fails authentication is listed, not fatal here."""
+    than `at`) left out; a row that fails authentication is listed, not fatal here. Each
+    memory staged is noted (`touched`) with its record id, for the completion check."""
 
-    def __init__(
-        self,
-        ring: KeyRing,
-        agent_id: str,
-        at: str | None,
-        skip: set[bytes],
-        listed: set[tuple[bytes, str]],
-        served: Served,
-    ) -> None:
-        self.ring, self.agent_id, self.at = ring, agent_id, at
-        self.skip, self.listed, self.served = skip, listed, served
+    def __init__(self, job: Streaming, agent_id: str) -> None:
+        self.job = job
+        self.ring, self.agent_id, self.at = job.ring, agent_id, job.at
+        self.skip, self.listed, self.served = job.skip, job.listed, job.served
         self.manifest_rids: dict[bytes, bytes] = {}
         self.metrics_rids: dict[bytes, bytes] = {}
         self.damaged: list[tuple[str, str, str]] = []
         self.metrics: list[tuple[str, str, Days]] = []
         self.graph: list[graph_records.GraphItem] = []
+        self.touched: list[tuple[str, bytes]] = []
         self.versions: set[str] = set()  # checked already (a push gives its rows one version)
 
     def page(
@@ -305,6 +371,8 @@ class _Sorter:
             self.graph.append(graph_records.open_or(exc, key, self.agent_id, self.ring.id_key, r))
             return
         batch.append(params)
+        self.job.completion.staged(r.record_id, r.version)
+        self.touched.append((str(params[1]), r.record_id))
         if counters:
             counts.append((str(params[1]), counters))
 

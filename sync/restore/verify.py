@@ -358,7 +358,8 @@ def refusal(found: Verified, *, started: bool = False) -> TiermemError | None:
             f" (and {len(found.findings) - 1} more problem(s))" if len(found.findings) > 1 else ""
         )
         done = (
-            "no memory was restored (the critical state, which checked whole, is in place)"
+            "the restore stays unfinished (the critical state and the memories that checked "
+            "whole on their own are in place; nothing else is)"
             if started
             else "nothing was restored"
         )

@@ -147,7 +147,7 @@ def _progress_bar(show: bool) -> Iterator[Callable[[RestoreProgress], None]]:
                 task,
                 completed=p.bytes,
                 total=max(p.total_bytes, 1),
-                description=f"{p.phase} ({p.memories} memories)",
+                description=f"{p.phase} ({p.memories} memories, {p.searchable} searchable)",
             )
 
         yield update
