@@ -128,6 +128,7 @@ def conversation_end(
     """Distill, store, update hot, consolidate, record the outbox entry, then the tags and
     session hygiene (module doc). `session` names the agent's session for hygiene (default:
     the transcript's session id, else the conversation itself is the session)."""
+    mem.require_memory()
     if not transcript.messages and not transcript.tool_commands:
         raise InvalidInput("the transcript has no conversation messages")
     if session is not None:

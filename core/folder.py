@@ -214,6 +214,7 @@ def _prune_empty(folder: Path) -> None:
 
 def import_folder(mem: Memory, folder: Path) -> FolderReport:
     """Apply the owner's edits of an exported folder (module doc), then write it again."""
+    mem.require_memory()
     manifest = _manifest(folder)
     if manifest.get("agent") not in (None, mem.agent_id):
         raise InvalidInput(f"{folder} is an export of agent {manifest['agent']!r}")

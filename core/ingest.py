@@ -312,6 +312,7 @@ def ingest_daily(
 ) -> IngestReport:
     """Ingest every `YYYY-MM-DD.md` of `folder` (default: `daily_dir`), then read back hand
     edits of MEMORY.md. A missing default folder is simply nothing to ingest."""
+    mem.require_memory()
     target = folder if folder is not None else daily_dir(mem)
     report = IngestReport(folder=target)
     if folder is not None and not folder.is_dir():

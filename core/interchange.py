@@ -65,6 +65,7 @@ def import_seed(
 ) -> ImportReport:
     """Import whichever seed files are given. Every file is parsed and validated before
     anything is written, so a bad file changes nothing."""
+    mem.require_memory()
     report = ImportReport()
     facts = _parse_warm(read_json(warm), warm, report) if warm else []
     nodes = _parse_tree(read_json(tree), tree) if tree else []

@@ -44,6 +44,7 @@ class Watcher:
         debounce: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        mem.require_memory()  # an agent with memory off has nothing to watch for
         self.mem = mem
         self.folder = (folder or daily_dir(mem)).resolve()
         self.memory_md = mem.home.memory_md(mem.agent_id).resolve()

@@ -101,6 +101,7 @@ def _merge(target: dict[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]
 
 
 def _save(mem: Memory, session: str, data: dict[str, Any]) -> dict[str, Any]:
+    mem.require_memory()
     limit = mem.cfg.working.max_tokens
     cost = tokens(data)
     if cost > limit:

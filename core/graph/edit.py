@@ -45,6 +45,7 @@ def _entity(graph: GraphStore, name: str, kind: str, now: float) -> str:
 def add(mem: Memory, subject: str, predicate: str, obj: str, since: float | None) -> dict[str, Any]:
     """Record `subject predicate object` from `since` (default now): the slot's older value
     ends there, a later one ends this."""
+    mem.require_memory()
     pred = predicate_of(predicate)
     meaning = slots.slot(pred)
     graph = store_for(mem)

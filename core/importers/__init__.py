@@ -133,6 +133,7 @@ def apply(
 ) -> ImportSummary:
     """Store the plan's new facts (with what each carries), its tree and hot memory, and run
     its new conversations through conversation-end."""
+    mem.require_memory()
     summary = summarize(mem, the_plan)
     summary.dry_run = False
     new, _ = _new_items(mem, the_plan)

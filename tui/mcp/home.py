@@ -25,15 +25,19 @@ class Home:
         self._mem: Memory | None = None
         self._lock = threading.Lock()
 
-    def run(self, work: Callable[[Memory], T], creates: bool = False) -> T:
+    def run(self, work: Callable[[Memory], T], creates: bool = False, when_off: bool = False) -> T:
         """Run one tool call. Only a write (`creates`) or the default agent's first run creates
-        the home or the agent: a read on a mistyped agent fails with the close match."""
+        the home or the agent: a read on a mistyped agent fails with the close match. With
+        memory off for the agent every tool refuses (`MemoryOff`), unless it answers for
+        itself (`when_off`: the context block comes back empty)."""
         with self._lock:
             try:
                 if self._mem is None:
                     self._mem = Memory(
                         self.home, self.agent_id, create=creates or self.agent_id == DEFAULT_AGENT
                     )
+                if not when_off:
+                    self._mem.require_memory()
                 return work(self._mem)
             except TiermemError as exc:
                 raise ToolError(f"{type(exc).__name__}: {exc}") from None

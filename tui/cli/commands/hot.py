@@ -59,6 +59,8 @@ def hot(
     if len(actions) > 1:
         raise InvalidInput("give one hot edit at a time")
     with opts.open(create=bool(actions)) as mem:
+        if actions:
+            mem.require_memory()
         path = mem.home.memory_md(mem.agent_id)
         pruned: list[str] = []
         if update is not None:

@@ -132,7 +132,8 @@ def memory_context(
             budget=token_budget,
             session=home.session_for(session_id),
             as_of=_as_of(as_of),
-        ).as_dict()
+        ).as_dict(),
+        when_off=True,
     )
 
 
