@@ -53,8 +53,8 @@ device had already pulled (so not in its tail) but this device had not is refuse
 stays on the devices that pulled it; `sync status` lists it). What stays open: a device the
 server hides the rotation from keeps accepting old-epoch records until it learns of it (no one
 can tell a device about an epoch the server withholds; once it has learnt of it, `sealing_key`
-refuses to write under the old key); a restore reads every row and is checked by the manifests
-(`restore.verify`), not by this rule.
+refuses to write under the old key). A restore has no such moment: it refuses the rows under an
+ended epoch that lie past the server position the signed rotation names (`restore.verify`).
 """
 
 from __future__ import annotations
