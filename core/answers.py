@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass
 
 from tiermem.core import frames
-from tiermem.core.current import ANSWERS, QUESTION, day
+from tiermem.core.current import ANSWERS, QUESTION, day, since, stale_at
 from tiermem.core.db import Database, Row
-from tiermem.core.ranking import ROW_CATEGORY, ROW_CREATED, ROW_FIELDS, ROW_TEXT
+from tiermem.core.ranking import ROW_CATEGORY, ROW_CREATED, ROW_FIELDS, ROW_TEXT, Candidate
 from tiermem.core.terms import STOPWORDS, stem
 
 POOL = 24
@@ -45,6 +45,20 @@ _ASKING = frozenset(
     lately anymore nowadays at the these use uses used using""".split()  # noqa: SIM905
 )
 """Words of the asking, not of what is asked about."""
+_LIGHT = frozenset(
+    """doing done go goes going get gets getting got have has having keep keeps kept make makes
+    thing things stuff anything anyone someone something like really""".split()  # noqa: SIM905
+)
+"""Verbs and fillers too common to say what a question is about."""
+PAST = re.compile(
+    r"\b(?:did|was|were|had|first|originally|used to|before|previous(?:ly)?|ago|back then|"
+    r"last (?:week|month|year|time)|in (?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+"""A question about the past: the newest mention of its topic is not its answer."""
+TOPIC_POOL = 10
+"""The best-ranked results among which the newest on-topic statement is looked for."""
+_TOKEN = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True)
@@ -165,3 +179,41 @@ def _about(question: Asked, claim: frames.Claim) -> bool:
     if not question.names:
         return claim.subject == "user"
     return mentions
+
+
+def topic(query: str) -> frozenset[str] | None:
+    """The stems of what a question about the present asks about ("do I still play football?"
+    → football), or None for a statement or a question about the past."""
+    if not QUESTION.search(query) or PAST.search(query):
+        return None
+    words = {frames.fold(w) for w in _TOKEN.findall(query)}
+    kept = {
+        stem(w)
+        for w in words
+        if len(w) > 1 and w not in STOPWORDS and w not in _ASKING and w not in _LIGHT
+    }
+    return frozenset(kept) or None
+
+
+def on_topic(about: frozenset[str], text: str) -> bool:
+    """Whether a statement names at least half of what the question is about."""
+    stems = {stem(frames.fold(w)) for w in _TOKEN.findall(text)}
+    return 2 * len(about & stems) >= len(about)
+
+
+def newest_on_topic(about: frozenset[str], ranked: list[Candidate], when: float) -> int | None:
+    """Among the best results, the position of the newest of the statements on the question's
+    topic, unless it ranks first already: a present-tense question ("am I still vegan?") is
+    answered by the latest thing said about it."""
+    matching = [
+        (since(c.row), -i, i)
+        for i, c in enumerate(ranked[:TOPIC_POOL])
+        if not str(c.row[ROW_CATEGORY]).startswith(DERIVED)
+        and not stale_at(c.row, when)
+        and since(c.row) <= when
+        and on_topic(about, str(c.row[ROW_TEXT]))
+    ]
+    if len(matching) < 2:
+        return None
+    newest = max(matching)[2]
+    return newest if newest != 0 else None

@@ -32,6 +32,10 @@ class HotConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Recent events kept (the newest ones)."""
     max_pending_tasks: Positive = 10
     """Pending tasks kept; the oldest pending one goes first."""
+    event_days: Positive = 30
+    """Events older than this many days leave hot memory for warm (recent events are recent)."""
+    task_days: Positive = 60
+    """Tasks older than this many days leave hot memory for warm."""
 
 
 class ScoringConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -99,16 +99,31 @@ def answer_first(
     from tiermem.core import answers  # the statement rules load only for a question
 
     question = answers.asked(query)
-    if question is None:
-        return ranked
-    found = answers.newest(db, slot, question, when, where)
+    found = None if question is None else answers.newest(db, slot, question, when, where)
     if found is None:
-        return ranked
+        return _latest_first(query, ranked, when)
     seq, row, why = found
     answer = next((c for c in ranked if c.seq == seq), None)
     if answer is None:
         answer = Candidate(seq, with_count(row), found_by="answer")
         ranked.append(answer)
+    return _lift(answer, ranked, why)
+
+
+def _latest_first(query: str, ranked: list[Candidate], when: float) -> list[Candidate]:
+    """`ranked` with the newest statement on a present-tense question's topic first."""
+    from tiermem.core import answers
+
+    about = answers.topic(query)
+    at = None if about is None else answers.newest_on_topic(about, ranked, when)
+    if at is None:
+        return ranked
+    why = f"{ANSWERS}the latest said about it ({day(since(ranked[at].row))})"
+    return _lift(ranked[at], ranked, why)
+
+
+def _lift(answer: Candidate, ranked: list[Candidate], why: str) -> list[Candidate]:
+    """`answer` ranked first, relevant enough to inject, explained by `why`."""
     top = max((c.score for c in ranked if c is not answer), default=0.0)
     answer.score = max(answer.score, top * (1 + 1e-6) + 1e-9)
     answer.relevance = max(answer.relevance, 1.0)

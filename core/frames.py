@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from tiermem.core.temporal import MONTHS, WEEKDAYS, find_windows
@@ -171,7 +171,8 @@ _COMMON_STARTS = (
     | CHANGE
     | frozenset(
         """the we our let let's please pls plz thanks stop start keep send post remind use make
-        put add remove don't dont do can could would will also so note sorry""".split()  # noqa: SIM905
+        put add remove don't dont do can could would will also so note sorry first second third
+        firstly secondly thirdly lastly next meanwhile however besides plus""".split()  # noqa: SIM905
     )
 )
 """Sentence-initial words that are not names."""
@@ -213,8 +214,26 @@ def claims_of(text: str, said_at: float) -> tuple[Claim, ...]:
     """The claims of each sentence of a text (a long note says several things); cached, as a
     stored memory is compared again with every later one that shares its words."""
     parts = [p for p in _CLAUSE.split(text) if p and p.strip()]
-    found = [claim_of(p, said_at) for p in parts[:12]]
-    return tuple(c for c in found if c is not None)
+    found: list[Claim] = []
+    for part in parts[:12]:
+        claim = claim_of(part, said_at)
+        if claim is not None and found and _REFERS_BACK.match(part):
+            claim = _continued(found[-1], claim)
+        if claim is not None:
+            found.append(claim)
+    return tuple(found)
+
+
+_REFERS_BACK = re.compile(r"\s*(?:it|it's|it’s|its|it is|that's|that is)\b", re.IGNORECASE)
+"""A sentence about what the one before named ("I'm moving the party. It's Oct 31 now")."""
+
+
+def _continued(before: Claim, claim: Claim) -> Claim:
+    """A claim that says "it" about the attribute the claim before it named takes it over."""
+    named = {w for w in before.frame if w.startswith("~") or w in SLOT_STEMS}
+    if not claim.values or not named or named & claim.frame:
+        return claim
+    return replace(claim, subject=before.subject, frame=claim.frame | named)
 
 
 @lru_cache(maxsize=1)

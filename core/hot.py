@@ -4,11 +4,12 @@ The state is one JSON document per agent (table `hot_state`); MEMORY.md is rende
 A hot lesson whose category is a fact's (a person, the owner, a preference, a decision, a
 project: a warm memory promoted for its use) keeps that kind and is shown under Key Facts,
 not Critical Lessons.
-Limits (config `[hot]`) hold after every change: ≤ 20 lessons, the last 10 events, ≤ 10 pending
-tasks, and ≤ 5 KB for both the serialized state and MEMORY.md. Making room moves items out in
-this order: lessons over the count (least important first), events over the count (oldest
-first), tasks over the count (oldest first), then, while over 5 KB, oldest events, oldest
-tasks, least important lessons, least recently updated projects.
+Limits (config `[hot]`) hold after every change: ≤ 20 lessons, the last 10 events of the past
+30 days, ≤ 10 pending tasks of the past 60 days, and ≤ 5 KB for both the serialized state and
+MEMORY.md. Making room moves items out in this order: lessons over the count (least important
+first), events and tasks past their age, events over the count (oldest first), tasks over the
+count (oldest first), then, while over 5 KB, oldest events, oldest tasks, least important
+lessons, least recently updated projects.
 
 Limits refuse, they never destroy:
 - a pinned lesson (its `hot_tracking` row, or its source memory, is pinned) or a critical one
@@ -235,8 +236,10 @@ def prune(
     cfg: HotConfig,
     protected: Collection[str] = (),
     must_fit: Collection[str] = (),
+    now: float | None = None,
 ) -> list[Pruned]:
     """Move items out of `state` until every limit holds, in the module's order; returns them.
+    With `now`, events and tasks older than their age limits go first.
 
     Never moves a `protected` lesson; raises LimitExceeded when it would have to move one, or an
     item of `must_fit` (the new items of an edit by hand), or when nothing movable is left."""
@@ -249,6 +252,8 @@ def prune(
     while len(state.critical_lessons) > cfg.max_lessons:
         pruner.take_lesson()
     ctx.events.sort(key=lambda e: (e.timestamp, e.id in fresh, e.id))
+    if now is not None:
+        _age_out(pruner, now, cfg)
     while len(ctx.events) > cfg.max_events:
         pruner.take("event", ctx.events, 0, f"hot memory keeps the last {cfg.max_events} events")
     ctx.tasks.sort(key=lambda t: (t.timestamp, t.id in fresh, t.id))
@@ -258,6 +263,30 @@ def prune(
     while size_bytes(state) > cfg.max_bytes:
         pruner.drop_one()
     return pruner.moved
+
+
+def _age_out(pruner: _Pruner, now: float, cfg: HotConfig) -> None:
+    """Events and tasks too old for what is always in context, and tasks or events promoted
+    from warm as long ago (an item without a time, as some imports give, stays)."""
+    ctx = pruner.state.active_context
+    lessons = pruner.state.critical_lessons
+    for kind, items, days in (
+        ("event", ctx.events, cfg.event_days),
+        ("task", ctx.tasks, cfg.task_days),
+        ("lesson", lessons, cfg.task_days),
+    ):
+        reason = f"hot memory keeps the {kind}s of the last {days} days"
+        for item in [x for x in items if 0 < x.timestamp < now - days * 86400]:
+            if kind == "lesson" and not _dated(item, pruner.protected):
+                continue
+            if item.id not in pruner.must_fit:
+                pruner.take(kind, items, items.index(item), reason)
+
+
+def _dated(lesson: Lesson, protected: set[str]) -> bool:
+    """A task or an event promoted from warm (not a lesson, nor a pinned or critical item)."""
+    root = lesson.category.casefold().split("/")[0]
+    return root in {"tasks", "events"} and lesson.id not in protected
 
 
 class _Pruner:
@@ -395,7 +424,7 @@ class HotStore:
             before = self.load()
             state.updated_at = now
             new = _item_ids(state) - _item_ids(before) if must_fit else set()
-            moved = prune(state, self.cfg, self.protected(before, state), new)
+            moved = prune(state, self.cfg, self.protected(before, state), new, now)
             if moved and self.to_warm is not None:
                 self.to_warm(moved)
             self.db.execute(

@@ -238,6 +238,11 @@ ACK_LEAD = re.compile(
     re.I,
 )
 """Acknowledgements and greetings at the start of a sentence, up to their punctuation."""
+CONFIRMING = re.compile(
+    r"^(?:noted|understood|got it|gotcha|will do|roger(?: that)?)\s*[,.!:;—–-]",
+    re.I,
+)
+"""An assistant's sentence that opens by confirming: what follows restates the person."""
 FAREWELL = re.compile(
     r"^(?:see you|talk (?:to you )?(?:soon|later|tomorrow)|have a (?:good|great|nice)|"
     r"take care|good ?night|bye|cheers|catch you)\b",

@@ -11,6 +11,7 @@ from tiermem.core.config import DistillConfig
 from tiermem.core.distill import signals
 from tiermem.core.distill.cues import (
     CATEGORY,
+    CONFIRMING,
     ECHO_OVERLAP,
     IMPORTANCE,
     NAME,
@@ -142,10 +143,12 @@ def _fact_from_sentence(
     text, todo = strip_filler(text)
     if _asks(text, message) or is_trivial(text, cfg.min_words):
         return None
+    assistant = message.role == "assistant"
+    if assistant and CONFIRMING.match(text):
+        return None  # "Understood: the launch is now on October 20" restates the person
     text = signals.strip_ack(text)
     if not text:
         return None
-    assistant = message.role == "assistant"
     if assistant and signals.is_acknowledgement(text):
         return None
     kind, category, importance = classify(text, projects)

@@ -266,3 +266,70 @@ def test_lower_case_chat_states_facts_a_question_finds(cli: Cli, tmp_path: Path)
     )
     assert "long beach" in texts(cli, "where do i live rn")[0]
     assert "sf" in texts(cli, "where does kayla live")[0]
+
+
+def test_a_present_question_gets_the_latest_said_about_its_topic(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-02", ["Every Thursday I play football five-a-side with colleagues."]),
+            ("2026-08-14", ["My knee hurts after football, the left one, what can I do?"]),
+            ("2026-10-01", ["The doctor says the ligament is damaged, I must stop football."]),
+        ],
+    )
+    found = cli.json("retrieve", "do I still play football?", "--limit", "3")["results"]
+    assert "stop football" in found[0]["text"]
+    assert "the latest said about it (2026-10-01)" in found[0]["explanation"]["via"]
+    block = cli.json("context", "--query", "do I still play football?")["context"]
+    assert block.index("stop football") < block.index("Every Thursday")
+    then = texts(cli, "do I still play football?", "--as-of", "2026-07-20")
+    assert "Every Thursday" in then[0]  # what was said by then
+    past = texts(cli, "when did I first play football with colleagues?")
+    assert "Every Thursday" in past[0]  # a question about the past is not answered by the latest
+
+
+def test_a_sentence_saying_it_continues_the_attribute_named_before(
+    cli: Cli, tmp_path: Path
+) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-18", ["the party is oct 17!!! rooftop at skyline downtown, heat lamps"]),
+            ("2026-10-03", ["skyline double booked us so i'm moving the party. it's oct 31 now"]),
+        ],
+    )
+    assert "oct 31" in texts(cli, "when's the party?")[0]
+
+
+def test_an_opening_word_is_not_whom_a_statement_is_about(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            (
+                "2026-08-06",
+                ["I need a letter informing my head of department, Prof Alan Reid, of my move."],
+            ),
+            ("2026-10-02", ["First, my head of department at York is Professor Meera Shah."]),
+        ],
+    )
+    ranked = texts(cli, "Who is my head of department?")
+    assert first_with(ranked, "Meera Shah") < first_with(ranked, "Alan Reid")
+
+
+def test_old_events_and_tasks_leave_hot_memory_for_warm(cli: Cli, tmp_path: Path) -> None:
+    today = dt.datetime.now(dt.UTC).date()
+    long_ago, lately = (str(today - dt.timedelta(days=d)) for d in (90, 2))
+    imported(
+        cli,
+        tmp_path,
+        [
+            (long_ago, ["I must renew the parking permit for Marlow Street by Friday."]),
+            (lately, ["I must book the Brighton hotel for the conference by Friday."]),
+        ],
+    )
+    hot = json.dumps(cli.json("hot")["hot"])
+    assert "Brighton" in hot and "Marlow" not in hot
+    assert any("Marlow Street by" in t for t in texts(cli, "parking permit"))  # warm, not lost

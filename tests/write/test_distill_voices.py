@@ -128,6 +128,24 @@ def test_an_assistant_line_with_new_technical_information_is_kept(capsys, tmp_pa
 
 
 @pytest.mark.parametrize(
+    "confirmation",
+    [
+        "Understood: the v2 launch is now on Tuesday, October 20.",
+        "Noted, your flight to Lisbon leaves on March 3.",
+        "Got it - the offsite is in Asheville on Nov 5.",
+    ],
+)
+def test_an_assistant_confirmation_that_restates_the_person_is_not_kept(
+    capsys, tmp_path: Path, confirmation: str
+) -> None:
+    out = distilled(
+        capsys, tmp_path, f"User: sorry, tuesday oct 20 not the 21st\nAssistant: {confirmation}\n"
+    )
+    assert all(t != confirmation.split(maxsplit=1)[1] for t in texts(out))
+    assert not any("October 20" in t or "Lisbon" in t or "Asheville" in t for t in texts(out))
+
+
+@pytest.mark.parametrize(
     ("line", "task"),
     [
         ("I need to renew my passport by Dec 3", "I need to renew my passport by Dec 3"),
