@@ -269,12 +269,12 @@ def _age_out(pruner: _Pruner, now: float, cfg: HotConfig) -> None:
     """Events and tasks too old for what is always in context, and tasks or events promoted
     from warm as long ago (an item without a time, as some imports give, stays)."""
     ctx = pruner.state.active_context
-    lessons = pruner.state.critical_lessons
-    for kind, items, days in (
+    groups: tuple[tuple[str, list[Any], float], ...] = (
         ("event", ctx.events, cfg.event_days),
         ("task", ctx.tasks, cfg.task_days),
-        ("lesson", lessons, cfg.task_days),
-    ):
+        ("lesson", pruner.state.critical_lessons, cfg.task_days),
+    )
+    for kind, items, days in groups:
         reason = f"hot memory keeps the {kind}s of the last {days} days"
         for item in [x for x in items if 0 < x.timestamp < now - days * 86400]:
             if kind == "lesson" and not _dated(item, pruner.protected):
