@@ -13,8 +13,7 @@ from tiermem.core.warm import TIERS, MemoryStore, Tier
 
 if TYPE_CHECKING:
     from tiermem.core.engine import Memory
-    from tiermem.core.graph.signal import GraphSignals
-    from tiermem.core.retrieve import RetrievalResult
+    from tiermem.core.retrieve import RetrievalResult, Signals
     from tiermem.core.tree import TreeIndex
     from tiermem.core.treesearch import PathChoice
 
@@ -66,6 +65,7 @@ def retrieve(
                 raise
             notes.append(f"vector fallback unavailable: {exc}")
     tree, tagged, (entities, episodes) = mem.reads.view()
+    scopes = _space_scopes(mem)
     paths = None
     if llm:
         tree = mem.trees.load(with_counts=True)
@@ -84,11 +84,11 @@ def retrieve(
         mode=chosen,
         vectors=vectors,
         llm_paths=paths,
-        signals=_graph_signals(mem, entities, episodes),
+        signals=_graph_signals(mem, entities, episodes, scopes),
         tags=tags,
         tagged=tagged,
         as_of=as_of,
-        scopes=_space_scopes(mem),
+        scopes=scopes,
     )
     result.notes[:0] = notes
     if reinforce and not mem.read_only:
@@ -111,21 +111,16 @@ def _llm_paths(
         return None
 
 
-def _graph_signals(mem: Memory, entities: bool, episodes: bool) -> GraphSignals | None:
-    """The knowledge graph's signal for a search, if the agent has a graph or an episode
-    (with the lookups earlier searches kept while nothing was written)."""
-    if not (entities or episodes) or not mem.cfg.graph.retrieval_signal:
+def _graph_signals(
+    mem: Memory, entities: bool, episodes: bool, others: list[MemoryStore]
+) -> Signals | None:
+    """The knowledge graph's signal for a search, if the agent or a space it includes has a
+    graph or an episode (with the lookups earlier searches kept while nothing was written)."""
+    if not (entities or episodes or others) or not mem.cfg.graph.retrieval_signal:
         return None
-    from tiermem.core.graph.signal import GraphSignals  # only an agent with a graph needs it
+    from tiermem.core import scoped  # loaded with the search pipeline, like `retrieve`
 
-    return GraphSignals(
-        mem.db,
-        mem.agent_id,
-        mem.cfg.graph,
-        entities=entities,
-        episodes=episodes,
-        memo=mem.reads.memo(),
-    )
+    return scoped.graph_signals(mem, (entities, episodes), others)
 
 
 def _space_scopes(mem: Memory) -> list[MemoryStore]:

@@ -212,7 +212,8 @@ def _answer_first(
 ) -> list[Candidate]:
     """The newest statement of what a question asks first, from the agent's own memory."""
     store, where = filters.store, replace(filters, others=()).sql(picked_by="id")
-    return current.answer_first(store.db, store.slot, query, ranked, when, where)
+    ranked = current.answer_first(store.db, store.slot, query, ranked, when, where)
+    return scoped.answers_from_spaces(filters, query, ranked, when)
 
 
 def _label(filters: Filters, ranked: list[Candidate], wanted: list[str]) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tiermem.core import graph as graphmod
+from tiermem.core import scoped
 from tiermem.core.graph import edit, view
 from tiermem.core.graph.dates import parse_when
 from tiermem.core.graph.extract import KINDS
@@ -80,7 +81,7 @@ def search(opts: Options, query: str, at: str | None) -> None:
     """A question ("where does Sam live", "who is my manager"): the answer that holds, then
     what held before; else entities whose names contain the query, with their relations."""
     with opts.open() as mem:
-        payload = view.search(mem, query, at=_when(mem, at))
+        payload = scoped.graph_search(mem, query, at=_when(mem, at))
     emit(opts, payload, lambda: _search_text(payload))
 
 
@@ -89,9 +90,16 @@ def _search_text(payload: dict[str, Any]) -> str:
         return "\n".join(payload["answer"]) or "nothing known" + (
             f" on {payload['at']}" if payload["at"] else ""
         )
-    lines = [f"{e['name']} ({e['kind']}) · {e['mentions']} mentions" for e in payload["entities"]]
-    lines += ["  " + view.relation_line(r) for r in payload["relations"]]
+    lines = [
+        f"{e['name']} ({e['kind']}) · {e['mentions']} mentions{_from(e)}"
+        for e in payload["entities"]
+    ]
+    lines += ["  " + view.relation_line(r) + _from(r) for r in payload["relations"]]
     return "\n".join(lines) or "no entities found"
+
+
+def _from(item: dict[str, Any]) -> str:
+    return f" [space {item['space']}]" if item.get("space") else ""
 
 
 @graph_group.command()

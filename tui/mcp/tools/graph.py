@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from tiermem.core import episodes
+from tiermem.core import episodes, scoped
 from tiermem.core.graph import edit, view
 from tiermem.core.graph.dates import parse_when
 from tiermem.tui.mcp.home import Home
@@ -67,11 +67,7 @@ def knowledge_graph_search(
     at: Annotated[str | None, Field(description=AT_DOC)] = None,
 ) -> dict[str, Any]:
     def run(mem: Any) -> dict[str, Any]:
-        when = _when(mem, at)
-        found = view.search(mem, query, at=when)
-        if entity and found["entities"]:
-            found["entity"] = view.entity_view(mem, found["entities"][0]["id"], when)
-        return found
+        return scoped.graph_search(mem, query, at=_when(mem, at), entity=entity)
 
     return home.run(run)
 
@@ -128,7 +124,9 @@ KNOWLEDGE_GRAPH_SEARCH = ToolSpec(
     knowledge_graph_search,
     "Ask the knowledge graph a question ('where does Sam live', 'who is my manager'): the "
     "answer that holds now (or `at` a date) first, then what held before with its time span; "
-    "or find entities (people, projects, organisations, places, tools, URLs) by name.",
+    "or find entities (people, projects, organisations, places, tools, URLs) by name. The "
+    "graphs of the shared spaces the agent includes answer too: each entity and relation "
+    "names its `space` (null: the agent's own, which comes first among equals).",
 )
 KNOWLEDGE_GRAPH_TIMELINE = ToolSpec(
     "knowledge_graph_timeline",
