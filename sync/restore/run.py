@@ -335,6 +335,7 @@ def _done(fetched: _Fetched, swapped: Swapped) -> RestoreProgress:
         streamed.bytes_seen,
         swapped.memories,
         True,
+        swapped.memories,
     )
 
 

@@ -463,4 +463,4 @@ def test_restore_on_a_terminal_shows_a_progress_bar(
         term.expect("memories: 120 restored")
         assert term.finish() == 0
     shown = term.output  # everything the terminal showed
-    assert "done (120 memories)" in shown and "━" in shown
+    assert "done (120 memories, 120 searchable)" in shown and "━" in shown
