@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from tiermem.core import logs, snapshot
@@ -150,21 +151,36 @@ def init(
         raise
     session.hold_vault_key(vault_key)
     session.use_token(token)
-    roster = Draft(session.agent_id, settings.tag, None)
-    roster.genesis(recovery_key, EPOCH)
-    roster.add(
-        device_id,
-        crypto.device_public_bytes(device_key),
-        signing_public_bytes(sign_key),
-        recovery_signing_key(recovery_key),
-        RECOVERY,
-        name=_sealed_member(vault_key, session.agent_id, device_id, member),
-    )
+    keys = (vault_key, device_key, sign_key)
+    roster = _first_roster(session.agent_id, settings, recovery_key, keys, member)
     result = _register(
         session, settings, policy or RetryPolicy(), roster=roster, new_vault=new_vault
     )
     save_anchor(session.db, session.agent_id, verify_roster(session.agent_id, roster.bodies))
     return dataclasses.replace(result, token_stored=token_stored)
+
+
+def _first_roster(
+    scope: str,
+    settings: Settings,
+    recovery_key: bytes,
+    keys: tuple[bytes, X25519PrivateKey, Ed25519PrivateKey],
+    member: str | None,
+) -> Draft:
+    """The vault's roster at its start: the genesis and this device, added by the recovery key
+    (its vault key, device key and signing key in `keys`)."""
+    vault_key, device_key, sign_key = keys
+    roster = Draft(scope, settings.tag, None)
+    roster.genesis(recovery_key, EPOCH)
+    roster.add(
+        settings.device_id,
+        crypto.device_public_bytes(device_key),
+        signing_public_bytes(sign_key),
+        recovery_signing_key(recovery_key),
+        RECOVERY,
+        name=_sealed_member(vault_key, scope, settings.device_id, member),
+    )
+    return roster
 
 
 def _sealed_member(id_key: bytes, scope: str, device_id: bytes, member: str | None) -> bytes | None:
