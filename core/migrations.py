@@ -994,6 +994,20 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE INDEX space_writers_by ON space_writers (agent_id, writer, written_at);
     """,
+    # v25: `sync_checkpoint`, the sealed parts of the vault's checkpoint this device last wrote
+    # or read (sync/restore/checkpoint.py): the next prune builds on them instead of downloading
+    # the checkpoint again, once the server's parts match them. `vault` is the agent tag.
+    """
+    CREATE TABLE sync_checkpoint (
+        agent_id TEXT NOT NULL,
+        vault BLOB NOT NULL,
+        version TEXT NOT NULL,
+        epoch INTEGER NOT NULL,
+        device_id BLOB NOT NULL,
+        envelope BLOB NOT NULL,
+        PRIMARY KEY (agent_id, version)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
