@@ -12,7 +12,7 @@ are missing, and the pruning device's next manifest names the checkpoint it made
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -23,7 +23,15 @@ from tiermem.sync.manifest import Checkpoint, ManifestEntry, decode_checkpoint
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import Args, ResultSet
 
-__all__ = ["PruneState", "Whole", "decode_horizon", "prune_record_id", "read_prune_state"]
+__all__ = [
+    "PruneState",
+    "Whole",
+    "decode_horizon",
+    "prune_record_id",
+    "prune_rows",
+    "read_prune_state",
+    "state_of_rows",
+]
 
 Select = Callable[[str, Args], ResultSet]
 _PARTS_PER_PAGE: Final = 4
@@ -82,9 +90,17 @@ def read_prune_state(
 ) -> PruneState:
     """Every version of the prune record: horizon, newest whole checkpoint, damage (a part
     under an ended epoch written after its signed rotation, by `roster`, counts for nothing)."""
+    return state_of_rows(prune_rows(select, tag, prune_record_id(ring)), ring, roster)
+
+
+def state_of_rows(
+    rows: Iterable[records.RemoteRow], ring: KeyRing, roster: RosterView | None = None
+) -> PruneState:
+    """The prune state these versions of the prune record give, each authenticated (the
+    server's, or this device's copy of them: `checkpoint_copy`)."""
     state = PruneState()
     parts: dict[int, dict[int, tuple[str, Checkpoint]]] = {}
-    for row in _prune_rows(select, tag, prune_record_id(ring)):
+    for row in rows:
         state.rows.append((row.seq, row.version))
         late = roster and roster.fenced_by(
             row.epoch, row.seq, row.record_id, row.version, row.envelope
@@ -112,7 +128,7 @@ def read_prune_state(
     return state
 
 
-def _prune_rows(select: Select, tag: bytes, rid: bytes) -> Iterator[records.RemoteRow]:
+def prune_rows(select: Select, tag: bytes, rid: bytes) -> Iterator[records.RemoteRow]:
     """Every version of the prune record, a few parts a request (halved while the server
     finds the answer too large)."""
     after, limit = 0, _PARTS_PER_PAGE

@@ -12,7 +12,10 @@ in parts as versions of the prune record, each carrying the horizon. Only once e
 on the server are the covered manifests, the doomed rows and the older prune versions deleted,
 so an interrupted prune leaves a vault that still checks whole. The horizon H is the highest
 "oldest kept version" over the records that lost versions: for any point in time from H on,
-every record's version as of then is still there."""
+every record's version as of then is still there.
+
+**The previous checkpoint** comes from this device's copy of it when the server's parts are
+that copy (`checkpoint_copy`), else it is downloaded; the report says which, and why."""
 
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ from tiermem.sync.manifest import (
     decode_manifest,
     encode_checkpoint,
 )
+from tiermem.sync.restore import checkpoint_copy
 from tiermem.sync.restore.checkpoint import (
     PruneState,
     decode_horizon,
@@ -115,6 +119,8 @@ class PruneResult:
     checkpoint: int = 0  # the checkpoint's number (0: none written)
     checkpoint_lines: int = 0
     raced: bool = False  # another device pruned meanwhile: nothing was written
+    previous: str = ""  # the previous checkpoint: 'copy' (this device's), 'downloaded' or ''
+    downloaded_because: str = ""  # why this device's copy did not serve
 
 
 def prune(
@@ -136,7 +142,10 @@ def prune(
     s = engine.require_ready()
     server = _Server(engine, s, policy or RetryPolicy())
     ring = KeyRing.of_engine(engine)
-    state = read_prune_state(server.select, ring, server.tag)
+    previous = checkpoint_copy.read_previous(
+        server.select, engine.db, engine.agent_id, ring, server.tag
+    )
+    state = previous.state
     if state.damaged:
         raise crypto.TamperedData(f"{state.damaged[0]}; run `tiermem sync check`")
     upto = int(str(server.select(*store.last_seq(server.tag)).rows[0][0]))
@@ -145,19 +154,23 @@ def prune(
     doomed, horizon, total, distinct = _plan(server, upto, exempt, keep_versions, keep_days)
     counts = (keep_versions, keep_days, total, distinct)
     if not doomed and not manifests:
-        return _result(counts, 0, state.horizon, server, started)
+        if previous.downloaded:  # verified: the next prune need not download it again
+            with engine.db.transaction():
+                checkpoint_copy.save(engine.db, engine.agent_id, server.tag, previous.downloaded)
+        return _result(counts, 0, state.horizon, server, started, previous=previous)
     horizon = max(filter(None, (horizon, state.horizon)), default=None)
-    part_versions, checkpoint = _write_checkpoint(
+    parts, checkpoint = _write_checkpoint(
         server, ring, state, manifests, doomed, horizon, keep_versions
     )
-    if not part_versions:
-        return _result(counts, 0, state.horizon, server, started, raced=True)
+    if not parts:
+        return _result(counts, 0, state.horizon, server, started, raced=True, previous=previous)
+    part_versions = {r.version for r in parts}
     obsolete = [seq for seq, v in state.rows if v not in part_versions]
     seqs = [seq for seq, _, _ in doomed] + [seq for _, seq in manifests] + obsolete
     for lo in range(0, len(seqs), batch_rows):
         chunk = seqs[lo : lo + batch_rows]
         server.select(*store.delete_records(server.tag, chunk))
-    _witness(engine, checkpoint.number, max(part_versions))
+    _witness(engine, checkpoint.number, parts, server.tag)
     return _result(
         counts,
         len(doomed),
@@ -166,6 +179,7 @@ def prune(
         started,
         compacted=len(manifests),
         checkpoint=checkpoint,
+        previous=previous,
     )
 
 
@@ -179,6 +193,7 @@ def _result(
     compacted: int = 0,
     checkpoint: Checkpoint | None = None,
     raced: bool = False,
+    previous: checkpoint_copy.Previous | None = None,
 ) -> PruneResult:
     keep, days, total, distinct = counts
     return PruneResult(
@@ -194,6 +209,8 @@ def _result(
         checkpoint=0 if checkpoint is None else checkpoint.number,
         checkpoint_lines=0 if checkpoint is None else len(checkpoint.lines),
         raced=raced,
+        previous=previous.source if previous else "",
+        downloaded_because=previous.reason if previous else "",
     )
 
 
@@ -334,8 +351,8 @@ def _write_checkpoint(
     doomed: list[tuple[int, bytes, str]],
     horizon: str | None,
     keep: int,
-) -> tuple[set[str], Checkpoint]:
-    """Seal and send the new checkpoint's parts; their versions (empty: another device pruned
+) -> tuple[list[records.RemoteRow], Checkpoint]:
+    """Seal and send the new checkpoint's parts; its rows (empty: another device pruned
     meanwhile, nothing was written) and the checkpoint."""
     engine, s, tag = server.engine, server.s, server.tag
     lines = _lines(state, manifests, doomed)
@@ -360,9 +377,10 @@ def _write_checkpoint(
             "UPDATE sync_state SET hlc = ? WHERE agent_id = ? AND hlc < ?",
             (str(last), engine.agent_id, str(last)),
         )
+    whole = Checkpoint(number, 0, 1, covers, horizon, lines)
     if not _send_parts(server, rid, state.newest, rows):
-        return set(), Checkpoint(number, 0, 1, covers, horizon, lines)
-    return {r[2] for r in rows}, Checkpoint(number, 0, 1, covers, horizon, lines)
+        return [], whole
+    return [records.RemoteRow(0, rid, v, e, d, env) for _, _, v, e, d, env in rows], whole
 
 
 def _parts(lines: tuple[ManifestEntry, ...]) -> list[tuple[ManifestEntry, ...]]:
@@ -405,9 +423,12 @@ def _batch(client: HranaClient, statements: list[store.Statement]) -> list[Resul
     return client.batch(statements)
 
 
-def _witness(engine: Session, number: int, version: str) -> None:
-    """The checkpoint this device made, as its next manifests' ``seen`` names it."""
+def _witness(engine: Session, number: int, parts: list[records.RemoteRow], tag: bytes) -> None:
+    """The checkpoint this device made: as its next manifests' ``seen`` names it, and its
+    parts as this device's copy (the next prune builds on them)."""
+    version = max(r.version for r in parts)
     with engine.db.transaction():
+        checkpoint_copy.save(engine.db, engine.agent_id, tag, parts)
         engine.db.execute(
             "INSERT INTO sync_peers (agent_id, device_id, last_n, last_version) "
             "VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, device_id) DO UPDATE SET "

@@ -51,6 +51,7 @@ __all__ = [
     "roster_entries",
     "rotation_guard",
     "touch_device",
+    "version_fingerprints",
     "versions_of",
     "window_bounds",
     "with_headers_after",
@@ -245,6 +246,18 @@ def versions_of(tag: bytes, record_id: bytes, after: int, limit: int) -> Stateme
         f"SELECT {_ROW} FROM records WHERE record_id = ? AND agent_tag = ? AND seq > ? "
         "ORDER BY seq LIMIT ?",
         (record_id, tag, after, limit),
+    )
+
+
+def version_fingerprints(tag: bytes, record_id: bytes) -> Statement:
+    """Every version of one record without its envelope: seq, version, epoch, writer, the
+    envelope's length, its header (salt and nonce) and its AEAD tag. A prune compares them
+    with its own copy of the prune record instead of downloading the parts again."""
+    return (
+        "SELECT seq, version, epoch, device_id, length(envelope), "
+        f"substr(envelope, 1, {crypto.ENVELOPE_HEADER_LEN}), substr(envelope, -{crypto.TAG_LEN}) "
+        "FROM records WHERE record_id = ? AND agent_tag = ? ORDER BY seq",
+        (record_id, tag),
     )
 
 

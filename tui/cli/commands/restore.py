@@ -2,7 +2,8 @@
 
 `restore` brings the critical state first (the agent is usable as soon as it says so), then
 streams every memory with a progress bar on a terminal (nothing but the result with --json),
-and finishes an interrupted restore when run again. `sync check` exits with a distinct code per
+and finishes an interrupted restore when run again; `restore --space NAME` does the same for a
+shared space this home joined, with this device's keys and every writer's signature checked. `sync check` exits with a distinct code per
 damage class (see `tiermem.sync.restore.check`).
 """
 
@@ -17,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from tiermem.core import spaces
 from tiermem.core.config import SyncConfig, load_config
+from tiermem.core.engine import Memory
+from tiermem.core.errors import InvalidInput, NotFound
 from tiermem.core.paths import Home, default_home
 from tiermem.sync import crypto
 from tiermem.sync.devices.secret_store import (
@@ -48,12 +52,14 @@ if TYPE_CHECKING:
     from tiermem.sync import engine as enginemod
     from tiermem.sync.restore import check as checkmod
     from tiermem.sync.restore.check import CheckReport
+    from tiermem.sync.spaces import restore as space_restore
 else:  # a progress bar (on a terminal only), `sync check` and `sync prune` load them: a restore
     # needs none of them and starts faster without
     rich_console = lazy_import("rich.console")
     rich_progress = lazy_import("rich.progress")
     checkmod = lazy_import("tiermem.sync.restore.check")
     enginemod = lazy_import("tiermem.sync.engine")
+    space_restore = lazy_import("tiermem.sync.spaces.restore")
 
 # -- restore ---------------------------------------------------------------------------------
 
@@ -85,9 +91,10 @@ def _restore_text(r: RestoreResult) -> str:
     again = " (restored here before: brought up to date)" if r.refreshed else ""
     resumed = " (finished an interrupted restore)" if r.resumed else ""
     when = f" as of {r.at}" if r.at else ""
+    space = spaces.space_of(r.agent_id)
+    what = f"agent {r.agent_id!r}" if space is None else f"space {space!r}"
     lines = [
-        f"restored agent {r.agent_id!r} from {r.url}{when} into {r.home} in {r.seconds:.2f} s"
-        f"{again}{resumed}",
+        f"restored {what} from {r.url}{when} into {r.home} in {r.seconds:.2f} s{again}{resumed}",
     ]
     if not r.resumed:
         lines.append(
@@ -111,6 +118,12 @@ def _restore_text(r: RestoreResult) -> str:
             + (f" [record {p['record_id'][:16]}… {p['version']}]" if p["record_id"] else "")
             for p in r.problems
         ]
+    if space is not None:
+        lines.append(
+            f"this device: {r.device_id[:12]}…, a member of the space: every memory's writer is "
+            f"the roster's; `tiermem spaces sync {space}` (or the daemon) keeps it current"
+        )
+        return "\n".join(lines)
     lines.append(
         f"this device: {r.device_id[:12]}… (registered with its first push; "
         "run `tiermem daemon` to keep pushing)"
@@ -119,7 +132,7 @@ def _restore_text(r: RestoreResult) -> str:
 
 
 @contextmanager
-def _progress_bar(show: bool) -> Iterator[Callable[[RestoreProgress], None]]:
+def progress_bar(show: bool) -> Iterator[Callable[[RestoreProgress], None]]:
     """A rich progress bar on standard error (a terminal only); else a silent callback."""
     if not show:
         yield lambda p: None
@@ -159,6 +172,11 @@ def _sync_config(home: Path) -> SyncConfig:
 
 
 @click.command(name="restore")
+@click.option(
+    "--space",
+    metavar="NAME",
+    help="Restore a shared space this home joined (`spaces join`), with this device's keys.",
+)
 @click.option("--url", help="Database URL (default $TIERMEM_SYNC_URL).")
 @click.option("--agent-id", "agent", help="Agent to restore (default: the global --agent-id).")
 @click.option(
@@ -192,6 +210,7 @@ def _sync_config(home: Path) -> SyncConfig:
 @pass_options
 def restore_cmd(
     opts: Options,
+    space: str | None,
     url: str | None,
     agent: str | None,
     use_passphrase: bool,
@@ -205,14 +224,26 @@ def restore_cmd(
 
     The server's copy is checked against the vault's manifests first: a rolled-back, deleted
     or replayed record stops it (exit 45, 46, 47) before anything is written. Run it again
-    after an interruption: it continues where it stopped."""
-    url = sync_url(url, insecure_http)
+    after an interruption: it continues where it stopped. With --space, a record not signed by
+    a writer of the space stops it (exit 48)."""
     bound = None if at is None else parse_at(at)
+    if space is not None:
+        given = {"--url": url, "--agent-id": agent, "--passphrase": use_passphrase}
+        given |= {"--stdin": from_stdin, "--insecure-http": insecure_http}
+        extra = [name for name, value in given.items() if value]
+        if extra:
+            raise InvalidInput(
+                f"restore --space uses this device's own keys and the space's server: "
+                f"{', '.join(extra)} do(es) not apply"
+            )
+        _restore_space(opts, space, bound, page_rows, salvage)
+        return
+    url = sync_url(url, insecure_http)
     home = Path(opts.home if opts.home is not None else default_home())
     token, token_from_env = sync_token(url)
     recovery_key, passphrase = _unlock_secret(use_passphrase, from_stdin)
     show = not opts.json and sys.stderr.isatty()
-    with _progress_bar(show) as progress:
+    with progress_bar(show) as progress:
         try:
             result = restore(
                 home,
@@ -240,6 +271,44 @@ def restore_cmd(
                 exc.exit_code,
             ) from None
     emit(opts, asdict(result), lambda: _restore_text(result))
+
+
+def _restore_space(
+    opts: Options, name: str, at: str | None, page_rows: int | None, salvage: bool
+) -> None:
+    """`restore --space NAME`: the space's vault into its scope here (`spaces.restore`)."""
+    with opts.open() as mem:
+        if spaces.membership(mem.db, mem.agent_id, spaces.require(mem.db, name)) is None:
+            raise NotFound(f"agent {mem.agent_id!r} does not include space {name!r}")
+        show = not opts.json and sys.stderr.isatty()
+        with progress_bar(show) as progress:
+            result = restored_space(
+                mem,
+                name,
+                at=at,
+                progress=progress,
+                page_rows=page_rows or mem.cfg.sync.restore_page_rows,
+                salvage=salvage,
+            )
+    emit(opts, asdict(result) | {"space": name}, lambda: _restore_text(result))
+
+
+def restored_space(mem: Memory, name: str, **given: Any) -> RestoreResult:
+    """`spaces.restore.restore_space`, with a network failure said as a restore's is."""
+    try:
+        return space_restore.restore_space(mem, name, **given)
+    except AuthFailed as exc:
+        raise SyncFailed(
+            f"restore of space {name!r} stopped: {exc}; give a valid token (${ENV_TOKEN}) and "
+            f"run `tiermem restore --space {name}`: it continues where it stopped",
+            exc.exit_code,
+        ) from None
+    except HranaError as exc:
+        raise SyncFailed(
+            f"restore of space {name!r} stopped: {exc}; run `tiermem restore --space {name}` "
+            "to continue",
+            exc.exit_code,
+        ) from None
 
 
 # -- sync check ------------------------------------------------------------------------------
@@ -335,9 +404,13 @@ def _prune_text(r: PruneResult) -> str:
         if r.checkpoint
         else ""
     )
+    previous = {
+        "copy": "\nthe previous checkpoint was this device's copy: nothing of it downloaded",
+        "downloaded": f"\nthe previous checkpoint was downloaded: {r.downloaded_because}",
+    }.get(r.previous, "")
     return (
         f"pruned {r.deleted} old version(s), kept {r.kept} (newest {r.keep}{younger} of each of "
-        f"{r.records} record(s)) in {r.seconds:.2f} s{compacted}\n{horizon}"
+        f"{r.records} record(s)) in {r.seconds:.2f} s{compacted}{previous}\n{horizon}"
     )
 
 
