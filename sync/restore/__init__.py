@@ -33,7 +33,7 @@ gone; a point in time before it is refused (`PointInTimePruned`), never restored
 
 **Pruning** is server maintenance and lives in `tiermem.sync.restore.prune` (re-exported here).
 
-The steps: `run` (the orchestrator and `parse_at`), `home` (step 1), `stream` (step 2, with
+The steps: `run` (the orchestrator; `when`: `parse_at`), `home` (step 1), `stream` (step 2, with
 `live`: memories searchable as they complete), `swap` (step 3), `results` (what a restore
 reports).
 """
@@ -49,7 +49,8 @@ from tiermem.sync.restore.prune import (
     prune_horizon,
 )
 from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS, RestoreProgress, RestoreResult
-from tiermem.sync.restore.run import parse_at, restore
+from tiermem.sync.restore.run import restore
+from tiermem.sync.restore.when import parse_at
 
 __all__ = [
     "DEFAULT_KEEP_VERSIONS",

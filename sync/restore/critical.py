@@ -30,6 +30,7 @@ def open_critical(
         agent,
         records.CRITICAL_TABLE,
         records.RemoteRow(0, rid, version, epoch, writer, envelope),
+        ring.verify,
     )
     return records.decode_critical(plaintext, agent)
 

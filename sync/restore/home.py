@@ -20,6 +20,7 @@ from tiermem.core.paths import Home
 from tiermem.sync import crypto, hlc, records
 from tiermem.sync.devices.secret_store import SecretStore
 from tiermem.sync.kinds import critical_merge
+from tiermem.sync.restore.member import open_memory
 from tiermem.sync.session import Session
 from tiermem.sync.state import (
     HomeNotEmpty,
@@ -75,7 +76,7 @@ def restore_pending(home: Path, agent_id: str, driver: str | None = None) -> boo
 def pending_restore(home: Path, agent_id: str, driver: str | None) -> dict[str, Any] | None:
     if not Home(home).db_path.is_file():
         return None  # never create a home just to look
-    with Memory(home, agent_id, driver=driver) as mem:
+    with open_memory(home, agent_id, driver=driver) as mem:
         row = mem.db.query_one(
             "SELECT p.vault_check, p.at, p.version, p.cursor, COALESCE(s.pull_cursor, 0) "
             "FROM restore_progress p LEFT JOIN sync_progress s ON s.agent_id = p.agent_id "
@@ -94,7 +95,7 @@ def pending_restore(home: Path, agent_id: str, driver: str | None) -> dict[str, 
 
 
 def usable_home(home: Path, agent_id: str, driver: str | None) -> Written:
-    with Memory(home, agent_id, driver=driver) as mem:
+    with open_memory(home, agent_id, driver=driver) as mem:
         s = read_settings(mem.db, agent_id)
         return _written(mem, "" if s is None else s.device_id.hex(), refreshed=False)
 
@@ -180,7 +181,7 @@ def _restore_into(
     driver: str | None,
     clock: Callable[[], float],
 ) -> Written:
-    with Memory(root, agent_id, clock=clock, driver=driver) as mem:
+    with open_memory(root, agent_id, clock=clock, driver=driver) as mem:
         current = read_settings(mem.db, agent_id)
         refreshed = current is not None
         if current is not None:

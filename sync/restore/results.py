@@ -64,4 +64,4 @@ class RestoreResult:
 
 
 Progress = Callable[[RestoreProgress], None]
-Unlock = Literal["recovery-key", "passphrase"]
+Unlock = Literal["recovery-key", "passphrase", "device-key"]

@@ -1,6 +1,6 @@
-"""The restore orchestrator: open the vault with the recovery key or passphrase, write the
-critical state (step 1, `home`), stream the memories (step 2, `stream`), swap them in (step 3,
-`swap`); and `parse_at`, the point in time a restore can be bounded by."""
+"""The restore orchestrator: open the vault with the recovery key or passphrase (or, for a
+vault this device belongs to, its own keys: `member`), write the critical state (step 1,
+`home`), stream the memories (step 2, `stream`), swap them in (step 3, `swap`)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import httpx
 
-from tiermem.core.engine import Memory
 from tiermem.core.errors import InvalidInput, PointInTimePruned
 from tiermem.core.paths import validate_agent_id
-from tiermem.sync import crypto, hlc, records
+from tiermem.sync import crypto, records
 from tiermem.sync.crypto.roster import RosterView
 from tiermem.sync.devices import find_vault, roster_pin
 from tiermem.sync.devices.enroll import enroll_restored
@@ -36,6 +34,7 @@ from tiermem.sync.restore.home import (
     write_home,
 )
 from tiermem.sync.restore.live import Completion
+from tiermem.sync.restore.member import MemberAccess, open_memory
 from tiermem.sync.restore.results import (
     DEFAULT_PAGE_ROWS,
     Progress,
@@ -61,6 +60,7 @@ from tiermem.sync.restore.verify import (
     refusal,
     restore_roster,
 )
+from tiermem.sync.restore.when import parse_at
 from tiermem.sync.state import (
     HomeNotEmpty,
     NothingToRestore,
@@ -70,37 +70,6 @@ from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Args, ResultSet
 from tiermem.sync.vault.remote import Remote, allow_insecure_http
 from tiermem.sync.vault.retry import RetryPolicy, call_with_retry
 from tiermem.sync.vault.transport import to_base_url
-
-_MAX_DEVICE: Final = "f" * 32
-
-# ------------------------------------------------------------------------- point in time
-
-
-def parse_at(text: str) -> str:
-    """A point in time as an inclusive upper bound on versions: an HLC version as is, or a
-    time — Unix seconds, or ISO 8601 (``2026-11-20``, ``2026-11-20T14:30``, with or without a
-    zone; without one it is local time) — as the last version of that millisecond."""
-    text = text.strip()
-    try:
-        hlc.parse(text)
-        return text
-    except ValueError:
-        pass
-    seconds: float
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            seconds = datetime.fromisoformat(text).timestamp()
-        except ValueError:
-            raise InvalidInput(
-                f"--at {text!r}: give a version (from `sync status`/`restore`), Unix seconds "
-                "or an ISO date/time such as 2026-11-20T14:30"
-            ) from None
-    if seconds < 0:
-        raise InvalidInput("--at must not be before 1970")
-    return f"{round(seconds * 1000):018d}.999999.{_MAX_DEVICE}"
-
 
 # ----------------------------------------------------------------------------- restore
 
@@ -135,6 +104,7 @@ class _Job:
     clock: Callable[[], float]
     started: float
     salvage: bool = False
+    member: MemberAccess | None = None
 
 
 @dataclass(frozen=True)
@@ -170,6 +140,7 @@ def restore(
     clock: Callable[[], float] = time.time,
     salvage: bool = False,
     insecure_http: bool = False,
+    member: MemberAccess | None = None,
 ) -> RestoreResult:
     """Restore everything of `agent_id` into `home`: the critical state first (the home is
     usable when `progress` reports ``usable``), then every memory, swapped in at once.
@@ -182,11 +153,13 @@ def restore(
     The server's copy is first checked against the vault's manifests (`verify`): a rollback,
     a deleted or a replayed record stops the restore before anything is written. With
     `salvage`, everything that authenticates is restored and the rest listed in
-    ``RestoreResult.problems``."""
+    ``RestoreResult.problems``. `member`: a vault this device belongs to (a shared space's
+    scope), opened with its own keys, every record checked by `member.verify`."""
     started = time.perf_counter()
-    agent_id = validate_agent_id(agent_id)
-    if (recovery_key is None) == (passphrase is None):
-        raise InvalidInput("give exactly one of a recovery key and a passphrase")
+    if member is None:
+        agent_id = validate_agent_id(agent_id)
+        if (recovery_key is None) == (passphrase is None):
+            raise InvalidInput("give exactly one of a recovery key and a passphrase")
     if page_rows < 1:
         raise InvalidInput("page_rows must be at least 1")
     if at is not None:
@@ -206,6 +179,7 @@ def restore(
         clock,
         started,
         salvage,
+        member,
     )
     pending = pending_restore(home, agent_id, driver)
     with Remote(
@@ -216,7 +190,7 @@ def restore(
         )
     swapped = swap(home, agent_id, driver=driver, clock=clock)
     if insecure_http:
-        with Memory(home, agent_id, driver=driver) as mem:
+        with open_memory(home, agent_id, driver=driver) as mem:
             allow_insecure_http(mem, True)
     report(_done(fetched, swapped))
     result = _result(job, vault, fetched, swapped, requests, resumed=pending is not None)
@@ -239,15 +213,26 @@ def _remote_steps(
     def select(sql: str, args: Args) -> ResultSet:
         return call_with_retry(functools.partial(client.execute, sql, args), retry)
 
-    opened, unlocked = _open(select, job.base, job.agent_id, recovery_key, passphrase)
+    opened, unlocked = (
+        _open(select, job.base, job.agent_id, recovery_key, passphrase)
+        if job.member is None
+        else (job.member.opened, "device-key")
+    )
     tag = opened.tag
     bounds, totals = _windows(select, tag, job.page_rows)
     top = bounds[-1] if bounds else 0
     stored = (top, top) if pending is None else (int(pending["cursor"]), int(pending["top"]))
     with ThreadPoolExecutor(4, thread_name_prefix="tiermem-restore") as pool:
         bodies = pool.submit(roster_pin.read_bodies, select, tag)
-        roster = pool.submit(lambda: restore_roster(job.agent_id, bodies.result(), recovery_key))
+        roster = pool.submit(
+            lambda: (
+                job.member.roster
+                if job.member
+                else restore_roster(job.agent_id, bodies.result(), recovery_key)
+            )
+        )
         vault = _open_vault(select, pool, job.agent_id, opened, unlocked, job.at, pending, roster)
+        vault.ring.verify = None if job.member is None else job.member.verify
         apart = sorted({vault.critical_rid, prune_record_id(vault.ring)})
         # The first pages (newest first) are on their way while the vault is checked
         # (bounded: `PAGES_IN_FLIGHT` ahead of what is stored).
@@ -270,16 +255,18 @@ def _remote_steps(
             fetched = _fetch(job, vault, prefetch, pending, listed, (served, completion), totals)
             _check_after(job, vault, listed, served, fetched, verified)
         requests = client.requests_sent
-        # On the signed roster, with its epoch floor (never seals under a hidden rotation).
-        enroll_restored(
-            job.home,
-            job.agent_id,
-            remote,
-            recovery_key,
-            retry,
-            driver=job.driver,
-            bodies=bodies.result(),
-        )
+        # On the signed roster, with its epoch floor (never seals under a hidden rotation);
+        # a member's device is on it already.
+        if job.member is None:
+            enroll_restored(
+                job.home,
+                job.agent_id,
+                remote,
+                recovery_key,
+                retry,
+                driver=job.driver,
+                bodies=bodies.result(),
+            )
     return vault, verified, fetched, requests
 
 
@@ -441,6 +428,7 @@ def _fetch(
         listed.pairs,
         *seen,
         salvage=job.salvage,
+        stored=None if job.member is None else job.member.stored,
     )
     streamed = stream_memories(
         job.home,

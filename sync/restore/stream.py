@@ -25,6 +25,7 @@ from tiermem.sync.kinds import graph_records
 from tiermem.sync.kinds.metrics_records import Days, apply_metrics, decode_metrics
 from tiermem.sync.manifest import decode_manifest
 from tiermem.sync.restore.live import Completion, go_live, searchable_count
+from tiermem.sync.restore.member import PageHook, open_memory
 from tiermem.sync.restore.results import Progress, RestoreProgress
 from tiermem.sync.restore.verify import Served, fenced
 from tiermem.sync.vault.hrana import ResultSet
@@ -162,6 +163,7 @@ class Streaming:
     served: Served
     completion: Completion
     salvage: bool = False
+    stored: PageHook | None = None  # a space's: who wrote each memory a page stages
 
 
 def stream_memories(
@@ -181,7 +183,7 @@ def stream_memories(
     the stream; a row that fails authentication is listed in the result, and without
     `salvage` nothing from its page on is stored (the caller stops; a resume fetches that page
     again). Complete cold and frozen memories go live after the last page (`live`)."""
-    with Memory(home, agent_id, driver=driver) as mem:
+    with open_memory(home, agent_id, driver=driver) as mem:
         db = mem.db
         row = db.query_one(
             "SELECT cursor, rows, bytes FROM restore_progress WHERE agent_id = ?", (agent_id,)
@@ -281,6 +283,8 @@ def _store_page(
             graph_records.apply(db, agent_id, sorter.graph, mem.now())
             graph_records.forget_marks(db, agent_id)
             sorter.graph.clear()
+        if sorter.job.stored is not None:
+            sorter.job.stored(mem, sorter.touched)
         complete = [i for i, rid in sorter.touched if sorter.job.completion.complete(rid)]
         sorter.touched.clear()
         moved, _ = go_live(mem, complete, archive=False, now=mem.now) if complete else (0, 0)
@@ -346,7 +350,11 @@ class _Sorter:
                     peers.append(_peer_params(self.ring, self.agent_id, r))
                 elif r.record_id == self._metrics_rid(r.device_id):
                     plaintext = records.open_row(
-                        self.ring.key(r.epoch), self.agent_id, records.METRICS_TABLE, r
+                        self.ring.key(r.epoch),
+                        self.agent_id,
+                        records.METRICS_TABLE,
+                        r,
+                        self.ring.verify,
                     )
                     days = decode_metrics(plaintext, r.device_id.hex())
                     self.metrics.append((r.device_id.hex(), r.version, days))
@@ -367,8 +375,10 @@ class _Sorter:
         try:
             params, counters = _memory_params(self.ring, self.agent_id, r, self.versions)
         except crypto.TamperedData as exc:
-            key = self.ring.key(r.epoch)
-            self.graph.append(graph_records.open_or(exc, key, self.agent_id, self.ring.id_key, r))
+            key, verify = self.ring.key(r.epoch), self.ring.verify
+            self.graph.append(
+                graph_records.open_or(exc, key, self.agent_id, self.ring.id_key, r, verify)
+            )
             return
         batch.append(params)
         self.job.completion.staged(r.record_id, r.version)
@@ -394,7 +404,9 @@ _PEER: Final = (
 def _peer_params(ring: KeyRing, agent_id: str, r: records.RemoteRow) -> tuple[object, ...]:
     """A device's manifest: the highest push counter seen per device (what a later `sync
     check` compares the server with, to see a rollback)."""
-    plaintext = records.open_row(ring.key(r.epoch), agent_id, records.MANIFEST_TABLE, r)
+    plaintext = records.open_row(
+        ring.key(r.epoch), agent_id, records.MANIFEST_TABLE, r, ring.verify
+    )
     manifest = decode_manifest(plaintext, r.device_id.hex())
     return (agent_id, manifest.device, manifest.n, r.version)
 
@@ -411,7 +423,7 @@ def _memory_params(
         except ValueError:
             raise crypto.TamperedData("a record has a malformed version") from None
         versions.add(r.version)
-    plaintext = records.open_row(ring.key(r.epoch), agent_id, records.MEMORY_TABLE, r)
+    plaintext = records.open_row(ring.key(r.epoch), agent_id, records.MEMORY_TABLE, r, ring.verify)
     got = memory_record.decode_memory_version(plaintext)
     item, version = got.item, got.content_version(r.version)
     if ring.memory_rid(item.id) != r.record_id:

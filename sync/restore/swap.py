@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tiermem.core.engine import Memory
 from tiermem.sync.restore.live import KEPT, LIVE, move_in
+from tiermem.sync.restore.member import open_memory
 
 # ----------------------------------------------------------------------- step 3: the swap
 
@@ -27,7 +27,7 @@ def swap(home: Path, agent_id: str, *, driver: str | None, clock: Callable[[], f
 
     A memory written locally while the restore ran (the home was usable) is newer than the
     restored one and is kept; tombstones are not restored."""
-    with Memory(home, agent_id, clock=clock, driver=driver) as mem:
+    with open_memory(home, agent_id, clock=clock, driver=driver) as mem:
         db = mem.db
         with db.transaction():
             if (

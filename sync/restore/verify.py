@@ -221,7 +221,7 @@ def _add_manifest(ring: KeyRing, row: records.RemoteRow, listed: Listed, out: Ve
     device = row.device_id.hex()
     try:
         plaintext = records.open_row(
-            ring.key(row.epoch), ring.agent_id, records.MANIFEST_TABLE, row
+            ring.key(row.epoch), ring.agent_id, records.MANIFEST_TABLE, row, ring.verify
         )
         m = decode_manifest(plaintext, device)
         if any(e.version != row.version for e in m.records):

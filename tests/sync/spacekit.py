@@ -73,16 +73,28 @@ def share(owner: Person, space: str, sqld: SqldServer) -> str:
     return key
 
 
-def invite(owner: Person, member: Person, space: str, role: str, sqld: SqldServer) -> str:
-    """`member`'s device joins `space` by pairing with `owner`'s, as a `role`, named as its agent
-    on the roster; its device id."""
+def invite(
+    owner: Person,
+    member: Person,
+    space: str,
+    role: str,
+    sqld: SqldServer,
+    *,
+    name: str | None = None,
+    url: str | None = None,
+) -> str:
+    """`member`'s device joins `space` by pairing with `owner`'s, as a `role`, named on the
+    roster as `name` (default: its agent), reaching the server at `url` (default: sqld's); its
+    device id."""
     with Memory(member.home, member.agent) as mem, mem.open_space(space) as joining:
         pairing = start_pairing(
-            joining, sqld.url, sqld.token, member.agent, policy=policy(), sleep=NoSleep()
+            joining, url or sqld.url, sqld.token, member.agent, policy=policy(), sleep=NoSleep()
         )
         try:
             with Memory(owner.home, owner.agent) as own, vaults.open_engine(own, space) as engine:
-                approval = answer_pairing(engine, sleep=NoSleep(), role=role, name=member.agent)
+                approval = answer_pairing(
+                    engine, sleep=NoSleep(), role=role, name=name or member.agent
+                )
                 code = pairing.wait_code()
                 assert approval.wait_code() == code
                 approval.approve(code)

@@ -3,8 +3,8 @@
 `restore` brings the critical state first (the agent is usable as soon as it says so), then
 streams every memory with a progress bar on a terminal (nothing but the result with --json),
 and finishes an interrupted restore when run again; `restore --space NAME` does the same for a
-shared space this home joined, with this device's keys and every writer's signature checked. `sync check` exits with a distinct code per
-damage class (see `tiermem.sync.restore.check`).
+shared space this home joined, with this device's keys and every writer's signature checked.
+`sync check` exits with a distinct code per damage class (see `tiermem.sync.restore.check`).
 """
 
 from __future__ import annotations

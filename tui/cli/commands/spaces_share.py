@@ -3,12 +3,15 @@ and devices through a vault of its own, end to end encrypted (docs/spaces.md).
 
 Joining reuses pairing: `spaces join` on the new member's home posts a request, `spaces invite`
 on a writer's device answers it with the member's role; both screens show six words, typed on
-the inviting side. Removing a member rotates the space key and needs the space's recovery key
+the inviting side. The joined space's history then arrives by restore (`restore --space`: the
+newest version of each record, checked and searchable as it streams), not a pull of every
+version. Removing a member rotates the space key and needs the space's recovery key
 (shown once by `spaces share`). Secrets are never printed, except that recovery key.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict
 from typing import Any
 
@@ -31,6 +34,7 @@ from tiermem.tui.cli.commands.devices import (
     _rotation_secrets,
     _typed_code,
 )
+from tiermem.tui.cli.commands.restore import progress_bar, restored_space
 from tiermem.tui.cli.commands.sync import _recovery_key
 from tiermem.tui.cli.options import Options, emit, pass_options
 from tiermem.tui.cli.prompts import (
@@ -143,7 +147,8 @@ def join_cmd(
     wait: float,
     insecure_http: bool,
 ) -> None:
-    """Join a space another person shares (a member runs `spaces invite` meanwhile)."""
+    """Join a space another person shares (a member runs `spaces invite` meanwhile), then
+    restore its history here."""
     spaces.check_name(name)
     url = sync_url(url, insecure_http)
     token, token_from_env = sync_token(url)
@@ -158,23 +163,28 @@ def join_cmd(
         )
         with SyncEngine(space) as engine:
             role = vaults.adopt(mem, engine)
-        synced = _sync_quietly(mem, opts)
+        fetched = _restore_joined(mem, opts, name)
     emit(
         opts,
-        asdict(joined) | {"space": name, "role": role, "code": code, "synced": synced},
+        asdict(joined) | {"space": name, "role": role, "code": code, "restored": fetched},
         f"joined space {name!r} as a {role} (device {joined.device_id[:12]}…); "
-        f"{opts.agent_id!r} includes it. {synced['note']}",
+        f"{opts.agent_id!r} includes it. {fetched['note']}",
     )
 
 
-def _sync_quietly(mem: Memory, opts: Options) -> dict[str, Any]:
-    """The first pull after joining (a failure only postpones it)."""
+def _restore_joined(mem: Memory, opts: Options, name: str) -> dict[str, Any]:
+    """The joined space's history, restored (a network failure only postpones it; records not
+    signed by a writer stop the command, exit 48)."""
+    show = not opts.json and sys.stderr.isatty()
     try:
-        done = vaults.sync_included(mem, retry_policy(opts, 3), push=False)
-    except HranaError as exc:
-        return {"spaces": [], "note": f"first pull failed ({exc}); run `tiermem spaces sync`"}
-    got = sum(d.pulled.memories for d in done if d.pulled is not None)
-    return {"spaces": [_sync_dict(d) for d in done], "note": f"pulled {got} memory record(s)"}
+        with progress_bar(show) as progress:
+            result = restored_space(mem, name, progress=progress, policy=retry_policy(opts, 3))
+    except SyncFailed as exc:
+        return {"result": None, "note": str(exc)}
+    return {
+        "result": asdict(result),
+        "note": f"restored {result.memories} memories of the space in {result.seconds:.2f} s",
+    }
 
 
 def _sync_dict(d: vaults.SpaceSync) -> dict[str, Any]:
