@@ -9,8 +9,9 @@ and catches up at every level; device C pulls at 90 % of each level, then at the
 for the last 10 %). At each level: a pull of one change and a no-op pull (bytes and requests,
 and whether a pull writes), the offline catch-up, the server's bytes per memory by kind, and a
 full restore on loopback and at `--rtt` (added by the transport, round trips of requests in
-flight together overlap). After the last level: the default prune and the storage it leaves.
-Then the fan-out (B's pull after A's K hot-state pushes, against one) and a bounded
+flight together overlap). After the last level: the default prune and the storage it leaves,
+then the next prune after more pushes twice: by A, which holds a copy of the checkpoint it
+wrote, and by B, which holds none and downloads it. Then the fan-out (B's pull after A's K hot-state pushes, against one) and a bounded
 many-device run. Prints the figures with the goals beside them and writes JSON to
 benchmarks/out/.
 """
@@ -190,6 +191,31 @@ def prune_run(v: Vault) -> dict[str, Any]:
     }
 
 
+def next_prune_run(v: Vault, b: tuple[SyncEngine, Wire], memories: int) -> dict[str, Any]:
+    """The next default prune after `memories` more memories, twice: by A (building on its
+    copy of the checkpoint) and by B (no copy: it downloads the checkpoint, as every prune did
+    before devices kept one)."""
+    out: dict[str, Any] = {}
+    for label, (engine, wire) in (("copy", (v.engine, v.wire)), ("download", b)):
+        v.mem.store_many([next(v.facts) for _ in range(memories)])
+        v.engine.push()
+        checkpoint = v.storage().bytes_of("prune")
+        before = wire.snapshot()
+        cfg = v.mem.cfg.sync
+        result = prune(engine, cfg.keep_versions, keep_days=cfg.keep_days)
+        used = wire.snapshot().minus(before)
+        out[label] = {
+            "s": result.seconds,
+            "previous": result.previous,
+            "downloaded_because": result.downloaded_because,
+            "compacted": result.compacted,
+            "checkpoint_bytes": checkpoint,
+            "requests": used.requests,
+            "down": used.down,
+        }
+    return out
+
+
 def fanout_run(tmp: Path, server: SqldServer, k: int) -> dict[str, Any]:
     """B's pull after A's K small hot-state pushes, against its pull after one."""
     key = crypto.generate_recovery_key()
@@ -279,6 +305,8 @@ def run(levels: list[int], args: argparse.Namespace) -> dict[str, Any]:
                 report["levels"].append(level_run(v, level, b, c, args.rtt, i))
             say("default prune", started)
             report["prune"] = prune_run(v)
+            say("the next prune: with this device's copy of the checkpoint, and without", started)
+            report["prune_next"] = next_prune_run(v, b, BATCH // 10)
             say(f"fan-out ({args.fanout} hot pushes)", started)
             report["fanout"] = fanout_run(tmp, server, args.fanout)
             say(f"{args.devices} devices, {args.rounds} pushes each between pulls", started)
@@ -334,6 +362,12 @@ def print_report(r: dict[str, Any]) -> None:
         f"the bytes; a restore after it: {after['s']:.2f} s, {_mb(after['down'])} down "
         f"({after['down'] / max(1, p['storage']['bytes']):.2f}x the server's record bytes)"
     )
+    for label, x in r["prune_next"].items():
+        print(
+            f"next prune ({label}: previous checkpoint {x['previous']}): {x['s']:.2f} s, "
+            f"{x['requests']} requests, {x['down']:,} B down (checkpoint "
+            f"{x['checkpoint_bytes']:,} B sealed, {x['compacted']} manifests compacted)"
+        )
     f = r["fanout"]
     print(
         f"fan-out: B's pull after 1 hot push {f['one']['down']:,} B; after {f['k_count']} "
