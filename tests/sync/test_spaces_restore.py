@@ -145,6 +145,9 @@ def test_a_readers_pushed_record_is_refused_on_restore_as_on_pull(
     code, _, _ = team.alice("spaces", "sync")  # a pull refuses the same record
     assert code == 48
     assert FORGED not in _space_rows(team.alice, team.scope)
+    salvaged = team.carol.json("restore", "--space", team.space, "--salvage")
+    assert any("does not list as a writer" in p["message"] for p in salvaged["problems"])
+    assert sorted(_space_rows(team.carol, team.scope)) == sorted([RUNBOOK, *BOBS])
 
 
 def test_a_record_and_manifest_the_server_seals_unsigned_are_refused_on_restore(
