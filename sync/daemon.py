@@ -230,6 +230,8 @@ class Daemon:
                 "compacted": result.compacted,
                 "checkpoint": result.checkpoint,
                 "raced": result.raced,
+                "previous": result.previous,
+                "downloaded_because": result.downloaded_because,
             }
         )
 

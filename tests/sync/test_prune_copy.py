@@ -25,6 +25,7 @@ from tests.sync.test_adversarial_server import (
     tm,
 )
 from tests.sync.test_checkpoint import grown_vault, prune_now, prune_rows, put_back
+from tests.sync.test_daemon import Running, eventually
 from tests.sync.test_pull_cost import Counting
 from tiermem.core.engine import Memory
 from tiermem.sync import records
@@ -208,3 +209,25 @@ def test_a_copy_changed_on_disk_is_downloaded_again_and_the_checkpoint_stays_who
     assert restore(tm, fresh, sqld, key)[0] == 0
     assert memories(fresh, tm.agent_id) == memories(a, tm.agent_id)
     assert tm(a, "sync", "check", "--read-data")[0] == 0
+
+
+def test_the_daemons_scheduled_prunes_build_on_its_copy_and_say_so(
+    tm: Tm, sqld: SqldServer, attacker: Attacker, homes: tuple[Path, Path, Path]
+) -> None:
+    a, b, _ = homes
+    key, _ = grown_vault(tm, a, sqld)
+    assert prune_now(tm, a)["checkpoint"] == 1
+    assert restore(tm, b, sqld, key)[0] == 0
+    tm.store(b, "the lift in hall 2 squeaks")
+    assert tm(b, "sync", "push")[0] == 0
+    assert prune_now(tm, b)["checkpoint"] == 2
+    (a / "config.toml").write_text("[sync]\nprune_every_hours = 0.0001\nkeep_days = 0\n")
+    running = Running(a, tm.agent_id, prune_check=0.05)
+    try:
+        eventually(lambda: running.daemon.prunes >= 3, "three scheduled prunes")
+    finally:
+        running.stop()
+    assert running.error is None
+    pruned = [e for e in running.events if e["event"] == "pruned"]
+    assert (pruned[0]["previous"], pruned[0]["downloaded_because"]) == ("downloaded", OTHER_PRUNE)
+    assert [e["previous"] for e in pruned[1:]] == ["copy"] * (len(pruned) - 1)
