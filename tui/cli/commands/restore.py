@@ -132,7 +132,9 @@ def _restore_text(r: RestoreResult) -> str:
 
 
 @contextmanager
-def progress_bar(show: bool) -> Iterator[Callable[[RestoreProgress], None]]:
+def progress_bar(
+    show: bool, what: str = "the agent"
+) -> Iterator[Callable[[RestoreProgress], None]]:
     """A rich progress bar on standard error (a terminal only); else a silent callback."""
     if not show:
         yield lambda p: None
@@ -153,9 +155,7 @@ def progress_bar(show: bool) -> Iterator[Callable[[RestoreProgress], None]]:
             nonlocal announced
             if p.usable and not announced:
                 announced = True
-                console.print(
-                    "critical state restored: the agent is usable now; streaming memories…"
-                )
+                console.print(f"critical state restored: {what} is usable now; streaming memories…")
             bar.update(
                 task,
                 completed=p.bytes,
@@ -281,7 +281,7 @@ def _restore_space(
         if spaces.membership(mem.db, mem.agent_id, spaces.require(mem.db, name)) is None:
             raise NotFound(f"agent {mem.agent_id!r} does not include space {name!r}")
         show = not opts.json and sys.stderr.isatty()
-        with progress_bar(show) as progress:
+        with progress_bar(show, "the space") as progress:
             result = restored_space(
                 mem,
                 name,

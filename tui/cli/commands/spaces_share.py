@@ -19,7 +19,7 @@ import click
 
 from tiermem.core import spaces
 from tiermem.core.engine import Memory
-from tiermem.core.errors import InvalidInput
+from tiermem.core.errors import InvalidInput, RejectedRecords
 from tiermem.sync import crypto
 from tiermem.sync.devices.pairing_approval import answer_pairing
 from tiermem.sync.devices.pairing_exchange import PAIRING_TTL
@@ -177,10 +177,12 @@ def _restore_joined(mem: Memory, opts: Options, name: str) -> dict[str, Any]:
     signed by a writer stop the command, exit 48)."""
     show = not opts.json and sys.stderr.isatty()
     try:
-        with progress_bar(show) as progress:
+        with progress_bar(show, "the space") as progress:
             result = restored_space(mem, name, progress=progress, policy=retry_policy(opts, 3))
     except SyncFailed as exc:
         return {"result": None, "note": str(exc)}
+    except RejectedRecords as exc:
+        raise RejectedRecords(f"this device joined space {name!r}, but {exc}") from None
     return {
         "result": asdict(result),
         "note": f"restored {result.memories} memories of the space in {result.seconds:.2f} s",
