@@ -110,11 +110,14 @@ def records_after(tag: bytes, after: int, limit: int) -> Statement:
 def pull_page(tag: bytes, after: int, limit: int) -> Statement:
     """`records_after` without the versions that a newer version of the same record by the
     same device supersedes: each version is that device's whole state of the record (its
-    critical state, manifest counter, metrics, a memory), so a pull needs only the newest."""
+    critical state, manifest counter, metrics, a memory), so a pull needs only the newest.
+    The unary `+` keeps the check on the record's own versions (its unique index): on the
+    (agent_tag, seq) index it read every later row, and a pull from far behind grew with the
+    square of the history."""
     return (
         f"SELECT {_ROW} FROM records AS r WHERE agent_tag = ? AND seq > ? AND NOT EXISTS "
         "(SELECT 1 FROM records AS n WHERE n.record_id = r.record_id "
-        "AND n.agent_tag = r.agent_tag AND n.device_id = r.device_id AND n.seq > r.seq) "
+        "AND +n.agent_tag = r.agent_tag AND +n.device_id = r.device_id AND +n.seq > r.seq) "
         "ORDER BY seq LIMIT ?",
         (tag, after, limit),
     )
