@@ -6,16 +6,26 @@ the question shares no word with it, or when supersession missed the change."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tiermem.core import frames
 from tiermem.core.current import ANSWERS, QUESTION, day, since, stale_at
 from tiermem.core.db import Database, Row
-from tiermem.core.ranking import ROW_CATEGORY, ROW_CREATED, ROW_FIELDS, ROW_TEXT, Candidate
+from tiermem.core.ranking import (
+    ROW_CATEGORY,
+    ROW_CREATED,
+    ROW_FIELDS,
+    ROW_ID,
+    ROW_SUPERSEDED_BY,
+    ROW_TEXT,
+    Candidate,
+)
 from tiermem.core.terms import STOPWORDS, stem
 
 POOL = 24
 """The newest statements of the attribute looked at (newest first, so older ones fall off)."""
+PAGES = 4
+"""Pages of `POOL` statements an as-of question reads back at most."""
 AFTER_FIRST = 3
 """Statements read past the newest answering one: an older-said one may name a later date."""
 DERIVED = ("dreams", "conversations")
@@ -47,7 +57,8 @@ _ASKING = frozenset(
 """Words of the asking, not of what is asked about."""
 _LIGHT = frozenset(
     """doing done go goes going get gets getting got have has having keep keeps kept make makes
-    thing things stuff anything anyone someone something like really""".split()  # noqa: SIM905
+    thing things stuff anything anyone someone something like really many much long type kind
+    good idea think feel tips""".split()  # noqa: SIM905
 )
 """Verbs and fillers too common to say what a question is about."""
 PAST = re.compile(
@@ -56,9 +67,30 @@ PAST = re.compile(
     re.IGNORECASE,
 )
 """A question about the past: the newest mention of its topic is not its answer."""
+NOW = re.compile(
+    r"\b(?:still|now|currently|current|anymore|any more|these days|at the moment|rn|"
+    r"right now|nowadays|lately|presently|present)\b|^\s*(?:am i|are we)\b",
+    re.IGNORECASE,
+)
+"""A question that asks what holds now ("am I still vegan?", "what's my job title now"): the
+latest said about its topic answers it; other questions keep their ranking."""
 TOPIC_POOL = 10
 """The best-ranked results among which the newest on-topic statement is looked for."""
+_ASKS = frozenset(
+    """explain write create give help make tell list generate suggest recommend find show draft
+    summarize summarise translate describe compare can could would please pls""".split()  # noqa: SIM905
+)
+"""How a request opens."""
+LONG_TEXT = 60
+"""Words past which a text is about many things."""
 _TOKEN = re.compile(r"[^\W_]+")
+
+
+_WORK_QUESTION = re.compile(
+    r"\bwhere (?:do|does|did)\b.*\bwork(?:s|ing)?\b|\bwho (?:do|does) \w+(?: \w+)? work for\b",
+    re.IGNORECASE,
+)
+"""A question of whom someone works for, which names no employer word."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +116,10 @@ def asked(query: str) -> Asked | None:
     if claim is None:
         return None
     slotted = {w for w in claim.frame if w.startswith("~") or w in frames.SLOT_STEMS}
+    if _WORK_QUESTION.search(query):
+        slotted.add("~employer")  # "where does my husband work?"
+    subject = _subject(words)
+    slotted.discard(subject[1:])  # "my husband's employer" asks not who he is
     kinds = {KIND_WORDS[w] for w in words if w in KIND_WORDS}
     anchors = frozenset(slotted | kinds)
     if not anchors:
@@ -94,7 +130,7 @@ def asked(query: str) -> Asked | None:
         if w not in STOPWORDS and w not in _ASKING and w not in frames.SLOT_WORDS
         if w not in KIND_WORDS and stem(w) not in slotted and len(w) > 1
     )
-    return Asked(anchors, _subject(words), names)
+    return Asked(anchors, subject, names)
 
 
 def _may_anchor(word: str) -> bool:
@@ -121,23 +157,19 @@ def newest(
     match = frames.fts_query_for(question.anchors)
     if not match:
         return None
-    sql, params = where
-    rows = db.query(
-        f"SELECT m.seq, {ROW_FIELDS} FROM memories m WHERE m.seq IN (SELECT rowid FROM memories_fts "
-        "WHERE memories_fts MATCH ? AND rowid BETWEEN ? << 32 AND (? << 32) + 4294967295 "
-        f"ORDER BY rowid DESC LIMIT ?){sql} AND (m.superseded_at IS NULL OR m.superseded_at > ?) "
-        "ORDER BY m.seq DESC",
-        [match, slot, slot, POOL, *params, when],
-    )
+    if question.subject[1:] in frames.RELATIVES:  # "my husband" is Chidi when it says so
+        question = replace(question, names=question.names | named_as(db, slot, question.subject))
     best: tuple[float, float, Row] | None = None
     since_first = 0
-    for found in rows:
+    for found in _said_by(db, slot, match, where, when):
         if best is not None:
             since_first += 1
             if since_first > AFTER_FIRST:
                 break  # older statements than these rarely became true later
         row = found[1:]
         if str(row[ROW_CATEGORY]).startswith(DERIVED):
+            continue
+        if stale_at(row, when) and _replaced_on_it(db, question, row):
             continue
         began = _answers(question, str(row[ROW_TEXT]), float(row[ROW_CREATED]), when)
         if began is None:
@@ -147,6 +179,83 @@ def newest(
     if best is None:
         return None
     return int(best[2][0]), best[2][1:], f"{ANSWERS}the newest statement of it ({day(best[0])})"
+
+
+def _said_by(
+    db: Database, slot: int, match: str, where: tuple[str, list[object]], when: float
+) -> list[Row]:
+    """The newest `POOL` statements matching `match` said by `when` (newest first): an as-of
+    question pages back past what was said later."""
+    sql, params = where
+    upper = (slot << 32) + 0xFFFFFFFF
+    kept: list[Row] = []
+    for _ in range(PAGES):
+        ids = [
+            int(r[0])
+            for r in db.query(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid BETWEEN ? "
+                "AND ? ORDER BY rowid DESC LIMIT ?",
+                [match, slot << 32, upper, POOL],
+            )
+        ]
+        if not ids:
+            break
+        marks = ", ".join("?" * len(ids))
+        rows = db.query(
+            f"SELECT m.seq, {ROW_FIELDS} FROM memories m WHERE m.seq IN ({marks}){sql} AND "
+            "(m.superseded_at IS NULL OR m.superseded_at > ? OR m.superseded_by != '') "
+            "ORDER BY m.seq DESC",
+            [*ids, *params, when],
+        )
+        kept += [r for r in rows if float(r[1 + ROW_CREATED]) <= when]
+        if len(ids) < POOL or len(kept) >= POOL:
+            break
+        upper = min(ids) - 1
+    return kept
+
+
+NAMES_READ = 20
+"""Statements naming a relative read for their name ("my husband Chidi")."""
+
+
+def named_as(db: Database, slot: int, relative: str) -> frozenset[str]:
+    """The names the agent's memory gives a relative ("~husband" → chidi), folded."""
+    word = relative[1:]
+    called = re.compile(
+        rf"\bmy {word},?\s+([A-ZÀ-Þ][\w'’-]+)|\b([A-ZÀ-Þ][\w'’-]+),\s+my {word}\b",
+        re.IGNORECASE,
+    )
+    texts = db.query(
+        "SELECT text FROM memories WHERE seq IN (SELECT rowid FROM memories_fts WHERE "
+        "memories_fts MATCH ? AND rowid BETWEEN ? << 32 AND (? << 32) + 4294967295 "
+        "ORDER BY rowid DESC LIMIT ?)",
+        [f'"{word}"', slot, slot, NAMES_READ],
+    )
+    names = {
+        frames.fold(name)
+        for (text,) in texts
+        for m in called.finditer(str(text))
+        for name in m.groups()
+        if name and name[0].isupper() and frames.fold(name) not in STOPWORDS
+    }
+    return frozenset(names)
+
+
+def _replaced_on_it(db: Database, question: Asked, row: Row) -> bool:
+    """Whether what replaced a superseded statement speaks of the attribute asked about (a
+    note of several facts replaced for its database still says where its writer lived)."""
+    successor = db.scalar(
+        "SELECT text FROM memories WHERE id = ? AND agent_id = (SELECT agent_id FROM memories "
+        "WHERE id = ? LIMIT 1)",
+        (row[ROW_SUPERSEDED_BY], row[ROW_ID]),
+    )
+    if successor is None:
+        return True
+    text = str(successor)
+    if frames.CORRECTION.search(text) or frames.NEGATION.search(text):
+        return True  # "actually it's Leeds, not Lees" corrects whatever the other said
+    folded = frames.fold(text)
+    return any(re.search(rf"\b{re.escape(w)}\b", folded) for w in frames.surface(question.anchors))
 
 
 def _answers(question: Asked, text: str, said_at: float, when: float) -> float | None:
@@ -182,9 +291,9 @@ def _about(question: Asked, claim: frames.Claim) -> bool:
 
 
 def topic(query: str) -> frozenset[str] | None:
-    """The stems of what a question about the present asks about ("do I still play football?"
-    → football), or None for a statement or a question about the past."""
-    if not QUESTION.search(query) or PAST.search(query):
+    """The stems of what a question about what holds now asks about ("do I still play
+    football?" → football), or None for a statement or any other question."""
+    if not QUESTION.search(query) or not NOW.search(query) or PAST.search(query):
         return None
     words = {frames.fold(w) for w in _TOKEN.findall(query)}
     kept = {
@@ -196,9 +305,13 @@ def topic(query: str) -> frozenset[str] | None:
 
 
 def on_topic(about: frozenset[str], text: str) -> bool:
-    """Whether a statement names at least half of what the question is about."""
-    stems = {stem(frames.fold(w)) for w in _TOKEN.findall(text)}
-    return 2 * len(about & stems) >= len(about)
+    """Whether a statement (not a question or a request) names at least half of what the
+    question is about. A long text (a whole session, a long note) speaks of many things: the
+    latest one is no answer."""
+    words = _TOKEN.findall(text)
+    if len(words) > LONG_TEXT or "?" in text or (words and words[0].casefold() in _ASKS):
+        return False  # a question or a request asks; it does not say how things are
+    return 2 * len(about & {stem(frames.fold(w)) for w in words}) >= len(about)
 
 
 def newest_on_topic(about: frozenset[str], ranked: list[Candidate], when: float) -> int | None:

@@ -7,13 +7,13 @@ claim replaces an older one; `core.supersession` acts on it."""
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import unicodedata
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from tiermem.core.temporal import MONTHS, WEEKDAYS, find_windows
+from tiermem.core.stated_dates import DATE, valid_from
+from tiermem.core.temporal import MONTHS, WEEKDAYS
 from tiermem.core.terms import STOPWORDS, stem
 
 CHANGE = frozenset(
@@ -37,7 +37,7 @@ HYPOTHETICAL = re.compile(
 """A change that may never happen (a wish, a condition): it replaces nothing."""
 FUTURE = re.compile(
     r"\b(?:will|shall|'ll|going to|gonna|plan(?:ning)? to|about to|next (?:year|month|week)|soon|"
-    r"^(?:\w+\W+){0,4}moving to|the plan is|plans? (?:is|are) to|planning|"
+    r"^(?:\w+\W+){0,4}moving (?:back )?to|the plan is|plans? (?:is|are) to|planning|"
     r"(?:i'?m|i am|we'?re|we are|s?he'?s|they'?re) (?:moving|switching|changing|starting|"
     r"joining|leaving|relocating|migrating))\b",
     re.IGNORECASE,
@@ -60,7 +60,7 @@ SLOT_WORDS: dict[str, str] = {
 _SLOT_SURFACE: dict[str, list[str]] = {}
 for _word, _slot in SLOT_WORDS.items():
     _SLOT_SURFACE.setdefault(_slot, []).append(_word)
-_SLOT_SURFACE["~residence"] += ["moved", "moving", "move"]
+_SLOT_SURFACE["~residence"] += ["moved", "moving", "move", "i m in", "im in", "we re in"]
 _BASED_IN = re.compile(
     r"\b(?i:i'?m|i am|we'?re|we are)\s+(?i:now\s+|still\s+)?(?i:based\s+)?(?i:in)\s+[A-ZÀ-Þ]"
 )
@@ -112,12 +112,6 @@ TOOL_KINDS: dict[str, str] = {
 }
 """Tools and things by what they are for: two of one kind for one subject are one slot."""
 _WORD = re.compile(r"[A-Za-zÀ-ÿ][\w'’.-]*|\d[\d:./-]*(?:am|pm)?", re.UNICODE)
-_DATE = re.compile(
-    rf"\b(?:(?P<m1>{'|'.join(sorted(MONTHS, key=len, reverse=True))})\.?\s+(?P<d1>\d{{1,2}})"
-    rf"(?:st|nd|rd|th)?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?"
-    rf"(?P<m2>{'|'.join(sorted(MONTHS, key=len, reverse=True))}))(?:,?\s+(?P<y>(?:19|20)\d\d))?\b",
-    re.IGNORECASE,
-)
 _KEBAB = re.compile(
     r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:api|service|app|web|cli|bot|db|ui|server|worker|core|"
     r"lib|sdk|site|\d+)\b"
@@ -125,9 +119,6 @@ _KEBAB = re.compile(
 """A lower-case identifier ("payroll-api"): a project's name as developers write it."""
 _HANDLE = re.compile(r"(?<![\w/])[#@][A-Za-z][\w-]*")
 """A channel or account ("#general", "@sam"): a value like a name."""
-_MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
-_SINCE_YEAR = re.compile(r"\bsince\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
-_ISO = re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<m>\d\d)-(?P<d>\d\d)\b")
 _WRONG = re.compile(
     r"(?:,|\bbut)\s*not\s+(?:in\s+|at\s+|on\s+)?([A-Za-zÀ-ÿ][\w'-]*)", re.IGNORECASE
 )
@@ -293,8 +284,9 @@ def claim_of(text: str, said_at: float) -> Claim | None:
         or _BASED_IN.search(text)
         or _MOVED_BARE.search(text)
         or _moved_to_lower(text)
+        or _in_lower(text)
     )
-    if moved and not _DATE.search(text):
+    if moved and not DATE.search(text):
         slots.add("~residence")
     if slots and not values:
         values = _lower_values(text)
@@ -316,7 +308,7 @@ def claim_of(text: str, said_at: float) -> Claim | None:
     if not frame and not values:
         return None
     return Claim(
-        subject=_subject(words, folded),
+        subject=_subject_after_lead_in(text, words, folded),
         frame=frame,
         values=frozenset(values),
         kinds=frozenset(TOOL_KINDS[v] for v in values if v in TOOL_KINDS),
@@ -398,7 +390,12 @@ def fts_query(claim: Claim) -> str:
 def fts_query_for(anchors: frozenset[str]) -> str:
     """An FTS5 query for statements of these attributes (slot tokens, one-value frame words,
     tool kinds), however each is said."""
-    return _any_of(_surface(sorted(anchors)))
+    return _any_of(surface(anchors))
+
+
+def surface(anchors: frozenset[str]) -> list[str]:
+    """The words that say these attributes (folded), however each is said."""
+    return _surface(sorted(anchors))
 
 
 def _surface(anchors: list[str]) -> list[str]:
@@ -414,59 +411,11 @@ def _any_of(words: list[str]) -> str:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
 
 
-def valid_from(text: str, said_at: float, ahead: bool = False) -> float | None:
-    """The date a statement says its fact starts ("since 2025", "on October 12", "last
-    weekend"), relative to when it was said (`ahead`: a plan, so a date without a year is
-    the next one); None when it names none."""
-    said = dt.datetime.fromtimestamp(said_at, dt.UTC)
-    if ahead:
-        return _next_date(text, said)
-    if m := _ISO.search(text):
-        return _day(int(m["y"]), int(m["m"]), int(m["d"]))
-    if m := _DATE.search(text):
-        month = MONTHS[(m["m1"] or m["m2"]).casefold()]
-        day = int(m["d1"] or m["d2"])
-        year = int(m["y"]) if m["y"] else said.year
-        return _day(year, month, day)
-    if m := _SINCE_YEAR.search(text):
-        return _day(int(m["y"]), 1, 1)
-    windows = find_windows(text, said_at, dt.UTC)
-    if windows:
-        return min(said_at, windows[0].start + 86400.0)
-    return None
-
-
-def _next_date(text: str, said: dt.datetime) -> float | None:
-    """The first date on or after `said` that a plan names ("in March", "on May 2")."""
-    m = _DATE.search(text)
-    month_only = re.search(
-        rf"\b(?:in|by|from|early|late|mid|end of)[- ]+({_MONTH_NAMES})\b", text, re.I
-    )
-    if m:
-        month, day = MONTHS[(m["m1"] or m["m2"]).casefold()], int(m["d1"] or m["d2"])
-    elif month_only:
-        month, day = MONTHS[month_only[1].casefold()], 1
-    else:
-        return None
-    year = int(m["y"]) if m and m["y"] else said.year
-    when = _day(year, month, day)
-    if when is not None and when < said.timestamp() and not (m and m["y"]):
-        when = _day(year + 1, month, day)
-    return when
-
-
-def _day(year: int, month: int, day: int) -> float | None:
-    try:
-        return dt.datetime(year, month, day, tzinfo=dt.UTC).timestamp()
-    except ValueError:
-        return None
-
-
 def _values(text: str, words: list[str]) -> set[str]:
     """Names, tools, dates and times a statement states (folded, accents kept)."""
     out: set[str] = {h.casefold() for h in _HANDLE.findall(text)}
     out |= {k.casefold() for k in _KEBAB.findall(text)}
-    for m in _DATE.finditer(text):
+    for m in DATE.finditer(text):
         month = MONTHS[(m["m1"] or m["m2"]).casefold()]
         out.add(f"{month:02d}-{int(m['d1'] or m['d2']):02d}")
     for i, word in enumerate(words):
@@ -497,6 +446,21 @@ def _moved_to_lower(text: str) -> bool:
     """A move to a place written in lower case, as chat does ("kayla moved to sf")."""
     m = _MOVE_TO_LOWER.search(text)
     return m is not None and _placeish(m[1].casefold())
+
+
+_IN_LOWER = re.compile(
+    r"\b(?:i'?m|i am|we'?re|we are)\s+(?:now\s+|still\s+)?(?:based\s+)?in\s+"
+    r"([a-zà-ÿ][\w'-]*)(\s+now\b)?",
+    re.IGNORECASE,
+)
+_MOVED = re.compile(r"\b(?:moved|relocated)\b", re.IGNORECASE)
+
+
+def _in_lower(text: str) -> bool:
+    """Where someone now lives, in lower-case chat ("im in manchester now btw, moved last
+    week"): the place, then "now" or a move in the same sentence ("im in meetings" is not)."""
+    m = _IN_LOWER.search(text)
+    return bool(m and _placeish(m[1].casefold()) and (m[2] or _MOVED.search(text)))
 
 
 def _placeish(word: str) -> bool:
@@ -545,6 +509,23 @@ def fold(text: str) -> str:
 
 def _fold_accents(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+_LEAD_IN = re.compile(
+    r"^\s*(?:(?:[\w'’]+\s+){0,3}[\w'’]+:\s+(?=\S)|"
+    r"(?:[\w'’]+\s+){1,3}(?:told (?:me|us)|said|says|confirmed)\b[^.]*?\bthat\s+(?=\S))",
+    re.IGNORECASE,
+)
+"""A short lead-in before a colon ("Family news: Chidi joined Arup") or who said it ("Priya
+told me today that I will be tech lead"): the statement is about whom the rest names."""
+
+
+def _subject_after_lead_in(text: str, words: list[str], folded: list[str]) -> str:
+    lead = _LEAD_IN.match(text)
+    if lead is None or any(SLOT_WORDS.get(w.casefold()) for w in lead[0].split()):
+        return _subject(words, folded)  # "New manager in Pune: Neha" names its value
+    rest = _WORD.findall(text[lead.end() :])
+    return _subject(rest, [_POSSESSIVE.sub("", w.casefold().strip(".'’")) for w in rest])
 
 
 def _subject(words: list[str], folded: list[str]) -> str:

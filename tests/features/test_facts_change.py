@@ -333,3 +333,39 @@ def test_old_events_and_tasks_leave_hot_memory_for_warm(cli: Cli, tmp_path: Path
     hot = json.dumps(cli.json("hot")["hot"])
     assert "Brighton" in hot and "Marlow" not in hot
     assert any("Marlow Street by" in t for t in texts(cli, "parking permit"))  # warm, not lost
+
+
+def test_a_relative_s_answer_is_found_by_the_name_memory_gives_them(
+    cli: Cli, tmp_path: Path
+) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-24", ["My husband Chidi and I celebrate our anniversary next month."]),
+            ("2026-07-25", ["Chidi works at Lindqvist Architects in Edinburgh."]),
+            ("2026-11-02", ["Family news: Chidi has left Lindqvist and joined Arup in Leeds."]),
+        ],
+    )
+    found = cli.json("retrieve", "Where does my husband work?", "--limit", "3")["results"]
+    assert "Arup" in found[0]["text"] and "newest statement" in found[0]["explanation"]["via"]
+    then = texts(cli, "Where did my husband work?", "--as-of", "2026-09-01")
+    assert first_with(then, "Lindqvist Architects in") < first_with(then, "Arup")
+
+
+def test_a_note_replaced_for_one_fact_still_answers_its_others_as_of_then(
+    cli: Cli, tmp_path: Path
+) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-06", ["payroll-api runs on mysql 8. deploys after 6pm, I'm in London"]),
+            ("2026-08-11", ["heads up: we ditched mysql, payroll-api is on postgres 16 now"]),
+            ("2026-08-25", ["im in manchester now btw, moved last week"]),
+            ("2026-11-16", ["moving back to accra in january, can you add ghana species"]),
+        ],
+    )
+    assert "manchester" in texts(cli, "where do i live", "--limit", "3")[0]  # accra is a plan
+    assert "London" in texts(cli, "where was i living", "--as-of", "2026-08-15")[0]
+    assert "postgres" in texts(cli, "what database does payroll-api use?")[0]
