@@ -484,6 +484,13 @@ def _add_current_facts(mem: Memory, out: ContextBlock, query: str, as_of: float 
         lines.pop()
 
 
+def off_block(agent_id: str, query: str | None, budget: int) -> ContextBlock:
+    """The block of an agent whose memory is off: empty (an agent integration injects nothing
+    and carries on), with a note saying why; needs no memory opened."""
+    off = f"memory is off for agent {agent_id!r} ([agents.{agent_id}] memory = false)"
+    return ContextBlock("", query, True, budget, 0, 0, 0, [], [], [off])
+
+
 def build_context(
     mem: Memory,
     query: str | None = None,
@@ -498,9 +505,8 @@ def build_context(
     `[context] threshold`) are injected; episode abstracts have their own budget."""
     if budget < 1:
         raise InvalidInput(f"token budget must be at least 1 (got {budget})")
-    if not mem.cfg.memory_on(mem.agent_id):  # an agent integration injects nothing
-        off = f"memory is off for agent {mem.agent_id!r} ([agents.{mem.agent_id}] memory = false)"
-        return ContextBlock("", query, True, budget, 0, 0, 0, [], [], [off])
+    if not mem.cfg.memory_on(mem.agent_id):
+        return off_block(mem.agent_id, query, budget)
     floor = injection.check_threshold(mem.cfg.context.threshold if threshold is None else threshold)
     if session is not None:
         session = hygiene.check_session(session)

@@ -129,12 +129,7 @@ class Memory:
 
     def require_memory(self) -> None:
         """Refuse a store or a search when memory is off for this agent (`[agents.NAME]`)."""
-        if not self.cfg.memory_on(self.agent_id):
-            raise MemoryOff(
-                f"memory is off for agent {self.agent_id!r} "
-                f"([agents.{self.agent_id}] memory = false in config.toml): nothing is stored "
-                "or searched"
-            )
+        require_memory_on(self.cfg, self.agent_id)
 
     def close(self) -> None:
         """Write the reads not written yet (see `flush_reinforcement`), then close."""
@@ -506,3 +501,13 @@ def with_metadata(fact: NewFact) -> NewFact:
         commands=tuple(metadata.fit((*fact.commands, *found.commands), MAX_METADATA_ITEMS)),
         paths=tuple(metadata.fit((*fact.paths, *found.paths), MAX_METADATA_ITEMS)),
     )
+
+
+def require_memory_on(cfg: Config, agent_id: str) -> None:
+    """`MemoryOff` when `[agents.NAME] memory = false` for `agent_id`: checked before a home is
+    opened too (the MCP server), so an agent whose memory is off is never created."""
+    if not cfg.memory_on(agent_id):
+        raise MemoryOff(
+            f"memory is off for agent {agent_id!r} "
+            f"([agents.{agent_id}] memory = false in config.toml): nothing is stored or searched"
+        )

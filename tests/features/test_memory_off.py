@@ -7,12 +7,15 @@ person can still export it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from tests.agent.test_mcp import call, with_server
 from tests.clikit import Cli
@@ -128,7 +131,42 @@ def test_every_mcp_tool_answers_memory_off_and_the_context_is_empty(
 
     with_server(home, tmp_path / "stderr.log", body)
     assert "Traceback" not in (tmp_path / "stderr.log").read_text()
-    (home / "config.toml").write_text("")
-    default = Cli(capsys, home)
-    assert default.json("export", "--format", "json")["memories"] == []
-    assert default.json("graph", "entities")["entities"] == []
+    assert sorted(p.name for p in home.iterdir()) == ["config.toml"]  # nothing was created
+
+
+def test_an_mcp_server_for_a_new_agent_with_memory_off_creates_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The server started for an agent the home does not hold yet, whose memory is off: a
+    write, a read and the context call all answer without creating the agent."""
+    home = tmp_path / "home"
+    owner = Cli(capsys, home)
+    owner.json("store", "--text", RUNBOOK)
+    (home / "config.toml").write_text("[agents.helper]\nmemory = false\n")
+    before = owner.json("agents", "list")["agents"]
+    env = {"TIERMEM_HOME": str(home)}
+    for name in ("TIERMEM_DRIVER", "PYTHONPATH"):
+        if os.environ.get(name):
+            env[name] = os.environ[name]
+    args = ["-m", "tiermem.tui", "--agent-id", "helper", "mcp"]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env)
+
+    async def main() -> list[Any]:
+        with (tmp_path / "err.log").open("w") as log:
+            async with (
+                stdio_client(params, errlog=log) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                store = await session.call_tool("memory_store", {"content": "Should not be kept"})
+                recall = await session.call_tool("memory_recall", {"query": "runbook"})
+                block = await call(session, "memory_context", message="where is the runbook?")
+                return [store, recall, block]
+
+    store, recall, block = asyncio.run(main())
+    for refused in (store, recall):
+        text = refused.content[0].text
+        assert refused.is_error and text.startswith("MemoryOff: ") and "'helper'" in text
+    assert block["context"] == "" and any("memory is off" in n for n in block["notes"])
+    assert owner.json("agents", "list")["agents"] == before
+    assert "Traceback" not in (tmp_path / "err.log").read_text()

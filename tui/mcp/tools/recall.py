@@ -133,7 +133,7 @@ def memory_context(
             session=home.session_for(session_id),
             as_of=_as_of(as_of),
         ).as_dict(),
-        when_off=True,
+        when_off=lambda: ctx.off_block(home.agent_id, message, token_budget).as_dict(),
     )
 
 
