@@ -22,8 +22,8 @@ _NEVER = float("-inf")
 
 def holds(edge: Edge, at: float) -> bool:
     """The relation was so at `at`: a fact within its window, a plan only from its date on
-    (an undated plan never), a negation never."""
-    if "negated" in edge.flags or "corrected" in edge.flags:
+    (an undated plan never), a negation or a what-if never."""
+    if edge.flags & {"negated", "corrected", "hypothetical"}:
         return False
     if "tentative" in edge.flags and edge.valid_from is None:
         return False

@@ -146,7 +146,7 @@ TENTATIVE_CUES: Final = _phrases(
     "thinking of, considering, might, may, could, would, maybe, perhaps, possibly, probably, "
     "hope to, hoping to, want to, wants to, wanna, would like to, 'd like to, intend to, "
     "about to, if, in case, should i, what if, someday, one day, eventually, potentially, "
-    "likely, unless, wish, dreaming of, tempted to"
+    "likely, unless, wish, dreaming of, tempted to, the plan is, plan is to, plan is that"
 )
 FUTURE_PROGRESSIVE: Final = _words(
     "moving relocating joining starting switching migrating leaving quitting"

@@ -29,6 +29,8 @@ _NEGATION_BEFORE = re.compile(
     r"(?:\bnot|\bno\s+longer|n['’]t|\bnever|\bnolonger|\bno\s+more)(?:\s+\w+){0,2}\s*$", re.I
 )
 
+_IF = re.compile(r"\b(?:if|unless|in case|ever)\b", re.I)
+"""A what-if: a relation it states never holds."""
 _BE = re.compile(r"(?:\b(?:am|is|are|be|been)|['’](?:m|s|re))\s*(?:\w+ly\s+)?$", re.I)
 _MODAL: tuple[str, ...] = (
     *("might", "may", "could", "maybe", "possibly", "probably", "perhaps", "if", "would"),
@@ -124,7 +126,8 @@ def clause_flags(clause: Clause, left: str, verb: str, predicate: str) -> Flags:
         found.add("negated")
     tentative = cue(lx.TENTATIVE_CUES).search(before) is not None
     progressive = any(w in verb.casefold().split() for w in lx.FUTURE_PROGRESSIVE)
-    if tentative or (progressive and _BE.search(left) and not clause.now):
+    bare = not left.strip()  # "moving back to accra in january": chat drops the "I'm"
+    if tentative or (progressive and (_BE.search(left) or bare) and not clause.now):
         found.add("tentative")
     if cue(lx.PAST_CUES).search(left) and not clause.now:
         found.add("past")
@@ -141,6 +144,10 @@ def clause_flags(clause: Clause, left: str, verb: str, predicate: str) -> Flags:
         if m and m.group("w") and m.start() > len(left):
             found.add("correction")
             wrong = m.group("w")
+    if "tentative" in found and _IF.search(clause.sentence):
+        found.discard("correction")  # "if we ever go back, I'd live in Gdańsk, not Wrocław"
+        found.add("hypothetical")  # never holds, whatever date it names ("in a week")
+        wrong = ""
     if predicate == "happens_on" and not modal:
         found.discard("tentative")
     return Flags(frozenset(found), modal, wrong.strip(".,;:!?"))

@@ -368,3 +368,19 @@ def test_only_closures_between_memories_are_reported(tmp_path: Path, clock: Cloc
         report = graph.index_episode(mem, "ep-nowhere", "I quit Acme last week.")
         assert report.closures == []
         assert spans(mem, "works_at") == {"Acme": ("2026-01-05", "2026-02-16")}
+
+
+def test_a_what_if_never_holds_and_a_bare_plan_waits_for_its_date(
+    tmp_path: Path, clock: Clock
+) -> None:
+    with Memory(tmp_path / "home", clock=clock) as mem:
+        remember(mem, clock, "2026-08-01", "I live in Manchester.")
+        remember(mem, clock, "2026-08-03", "if i ever moved to nyc i'd be broke in a week")
+        remember(
+            mem, clock, "2026-11-15", "If we ever go back, I want to live in Gdansk, not Leeds."
+        )
+        remember(mem, clock, "2026-11-16", "moving back to accra in january. add ghana species")
+        now = current_facts(mem, mem.agent_id, "where do I live", day("2026-11-20"), 5)
+        later = current_facts(mem, mem.agent_id, "where do I live", day("2027-02-01"), 5)
+    assert now == ["User lives in Manchester since 2026-08-01"]
+    assert later[0].startswith("User lives in Accra since 2027-01-01 (planned)")
