@@ -23,10 +23,16 @@ roster alone, and a device that verified a roster once pins its genesis and newe
   committed (the batch that writes the entry fails if a row came after it), and its ``tail``:
   the `row_digest` of every row under the ended epoch that the server held after the rotating
   device's pull cursor (the only rows under that epoch that a device which learnt of the
-  rotation still accepts, see `tiermem.sync.devices.epochs`) (recovery key only). A row under
-  an ended epoch after the position of the rotation that ended it (`RosterView.fenced_by`) was
-  written after that rotation: a restore and `sync check` refuse it unless the tail names it.
-  A rotation signed before positions existed has no ``upto`` (`RosterView.unbounded`).
+  rotation still accepts, see `tiermem.sync.devices.epochs`), and its ``listed``: the
+  `row_digest` of every manifest and checkpoint part under the ended epoch up to ``upto`` (recovery
+  key only). A row under an ended epoch after the position of the rotation that ended it
+  (`RosterView.fenced_by`) was written after that rotation: a restore, a prune and `sync check`
+  refuse it unless the tail names it. A manifest or checkpoint part (a *listing*: what says
+  which rows a vault holds) under an ended epoch that the rotation's ``listed`` does not name
+  is refused wherever it sits, so rows moved below the position (the server's numbering) are
+  still told apart. A rotation signed before positions existed has no ``upto``
+  (`RosterView.unbounded`), one whose old epoch held too many listings to sign has no
+  ``listed`` (`RosterView.unlisted`).
 
 An entry is stored as canonical JSON ``{"e": {fields}, "s": signature hex}``; the signed message
 binds the agent id, which is not stored.
@@ -178,6 +184,7 @@ class RosterView:
     checks: dict[int, str] = field(default_factory=dict)  # epoch → epoch_check
     tails: dict[int, frozenset[str]] = field(default_factory=dict)  # epoch → rows it let in
     positions: dict[int, int] = field(default_factory=dict)  # epoch → its rotation's ``upto``
+    listings: dict[int, frozenset[str]] = field(default_factory=dict)  # epoch → ``listed``
     seq: int = 0
     head: bytes = b""
     refused: list[RefusedEntry] = field(default_factory=list)
@@ -195,15 +202,28 @@ class RosterView:
         }
 
     def fenced_by(
-        self, epoch: int, seq: int, record_id: bytes, version: str, envelope: bytes
+        self,
+        epoch: int,
+        seq: int,
+        record_id: bytes,
+        version: str,
+        envelope: bytes,
+        *,
+        listing: bool = False,
     ) -> int | None:
-        """The rotation (its new epoch) after whose signed position a row sealed under `epoch`
-        at server position `seq` was written, unless the tail of the rotation that ended
-        `epoch` names it; None when the row is within every signed bound."""
+        """The rotation (its new epoch) after which a row sealed under `epoch` at server
+        position `seq` was written: past its signed position, unless the tail of the rotation
+        that ended `epoch` names it, or, for a `listing` (a manifest or checkpoint part), not
+        among those the rotation that ended `epoch` signed, wherever it sits. None when the row
+        is within every signed bound."""
+        digest = row_digest(record_id, version, envelope)
+        signed = self.listings.get(epoch + 1)
+        if listing and signed is not None and digest not in signed:
+            return epoch + 1
         bound = next((e for e in sorted(self.positions) if e > epoch), None)
         if bound is None or seq <= self.positions[bound]:
             return None
-        if row_digest(record_id, version, envelope) in self.tails.get(epoch + 1, frozenset()):
+        if digest in self.tails.get(epoch + 1, frozenset()):
             return None
         return bound
 
@@ -211,6 +231,11 @@ class RosterView:
         """Rotations signed without a position (before positions existed): rows under the
         epoch each ended are checked against the manifests only."""
         return sorted(e for e in self.rotations if e not in self.positions)
+
+    def unlisted(self) -> list[int]:
+        """Rotations signed with a position but without the ended epoch's listings (too many
+        to sign, or signed before they were): its rows are bounded by the position only."""
+        return sorted(e for e in self.positions if e not in self.listings)
 
     def endorsed_by(self, device_id: bytes) -> list[RosterDevice]:
         """Active devices added by `device_id`, or by a device it added, and so on."""
@@ -294,6 +319,8 @@ def _apply(view: RosterView, entry: dict[str, Any]) -> None:
         view.tails[epoch] = frozenset(str(d) for d in entry.get("tail", ()))
         if "upto" in entry:
             view.positions[epoch] = int(entry["upto"])
+        if "listed" in entry:
+            view.listings[epoch] = frozenset(str(d) for d in entry["listed"])
 
 
 def _role(entry: dict[str, Any]) -> str:

@@ -4,9 +4,11 @@ access (`plan_rotation`), shown to the owner before anything is written.
 A rotation makes epoch E+1 with a fresh key, wraps it to the devices kept (and the recovery key, and
 the passphrase when it is given), chains E's key under it and appends signed entries to the device
 roster (`tiermem.sync.devices.roster_pin`): the removals and the rotation itself (its epoch, its
-start time, a check value of its key, and the server position of the vault's last row, up to
-which rows under the ending epoch are legitimate). All of it is one atomic remote batch, which
-fails if a row arrived after that position meanwhile (then it is prepared again, a few times).
+start time, a check value of its key, the server position of the vault's last row, up to
+which rows under the ending epoch are legitimate, and the digests of the ending epoch's
+manifests and checkpoint parts up to it, so rows moved below the position later are still told
+apart). All of it is one atomic remote batch, which fails if a row arrived after that position
+meanwhile (then it is prepared again, a few times).
 
 Who is kept, and with which key, comes from the signed roster, not from the server's device
 list: a device the roster does not list never gets the new key, and removing a device also
@@ -385,8 +387,49 @@ def _roster_entries(
     fields["check"] = epoch_check(new.key)
     fields["upto"] = upto
     fields["tail"] = _unpulled_tail(engine, s, new.epoch - 1, upto)
+    listed = _old_listings(engine, s, new.epoch - 1, upto)
+    if listed is not None:
+        fields["listed"] = listed
     draft.append(fields, owner, RECOVERY)
     return draft
+
+
+LISTED_MAX: Final = 4000
+"""Manifests and checkpoint parts a rotation signs at most (about 35 bytes each in the roster
+entry); past it the ended epoch is bounded by the position only, which `sync check` notes (a
+`sync prune` first compacts the manifests into a checkpoint of a few parts)."""
+
+
+def _old_listings(engine: Session, s: Settings, old_epoch: int, upto: int) -> list[str] | None:
+    """The `row_digest` of every manifest and checkpoint part sealed under `old_epoch` up to
+    the position `upto` (None: more than `LISTED_MAX`)."""
+    id_key = epochs.id_key(engine)
+    devices = engine.remote(s).execute(*store.device_ids(s.tag)).rows
+    rids = [
+        records.record_id(id_key, records.MANIFEST_TABLE, records.server_blob(d[0]).hex())
+        for d in devices
+    ]
+    prune_rid = records.record_id(id_key, records.PRUNE_TABLE, records.PRUNE_KEY)
+    chunks = [rids[i : i + 50] for i in range(0, len(rids), 50)] + [[prune_rid]]
+    found: list[str] = []
+    for chunk in chunks:
+        after, limit = 0, 200
+        while after < upto and len(found) <= LISTED_MAX:
+
+            def fetch(n: int, a: int = after, c: list[bytes] = chunk) -> ResultSet:
+                return engine.remote(s).execute(*store.manifests_after(s.tag, c, a, n))
+
+            result, limit = records.fit_page(fetch, limit)
+            page = [records.remote_row(r) for r in result.rows]
+            found += [
+                row_digest(r.record_id, r.version, r.envelope)
+                for r in page
+                if r.epoch == old_epoch and r.seq <= upto
+            ]
+            if len(page) < limit:
+                break
+            after = page[-1].seq
+    return None if len(found) > LISTED_MAX else sorted(found)
 
 
 TAIL_MAX: Final = 2000

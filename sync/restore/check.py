@@ -17,7 +17,8 @@ are downloaded, but only the manifests and prune records are decrypted:
   (below); every record row on the server is listed by a manifest (no row moved in from another
   agent or injected);
 - the key wraps (`wrapcheck.check_wraps`) and the signed device roster (`roster_pin.check_roster`);
-- no row under an ended key epoch is past its signed rotation's position (`verify.fenced`).
+- no row under an ended key epoch is past its signed rotation's position, and no manifest or
+  checkpoint part under one is missing from those the rotation signed (`verify.fenced`).
 
 With ``read_data`` every envelope is also authenticated and decrypted under its epoch's key,
 decoded, and matched against its record id (a memory record must carry the memory id its
@@ -297,14 +298,17 @@ class _Checker:
         for row in rows:
             if not _structure_ok(row, self.damage):
                 continue
-            late = None if row.envelope is None else fenced(self.roster, _remote(row))
-            if late is not None:  # a removed device or the server wrote it after a rotation
-                self.damage("tampered", f"a record is {late}", row)
-                continue
             device_hex = row.device_id.hex()
             mrid = self.manifest_rids.get(row.device_id) or records.record_id(
                 self.id_key, records.MANIFEST_TABLE, device_hex
             )
+            listing = row.record_id in (mrid, self.prune_rid)
+            late = (
+                None if row.envelope is None else fenced(self.roster, _remote(row), listing=listing)
+            )
+            if late is not None:  # a removed device or the server wrote it after a rotation
+                self.damage("tampered", f"a record is {late}", row)
+                continue
             if row.record_id == self.prune_rid:
                 seen.decrypted += _open_prune(self.ring, self.agent, row, self.damage)
                 continue

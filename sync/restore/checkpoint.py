@@ -103,7 +103,7 @@ def state_of_rows(
     for row in rows:
         state.rows.append((row.seq, row.version))
         late = roster and roster.fenced_by(
-            row.epoch, row.seq, row.record_id, row.version, row.envelope
+            row.epoch, row.seq, row.record_id, row.version, row.envelope, listing=True
         )
         if late:
             state.damaged.append(

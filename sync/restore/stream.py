@@ -341,7 +341,7 @@ class _Sorter:
             is_manifest = r.record_id == self.manifest_rids[r.device_id]
             if self.at is not None and r.version > self.at:
                 continue
-            if is_manifest and fenced(self.served.roster, r) is not None:
+            if is_manifest and fenced(self.served.roster, r, listing=True) is not None:
                 continue  # reported with the manifests (`verify.read_listed`)
             if not is_manifest and not self.served.admit(r, self.listed):
                 continue

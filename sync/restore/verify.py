@@ -131,12 +131,17 @@ class Served:
         return True
 
 
-def fenced(roster: RosterView | None, row: records.RemoteRow) -> str | None:
+def fenced(
+    roster: RosterView | None, row: records.RemoteRow, *, listing: bool = False
+) -> str | None:
     """Why `row` was written after the signed rotation that ended its key epoch (None: it was
-    not, or the vault has no roster that says)."""
+    not, or the vault has no roster that says). `listing`: the row is a manifest or a
+    checkpoint part, which must also be among those the rotation signed."""
     if roster is None:
         return None
-    rotation = roster.fenced_by(row.epoch, row.seq, row.record_id, row.version, row.envelope)
+    rotation = roster.fenced_by(
+        row.epoch, row.seq, row.record_id, row.version, row.envelope, listing=listing
+    )
     if rotation is None:
         return None
     return (
@@ -146,12 +151,20 @@ def fenced(roster: RosterView | None, row: records.RemoteRow) -> str | None:
 
 
 def unbounded_notes(roster: RosterView | None) -> list[str]:
-    """What `sync check` says of rotations signed before they named a position."""
+    """What `sync check` says of rotations signed before they named a position, or without
+    the ended epoch's manifests and checkpoint parts."""
+    if roster is None:
+        return []
     return [
         f"the rotation to key epoch {e} was signed before rotations named their server "
         f"position: rows under epoch {e - 1} are checked against the manifests only (the "
         "next `tiermem sync rotate-key` bounds every older epoch from then on)"
-        for e in ([] if roster is None else roster.unbounded())
+        for e in roster.unbounded()
+    ] + [
+        f"the rotation to key epoch {e} does not name the manifests of epoch {e - 1}: its "
+        "rows are bounded by the server position only, which a server can renumber (run "
+        "`tiermem sync prune`, then `tiermem sync rotate-key`)"
+        for e in roster.unlisted()
     ]
 
 
@@ -190,7 +203,7 @@ def read_listed(
             result, limit = records.fit_page(page, limit)
             for raw in result.rows:
                 row = records.remote_row(tuple(raw))
-                late = fenced(roster, row)
+                late = fenced(roster, row, listing=True)
                 if late is not None:
                     message = f"a push of device {row.device_id.hex()[:12]}… is {late}"
                     out.findings.append(

@@ -197,7 +197,8 @@ def test_a_rotation_signed_without_a_position_keeps_the_manifest_check_and_check
     append = roster_pin.Draft.append
 
     def as_older_tiermem(self: roster_pin.Draft, fields: dict[str, Any], *rest: Any) -> bytes:
-        return append(self, {k: v for k, v in fields.items() if k != "upto"}, *rest)
+        older = {k: v for k, v in fields.items() if k not in ("upto", "listed")}
+        return append(self, older, *rest)
 
     with first_device(tmp_path / "a", agent_id, sqld) as (mem_a, engine_a, recovery):
         mem_a.store("the ferry leaves at seven on sundays", "travel/ferry")
