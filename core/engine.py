@@ -511,3 +511,17 @@ def require_memory_on(cfg: Config, agent_id: str) -> None:
             f"memory is off for agent {agent_id!r} "
             f"([agents.{agent_id}] memory = false in config.toml): nothing is stored or searched"
         )
+
+
+def open_scope(
+    home: Path | str,
+    scope: str,
+    *,
+    clock: Callable[[], float] = time.time,
+    driver: str | None = None,
+) -> Memory:
+    """The memory of `scope` in `home`: an agent's, or a shared space's (`space:NAME`)."""
+    space = spaces.space_of(scope)
+    if space is None:
+        return Memory(home, scope, clock=clock, driver=driver)
+    return Memory(home, space=space, clock=clock, driver=driver)

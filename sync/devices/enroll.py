@@ -9,16 +9,19 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from tiermem.core.engine import Memory
-from tiermem.core.errors import EpochRollback
+from tiermem.core import spaces
+from tiermem.core.engine import Memory, open_scope
+from tiermem.core.errors import EpochRollback, InvalidInput
 from tiermem.sync import crypto
+from tiermem.sync.crypto.authorship import seal_member_name
 from tiermem.sync.crypto.roster import (
+    WRITER,
     epoch_check,
     recovery_signing_key,
     signing_public_bytes,
     verify_roster,
 )
-from tiermem.sync.devices import roster_pin
+from tiermem.sync.devices import epochs, roster_pin
 from tiermem.sync.session import Session
 from tiermem.sync.vault.hrana import SqlError
 from tiermem.sync.vault.remote import Remote
@@ -90,19 +93,22 @@ def enroll_restored(
     *,
     driver: str | None = None,
     bodies: list[bytes] | None = None,
+    member: str | None = None,
 ) -> None:
     """After a restore: sign the restored device onto the roster with the recovery key (once)
     and pin the roster and its floor, so the device never seals under an epoch older than the
     newest signed rotation even if the server hides that epoch's wraps. Restored with the
     passphrase only, the roster is pinned as found and the device stays off it (`sync check`
     names it; `remove-device`/`rotate-key --keep ID` signs it on). `bodies`: the roster as
-    read already (the restore reads it while it streams); read again if it moved since."""
+    read already (the restore reads it while it streams); read again if it moved since.
+    `agent_id` is the vault's scope: for a shared space (`space:NAME`) the device is signed on
+    as a writer named `member` (the recovery key is the space owner's)."""
     try:
-        _enroll(home, agent_id, remote, recovery_key, policy, driver, bodies)
+        _enroll(home, agent_id, remote, recovery_key, policy, driver, bodies, member)
     except SqlError:
         if bodies is None:
             raise
-        _enroll(home, agent_id, remote, recovery_key, policy, driver, None)
+        _enroll(home, agent_id, remote, recovery_key, policy, driver, None, member)
 
 
 def _enroll(
@@ -113,8 +119,9 @@ def _enroll(
     policy: RetryPolicy,
     driver: str | None,
     bodies: list[bytes] | None,
+    member: str | None,
 ) -> None:
-    with Memory(home, agent_id, driver=driver) as mem:
+    with open_scope(home, agent_id, driver=driver) as mem:
         session = Session(mem)
         s = session.require_ready()
         if bodies is None:
@@ -128,7 +135,20 @@ def _enroll(
             draft = roster_pin.Draft(agent_id, s.tag, view)
             sign = signing_public_bytes(roster_pin.signing_key(session, s))
             box = crypto.device_public_bytes(session.device_key(s))
-            draft.add(s.device_id, box, sign, owner, roster_pin.RECOVERY)
+            draft.add(
+                s.device_id, box, sign, owner, roster_pin.RECOVERY, *_as_member(session, member)
+            )
             remote.batch(draft.statements, policy)
             view = verify_roster(agent_id, bodies + draft.bodies, genesis=view.genesis)
         roster_pin.save_anchor(mem.db, agent_id, view)
+
+
+def _as_member(session: Session, member: str | None) -> tuple[str | None, bytes | None]:
+    """The role and sealed member name of a shared space's device on its roster (None, None:
+    an agent's vault, whose devices are the owner's)."""
+    if not spaces.is_scope(session.agent_id):
+        return None, None
+    if member is None:
+        raise InvalidInput("a device restored into a shared space needs its member name")
+    device = session.require_ready().device_id
+    return WRITER, seal_member_name(epochs.id_key(session), session.agent_id, device, member)

@@ -216,7 +216,7 @@ def _remote_steps(
     opened, unlocked = (
         _open(select, job.base, job.agent_id, recovery_key, passphrase)
         if job.member is None
-        else (job.member.opened, "device-key")
+        else (job.member.opened, job.member.unlocked)
     )
     tag = opened.tag
     bounds, totals = _windows(select, tag, job.page_rows)
@@ -256,8 +256,9 @@ def _remote_steps(
             _check_after(job, vault, listed, served, fetched, verified)
         requests = client.requests_sent
         # On the signed roster, with its epoch floor (never seals under a hidden rotation);
-        # a member's device is on it already.
-        if job.member is None:
+        # a member's device is on it already, unless it was restored with the vault's secret.
+        enrol_as = None if job.member is None else job.member.enrol_as
+        if job.member is None or enrol_as is not None:
             enroll_restored(
                 job.home,
                 job.agent_id,
@@ -266,6 +267,7 @@ def _remote_steps(
                 retry,
                 driver=job.driver,
                 bodies=bodies.result(),
+                member=enrol_as,
             )
     return vault, verified, fetched, requests
 

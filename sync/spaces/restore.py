@@ -4,30 +4,42 @@
 device's own keys, with every record checked by `authors.record_check` against the roster this
 device verified, exactly as a pull checks it. Each memory is recorded with the device that
 signed it and the name the roster gives that device, in the transaction of the page that
-stages it, so a resumed restore names every writer too."""
+stages it, so a resumed restore names every writer too.
+
+`recover_space` restores a space whose only member lost their home: opened with the space's
+recovery key (or passphrase) instead of a member's keys, checked against the roster as the
+recovery key verifies it, then this device is signed onto that roster as a writer."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tiermem.core import spaces
 from tiermem.core.engine import Memory
-from tiermem.core.errors import NotInitialised, RejectedRecords
+from tiermem.core.errors import NotFound, NothingToRestore, NotInitialised, RejectedRecords
+from tiermem.core.spaces import Role
 from tiermem.sync import crypto
 from tiermem.sync.crypto.authorship import Signed
-from tiermem.sync.devices import epochs, roster_pin
+from tiermem.sync.crypto.roster import READER
+from tiermem.sync.devices import epochs, find_vault, roster_pin
+from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.devices.find_vault import Opened
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.records import MEMORY_TABLE
 from tiermem.sync.restore import RestoreResult, restore
 from tiermem.sync.restore.member import MemberAccess
-from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS, Progress
+from tiermem.sync.restore.results import DEFAULT_PAGE_ROWS, Progress, Unlock
+from tiermem.sync.restore.verify import restore_roster
 from tiermem.sync.spaces import authors, vaults
 from tiermem.sync.state import Settings
-from tiermem.sync.vault.remote import insecure_http_allowed
+from tiermem.sync.vault.remote import Remote, insecure_http_allowed
 from tiermem.sync.vault.retry import RetryPolicy
+from tiermem.sync.vault.transport import to_base_url
 
-__all__ = ["restore_space"]
+__all__ = ["Secret", "include_recovered", "recover_space", "restore_space"]
 
 
 @dataclass
@@ -91,7 +103,7 @@ def restore_space(
     spaces.require(mem.db, name)
     with mem.open_space(name) as space, SyncEngine(space) as session:
         joined = _joined(session, name, policy)
-    try:
+    with _refused(name):
         return restore(
             mem.home.root,
             spaces.scope(name),
@@ -105,6 +117,110 @@ def restore_space(
             insecure_http=joined.insecure_http,
             member=joined.access,
         )
+
+
+@dataclass(frozen=True)
+class Secret:
+    """What opens a space's vault without a member's device: its recovery key (the device is
+    then signed onto the roster as a writer named `member`) or its passphrase."""
+
+    member: str
+    recovery_key: bytes | None = None
+    passphrase: str | None = None
+
+
+def recover_space(
+    home: Path,
+    name: str,
+    url: str,
+    token: str | None,
+    secret: Secret,
+    *,
+    store_token: bool = True,
+    at: str | None = None,
+    progress: Progress | None = None,
+    page_rows: int = DEFAULT_PAGE_ROWS,
+    salvage: bool = False,
+    policy: RetryPolicy | None = None,
+    insecure_http: bool = False,
+) -> RestoreResult:
+    """Restore the space `name` into `home` with its recovery key (or passphrase), when no
+    member's device is left to invite this one: the same verified streaming restore, every
+    record checked against the roster as the recovery key verifies it (with the passphrase
+    alone: as found), then this device signed onto that roster as a writer named
+    `secret.member`. `RejectedRecords` as `restore_space`."""
+    scope = spaces.scope(name)
+    vaults.check_member_name(secret.member)
+    retry = policy or RetryPolicy()
+    with Remote(to_base_url(url), token, insecure_http=insecure_http) as remote:
+        access = _recovered(
+            lambda sql, args: remote.execute(sql, args, retry), to_base_url(url), scope, secret
+        )
+    with _refused(name):
+        return restore(
+            home,
+            scope,
+            url,
+            token,
+            recovery_key=secret.recovery_key,
+            passphrase=secret.passphrase,
+            store_token=store_token,
+            at=at,
+            progress=progress,
+            page_rows=page_rows,
+            policy=policy,
+            salvage=salvage,
+            insecure_http=insecure_http,
+            member=access,
+        )
+
+
+def _recovered(select: find_vault.Select, base: str, scope: str, secret: Secret) -> MemberAccess:
+    """The space's vault opened with its secret, its roster checked with the recovery key,
+    and the check of every record against that roster."""
+    opened = _open(select, base, scope, secret)
+    bodies = roster_pin.read_bodies(select, opened.tag)
+    view = restore_roster(scope, bodies, secret.recovery_key)
+    ring = KeyRing.unlocked(scope, opened.epoch, opened.key, select, opened.tag)
+    writers = _Writers(authors.record_check(view, ring.id_key, scope))
+    unlocked: Unlock = "passphrase" if secret.recovery_key is None else "recovery-key"
+    return MemberAccess(opened, view, writers.verify, writers.stored, unlocked, secret.member)
+
+
+def _open(select: find_vault.Select, base: str, scope: str, secret: Secret) -> Opened:
+    """The space's vault as its recovery key or passphrase opens it, said as a space's."""
+    name = spaces.space_of(scope)
+    try:
+        if secret.recovery_key is not None:
+            return find_vault.open_with_recovery_key(select, base, scope, secret.recovery_key)
+        assert secret.passphrase is not None
+        return find_vault.open_with_passphrase(select, base, scope, secret.passphrase)
+    except NothingToRestore:
+        given = "recovery key" if secret.recovery_key is not None else "passphrase"
+        raise NothingToRestore(
+            f"{base} holds no vault of space {name!r} that this {given} opens (another key, "
+            "another space name or another server); nothing was written"
+        ) from None
+
+
+def include_recovered(mem: Memory, name: str) -> Role:
+    """After `recover_space`: `mem`'s agent includes the space with the role the roster gives
+    this device (a writer, signed on by the recovery key); restored with the passphrase alone
+    the device is not on the roster, and the agent reads the space only."""
+    with mem.open_space(name) as space, SyncEngine(space) as engine:
+        try:
+            return vaults.adopt(mem, engine)
+        except NotFound:
+            spaces.adopt(mem.db, name, mem.agent_id, READER, mem.now())
+            return READER
+
+
+@contextmanager
+def _refused(name: str) -> Iterator[None]:
+    """A record the space's check refuses (`TamperedData` itself, not a subclass) said as a
+    pull's refusal (`RejectedRecords`, exit 48)."""
+    try:
+        yield
     except crypto.TamperedData as exc:
         if type(exc) is not crypto.TamperedData:
             raise
@@ -121,7 +237,8 @@ def _joined(session: SyncEngine, name: str, policy: RetryPolicy | None) -> _Join
     if s is None or s.status != "ready":
         raise NotInitialised(
             f"this home is not a member of space {name!r}: join it first (`tiermem spaces "
-            f"join {name}`, a writer runs `tiermem spaces invite`), which restores it"
+            f"join {name}`, a writer runs `tiermem spaces invite`), which restores it; with "
+            f"the space's recovery key, `tiermem restore --space {name} --url URL`"
         )
     epochs.refresh_epoch(session, policy)
     s = session.require_ready()

@@ -3,7 +3,9 @@
 `restore` brings the critical state first (the agent is usable as soon as it says so), then
 streams every memory with a progress bar on a terminal (nothing but the result with --json),
 and finishes an interrupted restore when run again; `restore --space NAME` does the same for a
-shared space this home joined, with this device's keys and every writer's signature checked.
+shared space this home joined, with this device's keys and every writer's signature checked,
+and `restore --space NAME --url URL` for a space no device of which is left, with its recovery
+key (or passphrase).
 `sync check` exits with a distinct code per damage class (see `tiermem.sync.restore.check`).
 """
 
@@ -175,7 +177,8 @@ def _sync_config(home: Path) -> SyncConfig:
 @click.option(
     "--space",
     metavar="NAME",
-    help="Restore a shared space this home joined (`spaces join`), with this device's keys.",
+    help="Restore a shared space: one this home joined, with this device's keys; with --url, "
+    "into any home with the space's recovery key (or passphrase).",
 )
 @click.option("--url", help="Database URL (default $TIERMEM_SYNC_URL).")
 @click.option("--agent-id", "agent", help="Agent to restore (default: the global --agent-id).")
@@ -225,16 +228,20 @@ def restore_cmd(
     The server's copy is checked against the vault's manifests first: a rolled-back, deleted
     or replayed record stops it (exit 45, 46, 47) before anything is written. Run it again
     after an interruption: it continues where it stopped. With --space, a record not signed by
-    a writer of the space stops it (exit 48)."""
+    a writer of the space stops it (exit 48); with --space and --url, the recovery key signs
+    this device onto the space's roster as a writer named after the agent."""
     bound = None if at is None else parse_at(at)
-    if space is not None:
-        given = {"--url": url, "--agent-id": agent, "--passphrase": use_passphrase}
-        given |= {"--stdin": from_stdin, "--insecure-http": insecure_http}
-        extra = [name for name, value in given.items() if value]
+    if space is not None and agent is not None:
+        raise InvalidInput("restore --space restores the space for the global --agent-id")
+    if space is not None and url is None:
+        given = {"--passphrase": use_passphrase, "--stdin": from_stdin}
+        extra = [
+            name for name, value in (given | {"--insecure-http": insecure_http}).items() if value
+        ]
         if extra:
             raise InvalidInput(
-                f"restore --space uses this device's own keys and the space's server: "
-                f"{', '.join(extra)} do(es) not apply"
+                f"restore --space without --url uses this device's own keys and the space's "
+                f"server: {', '.join(extra)} do(es) not apply"
             )
         _restore_space(opts, space, bound, page_rows, salvage)
         return
@@ -243,6 +250,15 @@ def restore_cmd(
     token, token_from_env = sync_token(url)
     recovery_key, passphrase = _unlock_secret(use_passphrase, from_stdin)
     show = not opts.json and sys.stderr.isatty()
+    if space is not None:
+        secret = space_restore.Secret(opts.agent_id, recovery_key, passphrase)
+        chosen: dict[str, Any] = {"store_token": not token_from_env, "at": bound}
+        chosen |= {
+            "salvage": salvage,
+            "page_rows": page_rows or _sync_config(home).restore_page_rows,
+        }
+        _recover_space(opts, home, space, (url, token), secret, show, insecure_http, chosen)
+        return
     with progress_bar(show) as progress:
         try:
             result = restore(
@@ -293,10 +309,46 @@ def _restore_space(
     emit(opts, asdict(result) | {"space": name}, lambda: _restore_text(result))
 
 
+def _recover_space(
+    opts: Options,
+    home: Path,
+    name: str,
+    server: tuple[str, str | None],
+    secret: space_restore.Secret,
+    show: bool,
+    insecure_http: bool,
+    given: dict[str, Any],
+) -> None:
+    """`restore --space NAME --url URL`: the space's vault into this home with its recovery
+    key (or passphrase), this device signed on as a writer named after the agent, which then
+    includes the space (`spaces.restore.recover_space`)."""
+    url, token = server
+    with progress_bar(show, "the space") as progress:
+        result = _space_errors(
+            name,
+            lambda: space_restore.recover_space(
+                home, name, url, token, secret, progress=progress, insecure_http=insecure_http,
+                **given,
+            ),
+        )  # fmt: skip
+    with opts.open(create=True) as mem:
+        role = space_restore.include_recovered(mem, name)
+    emit(
+        opts,
+        asdict(result) | {"space": name, "role": role, "member": secret.member},
+        lambda: _restore_text(result) + f"\n{opts.agent_id!r} includes space {name!r} as a {role}",
+    )
+
+
 def restored_space(mem: Memory, name: str, **given: Any) -> RestoreResult:
     """`spaces.restore.restore_space`, with a network failure said as a restore's is."""
+    return _space_errors(name, lambda: space_restore.restore_space(mem, name, **given))
+
+
+def _space_errors(name: str, run: Callable[[], RestoreResult]) -> RestoreResult:
+    """A space's restore, with a network failure said as a restore's is."""
     try:
-        return space_restore.restore_space(mem, name, **given)
+        return run()
     except AuthFailed as exc:
         raise SyncFailed(
             f"restore of space {name!r} stopped: {exc}; give a valid token (${ENV_TOKEN}) and "
