@@ -1,6 +1,7 @@
-"""Graph: the knowledge graph's entities, most mentioned first (`/` filters them by name or
-alias); the highlighted one's relations with their time spans, and the memories and episodes
-that mention it."""
+"""Graph: the knowledge graph's entities, most mentioned first; `/` searches the agent's graph
+and every space it includes, as `tiermem graph search` does (`core.scoped.graph_search`: a
+name or a question), each entity labelled with its space; the highlighted one's relations with
+their time spans, and the memories and episodes that mention it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
-from tiermem.core import episodes
+from tiermem.core import episodes, scoped
 from tiermem.core import graph as graphmod
 from tiermem.core.engine import Memory
 from tiermem.core.graph import view
@@ -31,8 +32,21 @@ NO_ENTITIES = "no entities yet: conversations add them"
 
 
 @dataclass(frozen=True)
+class Listed:
+    """One entity row: the entity, and the space whose graph holds it (None: the agent's)."""
+
+    entity: Entity
+    space: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The row's key: an entity id is unique within its scope only."""
+        return self.entity.id if self.space is None else f"{self.space}/{self.entity.id}"
+
+
+@dataclass(frozen=True)
 class GraphData:
-    entities: list[Entity]
+    entities: list[Listed]
     total: int  # the agent's entities, listed or not
     relations: int
     episodes: int
@@ -49,10 +63,11 @@ def entity_text(data: dict[str, Any]) -> Content:
     """The detail pane: relations with spans, then what mentions the entity."""
     lines = [
         markup(
-            "[b]$name[/b] [dim]$kind · $id[/dim]",
+            "[b]$name[/b] [dim]$kind · $id$space[/dim]",
             name=data["name"],
             kind=data["kind"],
             id=data["id"],
+            space=f" · space {data['space']}" if data.get("space") else "",
         )
     ]
     if data["aliases"]:
@@ -100,11 +115,14 @@ class GraphScreen(DataScreen[GraphData]):
         super().__init__()
         self._selected: str | None = None
         self._filter = ""
+        self._rows: dict[str, Listed] = {}
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(classes="split", id="graph-body"):
             with Vertical(id="graph-left"):
-                yield Input(placeholder="/ filter by name…", id="entity-filter", compact=True)
+                yield Input(
+                    placeholder="/ search: a name or a question…", id="entity-filter", compact=True
+                )
                 yield PlainTable(id="entities", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="entity-side"):
                 yield Static(f"[dim]{NO_ENTITIES}[/dim]", id="entity")
@@ -112,7 +130,7 @@ class GraphScreen(DataScreen[GraphData]):
     def on_mount(self) -> None:
         table = self.query_one("#entities", DataTable)
         table.border_title = "Entities"
-        table.add_columns("name", "kind", "mentions")
+        table.add_columns("name", "kind", "mentions", "space")
         self.query_one("#entity-side").border_title = "Relations and mentions"
         table.focus()
 
@@ -124,21 +142,29 @@ class GraphScreen(DataScreen[GraphData]):
     def fetch(self, memory: Memory) -> GraphData:
         store = graphmod.store_for(memory)
         total, relations = store.count()
-        listed = store.entities(query=self._filter, limit=ENTITIES)
+        query = self._filter.strip()
+        if query and memory.cfg.memory_on(memory.agent_id):
+            listed = searched(memory, query)
+        else:  # the whole list, or (memory off) the person's own graph by name
+            listed = [Listed(e) for e in store.entities(query=query, limit=ENTITIES)]
         found = episodes.count(memory.db, memory.agent_id)
-        return GraphData(listed, total, relations, found, bool(self._filter.strip()))
+        return GraphData(listed, total, relations, found, bool(query))
 
     def show(self, data: GraphData) -> None:
         table = self.query_one("#entities", DataTable)
         table.clear()
-        for e in data.entities:
-            table.add_row(one_line(e.name, 28), e.kind, count(e.mentions), key=e.id)
+        self._rows = {row.key: row for row in data.entities}
+        for listed in data.entities:
+            e = listed.entity
+            table.add_row(
+                one_line(e.name, 28), e.kind, count(e.mentions), listed.space or "", key=listed.key
+            )
         table.border_subtitle = (
             f"{entities_shown(data)} · {count(data.relations)} relations · "
             f"{count(data.episodes)} episodes"
         )
         if data.entities:
-            ids = [e.id for e in data.entities]
+            ids = [e.key for e in data.entities]
             row = ids.index(self._selected) if self._selected in ids else 0
             table.move_cursor(row=row, animate=False)
             self._open(ids[row])
@@ -170,21 +196,39 @@ class GraphScreen(DataScreen[GraphData]):
         if event.row_key.value is not None and event.row_key.value != self._selected:
             self._open(event.row_key.value)
 
-    def _open(self, entity_id: str) -> None:
-        self._selected = entity_id
+    def _open(self, key: str) -> None:
+        self._selected = key
         memory = self.tiermem.memory
-        if memory is not None:
-            self._load_entity(memory, entity_id)
+        row = self._rows.get(key)
+        if memory is not None and row is not None:
+            self._load_entity(memory, row)
 
     @work(thread=True, exclusive=True, group="entity", exit_on_error=False)
-    def _load_entity(self, memory: Memory, entity_id: str) -> None:
+    def _load_entity(self, memory: Memory, row: Listed) -> None:
         try:
-            data = view.entity_view(memory, entity_id)
+            if row.space is None:
+                data = view.entity_view(memory, row.entity.id)
+            else:
+                with memory.open_space(row.space) as space:
+                    data = view.entity_view(space, row.entity.id)
         except Exception as exc:
             self.post_message(ActionFailed(describe_error(exc)))
             return
-        self.post_message(EntityLoaded(data))
+        self.post_message(EntityLoaded(data | {"space": row.space, "key": row.key}))
 
     def on_entity_loaded(self, message: EntityLoaded) -> None:
-        if message.data["id"] == self._selected:
+        if message.data["key"] == self._selected:
             self.query_one("#entity", Static).update(entity_text(message.data))
+
+
+def searched(memory: Memory, query: str) -> list[Listed]:
+    """What `graph search` finds for `query` in the agent's graph and every space it includes
+    (`core.scoped.graph_search`), best first, each entity with its space."""
+    found = scoped.graph_search(memory, query)
+    return [
+        Listed(
+            Entity(e["id"], e["name"], e["kind"], (e["name"], *e["aliases"]), e["mentions"]),
+            e["space"],
+        )
+        for e in found["entities"][:ENTITIES]
+    ]
