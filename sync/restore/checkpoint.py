@@ -58,6 +58,9 @@ class PruneState:
     horizon: str | None = None
     checkpoint: Whole | None = None
     damaged: list[str] = field(default_factory=list)
+    late: list[str] = field(default_factory=list)
+    """Of `damaged`: parts under an ended epoch written after its rotation (left out; a prune
+    builds on the rest)."""
 
     @property
     def newest(self) -> str:
@@ -106,10 +109,12 @@ def state_of_rows(
             row.epoch, row.seq, row.record_id, row.version, row.envelope, listing=True
         )
         if late:
-            state.damaged.append(
-                f"a prune record is sealed under the ended key epoch {row.epoch} but written "
-                f"after the signed rotation to epoch {late} (by a removed device or the server)"
+            state.late.append(
+                f"a prune record (seq {row.seq}) is sealed under the ended key epoch "
+                f"{row.epoch} but written after the signed rotation to epoch {late} (by a "
+                "removed device or the server)"
             )
+            state.damaged.append(state.late[-1])
             continue
         try:
             plaintext = records.open_row(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from tiermem.core.db import Database
 from tiermem.core.errors import ServerRollback
 from tiermem.sync import crypto, records
+from tiermem.sync.crypto.roster import RosterView
 from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.restore.checkpoint import (
     PruneState,
@@ -58,10 +59,16 @@ class Previous:
 
 
 def read_previous(
-    select: Select, db: Database, agent_id: str, ring: KeyRing, tag: bytes
+    select: Select,
+    db: Database,
+    agent_id: str,
+    ring: KeyRing,
+    tag: bytes,
+    roster: RosterView | None = None,
 ) -> Previous:
     """The prune record's state from this device's copy when the server's versions match it,
-    else downloaded (ServerRollback: the server's checkpoint is older than the copy's)."""
+    else downloaded (ServerRollback: the server's checkpoint is older than the copy's); parts
+    are judged by `roster` as a restore judges them (`checkpoint.state_of_rows`)."""
     rid = prune_record_id(ring)
     served = [_served(row) for row in select(*store.version_fingerprints(tag, rid)).rows]
     copy = _load(db, agent_id, tag, rid)
@@ -70,7 +77,7 @@ def read_previous(
     reason, held = NO_COPY, 0
     if copy and sorted(f for _, f in served) == sorted(_fingerprint(r) for r in copy):
         seqs = {f[0]: seq for seq, f in served}
-        state = state_of_rows((_at(r, seqs[r.version]) for r in copy), ring)
+        state = state_of_rows((_at(r, seqs[r.version]) for r in copy), ring, roster)
         if not state.damaged:
             return Previous(state)
         reason = TAMPERED_COPY
@@ -79,7 +86,7 @@ def read_previous(
         reason = TAMPERED_COPY if mine.damaged else OTHER_PRUNE
         held = 0 if mine.damaged or mine.checkpoint is None else mine.checkpoint.number
     rows = tuple(prune_rows(select, tag, rid))
-    state = state_of_rows(rows, ring)
+    state = state_of_rows(rows, ring, roster)
     number = state.checkpoint.number if state.checkpoint else 0
     if held > number and not state.damaged:
         raise ServerRollback(

@@ -15,7 +15,16 @@ so an interrupted prune leaves a vault that still checks whole. The horizon H is
 every record's version as of then is still there.
 
 **The previous checkpoint** comes from this device's copy of it when the server's parts are
-that copy (`checkpoint_copy`), else it is downloaded; the report says which, and why."""
+that copy (`checkpoint_copy`), else it is downloaded; the report says which, and why.
+
+**Rotations.** A prune first learns of the newest key epoch and the signed roster, so it seals
+the checkpoint under the newest epoch (its first write carries the epoch guard a push does: a
+rotation landing meanwhile makes it seal again) and judges rows as a restore does
+(`verify.fenced`): a manifest or checkpoint part a removed device (or the server) wrote under
+an ended epoch after its rotation is not compacted, its lines never reach the checkpoint, and
+the report names it as damage. A version is deleted only when a newer version of its record is
+listed, so a row nothing lists never makes a listed one go, and the horizon is the newest of the
+oldest listed versions kept of the records that lose one."""
 
 from __future__ import annotations
 
@@ -27,6 +36,8 @@ from typing import Final
 
 from tiermem.core.errors import InvalidInput, ServerRollback
 from tiermem.sync import crypto, hlc, records
+from tiermem.sync.crypto.roster import RosterView
+from tiermem.sync.devices import epochs, roster_pin
 from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.manifest import (
     CHECKPOINT_WITNESS,
@@ -43,6 +54,7 @@ from tiermem.sync.restore.checkpoint import (
     prune_record_id,
     read_prune_state,
 )
+from tiermem.sync.restore.verify import fenced
 from tiermem.sync.session import Session
 from tiermem.sync.state import Settings
 from tiermem.sync.vault import store
@@ -72,6 +84,13 @@ WRITE_BYTES: Final = 2 * 1024 * 1024
 _DAY_MS: Final = 86_400_000
 _DOOMED_PAGE: Final = 20_000
 """Doomed rows per request (about 130 bytes of JSON each)."""
+EPOCH_TRIES: Final = 3
+"""Prunes prepared at most while rotations keep landing between the read and the write."""
+
+
+class _StaleEpoch(Exception):
+    """The server holds a newer key epoch than the checkpoint was sealed under: nothing was
+    written."""
 
 
 def prune_horizon(
@@ -121,6 +140,7 @@ class PruneResult:
     raced: bool = False  # another device pruned meanwhile: nothing was written
     previous: str = ""  # the previous checkpoint: 'copy' (this device's), 'downloaded' or ''
     downloaded_because: str = ""  # why this device's copy did not serve
+    damaged: tuple[str, ...] = ()  # rows written under an ended epoch after its rotation
 
 
 def prune(
@@ -139,29 +159,53 @@ def prune(
         raise InvalidInput("keep at least one version of each record")
     if keep_days < 0:
         raise InvalidInput("keep_days must not be negative")
-    s = engine.require_ready()
-    server = _Server(engine, s, policy or RetryPolicy())
+    policy = policy or RetryPolicy()
+    for _ in range(EPOCH_TRIES):
+        try:
+            return _prune_once(engine, (keep_versions, keep_days), policy, batch_rows, started)
+        except _StaleEpoch:
+            continue
+    raise crypto.TamperedData(
+        "the vault's key kept rotating while this prune was prepared; nothing was pruned, run "
+        "the command again"
+    )
+
+
+def _prune_once(
+    engine: Session,
+    keep: tuple[int, float],
+    policy: RetryPolicy,
+    batch_rows: int,
+    started: float,
+) -> PruneResult:
+    """One prune at the newest key epoch (`_StaleEpoch`: a rotation landed before the write)."""
+    epochs.refresh_epoch(engine, policy)  # seal under the newest epoch, judge rows by its roster
+    roster = roster_pin.verified(engine, fresh=True)
+    server = _Server(engine, engine.require_ready(), policy)
     ring = KeyRing.of_engine(engine)
     previous = checkpoint_copy.read_previous(
-        server.select, engine.db, engine.agent_id, ring, server.tag
+        server.select, engine.db, engine.agent_id, ring, server.tag, roster
     )
     state = previous.state
-    if state.damaged:
-        raise crypto.TamperedData(f"{state.damaged[0]}; run `tiermem sync check`")
+    refused = [d for d in state.damaged if d not in state.late]
+    if refused:
+        raise crypto.TamperedData(f"{refused[0]}; run `tiermem sync check`")
     upto = int(str(server.select(*store.last_seq(server.tag)).rows[0][0]))
-    manifests = _manifests(server, ring, upto)
+    manifests, late = _manifests(server, ring, upto, roster)
+    damaged = (*state.late, *late)
     exempt = [prune_record_id(ring), *_manifest_rids(server, ring)]
-    doomed, horizon, total, distinct = _plan(server, upto, exempt, keep_versions, keep_days)
-    counts = (keep_versions, keep_days, total, distinct)
+    doomed, total, distinct = _plan(server, upto, exempt, keep)
+    doomed, horizon = _listed_doomed(doomed, _lines(state, manifests, []))
+    counts = (keep[0], keep[1], total, distinct)
     if not doomed and not manifests:
         if previous.downloaded:  # verified: the next prune need not download it again
             with engine.db.transaction():
                 checkpoint_copy.save(engine.db, engine.agent_id, server.tag, previous.downloaded)
-        return _result(counts, 0, state.horizon, server, started, previous=previous)
+        return _result(
+            counts, 0, state.horizon, server, started, previous=previous, damaged=damaged
+        )
     horizon = max(filter(None, (horizon, state.horizon)), default=None)
-    parts, checkpoint = _write_checkpoint(
-        server, ring, state, manifests, doomed, horizon, keep_versions
-    )
+    parts, checkpoint = _write_checkpoint(server, ring, state, manifests, doomed, horizon, keep[0])
     if not parts:
         return _result(counts, 0, state.horizon, server, started, raced=True, previous=previous)
     part_versions = {r.version for r in parts}
@@ -180,6 +224,7 @@ def prune(
         compacted=len(manifests),
         checkpoint=checkpoint,
         previous=previous,
+        damaged=damaged,
     )
 
 
@@ -194,6 +239,7 @@ def _result(
     checkpoint: Checkpoint | None = None,
     raced: bool = False,
     previous: checkpoint_copy.Previous | None = None,
+    damaged: tuple[str, ...] = (),
 ) -> PruneResult:
     keep, days, total, distinct = counts
     return PruneResult(
@@ -211,6 +257,7 @@ def _result(
         raced=raced,
         previous=previous.source if previous else "",
         downloaded_because=previous.reason if previous else "",
+        damaged=damaged,
     )
 
 
@@ -237,11 +284,15 @@ def _manifest_rids(server: _Server, ring: KeyRing) -> list[bytes]:
     return [records.record_id(ring.id_key, records.MANIFEST_TABLE, d.hex()) for d in devices]
 
 
-def _manifests(server: _Server, ring: KeyRing, upto: int) -> list[tuple[Manifest, int]]:
+def _manifests(
+    server: _Server, ring: KeyRing, upto: int, roster: RosterView | None
+) -> tuple[list[tuple[Manifest, int]], list[str]]:
     """Every manifest up to seq `upto`, authenticated, with its seq (TamperedData if one fails:
-    a prune never compacts what it cannot read)."""
+    a prune never compacts what it cannot read), and why those written under an ended epoch
+    after its rotation (`fenced`) are left out."""
     rids = _manifest_rids(server, ring)
     out: list[tuple[Manifest, int]] = []
+    late: list[str] = []
     for i in range(0, len(rids), 50):
         chunk, after, limit = rids[i : i + 50], 0, 200
         while True:
@@ -249,12 +300,16 @@ def _manifests(server: _Server, ring: KeyRing, upto: int) -> list[tuple[Manifest
             result, limit = records.fit_page(page, limit)
             for raw in result.rows:
                 row = records.remote_row(tuple(raw))
-                if row.seq <= upto:
+                why = fenced(roster, row, listing=True)
+                if why is not None:
+                    device = row.device_id.hex()[:12]
+                    late.append(f"a push of device {device}… (seq {row.seq}) is {why}")
+                elif row.seq <= upto:
                     out.append((_open_manifest(ring, row), row.seq))
             if len(result.rows) < limit:
                 break
             after = records.server_int(result.rows[-1][0])
-    return out
+    return out, late
 
 
 def _manifest_page(server: _Server, rids: list[bytes], after: int, limit: int) -> ResultSet:
@@ -272,13 +327,13 @@ def _open_manifest(ring: KeyRing, row: records.RemoteRow) -> Manifest:
 
 
 def _plan(
-    server: _Server, upto: int, exempt: Sequence[bytes], keep: int, days: float
-) -> tuple[list[tuple[int, bytes, str]], str | None, int, int]:
-    """(doomed rows: seq, record id, version; the horizon they leave; rows; distinct records)
-    in the snapshot, as the server chooses them."""
+    server: _Server, upto: int, exempt: Sequence[bytes], keep: tuple[int, float]
+) -> tuple[list[tuple[int, bytes, str]], int, int]:
+    """(doomed rows: seq, record id, version; rows; distinct records) in the snapshot, as the
+    server chooses them."""
+    days = keep[1]
     before = "~" if days == 0 else f"{int(server.engine.mem.now() * 1000 - days * _DAY_MS):018d}"
-    policy = (keep, before)
-    horizon_rs = server.select(*store.prune_horizon(server.tag, upto, exempt, policy))
+    policy = (keep[0], before)
     size_rs = server.select(*store.count_upto(server.tag, upto))
     doomed: list[tuple[int, bytes, str]] = []
     after, limit = 0, _DOOMED_PAGE
@@ -292,9 +347,23 @@ def _plan(
         if len(result.rows) < limit:
             break
         after = doomed[-1][0]
-    horizon = horizon_rs.rows[0][0] if horizon_rs.rows else None
     total, distinct = (records.server_int(v) for v in size_rs.rows[0])
-    return doomed, horizon if isinstance(horizon, str) else None, total, distinct
+    return doomed, total, distinct
+
+
+def _listed_doomed(
+    doomed: list[tuple[int, bytes, str]], lines: tuple[ManifestEntry, ...]
+) -> tuple[list[tuple[int, bytes, str]], str | None]:
+    """The doomed rows a newer listed version of their record stands for (a row no line lists,
+    such as one a removed device injected, never makes a listed one go), and the horizon they
+    leave: the newest of the oldest listed versions kept of the records that lose one."""
+    listed: dict[str, list[str]] = {}
+    for e in lines:
+        listed.setdefault(e.record_id, []).append(e.version)
+    kept = [d for d in doomed if max(listed.get(d[1].hex(), [""])) > d[2]]
+    gone = {(rid.hex(), v) for _, rid, v in kept}
+    oldest = [min(v for v in listed[rid] if (rid, v) not in gone) for rid in {r for r, _ in gone}]
+    return kept, max(oldest, default=None)
 
 
 def _doomed_page(
@@ -362,23 +431,24 @@ def _write_checkpoint(
     rid = prune_record_id(ring)
     rows: list[store.RecordRow] = []
     last = hlc.parse(s.hlc) if s.hlc else None
+    epoch, key = epochs.sealing_key(engine, s.epoch)
     for i, chunk in enumerate(chunks):
         last = hlc.tick(last, int(engine.mem.now() * 1000), s.device_id.hex())
         part = Checkpoint(number, i, len(chunks), covers, horizon, chunk)
         envelope = crypto.seal_record(
-            ring.key(s.epoch),
-            s.epoch,
+            key,
+            epoch,
             crypto.RecordContext(engine.agent_id, PRUNE_TABLE, rid, str(last), s.device_id),
             encode_checkpoint(part, keep),
         )
-        rows.append((tag, rid, str(last), s.epoch, s.device_id, envelope))
+        rows.append((tag, rid, str(last), epoch, s.device_id, envelope))
     with engine.db.transaction():
         engine.db.execute(
             "UPDATE sync_state SET hlc = ? WHERE agent_id = ? AND hlc < ?",
             (str(last), engine.agent_id, str(last)),
         )
     whole = Checkpoint(number, 0, 1, covers, horizon, lines)
-    if not _send_parts(server, rid, state.newest, rows):
+    if not _send_parts(server, rid, state.newest, rows, epoch):
         return [], whole
     return [records.RemoteRow(0, rid, v, e, d, env) for _, _, v, e, d, env in rows], whole
 
@@ -398,9 +468,12 @@ def _parts(lines: tuple[ManifestEntry, ...]) -> list[tuple[ManifestEntry, ...]]:
     return parts
 
 
-def _send_parts(server: _Server, rid: bytes, newest: str, rows: list[store.RecordRow]) -> bool:
-    """The parts in requests of about `WRITE_BYTES`, the first behind the prune guard. False:
-    the guard failed (another prune won), nothing was written."""
+def _send_parts(
+    server: _Server, rid: bytes, newest: str, rows: list[store.RecordRow], epoch: int
+) -> bool:
+    """The parts in requests of about `WRITE_BYTES`, the first behind the epoch guard (a
+    rotation since the read: `_StaleEpoch`) and the prune guard. False: the prune guard failed
+    (another prune won), nothing was written."""
     batches: list[list[store.RecordRow]] = [[]]
     for row in rows:
         if batches[-1] and sum(len(r[5]) for r in batches[-1]) + len(row[5]) > WRITE_BYTES:
@@ -409,11 +482,16 @@ def _send_parts(server: _Server, rid: bytes, newest: str, rows: list[store.Recor
     for i, batch in enumerate(batches):
         statements = store.append_records(batch)
         if i == 0:
-            statements.insert(0, store.prune_guard(server.tag, rid, newest))
+            statements[:0] = [
+                epochs.epoch_guard(server.tag, epoch),
+                store.prune_guard(server.tag, rid, newest),
+            ]
         try:
             server.call(functools.partial(_batch, statements=statements))
         except SqlError as exc:
-            if i == 0 and exc.statement == 0 and "overflow" in str(exc).lower():
+            if i == 0 and epochs.is_epoch_guard_failure(exc, 0):
+                raise _StaleEpoch from None
+            if i == 0 and exc.statement == 1 and "overflow" in str(exc).lower():
                 return False
             raise
     return True

@@ -460,9 +460,10 @@ def _prune_text(r: PruneResult) -> str:
         "copy": "\nthe previous checkpoint was this device's copy: nothing of it downloaded",
         "downloaded": f"\nthe previous checkpoint was downloaded: {r.downloaded_because}",
     }.get(r.previous, "")
+    damaged = "".join(f"\ndamage (not compacted): {d}" for d in r.damaged)
     return (
         f"pruned {r.deleted} old version(s), kept {r.kept} (newest {r.keep}{younger} of each of "
-        f"{r.records} record(s)) in {r.seconds:.2f} s{compacted}{previous}\n{horizon}"
+        f"{r.records} record(s)) in {r.seconds:.2f} s{compacted}{previous}\n{horizon}{damaged}"
     )
 
 
@@ -495,3 +496,9 @@ def sync_prune(opts: Options, keep: int | None, days: float | None) -> None:
         except HranaError as exc:
             raise SyncFailed(f"sync prune could not finish: {exc}", exc.exit_code) from None
     emit(opts, asdict(result), lambda: _prune_text(result))
+    if result.damaged:
+        raise checkmod.DamageFound(
+            f"sync prune found damage: {len(result.damaged)} row(s) written under an ended key "
+            "epoch after its rotation; run `tiermem sync check`",
+            checkmod.DAMAGE_EXIT_CODES["tampered"],
+        )
