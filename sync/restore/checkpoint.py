@@ -118,7 +118,7 @@ def state_of_rows(
             continue
         try:
             plaintext = records.open_row(
-                ring.key(row.epoch), ring.agent_id, records.PRUNE_TABLE, row
+                ring.key(row.epoch), ring.agent_id, records.PRUNE_TABLE, row, ring.verify
             )
             horizon = decode_horizon(plaintext)
             part = decode_checkpoint(plaintext)

@@ -56,6 +56,7 @@ from tiermem.sync.restore.checkpoint import (
 )
 from tiermem.sync.restore.verify import fenced
 from tiermem.sync.session import Session
+from tiermem.sync.spaces import authors
 from tiermem.sync.state import Settings
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import Args, HranaClient, ResultSet, SqlError
@@ -183,6 +184,7 @@ def _prune_once(
     roster = roster_pin.verified(engine, fresh=True)
     server = _Server(engine, engine.require_ready(), policy)
     ring = KeyRing.of_engine(engine)
+    ring.verify = authors.verifier(engine)  # a space's records: signed by a writer
     previous = checkpoint_copy.read_previous(
         server.select, engine.db, engine.agent_id, ring, server.tag, roster
     )
@@ -318,7 +320,9 @@ def _manifest_page(server: _Server, rids: list[bytes], after: int, limit: int) -
 
 def _open_manifest(ring: KeyRing, row: records.RemoteRow) -> Manifest:
     try:
-        plain = records.open_row(ring.key(row.epoch), ring.agent_id, records.MANIFEST_TABLE, row)
+        plain = records.open_row(
+            ring.key(row.epoch), ring.agent_id, records.MANIFEST_TABLE, row, ring.verify
+        )
         return decode_manifest(plain, row.device_id.hex())
     except crypto.CryptoError as exc:
         raise crypto.TamperedData(
@@ -432,15 +436,12 @@ def _write_checkpoint(
     rows: list[store.RecordRow] = []
     last = hlc.parse(s.hlc) if s.hlc else None
     epoch, key = epochs.sealing_key(engine, s.epoch)
+    sign = _signer(engine, s)
     for i, chunk in enumerate(chunks):
         last = hlc.tick(last, int(engine.mem.now() * 1000), s.device_id.hex())
         part = Checkpoint(number, i, len(chunks), covers, horizon, chunk)
-        envelope = crypto.seal_record(
-            key,
-            epoch,
-            crypto.RecordContext(engine.agent_id, PRUNE_TABLE, rid, str(last), s.device_id),
-            encode_checkpoint(part, keep),
-        )
+        ctx = crypto.RecordContext(engine.agent_id, PRUNE_TABLE, rid, str(last), s.device_id)
+        envelope = crypto.seal_record(key, epoch, ctx, sign(ctx, encode_checkpoint(part, keep)))
         rows.append((tag, rid, str(last), epoch, s.device_id, envelope))
     with engine.db.transaction():
         engine.db.execute(
@@ -451,6 +452,15 @@ def _write_checkpoint(
     if not _send_parts(server, rid, state.newest, rows, epoch):
         return [], whole
     return [records.RemoteRow(0, rid, v, e, d, env) for _, _, v, e, d, env in rows], whole
+
+
+def _signer(engine: Session, s: Settings) -> records.Signer:
+    """How the prune record's parts are signed: by a shared space's writer, as every record of
+    the space (so neither a reader nor the server can write one); an agent's, not at all."""
+    sign_for = authors.signer(engine, s)
+    if sign_for is None:
+        return lambda ctx, payload: payload
+    return sign_for(PRUNE_TABLE, PRUNE_KEY)
 
 
 def _parts(lines: tuple[ManifestEntry, ...]) -> list[tuple[ManifestEntry, ...]]:

@@ -231,8 +231,10 @@ def _remote_steps(
                 else restore_roster(job.agent_id, bodies.result(), recovery_key)
             )
         )
-        vault = _open_vault(select, pool, job.agent_id, opened, unlocked, job.at, pending, roster)
-        vault.ring.verify = None if job.member is None else job.member.verify
+        verify = None if job.member is None else job.member.verify  # before any record opens
+        vault = _open_vault(
+            select, pool, job.agent_id, opened, unlocked, job.at, pending, roster, verify
+        )
         apart = sorted({vault.critical_rid, prune_record_id(vault.ring)})
         # The first pages (newest first) are on their way while the vault is checked
         # (bounded: `PAGES_IN_FLIGHT` ahead of what is stored).
@@ -504,11 +506,13 @@ def _open_vault(
     at: str | None,
     pending: dict[str, Any] | None,
     roster: Future[RosterView | None],
+    verify: records.Verifier | None = None,
 ) -> _Vault:
     """The opened vault's key ring; the prune horizon and (unless resuming) the critical
     states are then read in parallel with the check of the manifests."""
     tag, epoch, by_kind, vault_key = opened.tag, opened.epoch, opened.wraps, opened.key
     ring = KeyRing.unlocked(agent_id, epoch, vault_key, select, tag)
+    ring.verify = verify  # a space's prune record and critical state: signed by a writer
     critical_rid = records.record_id(ring.id_key, records.CRITICAL_TABLE, agent_id)
     pruned = pool.submit(lambda: read_prune_state(select, ring, tag, roster.result()))
     critical = (
