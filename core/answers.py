@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from tiermem.core import frames
 from tiermem.core.current import ANSWERS, QUESTION, day, since, stale_at
 from tiermem.core.db import Database, Row
+from tiermem.core.graph.phrases import OWNER
 from tiermem.core.ranking import (
     ROW_CATEGORY,
     ROW_CREATED,
@@ -103,6 +104,8 @@ class Asked:
     """"user", "~sister" (my sister), or "" when the question names no one."""
     names: frozenset[str]
     """Its other content words (folded): a statement about someone else must name one."""
+    owner: frozenset[str] = frozenset()
+    """The user's own names (folded): a statement naming them is the user's."""
 
 
 def asked(query: str) -> Asked | None:
@@ -159,6 +162,8 @@ def newest(
         return None
     if question.subject[1:] in frames.RELATIVES:  # "my husband" is Chidi when it says so
         question = replace(question, names=question.names | named_as(db, slot, question.subject))
+    if question.subject == "user":  # notes that say "Ravi moved to Pune" of their owner
+        question = replace(question, owner=owner_names(db, slot))
     best: tuple[float, float, Row] | None = None
     since_first = 0
     for found in _said_by(db, slot, match, where, when):
@@ -212,6 +217,17 @@ def _said_by(
             break
         upper = min(ids) - 1
     return kept
+
+
+def owner_names(db: Database, slot: int) -> frozenset[str]:
+    """The names the agent's graph knows the user by ("I'm Ravi Shankar": ravi shankar, ravi)."""
+    rows = db.query(
+        "SELECT n.name FROM entity_names n JOIN entities e ON e.agent_id = n.agent_id "
+        "AND e.id = n.entity_id JOIN agents a ON a.agent_id = e.agent_id "
+        "WHERE a.slot = ? AND e.name = ?",
+        (slot, OWNER),
+    )
+    return frozenset(frames.fold(str(r[0])) for r in rows if str(r[0]) != OWNER)
 
 
 NAMES_READ = 20
@@ -283,10 +299,14 @@ def _about(question: Asked, claim: frames.Claim) -> bool:
     named = {claim.subject, *claim.values, *claim.frame}
     mentions = bool(question.names & named) or bool({stem(n) for n in question.names} & named)
     if question.subject:  # "my sister Rita": her name or "my sister"; and what else it names
-        whose = claim.subject == question.subject or claim.subject in question.names
+        whose = (
+            claim.subject == question.subject
+            or claim.subject in question.names
+            or (question.subject == "user" and claim.subject in question.owner)
+        )
         return whose and (not question.names or mentions)
     if not question.names:
-        return claim.subject == "user"
+        return claim.subject == "user" or claim.subject in question.owner
     return mentions
 
 

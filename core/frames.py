@@ -492,10 +492,21 @@ _CAPITAL_TOOLS = frozenset({"go", "signal", "teams", "cursor", "zed"})
 
 
 def _names_slot(folded: list[str], at: int) -> bool:
-    """Whether the slot word at `at` names its attribute here."""
-    if folded[at] not in _AT_WORK:
-        return True
-    return any(w in {"at", "for", "with"} for w in folded[at + 1 : at + 3])
+    """Whether the slot word at `at` names its attribute here: work before an employer, a
+    lead that is someone's ("my team lead", not "was made team lead"), a report upwards
+    ("I report to Hanna", not "four engineers report to him")."""
+    word, before, after = folded[at], folded[max(0, at - 2) : at], folded[at + 1 : at + 3]
+    if word in _AT_WORK:
+        return any(w in {"at", "for", "with"} for w in after)
+    if word == "lead":
+        return bool((_POSSESSIVES | _OWNERS) & set(before)) or after[:1] == ["is"]
+    if word.startswith("report"):
+        return not (after[:1] == ["to"] and after[1:2] and after[1] in _OBJECTS)
+    return True
+
+
+_OWNERS = frozenset({"his", "her", "their", "your"})
+_OBJECTS = frozenset({"me", "him", "her", "us", "them", "you"})
 
 
 def _tool(word: str) -> str:

@@ -63,6 +63,11 @@ class Extraction:
             self.entities[name] = kind
 
 
+_OWNER_LINE = re.compile(r"\s*Owner:\s+([A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)?)\s*[,.;]")
+"""A notes file's owner section as imported ("Owner: Ravi Shankar, works at Kestrel"): the
+user's own name, as "I'm Ravi Shankar" would give it."""
+
+
 def extract(text: str, speaker: str = "", ref: float | None = None) -> Extraction:
     """The entities and relations `text` states, dated against `ref` (the text's own date,
     default now). `speaker` "user" (or "") lets "I" be the owner."""
@@ -79,6 +84,8 @@ def extract(text: str, speaker: str = "", ref: float | None = None) -> Extractio
         state = _Sentence(out, reader, when, speaking)
         for clause in sentence.clauses:
             state.clause(clause)
+    if first_person and (named := _OWNER_LINE.match(text)):
+        out.owner_names.append(names.clean_name(named[1]) or named[1])
     for name in out.owner_names:
         out.entities.pop(name, None)
     for surface, canonical, _ in names.tool_mentions(text):

@@ -369,3 +369,23 @@ def test_a_note_replaced_for_one_fact_still_answers_its_others_as_of_then(
     assert "manchester" in texts(cli, "where do i live", "--limit", "3")[0]  # accra is a plan
     assert "London" in texts(cli, "where was i living", "--as-of", "2026-08-15")[0]
     assert "postgres" in texts(cli, "what database does payroll-api use?")[0]
+
+
+def test_notes_about_their_owner_in_the_third_person_answer_the_owner(
+    cli: Cli, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "workspace"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "MEMORY.md").write_text("# MEMORY.md\n\n## Owner\n- Sam Rivera, works at Acme.\n")
+    (workspace / "memory" / "2026-07-03.md").write_text(
+        "# 2026-07-03\n\n- Sam's manager is Priya Nair; weekly 1:1 on Mondays.\n"
+    )
+    (workspace / "memory" / "2026-09-10.md").write_text(
+        "# 2026-09-10\n\n- Sam moved to Leeds on Thursday.\n"
+        "- Sam was made team lead today: four engineers report to him now.\n"
+    )
+    code, _out, err = cli("import", "--from", "openclaw", str(workspace))
+    assert code == 0, err
+    found = cli.json("retrieve", "where do I live?", "--limit", "3")["results"]
+    assert "Leeds" in found[0]["text"] and "newest statement" in found[0]["explanation"]["via"]
+    assert "Priya" in texts(cli, "who is my manager?", "--limit", "3")[0]  # not the team lead
