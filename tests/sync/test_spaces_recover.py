@@ -24,6 +24,7 @@ ALICES = (
     "Alice moved the staging database to the eu-west region in October",
 )
 OTHER = "The quarterly budget spreadsheet is in finance/q3.xlsx"
+PASSPHRASE = "correct horse battery staple for the team"
 
 
 @dataclass
@@ -158,3 +159,37 @@ def _tag(lost: Lost, sqld: SqldServer) -> bytes:
     with Client(sqld.url, sqld.token, timeout=10.0) as c:
         opened = find_vault.open_with_recovery_key(c.execute, sqld.url, f"space:{lost.space}", key)
     return opened.tag
+
+
+def test_a_space_with_a_passphrase_restores_with_it_for_reading(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    sqld: SqldServer,
+) -> None:
+    """A space shared with a passphrase (through the API): the passphrase restores it into a
+    new home; it cannot verify the roster, so the device stays off it and reads only."""
+    (alice,) = people(capsys, tmp_path, monkeypatch, sqld, "alice")
+    name = space_name()
+    alice.json("spaces", "create", name)
+    alice.json("store", "--text", ALICES[0], "--space", name)
+    with Memory(alice.home, "alice") as mem, vaults.open_engine(mem, name) as engine:
+        engine.init(
+            sqld.url,
+            sqld.token,
+            crypto.generate_recovery_key(),
+            passphrase=PASSPHRASE,
+            new_vault=True,
+            member="alice",
+        )
+        engine.push()
+    shutil.rmtree(alice.home)
+    fresh = Cli(capsys, tmp_path / "new-home", "alice")
+    restored = fresh.json(
+        "restore", "--space", name, "--url", sqld.url, "--passphrase", "--stdin",
+        stdin=PASSPHRASE + "\n",
+    )  # fmt: skip
+    assert restored["unlocked_with"] == "passphrase" and restored["role"] == "reader"
+    assert _space_texts(fresh.home, name) == [ALICES[0]]
+    code, _, err = fresh("store", "--text", "A reader cannot write here", "--space", name)
+    assert code == 85 and "Traceback" not in err
