@@ -7,6 +7,11 @@ what pushes write) states the version once and packs each line into 49 bytes (a 
 the 16-byte record id, the 32-byte digest), base64 in the JSON body: about 66 bytes a line
 against about 200 in format 1, which every reader still decodes.
 
+Each line of a memory record also says whether that version was warm when sealed (`warm`: a
+bitmap over the lines, one bit a line, inside the encryption): a restore fetches those records
+first, before the cold archive. Readers that predate it ignore the field; manifests and
+checkpoints without it restore newest first.
+
 A checkpoint (`Checkpoint`, written by `sync prune` in the prune record's parts) stands for
 every manifest it covers (per device, pushes 1..n): the lines of those pushes whose rows are
 still kept, grouped by version. Once it is on the server the manifests it covers can go."""
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -34,7 +40,9 @@ __all__ = [
     "encode_checkpoint",
     "encode_manifest",
     "pack_lines",
+    "pack_warm",
     "unpack_lines",
+    "unpack_warm",
 ]
 
 COMPACT_FORMAT: Final = 2
@@ -52,6 +60,7 @@ class ManifestEntry:
     record_id: str  # hex
     version: str
     digest: str  # sha256(envelope) hex
+    warm: bool = False  # a memory version sealed in the warm tier (fetched first on restore)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,12 +101,43 @@ def unpack_lines(packed: str, version: str) -> tuple[ManifestEntry, ...]:
     return tuple(out)
 
 
+def pack_warm(entries: tuple[ManifestEntry, ...] | list[ManifestEntry]) -> str | None:
+    """Which lines are warm, as base64 of a bitmap (bit i of byte i // 8: line i); None when
+    none is."""
+    if not any(e.warm for e in entries):
+        return None
+    bits = bytearray((len(entries) + 7) // 8)
+    for i, e in enumerate(entries):
+        if e.warm:
+            bits[i // 8] |= 1 << (i % 8)
+    return base64.b64encode(bytes(bits)).decode("ascii")
+
+
+def unpack_warm(entries: tuple[ManifestEntry, ...], packed: str) -> tuple[ManifestEntry, ...]:
+    """`entries` with the warm flags of `pack_warm` set (TamperedData when malformed)."""
+    if not packed:
+        return entries
+    try:
+        bits = base64.b64decode(packed, validate=True)
+    except (binascii.Error, ValueError):
+        raise crypto.TamperedData("a manifest's warm lines do not decode") from None
+    if len(bits) != (len(entries) + 7) // 8:
+        raise crypto.TamperedData("a manifest's warm lines do not match its lines")
+    return tuple(
+        dataclasses.replace(e, warm=True) if bits[i // 8] >> (i % 8) & 1 else e
+        for i, e in enumerate(entries)
+    )
+
+
 def encode_manifest(m: Manifest) -> bytes:
     """The compact form when every line shares one version (a push), else format 1."""
     versions = {e.version for e in m.records}
     data: dict[str, Any] = {"device": m.device, "n": m.n}
     if len(versions) == 1:
         data.update(format=COMPACT_FORMAT, version=versions.pop(), lines=pack_lines(m.records))
+        warm = pack_warm(m.records)
+        if warm is not None:
+            data["warm"] = warm
     else:
         data["format"] = FORMAT
         data["records"] = [[e.table, e.record_id, e.version, e.digest] for e in m.records]
@@ -124,6 +164,7 @@ class _CompactPayload(msgspec.Struct):
     version: str
     lines: str
     seen: dict[str, int] = msgspec.field(default_factory=dict)
+    warm: str = ""
 
 
 _MANIFEST_DECODER: Final = msgspec.json.Decoder(_ManifestPayload)
@@ -153,7 +194,7 @@ def _compact_manifest(plaintext: bytes, device_hex: str | None) -> Manifest | No
         raise crypto.TamperedData("a manifest names another device")
     if p.n < 1:
         raise crypto.TamperedData("a manifest is malformed (counter below 1)")
-    entries = unpack_lines(p.lines, p.version)
+    entries = unpack_warm(unpack_lines(p.lines, p.version), p.warm)
     return Manifest(p.device, p.n, entries, tuple(sorted(p.seen.items())))
 
 
@@ -215,6 +256,7 @@ class _CheckpointPayload(msgspec.Struct):
     groups: list[tuple[str, str]]
     horizon: str | None = None
     keep: int = 0
+    warm: str = ""
 
 
 _CHECKPOINT_DECODER: Final = msgspec.json.Decoder(_CheckpointPayload)
@@ -226,6 +268,7 @@ def encode_checkpoint(c: Checkpoint, keep: int) -> bytes:
     groups: dict[str, list[ManifestEntry]] = {}
     for e in c.lines:
         groups.setdefault(e.version, []).append(e)
+    ordered = [e for _, items in sorted(groups.items()) for e in items]
     data: dict[str, Any] = {
         "format": COMPACT_FORMAT,
         "checkpoint": c.number,
@@ -237,6 +280,9 @@ def encode_checkpoint(c: Checkpoint, keep: int) -> bytes:
     }
     if c.horizon is not None:
         data["horizon"] = c.horizon
+    warm = pack_warm(ordered)
+    if warm is not None:
+        data["warm"] = warm
     return canonical(data)
 
 
@@ -253,5 +299,6 @@ def decode_checkpoint(plaintext: bytes) -> Checkpoint | None:
     if p.checkpoint < 1 or not 0 <= p.part < p.parts:
         raise crypto.TamperedData("a checkpoint is numbered wrongly")
     lines = tuple(e for version, packed in p.groups for e in unpack_lines(packed, version))
+    lines = unpack_warm(lines, p.warm)
     covers = tuple(sorted(p.covers.items()))
     return Checkpoint(p.checkpoint, p.part, p.parts, covers, p.horizon, lines)

@@ -262,8 +262,14 @@ def _seal_rows(
         device_hex,
         n,
         tuple(
-            ManifestEntry(t, rid.hex(), v, records_fmt.envelope_digest(env))
-            for t, _, rid, v, _, _, env in sealer.rows
+            ManifestEntry(
+                t,
+                rid.hex(),
+                v,
+                records_fmt.envelope_digest(env),
+                t == MEMORY_TABLE and k in sealer.warm,
+            )
+            for t, k, rid, v, _, _, env in sealer.rows
         ),
         _seen(view.peers, device_hex),
     )
@@ -322,6 +328,7 @@ class _Sealer:
         self.rows: list[Row] = []
         self.changed: dict[str, str] = {}
         self.bases: dict[str, memory_merge.Synced] = {}
+        self.warm: set[str] = set()  # memory ids sealed in the warm tier (the manifest says so)
         self.used = 0
 
     def seal(self, table: str, key: str, body: bytes) -> Row:
@@ -506,6 +513,8 @@ def _memory_body(
         row = rows.MemoryRow.from_db(r[1:])
         counted = sum(count for count, _ in counters.values())
         item = dataclasses.replace(row, access_count=max(row.access_count - counted, 0))
+        if row.tier == "warm":
+            sealer.warm.add(memory_id)
         carried = memory_extras.read(session.db, session.agent_id, item.id)
     synced = memory_merge.load(session.db, session.agent_id, memory_id)
     if changed is not None:

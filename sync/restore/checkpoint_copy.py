@@ -10,7 +10,11 @@ downloaded instead; a server envelope with those fields but other bytes cannot a
 which `sync check` and a restore report as damage as before. No copy, a copy of another vault,
 or another device's prune since: a download, its reason in the prune's report. The copy also
 bounds what the server may serve: a whole checkpoint older than the copy's (or none) is a
-rollback, and the prune refuses it."""
+rollback, and the prune refuses it.
+
+A restore keeps the versions it downloaded and checked the vault against (`read_checked`) as the
+restored device's copy, saved with the swap once the vault checked whole, so that device's first
+prune downloads nothing of it either."""
 
 from __future__ import annotations
 
@@ -31,7 +35,16 @@ from tiermem.sync.restore.checkpoint import (
 )
 from tiermem.sync.vault import store
 
-__all__ = ["NO_COPY", "OTHER_PRUNE", "TAMPERED_COPY", "Previous", "read_previous", "save"]
+__all__ = [
+    "NO_COPY",
+    "OTHER_PRUNE",
+    "TAMPERED_COPY",
+    "Downloaded",
+    "Previous",
+    "read_checked",
+    "read_previous",
+    "save",
+]
 
 NO_COPY = "this device holds no copy of it"
 OTHER_PRUNE = "the server's parts are not this device's copy (another device pruned since)"
@@ -94,6 +107,23 @@ def read_previous(
             "which this device wrote or read; nothing was pruned, run `tiermem sync check`"
         )
     return Previous(state, rows, reason)
+
+
+@dataclass(frozen=True)
+class Downloaded:
+    """Every version of the prune record as a restore downloaded it, and the state they give."""
+
+    state: PruneState
+    rows: tuple[records.RemoteRow, ...]
+
+
+def read_checked(
+    select: Select, ring: KeyRing, tag: bytes, roster: RosterView | None
+) -> Downloaded:
+    """The prune record's versions, each authenticated (`state_of_rows`), kept whole: what a
+    restore checks the vault against and then saves as this device's copy."""
+    rows = tuple(prune_rows(select, tag, prune_record_id(ring)))
+    return Downloaded(state_of_rows(rows, ring, roster), rows)
 
 
 def save(db: Database, agent_id: str, tag: bytes, rows: Iterable[records.RemoteRow]) -> None:

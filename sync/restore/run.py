@@ -22,7 +22,8 @@ from tiermem.sync.crypto.roster import RosterView
 from tiermem.sync.devices import find_vault, roster_pin
 from tiermem.sync.devices.enroll import enroll_restored
 from tiermem.sync.devices.epoch_keys import KeyRing
-from tiermem.sync.restore.checkpoint import PruneState, prune_record_id, read_prune_state
+from tiermem.sync.restore import checkpoint_copy
+from tiermem.sync.restore.checkpoint import prune_record_id
 from tiermem.sync.restore.critical import Critical, critical_candidates, open_critical
 from tiermem.sync.restore.home import (
     Marker,
@@ -35,6 +36,7 @@ from tiermem.sync.restore.home import (
 )
 from tiermem.sync.restore.live import Completion
 from tiermem.sync.restore.member import MemberAccess, open_memory
+from tiermem.sync.restore.prefetch import Prefetch, plan_windows, warm_records, windows
 from tiermem.sync.restore.results import (
     DEFAULT_PAGE_ROWS,
     Progress,
@@ -42,13 +44,7 @@ from tiermem.sync.restore.results import (
     RestoreResult,
     Unlock,
 )
-from tiermem.sync.restore.stream import (
-    Prefetch,
-    Streamed,
-    Streaming,
-    plan_windows,
-    stream_memories,
-)
+from tiermem.sync.restore.stream import Streamed, Streaming, stream_memories
 from tiermem.sync.restore.swap import Swapped, swap
 from tiermem.sync.restore.verify import (
     Listed,
@@ -85,7 +81,7 @@ class _Vault:
     unlocked: Unlock
     ring: KeyRing
     critical_rid: bytes
-    pruned: Future[PruneState]
+    pruned: Future[checkpoint_copy.Downloaded]
     critical: Future[Critical] | None
 
 
@@ -188,13 +184,17 @@ def restore(
         vault, verified, fetched, requests = _remote_steps(
             job, remote, retry, recovery_key, passphrase, pending
         )
-    swapped = swap(home, agent_id, driver=driver, clock=clock)
+    problems = _problems(verified, fetched)
+    downloaded = vault.pruned.result()
+    whole = downloaded.rows and not (problems or downloaded.state.damaged)
+    kept = (vault.tag, downloaded.rows) if whole else None  # the next prune builds on it
+    swapped = swap(home, agent_id, driver=driver, clock=clock, checkpoint=kept)
     if insecure_http:
         with open_memory(home, agent_id, driver=driver) as mem:
             allow_insecure_http(mem, True)
     report(_done(fetched, swapped))
     result = _result(job, vault, fetched, swapped, requests, resumed=pending is not None)
-    return dataclasses.replace(result, salvage=salvage, problems=_problems(verified, fetched))
+    return dataclasses.replace(result, salvage=salvage, problems=problems)
 
 
 def _remote_steps(
@@ -219,7 +219,7 @@ def _remote_steps(
         else (job.member.opened, job.member.unlocked)
     )
     tag = opened.tag
-    bounds, totals = _windows(select, tag, job.page_rows)
+    bounds, totals = windows(select, tag, job.page_rows)
     top = bounds[-1] if bounds else 0
     stored = (top, top) if pending is None else (int(pending["cursor"]), int(pending["top"]))
     with ThreadPoolExecutor(4, thread_name_prefix="tiermem-restore") as pool:
@@ -239,17 +239,25 @@ def _remote_steps(
         # The first pages (newest first) are on their way while the vault is checked
         # (bounded: `PAGES_IN_FLIGHT` ahead of what is stored).
         with Prefetch(
-            lambda after, upto, limit: select(
-                *store.restore_page(tag, (after, upto, job.at, apart), limit)
+            lambda after, upto, limit, fetched: select(
+                *store.restore_page(tag, (after, upto, job.at, apart), limit, fetched)
             ),
             plan_windows(bounds, *stored),
             job.page_rows,
         ) as prefetch:
             verified = Verified()
             listed = read_listed(
-                select, vault.ring, tag, vault.pruned.result(), verified, roster.result()
+                select, vault.ring, tag, vault.pruned.result().state, verified, roster.result()
             )
             _check_before(job, vault, listed, verified)
+            prefetch.first(  # warm before cold: the records the lines say are warm
+                lambda ids, outside, after, limit: select(
+                    *store.restore_records(ids, tag, job.at, outside, after, limit)
+                ),
+                warm_records(listed, job.at),
+                stored,
+                job.page_rows,
+            )
             served = Served(roster=roster.result())
             completion = Completion(listed.versions, job.at)
             if stored[0] < stored[1]:  # what an earlier run stored, for the checks
@@ -272,16 +280,6 @@ def _remote_steps(
                 member=enrol_as,
             )
     return vault, verified, fetched, requests
-
-
-def _windows(
-    select: Callable[[str, Args], ResultSet], tag: bytes, every: int
-) -> tuple[list[int], tuple[int, int]]:
-    """The ends of windows of `every` rows over the whole vault (`store.window_bounds`), and
-    its rows and bytes (a progress bar's totals)."""
-    rows = select(*store.window_bounds(tag, 0, every)).rows
-    totals = (records.server_int(rows[-1][1]), records.server_int(rows[-1][2])) if rows else (0, 0)
-    return [records.server_int(r[0]) for r in rows], totals
 
 
 def _served_before(
@@ -514,7 +512,7 @@ def _open_vault(
     ring = KeyRing.unlocked(agent_id, epoch, vault_key, select, tag)
     ring.verify = verify  # a space's prune record and critical state: signed by a writer
     critical_rid = records.record_id(ring.id_key, records.CRITICAL_TABLE, agent_id)
-    pruned = pool.submit(lambda: read_prune_state(select, ring, tag, roster.result()))
+    pruned = pool.submit(lambda: checkpoint_copy.read_checked(select, ring, tag, roster.result()))
     critical = (
         None
         if pending is not None

@@ -5,12 +5,7 @@ transaction per page, with the cursor), several pages fetched while one is store
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
-import threading
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -26,9 +21,9 @@ from tiermem.sync.kinds.metrics_records import Days, apply_metrics, decode_metri
 from tiermem.sync.manifest import decode_manifest
 from tiermem.sync.restore.live import Completion, go_live, searchable_count
 from tiermem.sync.restore.member import PageHook, open_memory
+from tiermem.sync.restore.prefetch import Prefetch
 from tiermem.sync.restore.results import Progress, RestoreProgress
 from tiermem.sync.restore.verify import Served, fenced
-from tiermem.sync.vault.hrana import ResultSet
 
 # ------------------------------------------------------------------ step 2: the memories
 
@@ -61,94 +56,6 @@ _STAGE_UPSERT: Final = (
 
 def _stage_rows(db: Database, batch: list[tuple[object, ...]]) -> None:
     db.insert_values(_STAGE_HEAD, _STAGE_MARKS, batch, _STAGE_UPSERT)
-
-
-PAGES_IN_FLIGHT: Final = 4
-"""Windows of the vault fetched at once by a restore (each one page of rows, most of the time):
-on a link with a long round trip, the round trips overlap instead of adding up."""
-
-
-Window = tuple[int, int, "tuple[int, int] | None"]
-"""Rows (lo, hi] of the vault, and the stored range (cursor, top) its last page completes."""
-
-
-def plan_windows(bounds: list[int], low: int, top: int) -> list[Window]:
-    """The windows a restore streams, newest first, given the window ends `bounds` over the
-    whole vault (`store.window_bounds`) and the range (`low`, `top`] an earlier run stored:
-    first what was pushed above `top` since, then what lies below `low`. Each window's end
-    state is contiguous, so a killed restore resumes from it."""
-    newest = bounds[-1] if bounds else top
-    above = [top, *(b for b in bounds if b > top)]
-    below = [0, *(b for b in bounds if b < low), *([low] if low > 0 else [])]
-    windows: list[Window] = []
-    for i in range(len(above) - 1, 0, -1):
-        windows.append((above[i - 1], above[i], (low, newest) if i == 1 else None))
-    for i in range(len(below) - 1, 0, -1):
-        windows.append((below[i - 1], below[i], (below[i - 1], newest)))
-    return windows
-
-
-class Prefetch:
-    """Remote pages, window by window in the order `plan_windows` gives (newest first), each
-    window's rows in commit order, each writer's newest version of each record only
-    (`store.restore_page`). `ahead` windows are fetched at once by a pool of threads and handed
-    over in order, never more than `ahead` ahead of what the caller stored (memory stays flat
-    however large the vault). Started as soon as the vault is opened, so the first pages are on
-    their way while it is checked."""
-
-    def __init__(
-        self,
-        fetch: Callable[[int, int, int], ResultSet],
-        windows: list[Window],
-        limit: int,
-        ahead: int = PAGES_IN_FLIGHT,
-    ) -> None:
-        self._fetch, self._limit = fetch, limit
-        self.top = max((w[1] for w in windows), default=0)  # the newest row it streams
-        self._todo = deque(windows)
-        self._stop = threading.Event()
-        self._pool = ThreadPoolExecutor(ahead, thread_name_prefix="tiermem-restore")
-        self._windows: deque[tuple[Window, Future[list[list[records.RemoteRow]]]]] = deque()
-        for _ in range(ahead):
-            self._submit()
-
-    def _submit(self) -> None:
-        if not self._todo or self._stop.is_set():
-            return
-        window = self._todo.popleft()
-        self._windows.append((window, self._pool.submit(self._window, window[0], window[1])))
-
-    def _window(self, lo: int, hi: int) -> list[list[records.RemoteRow]]:
-        """The rows of one window, as pages (more than one only when the server refuses a
-        page as too large)."""
-        pages: list[list[records.RemoteRow]] = []
-        after, limit = lo, self._limit
-        while not self._stop.is_set():
-            result, limit = records.fit_page(functools.partial(self._fetch, after, hi), limit)
-            page = [records.remote_row(tuple(r)) for r in result.rows]
-            if page:
-                pages.append(page)
-            if len(page) < limit or page[-1].seq >= hi:
-                break
-            after = page[-1].seq
-        return pages
-
-    def pages(self) -> Iterator[tuple[list[records.RemoteRow], tuple[int, int] | None]]:
-        """Each page with the stored range its window ends in, on the window's last page (an
-        empty page when a window holds no row to restore)."""
-        while self._windows:
-            (_, _, done), future = self._windows.popleft()
-            pages = future.result()
-            self._submit()
-            for i, page in enumerate(pages or [[]]):
-                yield page, done if i == len(pages or [[]]) - 1 else None
-
-    def __enter__(self) -> Prefetch:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass(frozen=True)

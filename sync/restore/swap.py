@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tiermem.sync import records
+from tiermem.sync.restore import checkpoint_copy
 from tiermem.sync.restore.live import KEPT, LIVE, move_in
 from tiermem.sync.restore.member import open_memory
 
@@ -21,9 +23,18 @@ class Swapped:
     kept_local: int
 
 
-def swap(home: Path, agent_id: str, *, driver: str | None, clock: Callable[[], float]) -> Swapped:
+def swap(
+    home: Path,
+    agent_id: str,
+    *,
+    driver: str | None,
+    clock: Callable[[], float],
+    checkpoint: tuple[bytes, tuple[records.RemoteRow, ...]] | None = None,
+) -> Swapped:
     """Move every staged memory not in place yet into `memories` in one transaction and drop
-    the progress row; count those that went live during the stream too.
+    the progress row; count those that went live during the stream too. `checkpoint`: the
+    vault's tag and the prune record's versions the restore checked the vault against, kept
+    as this device's copy (`checkpoint_copy`) in the same transaction.
 
     A memory written locally while the restore ran (the home was usable) is newer than the
     restored one and is kept; tombstones are not restored."""
@@ -54,4 +65,6 @@ def swap(home: Path, agent_id: str, *, driver: str | None, clock: Callable[[], f
             )
             db.execute("DELETE FROM restore_staging WHERE agent_id = ?", (agent_id,))
             db.execute("DELETE FROM restore_progress WHERE agent_id = ?", (agent_id,))
+            if checkpoint is not None:
+                checkpoint_copy.save(db, agent_id, *checkpoint)
         return Swapped(live + restored, tombstones, kept_local)

@@ -11,6 +11,7 @@ tables themselves: `tiermem.sync.vault.schema`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Final
 
@@ -48,6 +49,7 @@ __all__ = [
     "records_by_id",
     "restore_index",
     "restore_page",
+    "restore_records",
     "roster_entries",
     "rotation_guard",
     "touch_device",
@@ -128,11 +130,42 @@ Window = tuple[int, int, str | None, Sequence[bytes]]
 None), without the records it reads apart (the critical state, the prune record)."""
 
 
-def restore_page(tag: bytes, window: Window, limit: int) -> Statement:
+def restore_page(tag: bytes, window: Window, limit: int, fetched: Sequence[int] = ()) -> Statement:
     """A restore's page: the rows of the window that are each writer's newest version of
     their record; an older version of a record by the same writer is the state that writer
-    replaced, so a restore never needs it."""
-    return _newest_by_writer(_ROW, tag, window, limit)
+    replaced, so a restore never needs it. Rows at the seqs `fetched` (by `restore_records`
+    already) are left out."""
+    return _newest_by_writer(_ROW, tag, window, limit, fetched)
+
+
+def restore_records(
+    record_ids: Sequence[bytes],
+    tag: bytes,
+    at: str | None,
+    outside: Sequence[tuple[int, int]],
+    after: int,
+    limit: int,
+) -> Statement:
+    """Each writer's newest version (not newer than `at`) of these records, after seq `after`
+    and outside the seq ranges (lo, hi] of `outside` (fetched by windows), in seq order: what
+    a restore fetches first of the records it knows are warm."""
+    marks = ", ".join("?" * len(record_ids))
+    bound, inner = ("", "") if at is None else ("AND version <= ? ", "AND n.version <= ? ")
+    ranges = "".join(" AND NOT (seq > ? AND seq <= ?)" for _ in outside)
+    return (
+        f"SELECT {_ROW} FROM records AS r WHERE record_id IN ({marks}) AND agent_tag = ? "
+        f"AND seq > ?{ranges} {bound}AND NOT EXISTS (SELECT 1 FROM records AS n "
+        "WHERE n.record_id = r.record_id AND n.agent_tag = r.agent_tag "
+        f"AND n.device_id = r.device_id AND n.version > r.version {inner}) ORDER BY seq LIMIT ?",
+        (
+            *record_ids,
+            tag,
+            after,
+            *(end for pair in outside for end in pair),
+            *(() if at is None else (at, at)),
+            limit,
+        ),
+    )
 
 
 def restore_index(tag: bytes, window: Window, limit: int) -> Statement:
@@ -141,16 +174,24 @@ def restore_index(tag: bytes, window: Window, limit: int) -> Statement:
     return _newest_by_writer("seq, record_id, version, device_id", tag, window, limit)
 
 
-def _newest_by_writer(columns: str, tag: bytes, window: Window, limit: int) -> Statement:
+def _newest_by_writer(
+    columns: str, tag: bytes, window: Window, limit: int, fetched: Sequence[int] = ()
+) -> Statement:
     after, upto, at, apart = window
     bound, inner = ("", "") if at is None else ("AND version <= ? ", "AND n.version <= ? ")
     marks = ", ".join("?" * len(apart)) or "NULL"
     args: tuple[object, ...] = (tag, after, upto, *apart) + (() if at is None else (at, at))
+    skip = ""
+    if fetched:
+        skip, args = (
+            " AND seq NOT IN (SELECT value FROM json_each(?))",
+            (*args, json.dumps(fetched)),
+        )
     return (
         f"SELECT {columns} FROM records AS r WHERE agent_tag = ? AND seq > ? AND seq <= ? "
         f"AND record_id NOT IN ({marks}) {bound}AND NOT EXISTS (SELECT 1 FROM records AS n WHERE n.record_id = r.record_id "
         f"AND n.agent_tag = r.agent_tag AND n.device_id = r.device_id AND n.version > r.version "
-        f"{inner}) ORDER BY seq LIMIT ?",
+        f"{inner}){skip} ORDER BY seq LIMIT ?",
         (*args, limit),
     )
 

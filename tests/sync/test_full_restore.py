@@ -3,6 +3,7 @@ swapped in at once, as of a point in time, and pruning that keeps what restores 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +36,7 @@ from tiermem.sync.restore import (
     restore,
     restore_pending,
 )
-from tiermem.sync.restore.stream import PAGES_IN_FLIGHT
+from tiermem.sync.restore.prefetch import PAGES_IN_FLIGHT
 from tiermem.sync.state import HomeNotEmpty
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import HranaClient
@@ -209,17 +210,23 @@ def test_a_device_signed_on_while_a_restore_streams_does_not_keep_it_off_the_ros
 
 
 class _PageCounter(httpx.HTTPTransport):
-    """Counts the requests for pages of records (what a restore holds in memory)."""
+    """Counts the requests that return a page of records (what a restore holds in memory):
+    windows of the vault and the warm records fetched by id ahead of them."""
 
     def __init__(self) -> None:
         super().__init__()
         self.pages = 0
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        page = store.restore_page(b"", (0, 0, None, [b"critical", b"prune"]), 0)
-        if page[0].encode() in request.read():
-            self.pages += 1
-        return super().handle_request(request)
+        window = store.restore_page(b"", (0, 0, None, [b"critical", b"prune"]), 0)[0]
+        by_id = store.restore_records([b"warm"], b"", None, [], 0, 0)[0]
+        body = request.read()
+        response = super().handle_request(request)
+        if any(sql.split("?")[0].encode() in body for sql in (window, by_id)):
+            response.read()
+            results = json.loads(response.content)["results"]
+            self.pages += any(r.get("response", {}).get("result", {}).get("rows") for r in results)
+        return response
 
 
 def test_a_restore_fetches_a_few_pages_at_once_and_no_more_ahead_of_what_it_stored(

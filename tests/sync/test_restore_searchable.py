@@ -39,12 +39,15 @@ COLUMNS = "id, text, category, importance, created_at, tier, urls"
 
 
 class GateProxy:
-    """Forwards every request to sqld, except that a restore's page request for the vault's
-    oldest window (rows after seq 0) waits until `release()`."""
+    """Forwards every request to sqld, except that a request `hold` picks (by default a
+    restore's page request for the vault's oldest window, rows after seq 0) waits until
+    `release()`. Keeps every (request, response) body."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, hold: Callable[[bytes], bool] | None = None) -> None:
         self.released = threading.Event()
         self.held = threading.Event()
+        self.exchanges: list[tuple[bytes, bytes]] = []
+        held = hold or oldest_window
         forward = httpx.Client(base_url=upstream, timeout=PATIENCE)
         proxy = self
 
@@ -59,11 +62,12 @@ class GateProxy:
                 self._relay(self.rfile.read(int(self.headers.get("Content-Length", 0))))
 
             def _relay(self, body: bytes) -> None:
-                if oldest_window(body) and not proxy.released.is_set():
+                if held(body) and not proxy.released.is_set():
                     proxy.held.set()
                     proxy.released.wait(PATIENCE)
                 headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
                 answer = forward.request(self.command, self.path, content=body, headers=headers)
+                proxy.exchanges.append((body, answer.content))
                 self.send_response(answer.status_code)
                 self.send_header("Content-Type", answer.headers.get("content-type", ""))
                 self.send_header("Content-Length", str(len(answer.content)))
