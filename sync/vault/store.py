@@ -148,13 +148,14 @@ def restore_records(
 ) -> Statement:
     """Each writer's newest version (not newer than `at`) of these records, after seq `after`
     and outside the seq ranges (lo, hi] of `outside` (fetched by windows), in seq order: what
-    a restore fetches first of the records it knows are warm."""
+    a restore fetches first of the records it knows are warm. The unary `+` keeps the search
+    on the records' own index: on (agent_tag, seq) it would read the whole vault each time."""
     marks = ", ".join("?" * len(record_ids))
     bound, inner = ("", "") if at is None else ("AND version <= ? ", "AND n.version <= ? ")
     ranges = "".join(" AND NOT (seq > ? AND seq <= ?)" for _ in outside)
     return (
-        f"SELECT {_ROW} FROM records AS r WHERE record_id IN ({marks}) AND agent_tag = ? "
-        f"AND seq > ?{ranges} {bound}AND NOT EXISTS (SELECT 1 FROM records AS n "
+        f"SELECT {_ROW} FROM records AS r WHERE record_id IN ({marks}) AND +agent_tag = ? "
+        f"AND +seq > ?{ranges} {bound}AND NOT EXISTS (SELECT 1 FROM records AS n "
         "WHERE n.record_id = r.record_id AND n.agent_tag = r.agent_tag "
         f"AND n.device_id = r.device_id AND n.version > r.version {inner}) ORDER BY seq LIMIT ?",
         (

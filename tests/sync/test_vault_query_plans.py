@@ -29,3 +29,16 @@ def test_a_restore_page_checks_newer_versions_by_the_record_s_own_index() -> Non
     sql, params = store.restore_page(b"tag", (0, 10_000, None, ()), 1000)
     inner = [step for step in _plan(sql, tuple(params)) if "SEARCH n " in step]
     assert inner and all("record_id=?" in step for step in inner), inner
+
+
+def test_warm_records_are_found_by_their_record_ids_and_windows_skip_them() -> None:
+    ids = [bytes([n]) * 16 for n in range(200)]
+    sql, params = store.restore_records(ids, b"tag", None, [(10, 20), (30, 40)], 0, 1000)
+    plan = _plan(sql, tuple(params))
+    outer = [step for step in plan if "SEARCH r " in step]
+    assert outer and all("record_id=?" in step for step in outer), plan
+    inner = [step for step in plan if "SEARCH n " in step]
+    assert inner and all("record_id=?" in step for step in inner), plan
+    sql, params = store.restore_page(b"tag", (0, 10_000, None, ()), 1000, [5, 7])
+    inner = [step for step in _plan(sql, tuple(params)) if "SEARCH n " in step]
+    assert inner and all("record_id=?" in step for step in inner), inner
