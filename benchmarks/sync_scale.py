@@ -11,8 +11,11 @@ and whether a pull writes), the offline catch-up, the server's bytes per memory 
 full restore on loopback and at `--rtt` (added by the transport, round trips of requests in
 flight together overlap). After the last level: the default prune and the storage it leaves,
 then the next prune after more pushes twice: by A, which holds a copy of the checkpoint it
-wrote, and by B, which holds none and downloads it. Then the fan-out (B's pull after A's K hot-state pushes, against one) and a bounded
-many-device run. Prints the figures with the goals beside them and writes JSON to
+wrote, and by B, which holds none and downloads it. Then warm before cold: A moves its oldest
+memories to cold but for every 20th (old warm memories that no push touches again), and the
+restore at `--rtt` runs twice, newest first only (as before the lines said which records are
+warm) and warm first: when the first memory and when every warm one is searchable. Then the
+fan-out (B's pull after A's K hot-state pushes, against one) and a bounded many-device run. Prints the figures with the goals beside them and writes JSON to
 benchmarks/out/.
 """
 
@@ -27,6 +30,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from benchmarks import scale_devices
 from benchmarks.agent_gen import generate
@@ -37,7 +41,7 @@ from tiermem.core.engine import Memory
 from tiermem.core.warm import NewFact
 from tiermem.sync import crypto
 from tiermem.sync.engine import SyncEngine
-from tiermem.sync.restore import RestoreProgress, prune, restore
+from tiermem.sync.restore import RestoreProgress, prefetch, prune, restore
 
 AGENT = "scale"
 YEAR = 365.25 * 86400
@@ -73,6 +77,9 @@ class Vault:
 
     def count(self) -> int:
         return sum(self.mem.memories.counts().values())
+
+    def warm(self) -> int:
+        return int(self.mem.memories.counts().get("warm", 0))
 
     def grow_to(self, target: int) -> None:
         """Batches of new memories, each with a hot change, then two edit rounds."""
@@ -118,12 +125,16 @@ def measured_pull(engine: SyncEngine, wire: Wire) -> dict[str, Any]:
 
 def measured_restore(v: Vault, target: Path, rtt: float) -> dict[str, Any]:
     wire = Wire(rtt)
+    warm = v.warm()
     started = time.perf_counter()
     searchable: list[float] = []
+    all_warm: list[float] = []
 
     def progress(p: RestoreProgress) -> None:
         if p.searchable and not searchable:  # the first page of memories a search finds
             searchable.append(time.perf_counter() - started)
+        if p.searchable >= warm and not all_warm:  # cold ones go live after every warm one
+            all_warm.append(time.perf_counter() - started)
 
     result = restore(
         target,
@@ -139,6 +150,8 @@ def measured_restore(v: Vault, target: Path, rtt: float) -> dict[str, Any]:
         "s": result.seconds,
         "usable_s": result.usable_seconds,
         "searchable_s": searchable[0] if searchable else result.seconds,
+        "warm_s": all_warm[0] if all_warm else result.seconds,
+        "warm": warm,
         "memories": result.memories,
         "rows": result.rows,
         "record_bytes": result.memory_bytes,
@@ -213,6 +226,28 @@ def next_prune_run(v: Vault, b: tuple[SyncEngine, Wire], memories: int) -> dict[
             "requests": used.requests,
             "down": used.down,
         }
+    return out
+
+
+def warm_first_run(v: Vault, rtt: float) -> dict[str, Any]:
+    """The oldest four fifths of A's memories moved to cold but for every 20th (old warm
+    memories, never pushed again), then the restore at `rtt` newest first only and warm first."""
+    ids = [
+        str(r[0])
+        for r in v.mem.db.query(
+            "SELECT id FROM memories WHERE agent_id = ? ORDER BY created_at, rowid", (AGENT,)
+        )
+    ]
+    archive = [i for n, i in enumerate(ids[: len(ids) * 4 // 5]) if n % 20]
+    v.mem.memories.move(archive, "cold", v.mem.now())
+    v.engine.push()
+    out: dict[str, Any] = {"memories": v.count(), "warm": v.warm()}
+    with (  # as before: no records fetched by id, the newest windows asked for at once
+        mock.patch("tiermem.sync.restore.run.warm_records", lambda listed, at: []),
+        mock.patch.object(prefetch, "EARLY_WINDOWS", prefetch.PAGES_IN_FLIGHT),
+    ):
+        out["newest_first"] = measured_restore(v, v.tmp / "restore-newest-first", rtt)
+    out["warm_first"] = measured_restore(v, v.tmp / "restore-warm-first", rtt)
     return out
 
 
@@ -307,6 +342,8 @@ def run(levels: list[int], args: argparse.Namespace) -> dict[str, Any]:
             report["prune"] = prune_run(v)
             say("the next prune: with this device's copy of the checkpoint, and without", started)
             report["prune_next"] = next_prune_run(v, b, BATCH // 10)
+            say("warm before cold: old warm memories under a cold archive", started)
+            report["warm_first"] = warm_first_run(v, args.rtt)
             say(f"fan-out ({args.fanout} hot pushes)", started)
             report["fanout"] = fanout_run(tmp, server, args.fanout)
             say(f"{args.devices} devices, {args.rounds} pushes each between pulls", started)
@@ -340,7 +377,7 @@ def print_report(r: dict[str, Any]) -> None:
         )
     print(
         "\n| memories | restore loopback: s (usable s) | restore at RTT: s (usable s, first "
-        "searchable s), requests "
+        "searchable s, all warm searchable s), requests "
         "| download / server's record bytes | download / bytes of the records streamed |"
     )
     print("|---:|---|---|---:|---:|")
@@ -348,7 +385,8 @@ def print_report(r: dict[str, Any]) -> None:
         lo, rt = x["restore_loopback"], x["restore_rtt"]
         print(
             f"| {x['memories']:,} | {lo['s']:.2f} ({lo['usable_s']:.2f}) "
-            f"| {rt['s']:.2f} ({rt['usable_s']:.2f}, {rt['searchable_s']:.2f}), {rt['requests']} "
+            f"| {rt['s']:.2f} ({rt['usable_s']:.2f}, {rt['searchable_s']:.2f}, "
+            f"{rt['warm_s']:.2f}), {rt['requests']} "
             f"| {lo['down'] / x['storage']['bytes']:.2f}x "
             f"| {lo['down'] / max(1, lo.get('record_bytes', 0)):.2f}x |"
         )
@@ -367,6 +405,18 @@ def print_report(r: dict[str, Any]) -> None:
             f"next prune ({label}: previous checkpoint {x['previous']}): {x['s']:.2f} s, "
             f"{x['requests']} requests, {x['down']:,} B down (checkpoint "
             f"{x['checkpoint_bytes']:,} B sealed, {x['compacted']} manifests compacted)"
+        )
+    w = r["warm_first"]
+    print(
+        f"\nwarm before cold ({w['memories']:,} memories, {w['warm']:,} warm, the oldest under "
+        f"a cold archive), restore at RTT: s (usable s, first searchable s, all warm "
+        "searchable s), requests, bytes down"
+    )
+    for label in ("newest_first", "warm_first"):
+        x = w[label]
+        print(
+            f"{label.replace('_', ' ')}: {x['s']:.2f} ({x['usable_s']:.2f}, "
+            f"{x['searchable_s']:.2f}, {x['warm_s']:.2f}), {x['requests']}, {x['down']:,}"
         )
     f = r["fanout"]
     print(

@@ -26,11 +26,22 @@ from tiermem.sync.restore.verify import Listed
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import Args, ResultSet
 
-__all__ = ["PAGES_IN_FLIGHT", "Prefetch", "Window", "plan_windows", "warm_records", "windows"]
+__all__ = [
+    "EARLY_WINDOWS",
+    "PAGES_IN_FLIGHT",
+    "Prefetch",
+    "Window",
+    "plan_windows",
+    "warm_records",
+    "windows",
+]
 
 PAGES_IN_FLIGHT: Final = 4
 """Windows of the vault fetched at once by a restore (each one page of rows, most of the time):
 on a link with a long round trip, the round trips overlap instead of adding up."""
+EARLY_WINDOWS: Final = 1
+"""Windows asked for before the lines are read (the newest): the rest wait for the warm
+records, which the lines name."""
 MAX_IDS: Final = 500
 """Record ids per request for the warm records (one parameter each)."""
 
@@ -103,12 +114,14 @@ class _Job:
 
 class Prefetch:
     """Remote pages in order: the windows `plan_windows` gives (newest first) with, once
-    `first` names them, the warm records ahead of the windows not requested yet. Each page
+    `first` names them, the warm records ahead of the windows not requested yet (only the
+    newest `EARLY_WINDOWS` are asked for before). Each page
     holds rows in commit order, each writer's newest version of each record only. `ahead`
     requests run at once on a pool of threads and are handed over in order, never more than
     `ahead` ahead of what the caller stored (memory stays flat however large the vault).
-    Started as soon as the vault is opened, so the first pages are on their way while it is
-    checked."""
+    Started as soon as the vault is opened, so the newest page is on its way while the vault
+    is checked; `first` (always called, with no ids for a vault without warm flags) starts
+    the rest."""
 
     def __init__(
         self, fetch: FetchWindow, planned: list[Window], limit: int, ahead: int = PAGES_IN_FLIGHT
@@ -124,7 +137,7 @@ class Prefetch:
         self._requested: list[tuple[int, int]] = []  # windows asked for before `first`
         self._warm: list[Future[list[Page]]] = []
         self._fetched: set[int] = set()  # seqs fetched by id: the windows leave them out
-        for _ in range(ahead):
+        for _ in range(min(ahead, EARLY_WINDOWS)):
             self._submit()
 
     def first(

@@ -236,8 +236,8 @@ def _remote_steps(
             select, pool, job.agent_id, opened, unlocked, job.at, pending, roster, verify
         )
         apart = sorted({vault.critical_rid, prune_record_id(vault.ring)})
-        # The first pages (newest first) are on their way while the vault is checked
-        # (bounded: `PAGES_IN_FLIGHT` ahead of what is stored).
+        # The newest page is on its way while the vault is checked, the rest once the lines
+        # name the warm records (bounded: `PAGES_IN_FLIGHT` ahead of what is stored).
         with Prefetch(
             lambda after, upto, limit, fetched: select(
                 *store.restore_page(tag, (after, upto, job.at, apart), limit, fetched)

@@ -41,7 +41,7 @@ from tiermem.core.engine import Memory
 from tiermem.sync import crypto, manifest
 from tiermem.sync.engine import SyncEngine
 from tiermem.sync.restore import prune
-from tiermem.sync.restore.prefetch import PAGES_IN_FLIGHT
+from tiermem.sync.restore.prefetch import EARLY_WINDOWS, PAGES_IN_FLIGHT
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import HranaClient
 
@@ -94,12 +94,12 @@ def window_upto(body: bytes) -> int | None:
 
 
 def archive_windows(client: HranaClient, vault: Vault) -> GateProxyHold:
-    """Every window of the vault but the newest `PAGES_IN_FLIGHT`, which a restore asks for
+    """Every window of the vault but the newest `EARLY_WINDOWS`, which a restore asks for
     before it has read the lines: the archive's requests."""
     tag = vault.engine.require_ready().tag
     bounds = [int(str(r[0])) for r in client.execute(*store.window_bounds(tag, 0, PAGE_ROWS)).rows]
     assert len(bounds) > PAGES_IN_FLIGHT + 2
-    return GateProxyHold(bounds[-PAGES_IN_FLIGHT - 1])
+    return GateProxyHold(bounds[-EARLY_WINDOWS - 1])
 
 
 class GateProxyHold:
