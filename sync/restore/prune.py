@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from tiermem.core.errors import InvalidInput, ServerRollback
+from tiermem.core.errors import InvalidInput, RotationConflict, ServerRollback
 from tiermem.sync import crypto, hlc, records
 from tiermem.sync.crypto.roster import RosterView
 from tiermem.sync.devices import epochs, roster_pin
@@ -166,7 +166,7 @@ def prune(
             return _prune_once(engine, (keep_versions, keep_days), policy, batch_rows, started)
         except _StaleEpoch:
             continue
-    raise crypto.TamperedData(
+    raise RotationConflict(
         "the vault's key kept rotating while this prune was prepared; nothing was pruned, run "
         "the command again"
     )

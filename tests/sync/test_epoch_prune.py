@@ -22,6 +22,7 @@ from tests.sync.sqld import SqldServer
 from tests.sync.test_adversarial_keys import Cli, tm
 from tests.sync.test_adversarial_roster import engine_at
 from tests.sync.test_epoch_position import inject, remove, restore, texts
+from tiermem.sync import crypto
 from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.restore.checkpoint import prune_record_id
 from tiermem.sync.vault.hrana import HranaClient
@@ -32,6 +33,7 @@ prunemod = importlib.import_module("tiermem.sync.restore.prune")
 
 TAMPERED = 14
 CHECK_TAMPERED = 40
+ROTATION_CONFLICT = 55
 
 
 def checkpoint_epochs(client: HranaClient, tag: bytes, prune_rid: bytes) -> set[int]:
@@ -161,3 +163,32 @@ def test_a_rotation_landing_while_a_prune_is_prepared_makes_it_seal_again(
     assert code == 0, out
     code, out, err = tm(tmp_path / "a", "--json", "sync", "check")
     assert code == 0, out + err
+
+
+def test_a_prune_that_every_rotation_overtakes_stops_with_nothing_written(
+    tmp_path: Path,
+    agent_id: str,
+    sqld: SqldServer,
+    client: HranaClient,
+    tm: Cli,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with first_device(tmp_path / "a", agent_id, sqld) as (mem_a, engine_a, recovery):
+        mem_a.store("the ferry leaves at seven on sundays", "travel/ferry")
+        engine_a.push(policy())
+        join_with_recovery(tmp_path / "b", agent_id, sqld, recovery, "kept laptop")
+        tag = tag_of(mem_a)
+        prune_rid = prune_record_id(KeyRing.of_engine(engine_a))
+    read_manifests = prunemod._manifests
+    key_text = crypto.format_recovery_key(recovery) + "\n"
+
+    def owner_rotates_every_time(*args: Any) -> Any:
+        found = read_manifests(*args)
+        assert tm(tmp_path / "a", "sync", "rotate-key", "--stdin", stdin=key_text)[0] == 0
+        return found
+
+    monkeypatch.setattr(prunemod, "_manifests", owner_rotates_every_time)
+    code, _, err = tm(tmp_path / "b", "sync", "prune")
+    assert code == ROTATION_CONFLICT, err
+    assert len(err.strip().splitlines()) == 1 and "nothing was pruned" in err
+    assert checkpoint_epochs(client, tag, prune_rid) == set()
