@@ -82,6 +82,7 @@ _ASKS = frozenset(
     summarize summarise translate describe compare can could would please pls""".split()  # noqa: SIM905
 )
 """How a request opens."""
+_TO_SOMEONE = frozenset({"you", "your", "yours", "u", "ur"})
 LONG_TEXT = 60
 """Words past which a text is about many things."""
 _TOKEN = re.compile(r"[^\W_]+")
@@ -325,12 +326,15 @@ def topic(query: str) -> frozenset[str] | None:
 
 
 def on_topic(about: frozenset[str], text: str) -> bool:
-    """Whether a statement (not a question or a request) names at least half of what the
-    question is about. A long text (a whole session, a long note) speaks of many things: the
+    """Whether a statement (not a question, a request or a line said to someone) names at
+    least half of what the question is about. A long text (a whole session, a long note) speaks of many things: the
     latest one is no answer."""
     words = _TOKEN.findall(text)
     if len(words) > LONG_TEXT or "?" in text or (words and words[0].casefold() in _ASKS):
         return False  # a question or a request asks; it does not say how things are
+    opening = _TOKEN.findall(re.split(r"[.!?;]", text, maxsplit=1)[0])
+    if any(w.casefold() in _TO_SOMEONE for w in opening):
+        return False  # "glad your reading day went well" is said to someone, of them
     return 2 * len(about & {stem(frames.fold(w)) for w in words}) >= len(about)
 
 

@@ -12,6 +12,7 @@ import unicodedata
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from tiermem.core import roles
 from tiermem.core.stated_dates import DATE, valid_from
 from tiermem.core.temporal import MONTHS, WEEKDAYS
 from tiermem.core.terms import STOPWORDS, stem
@@ -61,6 +62,7 @@ _SLOT_SURFACE: dict[str, list[str]] = {}
 for _word, _slot in SLOT_WORDS.items():
     _SLOT_SURFACE.setdefault(_slot, []).append(_word)
 _SLOT_SURFACE["~residence"] += ["moved", "moving", "move", "i m in", "im in", "we re in"]
+_SLOT_SURFACE["~role"] += roles.ROLE_NOUNS.split("|")
 _BASED_IN = re.compile(
     r"\b(?i:i'?m|i am|we'?re|we are)\s+(?i:now\s+|still\s+)?(?i:based\s+)?(?i:in)\s+[A-ZÀ-Þ]"
 )
@@ -291,6 +293,12 @@ def claim_of(text: str, said_at: float) -> Claim | None:
     if slots and not values:
         values = _lower_values(text)
         value_words = {v for value in values for v in value.split()}
+    role = roles.stated_role(text)
+    if role is not None:  # "Aisha made me design manager": the role is the value
+        if set(role[0].split()) & {"lead", "manager", "head"}:
+            slots.discard("~manager")  # "made team lead" names no one's manager
+        slots.add("~role")
+        values, value_words = {role[0]}, set(role[0].split()) | {w for w in folded if w.isupper()}
     frame = frozenset(slots) | frozenset(
         stem(w)
         for w in folded
@@ -308,7 +316,7 @@ def claim_of(text: str, said_at: float) -> Claim | None:
     if not frame and not values:
         return None
     return Claim(
-        subject=_subject_after_lead_in(text, words, folded),
+        subject="user" if role and role[1] else _subject_after_lead_in(text, words, folded),
         frame=frame,
         values=frozenset(values),
         kinds=frozenset(TOOL_KINDS[v] for v in values if v in TOOL_KINDS),
@@ -536,6 +544,8 @@ def _subject_after_lead_in(text: str, words: list[str], folded: list[str]) -> st
     if lead is None or any(SLOT_WORDS.get(w.casefold()) for w in lead[0].split()):
         return _subject(words, folded)  # "New manager in Pune: Neha" names its value
     rest = _WORD.findall(text[lead.end() :])
+    if not rest:
+        return _subject(words, folded)
     return _subject(rest, [_POSSESSIVE.sub("", w.casefold().strip(".'’")) for w in rest])
 
 

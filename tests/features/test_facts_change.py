@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.clikit import Cli
 
 DAY = 86400.0
@@ -389,3 +391,29 @@ def test_notes_about_their_owner_in_the_third_person_answer_the_owner(
     found = cli.json("retrieve", "where do I live?", "--limit", "3")["results"]
     assert "Leeds" in found[0]["text"] and "newest statement" in found[0]["explanation"]["via"]
     assert "Priya" in texts(cli, "who is my manager?", "--limit", "3")[0]  # not the team lead
+
+
+def test_a_new_role_said_any_way_replaces_the_old_title(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-02", ["i'm the social media coordinator at glowbar, we launch a serum"]),
+            ("2026-09-21", ["Context: I am product designer on the payments team."]),
+            ("2026-10-13", ["AISHA MADE ME DESIGN MANAGER, two designers reporting to me"]),
+        ],
+    )
+    found = cli.json("retrieve", "whats my job title", "--limit", "3")["results"]
+    assert "DESIGN MANAGER" in found[0]["text"]
+    assert "newest statement" in found[0]["explanation"]["via"]
+    then = texts(cli, "what was my job title", "--as-of", "2026-08-01")
+    assert "coordinator" in then[0]
+
+
+@pytest.mark.parametrize(
+    "said", ["Moved: 🎉🎉", "Home: —", "Sam told me that 🎉 moved", "Lives: ..."]
+)
+def test_a_lead_in_with_nothing_after_it_is_stored_and_asked_about(cli: Cli, said: str) -> None:
+    cli.json("store", "--text", said)
+    cli.json("store", "--text", "I moved to Porto last weekend.")
+    assert "Porto" in texts(cli, "where do I live now?")[0]

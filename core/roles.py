@@ -1,0 +1,38 @@
+"""A person's role or title as people state it ("I'm now research lead", "Aisha made me design
+manager", "Ravi was made team lead", "I have accepted a Readership at York", "I'm the social
+media coordinator at Glowbar"): what frames compare as the one-value attribute ~role."""
+
+from __future__ import annotations
+
+import re
+
+ROLE_NOUNS = (
+    "lead|manager|engineer|designer|researcher|lecturer|reader|readership|professor|director|"
+    "coordinator|analyst|developer|scientist|consultant|architect|editor|officer|head|chief|"
+    "intern|associate|specialist|administrator|nurse|teacher|founder|cto|ceo|cfo|vp|president|"
+    "fellow|producer|strategist|recruiter|accountant|paralegal|lawyer|librarian"
+)
+_ROLE = rf"(?:a\s+|an\s+|the\s+)?(?P<role>(?:[a-z][\w-]*\s+){{0,3}}?(?:{ROLE_NOUNS}))\b"
+_STATED = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        rf"\b(?:made|promoted|named|appointed)\s+(?P<me>me\s+)?(?:to\s+|as\s+)?{_ROLE}",
+        rf"\b(?P<me>i'?m|i am)\s+now\s+{_ROLE}",
+        rf"\b(?P<me>i'?m|i am)\s+{_ROLE}\s+(?:at|in|for|of|on|with)\b",
+        rf"\baccepted\s+{_ROLE}",
+    )
+)
+_NOT_ROLE = frozenset({"my", "our", "your", "his", "her", "their", "new", "the", "a", "an"})
+
+
+def stated_role(text: str) -> tuple[str, bool] | None:
+    """The role a statement gives (folded) and whether it is the speaker's ("made me …"),
+    or None when it states none."""
+    for pattern in _STATED:
+        m = pattern.search(text)
+        if m is None:
+            continue
+        words = [w for w in m["role"].casefold().split() if w not in _NOT_ROLE]
+        if words:
+            return " ".join(words), bool(m.groupdict().get("me"))
+    return None
