@@ -265,21 +265,31 @@ def _remote_steps(
             fetched = _fetch(job, vault, prefetch, pending, listed, (served, completion), totals)
             _check_after(job, vault, listed, served, fetched, verified)
         requests = client.requests_sent
-        # On the signed roster, with its epoch floor (never seals under a hidden rotation);
-        # a member's device is on it already, unless it was restored with the vault's secret.
-        enrol_as = None if job.member is None else job.member.enrol_as
-        if job.member is None or enrol_as is not None:
-            enroll_restored(
-                job.home,
-                job.agent_id,
-                remote,
-                recovery_key,
-                retry,
-                driver=job.driver,
-                bodies=bodies.result(),
-                member=enrol_as,
-            )
+        _enroll(job, remote, recovery_key, retry, bodies.result())
     return vault, verified, fetched, requests
+
+
+def _enroll(
+    job: _Job,
+    remote: Remote,
+    recovery_key: bytes | None,
+    retry: RetryPolicy,
+    bodies: list[bytes],
+) -> None:
+    """This device onto the signed roster, with its epoch floor (never seals under a hidden
+    rotation); a member's device is on it already, unless it was restored with the secret."""
+    enrol_as = None if job.member is None else job.member.enrol_as
+    if job.member is None or enrol_as is not None:
+        enroll_restored(
+            job.home,
+            job.agent_id,
+            remote,
+            recovery_key,
+            retry,
+            driver=job.driver,
+            bodies=bodies,
+            member=enrol_as,
+        )
 
 
 def _served_before(
