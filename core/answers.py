@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, replace
 
 from tiermem.core import frames
-from tiermem.core.current import ANSWERS, QUESTION, day, since, stale_at
+from tiermem.core.current import NEWEST_STATEMENT, QUESTION, day, since, stale_at
 from tiermem.core.db import Database, Row
 from tiermem.core.graph.phrases import OWNER
 from tiermem.core.ranking import (
@@ -184,7 +184,7 @@ def newest(
             best = (began, float(row[ROW_CREATED]), found)
     if best is None:
         return None
-    return int(best[2][0]), best[2][1:], f"{ANSWERS}the newest statement of it ({day(best[0])})"
+    return int(best[2][0]), best[2][1:], f"{NEWEST_STATEMENT} ({day(best[0])})"
 
 
 def _said_by(

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from tiermem.core import current, hygiene, injection, links, working
 from tiermem.core import hot as hotmod
-from tiermem.core import hygiene, injection, links, working
 from tiermem.core.budget import fit, shorten
 from tiermem.core.errors import InvalidInput
 from tiermem.core.graph import history as graphhistory
@@ -467,13 +467,16 @@ FACTS_HEADING = "## Current facts"
 MAX_FACTS = 6
 
 
-def _add_current_facts(mem: Memory, out: ContextBlock, query: str, as_of: float | None) -> None:
+def _add_current_facts(
+    mem: Memory, out: ContextBlock, query: str, as_of: float | None, hits: list[Hit]
+) -> None:
     """What the knowledge graph holds true about what the message names, with what each fact
     replaced ("lives in Porto since 2026-10-17 (before: Lisbon)"), within a quarter of the
     budget left (nothing when the agent has no graph)."""
     if not mem.reads.view()[2][0]:
         return
-    lines = graphhistory.current_facts(mem, mem.agent_id, query, as_of, MAX_FACTS)
+    answered = current.answered_attributes(query, [(h.explanation.via, h.memory) for h in hits])
+    lines = graphhistory.current_facts(mem, mem.agent_id, query, as_of, MAX_FACTS, answered)
     room = (out.budget - out.tokens) // 4
     while lines:
         text = f"\n{FACTS_HEADING}\n\n" + "\n".join(f"- {line}" for line in lines) + "\n"
@@ -530,7 +533,7 @@ def build_context(
         )
         terms = result.terms
         out.notes += result.notes
-        _add_current_facts(mem, out, query, as_of)
+        _add_current_facts(mem, out, query, as_of, result.hits)
         room = min(mem.cfg.context.episode_tokens, budget - out.tokens)
         eps = injection.episode_block(mem, query, terms, room, floor)
         chosen = _inject(out, result.hits, terms, floor, eps)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from tiermem.core.db import Database, Row
 from tiermem.core.ranking import (
@@ -108,6 +110,32 @@ def answer_first(
         answer = Candidate(seq, with_count(row), found_by="answer")
         ranked.append(answer)
     return _lift(answer, ranked, why)
+
+
+NEWEST_STATEMENT = f"{ANSWERS}the newest statement of it"
+"""How the reason of an answer from the memory's own newest statement starts."""
+PREDICATES = {
+    "~residence": "lives_in",
+    "~employer": "works_at",
+    "~manager": "reports_to",
+    "~role": "role",
+}
+"""The graph's predicate for each attribute a question may ask."""
+
+
+def answered_attributes(query: str, hits: Sequence[tuple[str | None, Any]]) -> dict[str, float]:
+    """The graph predicates that a result answering `query` from the newest statement states,
+    with when that statement's fact began: a graph fact of one that began earlier is stale
+    (the graph did not read the change)."""
+    said = next((m for via, m in hits if via and via.startswith(NEWEST_STATEMENT)), None)
+    if said is None:
+        return {}
+    from tiermem.core import answers
+
+    question = answers.asked(query)
+    began = said.valid_from if said.valid_from is not None else said.created_at
+    anchors = () if question is None else question.anchors
+    return {PREDICATES[a]: float(began) for a in anchors if a in PREDICATES}
 
 
 def _latest_first(query: str, ranked: list[Candidate], when: float) -> list[Candidate]:

@@ -5,7 +5,7 @@ lives in Leeds since 2026-10-19 (before: Manchester)")."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from tiermem.core.db import Database
@@ -100,11 +100,17 @@ def fact_line(edge: Edge, names: dict[str, str], previous: Edge | None) -> str:
 
 
 def current_facts(
-    source: Database | Memory, agent: str, query: str, at: float | None, limit: int
+    source: Database | Memory,
+    agent: str,
+    query: str,
+    at: float | None,
+    limit: int,
+    answered: Mapping[str, float] | None = None,
 ) -> list[str]:
     """Short lines of the facts that hold at `at` (default now) about what `query` names (the
     user when it says "I", "my", or names nothing the graph knows), with what each replaced:
-    for an agent's context block."""
+    for an agent's context block. `answered`: predicates a newer statement answers, with its
+    date; a fact of one that began before it is left out (the graph did not read the change)."""
     db = source if isinstance(source, Database) else source.db
     graph = GraphStore(db, agent)
     when = at if at is not None else _now(source)
@@ -120,6 +126,8 @@ def current_facts(
             if e.subject == entity_id
             or (e.object == entity_id and slots.exclusive(e.predicate) == "object")
         ]
+        if answered:
+            holding = [e for e in holding if not _older_than_answer(e, answered)]
         if asked and asked.predicates:
             wanted = [e for e in holding if question.wanted(e.predicate, asked.predicates)]
             holding = wanted or holding
@@ -135,6 +143,12 @@ def current_facts(
             if len(lines) >= limit:
                 return lines
     return lines
+
+
+def _older_than_answer(edge: Edge, answered: Mapping[str, float]) -> bool:
+    said = answered.get(edge.predicate)
+    began = edge.valid_from if edge.valid_from is not None else edge.created_at
+    return said is not None and began < said
 
 
 def _now(source: Database | Memory) -> float:

@@ -417,3 +417,23 @@ def test_a_lead_in_with_nothing_after_it_is_stored_and_asked_about(cli: Cli, sai
     cli.json("store", "--text", said)
     cli.json("store", "--text", "I moved to Porto last weekend.")
     assert "Porto" in texts(cli, "where do I live now?")[0]
+
+
+def test_context_leaves_out_a_graph_fact_older_than_the_newest_statement(
+    cli: Cli, tmp_path: Path
+) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-01", ["I am a product designer at Acme, mostly on the checkout flow."]),
+            ("2026-10-13", ["Aisha made me design manager, two designers report to me now"]),
+        ],
+    )
+    block = cli.json("context", "--query", "what's my job title?")["context"]
+    facts = (
+        block.split("## Current facts", 1)[1].split("\n## ", 1)[0] if "## Current" in block else ""
+    )
+    assert "product designer" not in facts
+    designer = block.find("product designer")
+    assert designer == -1 or block.index("design manager") < designer
