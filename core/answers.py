@@ -11,6 +11,15 @@ from dataclasses import dataclass, replace
 from tiermem.core import frames
 from tiermem.core.current import NEWEST_STATEMENT, QUESTION, day, since, stale_at
 from tiermem.core.db import Database, Row
+from tiermem.core.frame_words import (
+    CORRECTION,
+    FIRST_PERSON,
+    NEGATION,
+    RELATIVES,
+    SLOT_STEMS,
+    SLOT_WORDS,
+    SLOTS,
+)
 from tiermem.core.graph.phrases import OWNER
 from tiermem.core.ranking import (
     ROW_CATEGORY,
@@ -51,7 +60,8 @@ KIND_WORDS: dict[str, str] = {
 }
 """Question words that ask which tool of a kind ("what message broker …" → a queue)."""
 _ASKING = frozenset(
-    """what whats what's where where's who who's whom whose which when when's how do does did
+    """what whats what's where where's wheres who who's whos whom whose which when when's whens
+    how hows do does did
     is are am was were now currently current present presently still right rn moment days
     lately anymore nowadays at the these use uses used using""".split()  # noqa: SIM905
 )
@@ -117,11 +127,12 @@ def asked(query: str) -> Asked | None:
     if not any(_may_anchor(w) for w in words):
         return None  # most questions name no one-value attribute: no parse
     claim = frames.claim_of(query, 0.0)
-    if claim is None:
-        return None
-    slotted = {w for w in claim.frame if w.startswith("~") or w in frames.SLOT_STEMS}
+    frame = frozenset() if claim is None else claim.frame
+    slotted = {w for w in frame if w.startswith("~") or w in SLOT_STEMS}
     if _WORK_QUESTION.search(query):
         slotted.add("~employer")  # "where does my husband work?"
+    if "job" in words and "~role" not in slotted:
+        slotted |= {"~role", "~employer"}  # "what was my job": the role or the employer
     subject = _subject(words)
     slotted.discard(subject[1:])  # "my husband's employer" asks not who he is
     kinds = {KIND_WORDS[w] for w in words if w in KIND_WORDS}
@@ -131,7 +142,7 @@ def asked(query: str) -> Asked | None:
     names = frozenset(
         w
         for w in words
-        if w not in STOPWORDS and w not in _ASKING and w not in frames.SLOT_WORDS
+        if w not in STOPWORDS and w not in _ASKING and w not in SLOT_WORDS
         if w not in KIND_WORDS and stem(w) not in slotted and len(w) > 1
     )
     return Asked(anchors, subject, names)
@@ -140,15 +151,15 @@ def asked(query: str) -> Asked | None:
 def _may_anchor(word: str) -> bool:
     """A word that may name an attribute (a cheap look before the question is parsed)."""
     bare = word.removesuffix("s")
-    return any(w in frames.SLOT_WORDS or w in frames.SLOTS or w in KIND_WORDS for w in (word, bare))
+    return any(w in SLOT_WORDS or w in SLOTS or w in KIND_WORDS for w in (word, bare))
 
 
 def _subject(words: list[str]) -> str:
     """The user ("I", "my"), a relative of theirs ("my sister"), or nobody named."""
     for i, word in enumerate(words):
-        if word in {"my", "our"} and i + 1 < len(words) and words[i + 1] in frames.RELATIVES:
+        if word in {"my", "our"} and i + 1 < len(words) and words[i + 1] in RELATIVES:
             return "~" + words[i + 1]
-        if word in frames.FIRST_PERSON:
+        if word in FIRST_PERSON:
             return "user"
     return ""
 
@@ -161,7 +172,7 @@ def newest(
     match = frames.fts_query_for(question.anchors)
     if not match:
         return None
-    if question.subject[1:] in frames.RELATIVES:  # "my husband" is Chidi when it says so
+    if question.subject[1:] in RELATIVES:  # "my husband" is Chidi when it says so
         question = replace(question, names=question.names | named_as(db, slot, question.subject))
     if question.subject == "user":  # notes that say "Ravi moved to Pune" of their owner
         question = replace(question, owner=owner_names(db, slot))
@@ -269,7 +280,7 @@ def _replaced_on_it(db: Database, question: Asked, row: Row) -> bool:
     if successor is None:
         return True
     text = str(successor)
-    if frames.CORRECTION.search(text) or frames.NEGATION.search(text):
+    if CORRECTION.search(text) or NEGATION.search(text):
         return True  # "actually it's Leeds, not Lees" corrects whatever the other said
     folded = frames.fold(text)
     return any(re.search(rf"\b{re.escape(w)}\b", folded) for w in frames.surface(question.anchors))

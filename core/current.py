@@ -31,7 +31,8 @@ ANSWERS = "answers: "
 """How an answer's reason starts (the newest statement's, the graph's): context injects it
 whatever words it shares with the question."""
 QUESTION = re.compile(
-    r"\?|\b(?:what|whats|what's|where|who|whom|whose|which|when|how|am i|do i|does|did)\b",
+    r"\?|\b(?:what|whats|what's|where|wheres|who|whos|whom|whose|which|when|whens|how|hows|"
+    r"am i|do i|does|did)\b",
     re.IGNORECASE,
 )
 """A question (a wh-word, "do I", a question mark): only a question is given an answer."""

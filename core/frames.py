@@ -13,164 +13,38 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from tiermem.core import roles
+from tiermem.core.frame_words import (
+    _BASED_IN,
+    _COMMON_STARTS,
+    _GOT_JOB,
+    _HANDLE,
+    _KEBAB,
+    _MOVE_TO,
+    _MOVED_BARE,
+    _POSSESSIVE,
+    _POSSESSIVES,
+    _RELATIVE_PRONOUNS,
+    _SECOND_PERSON,
+    _SLOT_SURFACE,
+    _THIRD_PERSON,
+    _WORD,
+    _WORK_ON,
+    _WRONG,
+    CHANGE,
+    CORRECTION,
+    FILLER,
+    FIRST_PERSON,
+    FUTURE,
+    HYPOTHETICAL,
+    NEGATION,
+    RELATIVES,
+    SLOT_STEMS,
+    SLOT_WORDS,
+    TOOL_KINDS,
+)
 from tiermem.core.stated_dates import DATE, valid_from
 from tiermem.core.temporal import MONTHS, WEEKDAYS
 from tiermem.core.terms import STOPWORDS, stem
-
-CHANGE = frozenset(
-    """now new newly moved move moving relocated switched switch switching changed change
-    changing replaced replace instead anymore longer since started start starting joined
-    became become promoted rescheduled postponed pushed bumped delayed shifted updated update
-    finally ditched dropped migrated migrating extended these days nowadays currently""".split()  # noqa: SIM905
-)
-"""Words that say a value changed (taken out of the frame; one of them makes a claim a change)."""
-NEGATION = re.compile(
-    r"\b(?:no longer|not anymore|any ?more|quit|left|stop(?:ped)?|don'?t (?:work|live|use)|"
-    r"do not (?:work|live|use)|gave up|resigned from|retired from)\b",
-    re.IGNORECASE,
-)
-HYPOTHETICAL = re.compile(
-    r"\b(?:if|might|maybe|perhaps|thinking (?:about|of)|considering|could|would|wondering|"
-    r"dream(?:ing)? (?:of|about)|someday|one day|hope to|want to|wanna|eventually|unless|"
-    r"prob|probably|nothing (?:is )?decided|not (?:decided|sure) yet)\b",
-    re.IGNORECASE,
-)
-"""A change that may never happen (a wish, a condition): it replaces nothing."""
-FUTURE = re.compile(
-    r"\b(?:will|shall|'ll|going to|gonna|plan(?:ning)? to|about to|next (?:year|month|week)|soon|"
-    r"^(?:\w+\W+){0,4}moving (?:back )?to|the plan is|plans? (?:is|are) to|planning|"
-    r"(?:i'?m|i am|we'?re|we are|s?he'?s|they'?re) (?:moving|switching|changing|starting|"
-    r"joining|leaving|relocating|migrating))\b",
-    re.IGNORECASE,
-)
-"""A change planned for later: it replaces from its date on, or not at all without one."""
-SLOT_WORDS: dict[str, str] = {
-    word: f"~{slot}"
-    for slot, words in {
-        "residence": "live lives living lived based hometown flat apartment house "
-        "neighbourhood neighborhood relocated",
-        "employer": "work works working worked job employer company joined hired offer "
-        "accepted employed",
-        "manager": "manager boss lead supervisor head report reports reporting",
-        "role": "role title position promoted",
-        "name": "name named called",
-    }.items()
-    for word in words.split()
-}
-"""Words that name one attribute, however it is said ("new boss" / "my manager")."""
-_SLOT_SURFACE: dict[str, list[str]] = {}
-for _word, _slot in SLOT_WORDS.items():
-    _SLOT_SURFACE.setdefault(_slot, []).append(_word)
-_SLOT_SURFACE["~residence"] += ["moved", "moving", "move", "i m in", "im in", "we re in"]
-_SLOT_SURFACE["~role"] += roles.ROLE_NOUNS.split("|")
-_BASED_IN = re.compile(
-    r"\b(?i:i'?m|i am|we'?re|we are)\s+(?i:now\s+|still\s+)?(?i:based\s+)?(?i:in)\s+[A-ZÀ-Þ]"
-)
-_MOVED_BARE = re.compile(
-    r"^(?:(?:we|i|just|finally|so)\s+)*(?:moved|relocated)\b"
-    r"(?!\s+(?:the|my|our|it|them|this|that|his|her|their|a|an|out|on)\b)",
-    re.IGNORECASE,
-)
-""""Moved last Saturday, we're officially Porto people now": a move with no object."""
-""""I'm in Lisbon": where someone lives, said the short way."""
-_MOVE_TO = re.compile(
-    r"\b(?:mov(?:e|ed|ing)|relocat(?:e|ed|ing))\s+(?:back\s+)?(?:to|into|in)\s+[A-ZÀ-Þ]"
-)
-_WORK_ON = re.compile(r"\bwork(?:s|ing|ed)?\s+on\b", re.IGNORECASE)
-CORRECTION = re.compile(
-    r"\b(?:actually|sorry,? i meant|i meant|correction|to be clear|my mistake|typo)\b|,\s*not\s+\w",
-    re.IGNORECASE,
-)
-SLOTS = frozenset(
-    """live lives living based home city town flat apartment address work works working job
-    employer company firm office manager boss lead supervisor report reports role title position
-    team database db queue broker ci cloud hosting host editor ide stack framework language
-    orm cache deadline due date meeting offsite standup appointment flight trip launch release
-    demo review interview wedding party birthday prefer preference favourite favorite drink
-    diet summary summaries newsletter name called named partner wife husband girlfriend
-    boyfriend cat dog pet phone email number budget salary rent price""".split()  # noqa: SIM905
-)
-"""Frame words of attributes that hold one value at a time: a change of value replaces."""
-FILLER = frozenset(
-    """yeah yes ok okay oh btw lol haha hey hi so well also really just actually basically
-    literally pretty quite got get gets getting thing things stuff guess think know like
-    kinda sorta anyway honestly finally last weekend week month year today yesterday ago""".split()  # noqa: SIM905
-)
-TOOL_KINDS: dict[str, str] = {
-    tool: kind
-    for kind, tools in {
-        "database": "postgres postgresql mysql mariadb sqlite mongodb mongo dynamodb cassandra "
-        "supabase firebase turso libsql cockroachdb",
-        "queue": "kafka rabbitmq sqs nats celery pubsub",
-        "ci": "jenkins circleci travis buildkite",
-        "cloud": "aws gcp azure heroku vercel netlify hetzner digitalocean",
-        "editor": "vim neovim emacs vscode cursor zed pycharm intellij sublime",
-        "channel": "slack teams discord email whatsapp telegram signal",
-        "drink": "coffee tea matcha espresso latte cappuccino",
-        "language": "python rust go golang java kotlin typescript javascript ruby php elixir",
-        "framework": "django flask fastapi rails react vue svelte angular nextjs",
-    }.items()
-    for tool in tools.split()
-}
-"""Tools and things by what they are for: two of one kind for one subject are one slot."""
-_WORD = re.compile(r"[A-Za-zÀ-ÿ][\w'’.-]*|\d[\d:./-]*(?:am|pm)?", re.UNICODE)
-_KEBAB = re.compile(
-    r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:api|service|app|web|cli|bot|db|ui|server|worker|core|"
-    r"lib|sdk|site|\d+)\b"
-)
-"""A lower-case identifier ("payroll-api"): a project's name as developers write it."""
-_HANDLE = re.compile(r"(?<![\w/])[#@][A-Za-z][\w-]*")
-"""A channel or account ("#general", "@sam"): a value like a name."""
-_WRONG = re.compile(
-    r"(?:,|\bbut)\s*not\s+(?:in\s+|at\s+|on\s+)?([A-Za-zÀ-ÿ][\w'-]*)", re.IGNORECASE
-)
-_SECOND_PERSON = frozenset({"you", "your", "ur", "u", "you're", "youre", "yours", "you’re"})
-_THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "he's", "she's", "they're"})
-_POSSESSIVES = frozenset({"my", "our"})
-RELATIVES = frozenset(
-    """sister brother mum mom mother dad father partner wife husband girlfriend boyfriend son
-    daughter friend roommate flatmate colleague coworker cousin aunt uncle grandma grandpa
-    niece nephew neighbour neighbor""".split()  # noqa: SIM905
-)
-"""Whose a statement is when it starts "my sister …": a subject of its own, not the user."""
-_POSSESSIVE = re.compile(r"['’]s$")
-_RELATIVE_PRONOUNS = frozenset({"who", "which", "whose"})
-FIRST_PERSON = frozenset(
-    {
-        "i'd",
-        "i'll",
-        "i’m",
-        "i’d",
-        "i’ll",
-        "id",
-        "i",
-        "i'm",
-        "im",
-        "i've",
-        "ive",
-        "my",
-        "me",
-        "we",
-        "we're",
-        "our",
-        "us",
-    }
-)
-
-
-_COMMON_STARTS = (
-    STOPWORDS
-    | FILLER
-    | CHANGE
-    | frozenset(
-        """the we our let let's please pls plz thanks stop start keep send post remind use make
-        put add remove don't dont do can could would will also so note sorry first second third
-        firstly secondly thirdly lastly next meanwhile however besides plus""".split()  # noqa: SIM905
-    )
-)
-"""Sentence-initial words that are not names."""
-SLOT_STEMS = frozenset(stem(s) for s in SLOTS)
-"""The stems of `SLOTS`, as claim frames hold their words."""
 
 
 @dataclass(frozen=True)
@@ -293,12 +167,20 @@ def claim_of(text: str, said_at: float) -> Claim | None:
     if slots and not values:
         values = _lower_values(text)
         value_words = {v for value in values for v in value.split()}
+    if (job := _GOT_JOB.search(text)) and job["org"].casefold() not in _NOT_EMPLOYERS:
+        slots.add("~employer")
+        slots.discard("~manager")  # "GOT THE TIDAL JOB, social media manager!": a title
+        values = {_fold_accents(job["org"].casefold())}
+        value_words = set(values) | {w for w in folded if w.isupper()}
     role = roles.stated_role(text)
     if role is not None:  # "Aisha made me design manager": the role is the value
-        if set(role[0].split()) & {"lead", "manager", "head"}:
+        if set(role.role.split()) & {"lead", "manager", "head"}:
             slots.discard("~manager")  # "made team lead" names no one's manager
         slots.add("~role")
-        values, value_words = {role[0]}, set(role[0].split()) | {w for w in folded if w.isupper()}
+        values = {role.role} | ({_fold_accents(role.org)} if role.org else set())
+        value_words = {w for v in values for w in v.split()} | {w for w in folded if w.isupper()}
+        if role.org:
+            slots.add("~employer")  # "i'm the social media coordinator at glowbar"
     frame = frozenset(slots) | frozenset(
         stem(w)
         for w in folded
@@ -316,7 +198,7 @@ def claim_of(text: str, said_at: float) -> Claim | None:
     if not frame and not values:
         return None
     return Claim(
-        subject="user" if role and role[1] else _subject_after_lead_in(text, words, folded),
+        subject="user" if role and role.mine else _subject_after_lead_in(text, words, folded),
         frame=frame,
         values=frozenset(values),
         kinds=frozenset(TOOL_KINDS[v] for v in values if v in TOOL_KINDS),
@@ -466,9 +348,21 @@ _MOVED = re.compile(r"\b(?:moved|relocated)\b", re.IGNORECASE)
 
 def _in_lower(text: str) -> bool:
     """Where someone now lives, in lower-case chat ("im in manchester now btw, moved last
-    week"): the place, then "now" or a move in the same sentence ("im in meetings" is not)."""
+    week", "context: im in philly, wfh mon + fri"): the place, then "now", a move, or the end
+    of the phrase ("im in meetings all day" is not; "im in bed," is no place)."""
     m = _IN_LOWER.search(text)
-    return bool(m and _placeish(m[1].casefold()) and (m[2] or _MOVED.search(text)))
+    if not m or not _placeish(m[1].casefold()) or m[1].casefold() in _NOT_PLACES:
+        return False
+    ends = re.match(r"\s*(?:[,.;!)]|$)", text[m.end(1) :]) is not None
+    return bool(m[2] or _MOVED.search(text) or ends)
+
+
+_NOT_PLACES = frozenset(
+    """bed love trouble charge class meeting meetings line pain shock tears traffic transit
+    hurry rush work office school college uni gym queue sync touch town labor labour
+    hospital shape luck""".split()  # noqa: SIM905
+)
+"""What "I'm in …" says that is no place to live."""
 
 
 def _placeish(word: str) -> bool:
@@ -502,17 +396,18 @@ _CAPITAL_TOOLS = frozenset({"go", "signal", "teams", "cursor", "zed"})
 def _names_slot(folded: list[str], at: int) -> bool:
     """Whether the slot word at `at` names its attribute here: work before an employer, a
     lead that is someone's ("my team lead", not "was made team lead"), a report upwards
-    ("I report to Hanna", not "four engineers report to him")."""
+    ("I report to Hanna", not "four engineers report to him"), a company that is someone's."""
     word, before, after = folded[at], folded[max(0, at - 2) : at], folded[at + 1 : at + 3]
     if word in _AT_WORK:
         return any(w in {"at", "for", "with"} for w in after)
-    if word == "lead":
+    if word in {"lead", "company"}:  # "my company is Acme", not "the company has credits"
         return bool((_POSSESSIVES | _OWNERS) & set(before)) or after[:1] == ["is"]
     if word.startswith("report"):
         return not (after[:1] == ["to"] and after[1:2] and after[1] in _OBJECTS)
     return True
 
 
+_NOT_EMPLOYERS = frozenset({"new", "dream", "first", "old", "part-time", "summer", "full-time"})
 _OWNERS = frozenset({"his", "her", "their", "your"})
 _OBJECTS = frozenset({"me", "him", "her", "us", "them", "you"})
 

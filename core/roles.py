@@ -5,6 +5,7 @@ media coordinator at Glowbar"): what frames compare as the one-value attribute ~
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 ROLE_NOUNS = (
     "lead|manager|engineer|designer|researcher|lecturer|reader|readership|professor|director|"
@@ -13,26 +14,38 @@ ROLE_NOUNS = (
     "fellow|producer|strategist|recruiter|accountant|paralegal|lawyer|librarian"
 )
 _ROLE = rf"(?:a\s+|an\s+|the\s+)?(?P<role>(?:[a-z][\w-]*\s+){{0,3}}?(?:{ROLE_NOUNS}))\b"
+_ORG = r"(?:the\s+)?(?P<org>[\w&'’-]+(?:\s+(?!at\b|in\b|on\b)[A-Z][\w&'’-]+){0,3})"
+"""Where a role is held ("at glowbar", "at Nordkap Logistics")."""
 _STATED = tuple(
     re.compile(pattern, re.IGNORECASE)
     for pattern in (
         rf"\b(?:made|promoted|named|appointed)\s+(?P<me>me\s+)?(?:to\s+|as\s+)?{_ROLE}",
         rf"\b(?P<me>i'?m|i am)\s+now\s+{_ROLE}",
-        rf"\b(?P<me>i'?m|i am)\s+{_ROLE}\s+(?:at|in|for|of|on|with)\b",
+        rf"\b(?P<me>i'?m|i am)\s+{_ROLE}\s+(?:(?:at|for|with)\s+{_ORG}|in|of|on)\b",
         rf"\baccepted\s+{_ROLE}",
     )
 )
 _NOT_ROLE = frozenset({"my", "our", "your", "his", "her", "their", "new", "the", "a", "an"})
 
 
-def stated_role(text: str) -> tuple[str, bool] | None:
-    """The role a statement gives (folded) and whether it is the speaker's ("made me …"),
-    or None when it states none."""
+@dataclass(frozen=True)
+class Role:
+    """A role a statement gives: the role (folded), whether it is the speaker's own ("made me
+    …", "I'm …") and where it is held, when it says ("" otherwise)."""
+
+    role: str
+    mine: bool
+    org: str = ""
+
+
+def stated_role(text: str) -> Role | None:
+    """The role a statement gives, or None when it states none."""
     for pattern in _STATED:
         m = pattern.search(text)
         if m is None:
             continue
         words = [w for w in m["role"].casefold().split() if w not in _NOT_ROLE]
         if words:
-            return " ".join(words), bool(m.groupdict().get("me"))
+            found = m.groupdict()
+            return Role(" ".join(words), bool(found.get("me")), (found.get("org") or "").casefold())
     return None

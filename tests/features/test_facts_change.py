@@ -437,3 +437,30 @@ def test_context_leaves_out_a_graph_fact_older_than_the_newest_statement(
     assert "product designer" not in facts
     designer = block.find("product designer")
     assert designer == -1 or block.index("design manager") < designer
+
+
+def test_a_role_held_at_a_place_answers_where_someone_worked(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-02", ["i'm the social media coordinator at glowbar, we launch a serum"]),
+            ("2026-08-20", ["the company has credits with Google so we move to GCP"]),
+            ("2026-09-21", ["I GOT THE TIDAL JOB!!! start date is sept 21"]),
+        ],
+    )
+    assert "glowbar" in texts(cli, "where did i work", "--as-of", "2026-08-30")[0]
+    assert "TIDAL" in texts(cli, "where do i work now?")[0]
+
+
+def test_chat_spellings_of_question_words_ask(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-02", ["my boss is brooke, she wants 5 caption options"]),
+            ("2026-09-30", ["new boss is marcus, he runs the label's social team"]),
+        ],
+    )
+    found = cli.json("retrieve", "whos my boss", "--limit", "3")["results"]
+    assert "marcus" in found[0]["text"] and "newest statement" in found[0]["explanation"]["via"]
