@@ -232,8 +232,11 @@ class Daemon:
                 "raced": result.raced,
                 "previous": result.previous,
                 "downloaded_because": result.downloaded_because,
+                "damaged": list(result.damaged),
             }
         )
+        if result.damaged:  # rows the server holds that no signed listing vouches for
+            self._record(False, f"prune found {len(result.damaged)} damaged row(s): run sync check")
 
     def _push(self, policy: RetryPolicy) -> None:
         try:

@@ -21,6 +21,7 @@ from tests.sync.helpers import policy, tag_of
 from tests.sync.sqld import SqldServer
 from tests.sync.test_adversarial_keys import Cli, tm
 from tests.sync.test_adversarial_roster import engine_at
+from tests.sync.test_daemon import Running, eventually
 from tests.sync.test_epoch_position import inject, remove, restore, texts
 from tiermem.sync import crypto
 from tiermem.sync.devices.epoch_keys import KeyRing
@@ -192,3 +193,26 @@ def test_a_prune_that_every_rotation_overtakes_stops_with_nothing_written(
     assert code == ROTATION_CONFLICT, err
     assert len(err.strip().splitlines()) == 1 and "nothing was pruned" in err
     assert checkpoint_epochs(client, tag, prune_rid) == set()
+
+
+def test_the_daemons_scheduled_prune_reports_an_injection_as_damage(
+    tmp_path: Path, agent_id: str, sqld: SqldServer, client: HranaClient, tm: Cli
+) -> None:
+    with first_device(tmp_path / "a", agent_id, sqld) as (mem_a, engine_a, recovery):
+        mem_a.store("the ferry leaves at seven on sundays", "travel/ferry")
+        engine_a.push(policy())
+        lost = join_with_recovery(tmp_path / "b", agent_id, sqld, recovery, "lost phone")
+        tag = tag_of(mem_a)
+    remove(tm, tmp_path / "a", lost.device_id, recovery)
+    inject(client, tmp_path / "b", agent_id, tag, "INJECTED: the ferry is cancelled, stay home")
+    (tmp_path / "a" / "config.toml").write_text("[sync]\nprune_every_hours = 0.0001\n")
+    running = Running(tmp_path / "a", agent_id, prune_check=0.05)
+    try:
+        eventually(lambda: "pruned" in running.kinds(), "a scheduled prune")
+    finally:
+        running.stop()
+    pruned = next(e for e in running.events if e["event"] == "pruned")
+    assert pruned["damaged"] and all("ended key epoch 1" in d for d in pruned["damaged"])
+    assert "INJECTED" not in json.dumps(running.events)
+    _code, out, _err = tm(tmp_path / "a", "--json", "sync", "status")
+    assert "damaged row(s)" in out
