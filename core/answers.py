@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, replace
 
 from tiermem.core import frames
-from tiermem.core.current import NEWEST_STATEMENT, QUESTION, day, since, stale_at
+from tiermem.core.current import NEWEST_STATEMENT, PAST, QUESTION, day, stale_at
 from tiermem.core.db import Database, Row
 from tiermem.core.frame_words import (
     CORRECTION,
@@ -72,12 +72,6 @@ _LIGHT = frozenset(
     good idea think feel tips""".split()  # noqa: SIM905
 )
 """Verbs and fillers too common to say what a question is about."""
-PAST = re.compile(
-    r"\b(?:did|was|were|had|first|originally|used to|before|previous(?:ly)?|ago|back then|"
-    r"last (?:week|month|year|time)|in (?:19|20)\d\d)\b",
-    re.IGNORECASE,
-)
-"""A question about the past: the newest mention of its topic is not its answer."""
 NOW = re.compile(
     r"\b(?:still|now|currently|current|anymore|any more|these days|at the moment|rn|"
     r"right now|nowadays|lately|presently|present)\b|^\s*(?:am i|are we)\b",
@@ -350,18 +344,20 @@ def on_topic(about: frozenset[str], text: str) -> bool:
 
 
 def newest_on_topic(about: frozenset[str], ranked: list[Candidate], when: float) -> int | None:
-    """Among the best results, the position of the newest of the statements on the question's
-    topic, unless it ranks first already: a present-tense question ("am I still vegan?") is
-    answered by the latest thing said about it."""
+    """Among the best results, the position of the statement on the question's topic said
+    last, when it was said after the best statement: a question of now ("am I still vegan?")
+    is answered by the latest thing said about it (when said, not the date it names)."""
     matching = [
-        (since(c.row), -i, i)
+        (float(c.row[ROW_CREATED]), -i, i)
         for i, c in enumerate(ranked[:TOPIC_POOL])
         if not str(c.row[ROW_CATEGORY]).startswith(DERIVED)
         and not stale_at(c.row, when)
-        and since(c.row) <= when
+        and float(c.row[ROW_CREATED]) <= when
         and on_topic(about, str(c.row[ROW_TEXT]))
     ]
     if len(matching) < 2:
         return None
-    newest = max(matching)[2]
-    return newest if newest != 0 else None
+    said, _, latest = max(matching)
+    best = next(c for c in ranked if not str(c.row[ROW_CATEGORY]).startswith(DERIVED))
+    later = ranked[latest] is best or said > float(best.row[ROW_CREATED])
+    return latest if latest != 0 and later else None

@@ -36,6 +36,13 @@ QUESTION = re.compile(
     re.IGNORECASE,
 )
 """A question (a wh-word, "do I", a question mark): only a question is given an answer."""
+PAST = re.compile(
+    r"\b(?:did|was|were|had|first|originally|used to|before|previous(?:ly)?|ago|back then|"
+    r"last (?:week|month|year|time)|in (?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+"""A question about the past ("when did I first…", "where did I live before…"): what holds
+now does not answer it; with an as-of date, what held then does."""
 STALE_FACTOR = 0.5
 """What a superseded memory's score is multiplied by."""
 MAX_CHAIN = 20
@@ -147,7 +154,7 @@ def _latest_first(query: str, ranked: list[Candidate], when: float) -> list[Cand
     at = None if about is None else answers.newest_on_topic(about, ranked, when)
     if at is None:
         return ranked
-    why = f"{ANSWERS}the latest said about it ({day(since(ranked[at].row))})"
+    why = f"{ANSWERS}the latest said about it ({day(float(ranked[at].row[ROW_CREATED]))})"
     return _lift(ranked[at], ranked, why)
 
 

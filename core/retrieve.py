@@ -178,7 +178,7 @@ def search(
     context = RankContext(result.categories, windows, now, retrieval, scoring)
     scoped.mark_sources(filters, (*keyword, *similar), retrieval.own_boost)
     ranked = scoped.arrange(filters, _rank(result, keyword, similar, context), now, as_of)
-    if mode == "keyword":
+    if mode == "keyword" and (as_of is not None or not current.PAST.search(query)):
         ranked = _answer_first(filters, query, ranked, now if as_of is None else as_of)
     if tagged:
         _label(filters, ranked, wanted_tags)
