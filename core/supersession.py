@@ -230,7 +230,7 @@ def _from_closure(mem: Memory, closure: Any) -> Change | None:
     new = got.get(closure.new_source) if closure.new_source else None
     if old is None or old.superseded_at is not None or (closure.new_source and new is None):
         return None
-    if _derived(old) or (new is not None and _derived(new)):
+    if any(_derived(m) or _many_things(m) for m in (old, new) if m is not None):
         return None
     if closure.new_object and frames.fold(closure.new_object) == frames.fold(closure.old_object):
         return None  # the same value said again is not a change
@@ -252,7 +252,7 @@ def _from_closure(mem: Memory, closure: Any) -> Change | None:
 def _by_frame(mem: Memory, new: MemoryRow, done: set[str]) -> list[Change]:
     """Older (or, arriving late, newer) statements of the same frame as `new` with another
     value: the earlier one said is superseded."""
-    if _derived(new):
+    if _derived(new) or _many_things(new):
         return []
     claims = [c for c in frames.claims_of(new.text, new.created_at) if frames.can_replace(c)]
     if not claims or all(c.hypothetical for c in claims):
@@ -263,7 +263,7 @@ def _by_frame(mem: Memory, new: MemoryRow, done: set[str]) -> list[Change]:
         new = _rows(mem, [new.id])[0]
     out: list[Change] = []
     for other in _candidates(mem, new, claims):
-        if other.id in done or other.id == new.id or _derived(other):
+        if other.id in done or other.id == new.id or _derived(other) or _many_things(other):
             continue
         others = [
             c for c in frames.claims_of(other.text, other.created_at) if frames.can_replace(c)
@@ -304,6 +304,15 @@ def _replacing(
                 closed = claim.negated and not claim.values - old.values  # no new value given
                 return older, newer, old.values - claim.values, closed
     return None
+
+
+MAX_STATEMENT_WORDS = 200
+"""Words past which a memory is a whole conversation or document, not a statement: it says too
+many things for one changed value to replace it (only an explicit supersede does)."""
+
+
+def _many_things(memory: MemoryRow) -> bool:
+    return len(memory.text.split()) > MAX_STATEMENT_WORDS
 
 
 def _derived(memory: MemoryRow) -> bool:

@@ -464,3 +464,15 @@ def test_chat_spellings_of_question_words_ask(cli: Cli, tmp_path: Path) -> None:
     )
     found = cli.json("retrieve", "whos my boss", "--limit", "3")["results"]
     assert "marcus" in found[0]["text"] and "newest statement" in found[0]["explanation"]["via"]
+
+
+def test_a_whole_conversation_stored_as_one_memory_is_never_replaced_by_another(
+    cli: Cli,
+) -> None:
+    filler = " ".join(f"We talked about topic {n} for a while." for n in range(30))
+    first = cli.json("store", "--text", f"I live in Lisbon. {filler}")["id"]
+    cli.json("store", "--text", f"I live in Porto now. {filler}")
+    assert not cli.json("get", first)["superseded_by"]  # too many things for one value to end
+    short = cli.json("store", "--text", "I live in Braga.")["id"]
+    cli.json("store", "--text", "I moved to Faro last weekend.")
+    assert cli.json("get", short)["superseded_by"]
