@@ -180,7 +180,7 @@ def build(home: Path) -> FixedClock:
                 )
             for q in QUERIES[day % len(QUERIES) : day % len(QUERIES) + 1 + day % 3]:
                 mem.retrieve(q)
-            if day == 3:
+            if day == 25:  # recent at NOW: hot memory keeps the events of the last 30 days
                 mem.add_event("Kickoff call with the BSC team")
             if day == 9:
                 mem.complete_task(mem.hot().active_context.tasks[-1].id)
