@@ -1,7 +1,8 @@
 """The newest statement of what a question asks about ("where do I live now?" → "We completed
 the move to York on Saturday"): found by the words that name the attribute however it is
 said, chosen by when it became true, and ranked first. An answer is then right even when
-the question shares no word with it, or when supersession missed the change."""
+the question shares no word with it, or when supersession missed the change. A question of
+now that names no attribute ("am I still vegan?") gets the latest statement on its topic."""
 
 from __future__ import annotations
 
