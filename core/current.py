@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from tiermem.core.db import Database, Row
 from tiermem.core.ranking import (
@@ -26,6 +25,7 @@ from tiermem.core.ranking import (
     Candidate,
     with_count,
 )
+from tiermem.core.rows import MemoryRow
 
 ANSWERS = "answers: "
 """How an answer's reason starts (the newest statement's, the graph's): context injects it
@@ -131,7 +131,9 @@ PREDICATES = {
 """The graph's predicate for each attribute a question may ask."""
 
 
-def answered_attributes(query: str, hits: Sequence[tuple[str | None, Any]]) -> dict[str, float]:
+def answered_attributes(
+    query: str, hits: Sequence[tuple[str | None, MemoryRow]]
+) -> dict[str, float]:
     """The graph predicates that a result answering `query` from the newest statement states,
     with when that statement's fact began: a graph fact of one that began earlier is stale
     (the graph did not read the change)."""
