@@ -17,6 +17,7 @@ from tiermem.core.frame_words import (
     FIRST_PERSON,
     NEGATION,
     RELATIVES,
+    SECOND_PERSON,
     SLOT_STEMS,
     SLOT_WORDS,
     SLOTS,
@@ -87,7 +88,6 @@ _ASKS = frozenset(
     summarize summarise translate describe compare can could would please pls""".split()  # noqa: SIM905
 )
 """How a request opens."""
-_TO_SOMEONE = frozenset({"you", "your", "yours", "u", "ur"})
 LONG_TEXT = 60
 """Words past which a text is about many things."""
 _TOKEN = re.compile(r"[^\W_]+")
@@ -179,7 +179,7 @@ def newest(
             if since_first > AFTER_FIRST:
                 break  # older statements than these rarely became true later
         row = found[1:]
-        if str(row[ROW_CATEGORY]).startswith(DERIVED):
+        if _derived(row):
             continue
         if stale_at(row, when) and _replaced_on_it(db, question, row):
             continue
@@ -202,14 +202,7 @@ def _said_by(
     upper = (slot << 32) + 0xFFFFFFFF
     kept: list[Row] = []
     for _ in range(PAGES):
-        ids = [
-            int(r[0])
-            for r in db.query(
-                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid BETWEEN ? "
-                "AND ? ORDER BY rowid DESC LIMIT ?",
-                [match, slot << 32, upper, POOL],
-            )
-        ]
+        ids = _matching(db, slot, match, upper, POOL)
         if not ids:
             break
         marks = ", ".join("?" * len(ids))
@@ -224,6 +217,16 @@ def _said_by(
             break
         upper = min(ids) - 1
     return kept
+
+
+def _matching(db: Database, slot: int, match: str, upper: int, limit: int) -> list[int]:
+    """The row ids of the agent's newest `limit` memories matching `match`, up to `upper`."""
+    rows = db.query(
+        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid BETWEEN ? AND ? "
+        "ORDER BY rowid DESC LIMIT ?",
+        [match, slot << 32, upper, limit],
+    )
+    return [int(r[0]) for r in rows]
 
 
 def owner_names(db: Database, slot: int) -> frozenset[str]:
@@ -248,12 +251,9 @@ def named_as(db: Database, slot: int, relative: str) -> frozenset[str]:
         rf"\bmy {word},?\s+([A-ZÀ-Þ][\w'’-]+)|\b([A-ZÀ-Þ][\w'’-]+),\s+my {word}\b",
         re.IGNORECASE,
     )
-    texts = db.query(
-        "SELECT text FROM memories WHERE seq IN (SELECT rowid FROM memories_fts WHERE "
-        "memories_fts MATCH ? AND rowid BETWEEN ? << 32 AND (? << 32) + 4294967295 "
-        "ORDER BY rowid DESC LIMIT ?)",
-        [f'"{word}"', slot, slot, NAMES_READ],
-    )
+    ids = _matching(db, slot, f'"{word}"', (slot << 32) + 0xFFFFFFFF, NAMES_READ)
+    marks = ", ".join("?" * len(ids)) or "NULL"
+    texts = db.query(f"SELECT text FROM memories WHERE seq IN ({marks})", ids)
     names = {
         frames.fold(name)
         for (text,) in texts
@@ -279,6 +279,10 @@ def _replaced_on_it(db: Database, question: Asked, row: Row) -> bool:
         return True  # "actually it's Leeds, not Lees" corrects whatever the other said
     folded = frames.fold(text)
     return any(re.search(rf"\b{re.escape(w)}\b", folded) for w in frames.surface(question.anchors))
+
+
+def _derived(row: Row) -> bool:
+    return str(row[ROW_CATEGORY]).startswith(DERIVED)
 
 
 def _answers(question: Asked, text: str, said_at: float, when: float) -> float | None:
@@ -333,13 +337,13 @@ def topic(query: str) -> frozenset[str] | None:
 
 def on_topic(about: frozenset[str], text: str) -> bool:
     """Whether a statement (not a question, a request or a line said to someone) names at
-    least half of what the question is about. A long text (a whole session, a long note) speaks of many things: the
-    latest one is no answer."""
+    least half of what the question is about. A long text (a whole session, a long note)
+    speaks of many things: the latest one is no answer."""
     words = _TOKEN.findall(text)
     if len(words) > LONG_TEXT or "?" in text or (words and words[0].casefold() in _ASKS):
         return False  # a question or a request asks; it does not say how things are
     opening = _TOKEN.findall(re.split(r"[.!?;]", text, maxsplit=1)[0])
-    if any(w.casefold() in _TO_SOMEONE for w in opening):
+    if any(w.casefold() in SECOND_PERSON for w in opening):
         return False  # "glad your reading day went well" is said to someone, of them
     return 2 * len(about & {stem(frames.fold(w)) for w in words}) >= len(about)
 
@@ -351,7 +355,7 @@ def newest_on_topic(about: frozenset[str], ranked: list[Candidate], when: float)
     matching = [
         (float(c.row[ROW_CREATED]), -i, i)
         for i, c in enumerate(ranked[:TOPIC_POOL])
-        if not str(c.row[ROW_CATEGORY]).startswith(DERIVED)
+        if not _derived(c.row)
         and not stale_at(c.row, when)
         and float(c.row[ROW_CREATED]) <= when
         and on_topic(about, str(c.row[ROW_TEXT]))
@@ -359,6 +363,6 @@ def newest_on_topic(about: frozenset[str], ranked: list[Candidate], when: float)
     if len(matching) < 2:
         return None
     said, _, latest = max(matching)
-    best = next(c for c in ranked if not str(c.row[ROW_CATEGORY]).startswith(DERIVED))
+    best = next(c for c in ranked if not _derived(c.row))
     later = ranked[latest] is best or said > float(best.row[ROW_CREATED])
     return latest if latest != 0 and later else None

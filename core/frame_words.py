@@ -118,7 +118,7 @@ _HANDLE = re.compile(r"(?<![\w/])[#@][A-Za-z][\w-]*")
 _WRONG = re.compile(
     r"(?:,|\bbut)\s*not\s+(?:in\s+|at\s+|on\s+)?([A-Za-zÀ-ÿ][\w'-]*)", re.IGNORECASE
 )
-_SECOND_PERSON = frozenset({"you", "your", "ur", "u", "you're", "youre", "yours", "you’re"})
+SECOND_PERSON = frozenset({"you", "your", "ur", "u", "you're", "youre", "yours", "you’re"})
 _THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "he's", "she's", "they're"})
 _POSSESSIVES = frozenset({"my", "our"})
 RELATIVES = frozenset(

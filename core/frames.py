@@ -24,7 +24,6 @@ from tiermem.core.frame_words import (
     _POSSESSIVE,
     _POSSESSIVES,
     _RELATIVE_PRONOUNS,
-    _SECOND_PERSON,
     _SLOT_SURFACE,
     _THIRD_PERSON,
     _WORD,
@@ -38,6 +37,7 @@ from tiermem.core.frame_words import (
     HYPOTHETICAL,
     NEGATION,
     RELATIVES,
+    SECOND_PERSON,
     SLOT_STEMS,
     SLOT_WORDS,
     TOOL_KINDS,
@@ -454,7 +454,7 @@ def _subject(words: list[str], folded: list[str]) -> str:
             break  # "New boss is Diego": a name after the attribute is its value
         if low in WEEKDAYS or low in MONTHS:
             continue
-        if low in _SECOND_PERSON:
+        if low in SECOND_PERSON:
             return "~you"  # "omg dana ur moving to austin": the person spoken to
         if low in _THIRD_PERSON:
             return "~" + low
