@@ -167,20 +167,10 @@ def claim_of(text: str, said_at: float) -> Claim | None:
     if slots and not values:
         values = _lower_values(text)
         value_words = {v for value in values for v in value.split()}
-    if (job := _GOT_JOB.search(text)) and job["org"].casefold() not in _NOT_EMPLOYERS:
-        slots.add("~employer")
-        slots.discard("~manager")  # "GOT THE TIDAL JOB, social media manager!": a title
-        values = {_fold_accents(job["org"].casefold())}
-        value_words = set(values) | {w for w in folded if w.isupper()}
     role = roles.stated_role(text)
-    if role is not None:  # "Aisha made me design manager": the role is the value
-        if set(role.role.split()) & {"lead", "manager", "head"}:
-            slots.discard("~manager")  # "made team lead" names no one's manager
-        slots.add("~role")
-        values = {role.role} | ({_fold_accents(role.org)} if role.org else set())
+    if held := _held(text, role, slots):
+        values = held
         value_words = {w for v in values for w in v.split()} | {w for w in folded if w.isupper()}
-        if role.org:
-            slots.add("~employer")  # "i'm the social media coordinator at glowbar"
     frame = frozenset(slots) | frozenset(
         stem(w)
         for w in folded
@@ -210,6 +200,24 @@ def claim_of(text: str, said_at: float) -> Claim | None:
         correction=bool(CORRECTION.search(text)),
         valid_from=valid_from(text, said_at, ahead=bool(FUTURE.search(text))),
     )
+
+
+def _held(text: str, role: roles.Role | None, slots: set[str]) -> set[str]:
+    """The values a job or a role a statement states gives, their slots added to `slots`
+    ("I GOT THE TIDAL JOB", "Aisha made me design manager"); none when it states neither."""
+    held: set[str] = set()
+    if (job := _GOT_JOB.search(text)) and job["org"].casefold() not in _NOT_EMPLOYERS:
+        slots.add("~employer")
+        slots.discard("~manager")  # "GOT THE TIDAL JOB, social media manager!": a title
+        held = {_fold_accents(job["org"].casefold())}
+    if role is not None:  # the role is the value
+        if set(role.role.split()) & {"lead", "manager", "head"}:
+            slots.discard("~manager")  # "made team lead" names no one's manager
+        slots.add("~role")
+        held = {role.role} | ({_fold_accents(role.org)} if role.org else set())
+        if role.org:
+            slots.add("~employer")  # "i'm the social media coordinator at glowbar"
+    return held
 
 
 def replaces(new: Claim, old: Claim) -> bool:
