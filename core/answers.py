@@ -59,6 +59,14 @@ KIND_WORDS: dict[str, str] = {
     "drinks": "drink",
     "language": "language",
     "framework": "framework",
+    "statistical": "statistics",
+    "statistics": "statistics",
+    "stats": "statistics",
+    "analytics": "analytics",
+    "schedule": "scheduler",
+    "scheduler": "scheduler",
+    "scheduling": "scheduler",
+    "tracker": "tracker",
 }
 """Question words that ask which tool of a kind ("what message broker …" → a queue)."""
 _ASKING = frozenset(
@@ -74,6 +82,12 @@ _LIGHT = frozenset(
     good idea think feel tips""".split()  # noqa: SIM905
 )
 """Verbs and fillers too common to say what a question is about."""
+_GENERIC = frozenset(
+    """morning mornings afternoon afternoons evening evenings night nights weekend weekends
+    software tool tools app apps program service platform""".split()  # noqa: SIM905
+)
+"""When something is done, or what a tool is ("what do I drink in the morning", "which
+software do we use"): not what the answer must name."""
 NOW = re.compile(
     r"\b(?:still|now|currently|current|anymore|any more|these days|at the moment|rn|"
     r"right now|nowadays|lately|presently|present)\b|^\s*(?:am i|are we)\b",
@@ -138,7 +152,7 @@ def asked(query: str) -> Asked | None:
         w
         for w in words
         if w not in STOPWORDS and w not in _ASKING and w not in SLOT_WORDS
-        if w not in KIND_WORDS and stem(w) not in slotted and len(w) > 1
+        if w not in KIND_WORDS and w not in _GENERIC and stem(w) not in slotted and len(w) > 1
     )
     return Asked(anchors, subject, names)
 
@@ -288,11 +302,14 @@ def _derived(row: Row) -> bool:
 def _answers(question: Asked, text: str, said_at: float, when: float) -> float | None:
     """When the statement's answer became true, if one of its claims answers the question
     and held at `when`."""
+    notes = question.owner and not _FIRST_PERSON.search(text)  # "he says", of its owner
     for claim in frames.claims_of(text, said_at):
         if not claim.values or claim.hypothetical:
             continue
         if not question.anchors & (claim.frame | claim.kinds):
             continue
+        if notes and claim.subject in {"~he", "~she"}:
+            claim = replace(claim, subject="user")
         if not _about(question, claim):
             continue
         began = claim.valid_from if claim.valid_from is not None else said_at
@@ -302,6 +319,10 @@ def _answers(question: Asked, text: str, said_at: float, when: float) -> float |
             continue
         return began
     return None
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|me|my|mine|we|our|us)\b", re.IGNORECASE)
+"""A text in the first person: its "he" and "she" are someone else."""
 
 
 def _about(question: Asked, claim: frames.Claim) -> bool:

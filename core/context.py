@@ -5,8 +5,8 @@
   fitted: tree descriptions and deep nodes go first, then hot items in hot memory's own
   pruning order (oldest events, oldest tasks, least important lessons, stalest projects); a
   last line says what was left out and where to read it.
-- **Context** (`tiermem context`): the always-loaded part plus the memories relevant to the
-  message, the whole block within the budget. A trivial message (fewer than 3 meaningful words
+- **Context** (`tiermem context`): the current facts and memories relevant to the message,
+  then the always-loaded part, the whole block within the budget. A trivial message (fewer than 3 meaningful words
   once stopwords and greetings are dropped) gets only the always-loaded part.
 - **Recall** (`memory_recall`): the best entries that fit the budget, where an entry costs the
   tokens of its text (`core.budget`: the one unit of every budget); the best one always comes
@@ -524,6 +524,7 @@ def build_context(
         mem, query, session, budget - base.tokens, out.notes
     )
     out.tokens = count_tokens(out.text)
+    head = out.text
     chosen: list[Hit] = []
     terms: list[str] = []
     if not out.trivial and query is not None:
@@ -534,9 +535,12 @@ def build_context(
         terms = result.terms
         out.notes += result.notes
         _add_current_facts(mem, out, query, as_of, result.hits)
+        facts = out.text[len(head) :]
         room = min(mem.cfg.context.episode_tokens, budget - out.tokens)
         eps = injection.episode_block(mem, query, terms, room, floor)
-        chosen = _inject(out, result.hits, terms, floor, eps)
+        chosen, episodes = _inject(out, result.hits, terms, floor, eps)
+        if reordered := injection.answer_first(out.text, head, facts, episodes, budget):
+            out.text, out.tokens = reordered, count_tokens(reordered)
     out.memory_tokens = out.tokens - out.always_loaded_tokens - out.episode_tokens
     if chosen or session:
         _after(mem, chosen, out.tokens - base.tokens, bool(chosen), session, terms)
@@ -549,8 +553,9 @@ def _inject(
     terms: list[str],
     floor: float,
     eps: injection.EpisodeBlock,
-) -> list[Hit]:
-    """Fill `out` with the episode abstracts and the memories above the threshold that fit."""
+) -> tuple[list[Hit], str]:
+    """Fill `out` with the memories above the threshold that fit, then the episode abstracts
+    (returned too)."""
     kept, out.top_score = injection.above(hits, terms, floor)
     out.matches = len(hits)
     if hits and not kept:
@@ -566,7 +571,7 @@ def _inject(
     out.tokens, out.episode_tokens = count_tokens(out.text), count_tokens(episodes_text)
     out.episode_ids = eps.ids if episodes_text else []
     out.memory_ids = [h.memory.id for h in chosen]
-    return chosen
+    return chosen, episodes_text
 
 
 def _line_cost(hit: Hit) -> int:

@@ -71,6 +71,17 @@ _MOVE_TO = re.compile(
     r"\b(?:mov(?:e|ed|ing)|relocat(?:e|ed|ing))\s+(?:back\s+)?(?:to|into|in)\s+[A-ZÀ-Þ]"
 )
 _WORK_ON = re.compile(r"\bwork(?:s|ing|ed)?\s+on\b", re.IGNORECASE)
+LEAVES = re.compile(
+    r"\b(?:(?:switch|switched|switching|mov(?:e|ed|ing)|chang(?:e|ed|ing)|went|go(?:ing)?|"
+    r"migrat(?:e|ed|ing)|extended|pushed|postponed|delayed|slipped|shifted|upgraded|"
+    r"relocat(?:e|ed|ing)|bumped)\b[^.;!?]{0,40}?\bfrom|"
+    r"abandon(?:ed|ing)?|ditch(?:ed|ing)?|drop(?:ped|ping)?|replac(?:e|ed|ing)|instead of|"
+    r"rather than|away from|stop(?:ped)? using|no longer using)\s+(?P<left>[^.;!?,]{1,60}?)"
+    r"(?=\s+(?:to|for|with|and|in favou?r of|altogether|entirely)\b|[.;!?,]|$)",
+    re.IGNORECASE,
+)
+"""What a statement says was left behind ("switched from coffee to green tea", "extended the
+deadline from 14 October to 4 November", "abandon SPSS"): its older value, not its new one."""
 CORRECTION = re.compile(
     r"\b(?:actually|sorry,? i meant|i meant|correction|to be clear|my mistake|typo)\b|,\s*not\s+\w",
     re.IGNORECASE,
@@ -103,6 +114,11 @@ TOOL_KINDS: dict[str, str] = {
         "drink": "coffee tea matcha espresso latte cappuccino",
         "language": "python rust go golang java kotlin typescript javascript ruby php elixir",
         "framework": "django flask fastapi rails react vue svelte angular nextjs",
+        "statistics": "spss stata sas r rstudio",
+        "analytics": "mixpanel posthog amplitude heap plausible",
+        "scheduler": "buffer hootsuite later sprout",
+        "tracker": "jira linear asana trello clickup",
+        "design": "figma sketch",
     }.items()
     for tool in tools.split()
 }
@@ -164,6 +180,12 @@ _COMMON_STARTS = (
 )
 """Sentence-initial words that are not names."""
 SLOT_STEMS = frozenset(stem(s) for s in SLOTS)
+EVENT_STEMS = frozenset(
+    stem(s)
+    for s in """deadline due meeting offsite standup appointment flight trip launch release demo
+    review interview wedding party birthday bday engagement ceremony go-live golive""".split()  # noqa: SIM905
+)
+"""Events whose value is a date: the date says when it happens."""
 """The stems of `SLOTS`, as claim frames hold their words."""
 _GOT_JOB = re.compile(
     r"\b(?:got|landed|accepted|took|start(?:ed|ing)?(?: at)?)\s+(?:the|a|my)\s+(?:new\s+)?"

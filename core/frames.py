@@ -11,6 +11,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
 
 from tiermem.core import roles
 from tiermem.core.frame_words import (
@@ -31,10 +32,12 @@ from tiermem.core.frame_words import (
     _WRONG,
     CHANGE,
     CORRECTION,
+    EVENT_STEMS,
     FILLER,
     FIRST_PERSON,
     FUTURE,
     HYPOTHETICAL,
+    LEAVES,
     NEGATION,
     RELATIVES,
     SECOND_PERSON,
@@ -67,6 +70,8 @@ class Claim:
     """A planned change: it holds from `valid_from` on (never without one)."""
     valid_from: float | None
     """When it became true, when the text names a date."""
+    left: frozenset[str] = frozenset()
+    """Values it says were left behind ("switched from coffee to tea": coffee)."""
 
 
 _CLAUSE = re.compile(
@@ -173,8 +178,8 @@ def claim_of(text: str, said_at: float) -> Claim | None:
         value_words = {w for v in values for w in v.split()} | {w for w in folded if w.isupper()}
     frame = frozenset(slots) | frozenset(
         stem(w)
-        for w in folded
-        if w not in SLOT_WORDS
+        for i, w in enumerate(folded)
+        if w not in SLOT_WORDS and not _referred_to(folded, i)
         if w not in STOPWORDS
         and w not in CHANGE
         and w not in FILLER
@@ -187,8 +192,17 @@ def claim_of(text: str, said_at: float) -> Claim | None:
     )
     if not frame and not values:
         return None
-    return Claim(
-        subject="user" if role and role.mine else _subject_after_lead_in(text, words, folded),
+    said = _SAYS.search(text)
+    return _claim(
+        text,
+        said_at,
+        subject=(
+            "~" + said[1].casefold()
+            if said
+            else "user"
+            if role and role.mine
+            else _subject_after_lead_in(text, words, folded)
+        ),
         frame=frame,
         values=frozenset(values),
         kinds=frozenset(TOOL_KINDS[v] for v in values if v in TOOL_KINDS),
@@ -198,8 +212,49 @@ def claim_of(text: str, said_at: float) -> Claim | None:
         hypothetical=bool(HYPOTHETICAL.search(text)),
         future=bool(FUTURE.search(text)) and not _past(folded),
         correction=bool(CORRECTION.search(text)),
-        valid_from=valid_from(text, said_at, ahead=bool(FUTURE.search(text))),
+        valid_from=None,
     )
+
+
+def _claim(text: str, said_at: float, **fields: Any) -> Claim:
+    """The claim with when it became true and what it left behind. A date that is an event's
+    value ("the deadline is 14 October") says when it happens, not when the fact began; a date
+    left behind ("moved it from 14 October") is neither."""
+    claim = Claim(**fields)
+    left = _left(text) & claim.values
+    if claim.frame & EVENT_STEMS and any(_DATE_VALUE.fullmatch(v) for v in claim.values):
+        return replace(claim, left=left, future=False)
+    spoken = LEAVES.sub(lambda m: m[0][: m.start("left") - m.start()], text)
+    began = valid_from(spoken, said_at, ahead=claim.future or bool(FUTURE.search(text)))
+    return replace(claim, left=left, valid_from=began)
+
+
+_DATE_VALUE = re.compile(r"\d\d-\d\d")
+_SAYS = re.compile(r",\s*(he|she)\s+(?:says|said|insists|thinks)\b", re.IGNORECASE)
+"""An attributed note ("filter coffee at 4pm is non-negotiable, he says"): about whom it quotes."""
+_REFERENCES = frozenset({"before", "after", "until", "past", "missed", "beat"})
+
+
+def _referred_to(folded: list[str], at: int) -> bool:
+    """An event named as a point of reference ("submitted a day before the deadline"): the
+    statement says nothing of its date."""
+    return folded[at - 1 : at] == ["the"] and at >= 2 and folded[at - 2] in _REFERENCES
+
+
+def _left(text: str) -> frozenset[str]:
+    """The values a statement says were left behind (see `LEAVES`)."""
+    spans = [m["left"] for m in LEAVES.finditer(text)]
+    return frozenset(
+        v for span in spans for v in _values(span, _WORD.findall(span)) | _lower_tools(span)
+    )
+
+
+def _lower_tools(span: str) -> set[str]:
+    return {
+        _tool(w)
+        for w in _WORD.findall(span.casefold())
+        if w in TOOL_KINDS and w not in _CAPITAL_TOOLS
+    }
 
 
 def _held(text: str, role: roles.Role | None, slots: set[str]) -> set[str]:
@@ -226,14 +281,17 @@ def replaces(new: Claim, old: Claim) -> bool:
         return False
     if new.corrected & old.values:
         return True  # "actually it's Leeds, not Lees"
-    if not _same_subject(new, old):
-        return False
     shared = new.frame & old.frame
     union = new.frame | old.frame
     overlap = len(shared) / len(union) if union else 0.0
     owned = any(w.startswith("~") for w in shared)
     anchored = owned or bool(SLOT_STEMS & shared)
     kinds = bool(new.kinds & old.kinds) and _same_things(new, old)
+    if new.left & old.values and (anchored or kinds or overlap >= 0.3):
+        mine = owned or kinds  # a person's home or drink; a deadline is no one's
+        return not mine or _same_subject(new, old)  # "moved the deadline from Oct 14 to Nov 4"
+    if not _same_subject(new, old):
+        return False
     if new.negated:
         named = {v for v in new.values & old.values if not _DAYLIKE.fullmatch(v)}
         return bool(named) and not old.negated  # "stop posting in #general"
@@ -397,7 +455,9 @@ def _lower_values(text: str) -> set[str]:
 
 _AT_WORK = frozenset({"work", "works", "working", "worked", "job"})
 """Words that name an employer only before one ("work at Lumen"; not "after work")."""
-_CAPITAL_TOOLS = frozenset({"go", "signal", "teams", "cursor", "zed"})
+_CAPITAL_TOOLS = frozenset(
+    {"go", "signal", "teams", "cursor", "zed", "r", "heap", "buffer", "later", "sprout", "linear"}
+)
 """Tools whose name is an everyday word: a tool only when written with a capital."""
 
 
@@ -483,7 +543,11 @@ def _acts(folded: list[str], low: str) -> bool:
     """A name written in lower case, known by the verb after it ("kayla moved to sf")."""
     at = folded.index(low)
     verb = at + 1 < len(folded) and folded[at + 1] in _SUBJECT_VERBS
-    return verb and low.isalpha() and not low.endswith("ly")  # "officially moved": no name
+    named = at == 0 or folded[at - 1] not in _ARTICLES  # "the department works": no name
+    return verb and named and low.isalpha() and not low.endswith("ly")  # "officially moved"
+
+
+_ARTICLES = frozenset({"the", "a", "an", "this", "that", "whole", "entire"})
 
 
 def _past(folded: list[str]) -> bool:

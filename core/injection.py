@@ -8,6 +8,7 @@ embedding similarity when that is higher (vector modes)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -31,7 +32,7 @@ EPISODE_CANDIDATES = 5
 def is_trivial(message: str, min_words: int) -> bool:
     """Greetings, thanks and acknowledgements ("hi", "thanks!", "ok cool", "how are you?"):
     nothing to look up. A message with a word of content is never trivial when it asks (a
-    question mark, a wh-word, also "whats") or names someone or something beyond that word
+    question mark, a wh-word, also "whats", "am i …") or names someone or something beyond that word
     ("Diego's birthday"); otherwise it needs `min_words` content words."""
     text = SMALL_TALK.sub(" ", message)
     words = [w.casefold() for w in TERM.findall(text)]
@@ -40,13 +41,19 @@ def is_trivial(message: str, min_words: int) -> bool:
         return False
     if not content:
         return True
-    if "?" in text or any(w in WH_WORDS for w in words):
+    if "?" in text or any(w in WH_WORDS for w in words) or _YES_NO.match(text):
         return False
     named = {w.casefold() for name in signals.names(text) for w in TERM.findall(name)}
     return not (named and set(content) - named)
 
 
 _NOT_CONTENT = STOPWORDS | GREETING_WORDS | WH_WORDS
+_YES_NO = re.compile(
+    r"\s*(?:am|are|is|was|were|do|does|did|have|has|had|can|will|should)\s+"
+    r"(?:i|we|you|u|my|our|the|it|he|she|they)\b",
+    re.IGNORECASE,
+)
+"""A question without its mark ("am i still doing pottery")."""
 
 
 def asked(terms: Sequence[str]) -> list[str]:
@@ -77,9 +84,23 @@ def relevance(hit: Hit, terms: Sequence[str]) -> float:
 
 
 def above(hits: list[Hit], terms: Sequence[str], floor: float) -> tuple[list[Hit], float]:
-    """The hits whose relevance reaches `floor`, in order, and the best relevance of all."""
+    """The hits whose relevance reaches `floor`, in order, and the best relevance of all; a
+    kept memory that was superseded brings the one that replaced it, just before it."""
     scored = [(relevance(h, terms), h) for h in hits]
-    return [h for s, h in scored if s >= floor], max((s for s, _ in scored), default=0.0)
+    kept = [h for s, h in scored if s >= floor]
+    return _with_successors(kept, hits), max((s for s, _ in scored), default=0.0)
+
+
+def _with_successors(kept: list[Hit], hits: list[Hit]) -> list[Hit]:
+    by_id = {h.memory.id: h for h in hits}
+    out: list[Hit] = []
+    for hit in kept:
+        successor = by_id.get(hit.memory.superseded_by)
+        if successor is not None and successor not in out and successor not in kept:
+            out.append(successor)
+        if hit not in out:
+            out.append(hit)
+    return out
 
 
 @dataclass
@@ -136,3 +157,14 @@ def assemble(
             kept.pop()
         else:
             episodes_text = ""
+
+
+def answer_first(text: str, head: str, facts: str, episodes: str, budget: int) -> str | None:
+    """`text` (`head`, `facts`, the memories, `episodes`) with what was found for the message
+    before the always-loaded `head`, the ranked memories first: a model reads the answer
+    before hot memory's older lines on the same subject. None when nothing was found, or the
+    new seams would cost more than `budget` (BPE merges differ)."""
+    found = text[len(head) + len(facts) : len(text) - len(episodes)]
+    parts = [p.strip("\n") for p in (found, facts, episodes) if p.strip()]
+    reordered = "\n\n".join([*parts, head])
+    return reordered if parts and count_tokens(reordered) <= budget else None

@@ -1,0 +1,104 @@
+"""Facts that change said as a move away from the old value, and answers put first: each test
+imports a dated chat history through the CLI and asks what a user would ask."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.clikit import Cli
+from tests.features.test_facts_change import first_with, imported, texts
+
+
+def test_a_date_moved_from_one_day_to_another_replaces_the_old_date(
+    cli: Cli, tmp_path: Path
+) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-08", ["The deadline is 14 October."]),
+            ("2026-10-09", ["The council extended the deadline from 14 October to 4 November."]),
+            ("2026-11-05", ["The application went in on 3 November, a day before the deadline."]),
+        ],
+    )
+    now = texts(cli, "when is the deadline?", "--limit", "3")
+    assert first_with(now, "extended") < first_with(now, "deadline is")
+    then = texts(cli, "when is the deadline?", "--as-of", "2026-09-20", "--limit", "3")
+    assert then and "14 October" in then[0]  # an event's date is its value, not its start
+    changes = cli.json("changes", "--since", "2026-10-01")["changes"]
+    assert any("14 October" in c["old"]["text"] and c["new"] for c in changes)
+
+
+def test_a_switch_away_from_a_tool_replaces_it(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-08", ["My research group analyses its survey data in SPSS."]),
+            ("2026-08-01", ["I drink filter coffee every afternoon at 4pm."]),
+            ("2026-10-02", ["The department works in R, and I have decided to abandon SPSS."]),
+            ("2026-10-24", ["The doctor said cut caffeine, so I switched from coffee to tea."]),
+        ],
+    )
+    stats = texts(cli, "which statistical software do I use?", "--limit", "3")
+    assert stats and "abandon SPSS" in stats[0]
+    drink = texts(cli, "what do I drink in the afternoon?", "--limit", "3")
+    assert first_with(drink, "to tea") < first_with(drink, "filter coffee every")
+
+
+def test_someone_else_leaving_a_city_leaves_the_users_home_alone(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-01", ["I live in Leeds, near Hyde Park."]),
+            ("2026-09-01", ["My sister moved from Leeds to York last week."]),
+        ],
+    )
+    found = cli.json("retrieve", "where do I live?", "--limit", "3")["results"]
+    leeds = next(r for r in found if "Hyde Park" in r["text"])
+    assert not leeds["superseded_by"]
+
+
+def test_notes_that_quote_their_owner_answer_the_owner(cli: Cli, tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "MEMORY.md").write_text("# MEMORY.md\n\n## Owner\n- Sam Rivera, works at Acme.\n")
+    (workspace / "memory" / "2026-07-03.md").write_text(
+        "# 2026-07-03\n\n- Filter coffee at 4pm is non-negotiable, he says; no calls then.\n"
+    )
+    (workspace / "memory" / "2026-10-24.md").write_text(
+        "# 2026-10-24\n\n- Doctor told him to cut caffeine; he has switched from filter coffee "
+        "to green tea, and the 4pm break stays.\n"
+    )
+    code, _out, err = cli("import", "--from", "openclaw", str(workspace))
+    assert code == 0, err
+    found = texts(cli, "what do I drink at 4pm?", "--limit", "3")
+    assert first_with(found, "green tea") < first_with(found, "non-negotiable")
+
+
+def test_context_puts_the_answer_before_hot_memory(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-01", ["Every Thursday I play five-a-side football with colleagues."]),
+            ("2026-11-02", ["The doctor says my knee is damaged and I must stop football."]),
+        ],
+    )
+    assert cli("hot", "--add-event", "Thursday five-a-side football, highlight of my week")[0] == 0
+    out = cli.json("context", "--query", "am i still playing football")
+    assert not out["trivial"]  # a question without its mark
+    block = out["context"]
+    assert block.index("stop football") < block.index("# MEMORY.md")
+    assert block.index("stop football") < block.index("highlight of my week")
+
+
+def test_context_brings_the_memory_that_replaced_a_relevant_one(cli: Cli) -> None:
+    old = cli.json(
+        "store", "--text", "The icon library mockups live in Sketch.", "--category", "notes"
+    )
+    new = cli.json("store", "--text", "Moved everything to Penpot.", "--category", "notes")
+    assert cli("supersede", old["id"], new["id"])[0] == 0
+    block = cli.json("context", "--query", "let's tidy the icon library mockups")["context"]
+    assert "Penpot" in block and block.index("Penpot") < block.index("live in Sketch")
