@@ -185,9 +185,22 @@ def newest(
         question = replace(question, names=question.names | named_as(db, slot, question.subject))
     if question.subject == "user":  # notes that say "Ravi moved to Pune" of their owner
         question = replace(question, owner=owner_names(db, slot))
+    found = _said_by(db, slot, match, where, when)
+    best = _best(db, question, found, when)
+    if best is None and question.subject == "user" and question.names:
+        best = _best(db, replace(question, names=frozenset()), found, when)  # "my bday party"
+    if best is None:
+        return None
+    return int(best[2][0]), best[2][1:], f"{NEWEST_STATEMENT} ({day(best[0])})"
+
+
+def _best(
+    db: Database, question: Asked, said: list[Row], when: float
+) -> tuple[float, float, Row] | None:
+    """The statement among `said` (newest first) whose answer began last: (began, said, row)."""
     best: tuple[float, float, Row] | None = None
     since_first = 0
-    for found in _said_by(db, slot, match, where, when):
+    for found in said:
         if best is not None:
             since_first += 1
             if since_first > AFTER_FIRST:
@@ -202,9 +215,7 @@ def newest(
             continue
         if best is None or (began, float(row[ROW_CREATED])) > best[:2]:
             best = (began, float(row[ROW_CREATED]), found)
-    if best is None:
-        return None
-    return int(best[2][0]), best[2][1:], f"{NEWEST_STATEMENT} ({day(best[0])})"
+    return best
 
 
 def _said_by(

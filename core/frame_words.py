@@ -31,6 +31,7 @@ HYPOTHETICAL = re.compile(
 """A change that may never happen (a wish, a condition): it replaces nothing."""
 FUTURE = re.compile(
     r"\b(?:will|shall|'ll|going to|gonna|plan(?:ning)? to|about to|next (?:year|month|week)|soon|"
+    r"intend(?:s|ing)? to|expect(?:s|ing)? to|(?:asked|due|set|scheduled) to (?:move|relocate|start)|"
     r"^(?:\w+\W+){0,4}moving (?:back )?to|the plan is|plans? (?:is|are) to|planning|"
     r"(?:i'?m|i am|we'?re|we are|s?he'?s|they'?re) (?:moving|switching|changing|starting|"
     r"joining|leaving|relocating|migrating))\b",
@@ -76,7 +77,7 @@ LEAVES = re.compile(
     r"migrat(?:e|ed|ing)|extended|pushed|postponed|delayed|slipped|shifted|upgraded|"
     r"relocat(?:e|ed|ing)|bumped)\b[^.;!?]{0,40}?\bfrom|"
     r"abandon(?:ed|ing)?|ditch(?:ed|ing)?|drop(?:ped|ping)?|replac(?:e|ed|ing)|instead of|"
-    r"rather than|away from|stop(?:ped)? using|no longer using)\s+(?P<left>[^.;!?,]{1,60}?)"
+    r"rather than|away from|stop(?:ped)? using|no longer using|not)\s+(?P<left>[^.;!?,]{1,60}?)"
     r"(?=\s+(?:to|for|with|and|in favou?r of|altogether|entirely)\b|[.;!?,]|$)",
     re.IGNORECASE,
 )

@@ -75,10 +75,13 @@ class Claim:
 
 
 _CLAUSE = re.compile(
-    r"(?<=[.!?;])\s+|\n+|\s+[—–-]\s+|\s*\(\s*|\)\s*|,\s+(?=(?:who|which|whose)\b)", re.IGNORECASE
+    r"(?<=[.!?;])\s+|\n+|\s+[—–-]\s+|\s*\(\s*|\)\s*|,\s+(?=(?:who|which|whose)\b)|"
+    r",?\s+but\s+(?=(?:the plan|we|i|i'm|it|they|he|she)\b)",
+    re.IGNORECASE,
 )
-"""Sentences, dashes, brackets and relative clauses ("my sister, who lives in Leeds"): each
-says something of its own, about its own subject."""
+"""Sentences, dashes, brackets, relative clauses ("my sister, who lives in Leeds") and a "but"
+before a new subject ("it runs on AWS but the plan is to move"): each says something of its
+own, about its own subject."""
 
 
 @lru_cache(maxsize=8192)
@@ -91,6 +94,8 @@ def claims_of(text: str, said_at: float) -> tuple[Claim, ...]:
         claim = claim_of(part, said_at)
         if claim is not None and found and _REFERS_BACK.match(part):
             claim = _continued(found[-1], claim)
+        if claim is not None and claim.subject in _PRONOUNS:
+            claim = replace(claim, subject=_relative_before(found) or claim.subject)
         if claim is not None:
             found.append(claim)
     return tuple(found)
@@ -100,12 +105,25 @@ _REFERS_BACK = re.compile(r"\s*(?:it|it's|it’s|its|it is|that's|that is)\b", r
 """A sentence about what the one before named ("I'm moving the party. It's Oct 31 now")."""
 
 
+_PRONOUNS = frozenset({"~he", "~she", "~his", "~her", "~he's", "~she's"})
+
+
+def _relative_before(found: list[Claim]) -> str | None:
+    """The relative a text named last ("My husband Chidi … He is an architect"): whom its
+    "he" or "she" is."""
+    for claim in reversed(found):
+        if claim.subject[1:] in RELATIVES:
+            return claim.subject
+    return None
+
+
 def _continued(before: Claim, claim: Claim) -> Claim:
     """A claim that says "it" about the attribute the claim before it named takes it over."""
     named = {w for w in before.frame if w.startswith("~") or w in SLOT_STEMS}
     if not claim.values or not named or named & claim.frame:
         return claim
-    return replace(claim, subject=before.subject, frame=claim.frame | named)
+    taken = replace(claim, subject=before.subject, frame=claim.frame | named)
+    return _dated_event(taken) or taken
 
 
 @lru_cache(maxsize=1)
@@ -169,9 +187,11 @@ def claim_of(text: str, said_at: float) -> Claim | None:
     )
     if moved and not DATE.search(text):
         slots.add("~residence")
+    if "~manager" in slots:
+        values |= _apposed(text)
     if slots and not values:
         values = _lower_values(text)
-        value_words = {v for value in values for v in value.split()}
+    value_words = {v for value in values for v in value.split()}
     role = roles.stated_role(text)
     if held := _held(text, role, slots):
         values = held
@@ -220,13 +240,19 @@ def _claim(text: str, said_at: float, **fields: Any) -> Claim:
     """The claim with when it became true and what it left behind. A date that is an event's
     value ("the deadline is 14 October") says when it happens, not when the fact began; a date
     left behind ("moved it from 14 October") is neither."""
-    claim = Claim(**fields)
-    left = _left(text) & claim.values
-    if claim.frame & EVENT_STEMS and any(_DATE_VALUE.fullmatch(v) for v in claim.values):
-        return replace(claim, left=left, future=False)
+    claim = replace(Claim(**fields), left=_left(text, fields["values"]))
+    if event := _dated_event(claim):
+        return event
     spoken = LEAVES.sub(lambda m: m[0][: m.start("left") - m.start()], text)
     began = valid_from(spoken, said_at, ahead=claim.future or bool(FUTURE.search(text)))
-    return replace(claim, left=left, valid_from=began)
+    return replace(claim, valid_from=began)
+
+
+def _dated_event(claim: Claim) -> Claim | None:
+    """An event's date is its value: it holds from when it was said, planned or not."""
+    if claim.frame & EVENT_STEMS and any(_DATE_VALUE.fullmatch(v) for v in claim.values):
+        return replace(claim, future=False, valid_from=None)
+    return None
 
 
 _DATE_VALUE = re.compile(r"\d\d-\d\d")
@@ -241,20 +267,12 @@ def _referred_to(folded: list[str], at: int) -> bool:
     return folded[at - 1 : at] == ["the"] and at >= 2 and folded[at - 2] in _REFERENCES
 
 
-def _left(text: str) -> frozenset[str]:
-    """The values a statement says were left behind (see `LEAVES`)."""
+def _left(text: str, values: frozenset[str]) -> frozenset[str]:
+    """Of a statement's values, those it says were left behind (see `LEAVES`)."""
     spans = [m["left"] for m in LEAVES.finditer(text)]
-    return frozenset(
-        v for span in spans for v in _values(span, _WORD.findall(span)) | _lower_tools(span)
-    )
-
-
-def _lower_tools(span: str) -> set[str]:
-    return {
-        _tool(w)
-        for w in _WORD.findall(span.casefold())
-        if w in TOOL_KINDS and w not in _CAPITAL_TOOLS
-    }
+    dated = {v for span in spans for v in _values(span, _WORD.findall(span))}
+    worded = {v for span in spans for v in values if re.search(rf"\b{re.escape(v)}\b", fold(span))}
+    return frozenset(dated | worded) & values
 
 
 def _held(text: str, role: roles.Role | None, slots: set[str]) -> set[str]:
@@ -376,7 +394,9 @@ def _values(text: str, words: list[str]) -> set[str]:
         out.add(f"{month:02d}-{int(m['d1'] or m['d2']):02d}")
     for i, word in enumerate(words):
         folded = _POSSESSIVE.sub("", word.casefold().strip(".'’"))
-        if folded in TOOL_KINDS and (folded not in _CAPITAL_TOOLS or word[0].isupper()):
+        if folded in TOOL_KINDS and (
+            folded not in _CAPITAL_TOOLS or word[0].isupper() or _names_kind(text, folded)
+        ):
             out.add(_tool(folded))
         elif folded in WEEKDAYS or re.fullmatch(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}:\d\d", folded):
             out.add(folded)
@@ -478,6 +498,29 @@ def _names_slot(folded: list[str], at: int) -> bool:
 _NOT_EMPLOYERS = frozenset({"new", "dream", "first", "old", "part-time", "summer", "full-time"})
 _OWNERS = frozenset({"his", "her", "their", "your"})
 _OBJECTS = frozenset({"me", "him", "her", "us", "them", "you"})
+
+
+def _names_kind(text: str, tool: str) -> bool:
+    """A tool named in lower case with what it is for ("buffer not later for scheduling")."""
+    return re.search(rf"\b{TOOL_KINDS[tool][:5]}", text, re.IGNORECASE) is not None
+
+
+_APPOSED = re.compile(
+    r"\b(?:boss|manager|supervisor|team lead)\s+([a-z][a-z'-]{2,})\b(?!\s+(?:is|was)\s+(?:my|our|the)\b)"
+)
+"""A name after whom it names, in lower-case chat ("new boss marcus is lowkey intense")."""
+_NOT_NAMES = frozenset(
+    """wants want says said thinks told asked keeps hates loves likes gave makes made just also
+    really still finally literally basically again today tomorrow yesterday tho though and but
+    who which that when meeting meetings review call""".split()  # noqa: SIM905
+)
+
+
+def _apposed(text: str) -> set[str]:
+    m = _APPOSED.search(text)
+    if m is None or m[1] in _NOT_NAMES or m[1] in STOPWORDS or m[1].endswith(("ly", "ing", "ed")):
+        return set()
+    return {m[1]}
 
 
 def _tool(word: str) -> str:

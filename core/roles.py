@@ -14,7 +14,7 @@ ROLE_NOUNS = (
     "fellow|producer|strategist|recruiter|accountant|paralegal|lawyer|librarian"
 )
 _ROLE = rf"(?:a\s+|an\s+|the\s+)?(?P<role>(?:[a-z][\w-]*\s+){{0,3}}?(?:{ROLE_NOUNS}))\b"
-_ORG = r"(?:the\s+)?(?P<org>[\w&'’-]+(?:\s+(?!at\b|in\b|on\b)[A-Z][\w&'’-]+){0,3})"
+_ORG = r"(?:the\s+)?(?P<org>[\w&'’-]+(?:\s+(?!(?:at|in|on|here|there|and|since|now|for)\b)[A-Z][\w&'’-]+){0,3})"
 """Where a role is held ("at glowbar", "at Nordkap Logistics")."""
 _STATED = tuple(
     re.compile(pattern, re.IGNORECASE)
@@ -23,6 +23,7 @@ _STATED = tuple(
         rf"\b(?P<me>i'?m|i am)\s+now\s+{_ROLE}",
         rf"\b(?P<me>i'?m|i am)\s+{_ROLE}\s+(?:(?:at|for|with)\s+{_ORG}|in|of|on)\b",
         rf"\baccepted\s+{_ROLE}",
+        rf"\b(?:he|she|they)(?:'s|\s+is|\s+was|\s+are)\s+{_ROLE}\s+(?:at|for|with)\s+{_ORG}",
     )
 )
 _NOT_ROLE = frozenset({"my", "our", "your", "his", "her", "their", "new", "the", "a", "an"})

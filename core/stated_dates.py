@@ -47,12 +47,13 @@ def _next_date(text: str, said: dt.datetime) -> float | None:
     """The first date on or after `said` that a plan names ("in March", "on May 2")."""
     m = DATE.search(text)
     month_only = re.search(
-        rf"\b(?:in|by|from|early|late|mid|end of)[- ]+({_MONTH_NAMES})\b", text, re.I
+        rf"\b(in|by|from|early|late|mid|end of)[- ]+({_MONTH_NAMES})\b", text, re.I
     )
     if m:
         month, day = MONTHS[(m["m1"] or m["m2"]).casefold()], int(m["d1"] or m["d2"])
     elif month_only:
-        month, day = MONTHS[month_only[1].casefold()], 1
+        month = MONTHS[month_only[2].casefold()]
+        day = _PART_OF_MONTH.get(month_only[1].casefold(), 1)
     else:
         return None
     year = int(m["y"]) if m and m["y"] else said.year
@@ -60,6 +61,10 @@ def _next_date(text: str, said: dt.datetime) -> float | None:
     if when is not None and when < said.timestamp() and not (m and m["y"]):
         when = _day(year + 1, month, day)
     return when
+
+
+_PART_OF_MONTH = {"mid": 15, "late": 20, "end of": 25}
+"""The first day a part of a month can mean ("late September": from the 20th)."""
 
 
 def _day(year: int, month: int, day: int) -> float | None:

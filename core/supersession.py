@@ -257,7 +257,7 @@ def _by_frame(mem: Memory, new: MemoryRow, done: set[str]) -> list[Change]:
     claims = [c for c in frames.claims_of(new.text, new.created_at) if frames.can_replace(c)]
     if not claims or all(c.hypothetical for c in claims):
         return []
-    start = next((c.valid_from for c in claims if c.valid_from is not None), None)
+    start = _began(claims)
     if start is not None and new.valid_from is None:
         _set_valid_from(mem, new.id, start)
         new = _rows(mem, [new.id])[0]
@@ -369,6 +369,15 @@ def _mark(mem: Memory, old_id: str, new_id: str, at: float) -> None:
         "UPDATE memories SET superseded_by = ?, superseded_at = ? WHERE agent_id = ? AND id = ?",
         (new_id, at, mem.agent_id, old_id),
     )
+
+
+def _began(claims: list[frames.Claim]) -> float | None:
+    """When a statement's facts began: none of its own when it says something true now ("it
+    runs on AWS, the plan is to move to GCP by October": valid from when said)."""
+    present = [c for c in claims if not c.future]
+    if any(c.valid_from is None for c in present):
+        return None
+    return next((c.valid_from for c in present or claims if c.valid_from is not None), None)
 
 
 def _set_valid_from(mem: Memory, memory_id: str, when: float) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import re
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 
@@ -141,6 +142,8 @@ def _fact_from_sentence(
     if len(text) > 2000:
         text = text[:2000].rsplit(" ", 1)[0] + " …"
     text, todo = strip_filler(text)
+    if message.role != "assistant":
+        text = _told_before_asking(text)
     if _asks(text, message) or is_trivial(text, cfg.min_words):
         return None
     assistant = message.role == "assistant"
@@ -174,6 +177,21 @@ def _fact_from_sentence(
         role=message.role,
         commands=block_commands,  # its own metadata is added once it is chosen
     )
+
+
+_CHAT_BREAK = re.compile(r"(?<=[.!?])\s+(?=[a-z])")
+"""Where lower-case chat starts a new sentence ("first week done!! new boss is intense")."""
+
+
+def _told_before_asking(text: str) -> str:
+    """What a message tells before the question it ends with ("moved in w maya this weekend.
+    podcast recs for a 50 min drive?"): the telling is knowledge, the question is not."""
+    if not text.endswith("?"):
+        return text
+    parts = _CHAT_BREAK.split(text)
+    while parts and (parts[-1].endswith("?") or signals.is_request(parts[-1])):
+        parts.pop()
+    return " ".join(parts) or text
 
 
 def _asks(text: str, message: Message) -> bool:

@@ -102,3 +102,87 @@ def test_context_brings_the_memory_that_replaced_a_relevant_one(cli: Cli) -> Non
     assert cli("supersede", old["id"], new["id"])[0] == 0
     block = cli.json("context", "--query", "let's tidy the icon library mockups")["context"]
     assert "Penpot" in block and block.index("Penpot") < block.index("live in Sketch")
+
+
+def test_what_chat_tells_before_its_question_is_kept_and_answers(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-02", ["brooke (my boss) wants 5 caption options, playful but not cringe"]),
+            ("2026-09-26", ["first week done!! new boss marcus is lowkey intense. any tips?"]),
+            ("2026-10-12", ["officially a long beach girlie, moved in w maya. podcast recs?"]),
+        ],
+    )
+    boss = texts(cli, "whos my boss", "--limit", "3")
+    assert first_with(boss, "marcus") < first_with(boss, "brooke")
+    home = texts(cli, "where do i live rn", "--limit", "3")
+    assert home and "long beach" in home[0]
+
+
+def test_a_moved_event_said_as_it_takes_the_new_date(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-18", ["my 25th bday party is oct 17!!! rooftop at skyline downtown"]),
+            ("2026-10-03", ["skyline double booked us so i'm moving the party. it's oct 31 now"]),
+        ],
+    )
+    now = texts(cli, "when's my bday party", "--limit", "3")
+    assert now and "oct 31" in now[0]
+    then = texts(cli, "when's my bday party", "--as-of", "2026-09-01", "--limit", "3")
+    assert then and "oct 17" in then[0]
+
+
+def test_a_tool_named_in_lower_case_with_its_use_replaces_the_old_one(
+    cli: Cli, tmp_path: Path
+) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-09", ["we schedule everything in Later so make it easy to copy paste"]),
+            ("2026-09-26", ["we use buffer not later for scheduling now, gotta relearn it"]),
+        ],
+    )
+    memories = cli.json("export", "--format", "json")["memories"]
+    later = next(m for m in memories if "everything in Later" in m["text"])
+    assert later["superseded_by"]
+
+
+def test_a_plan_said_with_a_present_fact_leaves_the_present_one_true(
+    cli: Cli, tmp_path: Path
+) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            (
+                "2026-09-21",
+                ["Now Meridian runs on AWS but the plan is to migrate to GCP by end of October."],
+            ),
+            ("2026-10-20", ["Meridian is running on GCP now, we closed the old AWS account."]),
+        ],
+    )
+    then = texts(
+        cli, "on which cloud was Meridian running", "--as-of", "2026-10-01", "--limit", "3"
+    )
+    assert then and "runs on AWS" in then[0]
+    now = texts(cli, "which cloud does Meridian run on now", "--limit", "3")
+    assert now and "running on GCP" in now[0]
+
+
+def test_an_intended_move_holds_only_from_its_date(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-01", ["I live in Edinburgh, in Morningside."]),
+            ("2026-08-06", ["We intend to relocate to York in late September."]),
+        ],
+    )
+    then = texts(cli, "where did I live", "--as-of", "2026-09-10", "--limit", "3")
+    assert then and "Edinburgh" in then[0]
+    now = texts(cli, "where do I live now", "--limit", "3")
+    assert now and "York" in now[0]
