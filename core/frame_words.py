@@ -47,7 +47,7 @@ SLOT_WORDS: dict[str, str] = {
         "accepted employed",
         "manager": "manager boss lead supervisor head report reports reporting",
         "role": "role title position promoted",
-        "name": "name named called",
+        "name": "name named called renamed",
     }.items()
     for word in words.split()
 }
@@ -194,3 +194,12 @@ _GOT_JOB = re.compile(
     re.IGNORECASE,
 )
 """"I GOT THE TIDAL JOB": the employer is the word before "job"."""
+_APPOSED = re.compile(
+    r"\b(?:boss|manager|supervisor|team lead)\s+([a-z][a-z'-]{2,})\b(?!\s+(?:is|was)\s+(?:my|our|the)\b)"
+)
+"""A name after whom it names, in lower-case chat ("new boss marcus is lowkey intense")."""
+_NOT_NAMES = frozenset(
+    """wants want says said thinks told asked keeps hates loves likes gave makes made just also
+    really still finally literally basically again today tomorrow yesterday tho though and but
+    who which that when meeting meetings review call""".split()  # noqa: SIM905
+)

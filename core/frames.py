@@ -15,6 +15,7 @@ from typing import Any
 
 from tiermem.core import roles
 from tiermem.core.frame_words import (
+    _APPOSED,
     _BASED_IN,
     _COMMON_STARTS,
     _GOT_JOB,
@@ -22,6 +23,7 @@ from tiermem.core.frame_words import (
     _KEBAB,
     _MOVE_TO,
     _MOVED_BARE,
+    _NOT_NAMES,
     _POSSESSIVE,
     _POSSESSIVES,
     _RELATIVE_PRONOUNS,
@@ -193,6 +195,8 @@ def claim_of(text: str, said_at: float) -> Claim | None:
         values = _lower_values(text)
     value_words = {v for value in values for v in value.split()}
     role = roles.stated_role(text)
+    if role is None and "~role" in slots and all(_DAYLIKE.fullmatch(v) for v in values):
+        slots.discard("~role")  # "no tuesday nights with the new role" states no role
     if held := _held(text, role, slots):
         values = held
         value_words = {w for v in values for w in v.split()} | {w for w in folded if w.isupper()}
@@ -392,6 +396,7 @@ def _values(text: str, words: list[str]) -> set[str]:
     for m in DATE.finditer(text):
         month = MONTHS[(m["m1"] or m["m2"]).casefold()]
         out.add(f"{month:02d}-{int(m['d1'] or m['d2']):02d}")
+    shouted = sum(w.isupper() and len(w) > 2 for w in words) >= 3  # capitals say nothing
     for i, word in enumerate(words):
         folded = _POSSESSIVE.sub("", word.casefold().strip(".'’"))
         if folded in TOOL_KINDS and (
@@ -400,6 +405,8 @@ def _values(text: str, words: list[str]) -> set[str]:
             out.add(_tool(folded))
         elif folded in WEEKDAYS or re.fullmatch(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}:\d\d", folded):
             out.add(folded)
+        elif shouted and word.isupper():
+            continue
         elif word[0].isupper() and folded not in FIRST_PERSON and folded not in STOPWORDS:
             if folded in MONTHS or folded in FILLER or folded in CHANGE:
                 continue
@@ -414,7 +421,8 @@ _MOVE_TO_LOWER = re.compile(
     re.IGNORECASE,
 )
 _AFTER_SLOT = re.compile(
-    r"\b(?:in|to|at|for|with|is|are)\s+([a-zà-ÿ][\w'-]*)(?:\s+([a-zà-ÿ][\w'-]*))?", re.IGNORECASE
+    r"\b(?:in|to|at|for|with|is|are|she'?s|he'?s|it'?s)\s+([a-zà-ÿ][\w'-]*)(?:\s+([a-zà-ÿ][\w'-]*))?",
+    re.IGNORECASE,
 )
 
 
@@ -503,17 +511,6 @@ _OBJECTS = frozenset({"me", "him", "her", "us", "them", "you"})
 def _names_kind(text: str, tool: str) -> bool:
     """A tool named in lower case with what it is for ("buffer not later for scheduling")."""
     return re.search(rf"\b{TOOL_KINDS[tool][:5]}", text, re.IGNORECASE) is not None
-
-
-_APPOSED = re.compile(
-    r"\b(?:boss|manager|supervisor|team lead)\s+([a-z][a-z'-]{2,})\b(?!\s+(?:is|was)\s+(?:my|our|the)\b)"
-)
-"""A name after whom it names, in lower-case chat ("new boss marcus is lowkey intense")."""
-_NOT_NAMES = frozenset(
-    """wants want says said thinks told asked keeps hates loves likes gave makes made just also
-    really still finally literally basically again today tomorrow yesterday tho though and but
-    who which that when meeting meetings review call""".split()  # noqa: SIM905
-)
 
 
 def _apposed(text: str) -> set[str]:

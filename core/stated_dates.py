@@ -27,7 +27,10 @@ def valid_from(text: str, said_at: float, ahead: bool = False) -> float | None:
     the next one); None when it names none."""
     said = dt.datetime.fromtimestamp(said_at, dt.UTC)
     if ahead:
-        return _next_date(text, said)
+        if (named := _next_date(text, said)) is not None:
+            return named
+        m = _COMING.search(text)  # "starting next week"
+        return said_at + _COMING_DAYS[m[1].casefold()] * 86400.0 if m else None
     if m := _ISO.search(text):
         return _day(int(m["y"]), int(m["m"]), int(m["d"]))
     if m := DATE.search(text):
@@ -63,6 +66,9 @@ def _next_date(text: str, said: dt.datetime) -> float | None:
     return when
 
 
+_COMING = re.compile(r"\b(tomorrow|tmrw|next week|next month|next year)\b", re.IGNORECASE)
+_COMING_DAYS = {"tomorrow": 1, "tmrw": 1, "next week": 7, "next month": 30, "next year": 365}
+"""How far off a plan without a date is ("two designers report to me starting next week")."""
 _PART_OF_MONTH = {"mid": 15, "late": 20, "end of": 25}
 """The first day a part of a month can mean ("late September": from the 20th)."""
 

@@ -186,3 +186,37 @@ def test_an_intended_move_holds_only_from_its_date(cli: Cli, tmp_path: Path) -> 
     assert then and "Edinburgh" in then[0]
     now = texts(cli, "where do I live now", "--limit", "3")
     assert now and "York" in now[0]
+
+
+def test_a_pet_renamed_in_lower_case_chat_answers_by_its_new_name(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-20", ["WE'RE FOSTERING A PUPPY 🐶 her name is noodle, shes 4 months"]),
+            ("2026-08-03", ["we adopted her!!! and we renamed her, shes waffles now, not noodle"]),
+        ],
+    )
+    found = texts(cli, "whats my dogs name", "--limit", "3")
+    assert first_with(found, "waffles") < first_with(found, "FOSTERING")
+
+
+def test_a_role_starting_next_week_is_the_title_once_that_week_came(
+    cli: Cli, tmp_path: Path
+) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-06", ["context: im a product designer on the onboarding flow rn"]),
+            (
+                "2026-10-13",
+                [
+                    "AISHA MADE ME DESIGN MANAGER 😭 two designers reporting to me starting next week"
+                ],
+            ),
+            ("2026-10-28", ["i dont have tuesday nights anymore with the new role"]),
+        ],
+    )
+    found = texts(cli, "whats my job title", "--limit", "3")
+    assert found and "DESIGN MANAGER" in found[0]
