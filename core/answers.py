@@ -126,6 +126,8 @@ class Asked:
     """Its other content words (folded): a statement about someone else must name one."""
     owner: frozenset[str] = frozenset()
     """The user's own names (folded): a statement naming them is the user's."""
+    modifiers: frozenset[str] = frozenset()
+    """Names just before what is asked ("my bday party"): a statement may leave them out."""
 
 
 def asked(query: str) -> Asked | None:
@@ -154,7 +156,8 @@ def asked(query: str) -> Asked | None:
         if w not in STOPWORDS and w not in _ASKING and w not in SLOT_WORDS
         if w not in KIND_WORDS and w not in _GENERIC and stem(w) not in slotted and len(w) > 1
     )
-    return Asked(anchors, subject, names)
+    before = {words[i - 1] for i, w in enumerate(words) if i and stem(w) in slotted}
+    return Asked(anchors, subject, names, modifiers=names & before)
 
 
 def _may_anchor(word: str) -> bool:
@@ -188,10 +191,19 @@ def newest(
     found = _said_by(db, slot, match, where, when)
     best = _best(db, question, found, when)
     if best is None and question.subject == "user" and question.names:
-        best = _best(db, replace(question, names=frozenset()), found, when)  # "my bday party"
+        loose = _loosened(question)
+        best = _best(db, loose, found, when) if loose.names != question.names else None
     if best is None:
         return None
     return int(best[2][0]), best[2][1:], f"{NEWEST_STATEMENT} ({day(best[0])})"
+
+
+def _loosened(question: Asked) -> Asked:
+    """The question without what an answer may leave out: a word before what is asked ("my
+    bday party": the party), or all of them when the user has one at a time (one role, one
+    database: "what's my role at Kestrel")."""
+    one = any(a.startswith("~") or a in KIND_WORDS.values() for a in question.anchors)
+    return replace(question, names=frozenset() if one else question.names - question.modifiers)
 
 
 def _best(

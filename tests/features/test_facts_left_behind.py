@@ -220,3 +220,16 @@ def test_a_role_starting_next_week_is_the_title_once_that_week_came(
     )
     found = texts(cli, "whats my job title", "--limit", "3")
     assert found and "DESIGN MANAGER" in found[0]
+
+
+def test_a_question_naming_one_trip_is_not_answered_by_another(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [("2026-05-01", ["I used a water filter on my John Muir Trail trip with my brother."])],
+    )
+    found = cli.json(
+        "retrieve", "I'm planning my trip to Speyer, what's the tourist office number?"
+    )
+    vias = [r["explanation"]["via"] or "" for r in found["results"] if "Muir" in r["text"]]
+    assert vias and not any(v.startswith("answers") for v in vias)
