@@ -203,6 +203,7 @@ def _stand_in(successor: Candidate, stale: Candidate) -> None:
     successor.relevance = stale.relevance
     successor.found_by = stale.found_by
     successor.supersession = f"the current version of {stale.row[ROW_ID]}"
+    successor.stands_for = str(stale.row[ROW_TEXT])
 
 
 def day(ts: float) -> str:

@@ -6,6 +6,7 @@ not names. One place for the lexicon; `core.frames` holds the rules that use it.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from tiermem.core import roles
 from tiermem.core.terms import STOPWORDS, stem
@@ -84,7 +85,8 @@ LEAVES = re.compile(
 """What a statement says was left behind ("switched from coffee to green tea", "extended the
 deadline from 14 October to 4 November", "abandon SPSS"): its older value, not its new one."""
 CORRECTION = re.compile(
-    r"\b(?:actually|sorry,? i meant|i meant|correction|to be clear|my mistake|typo)\b|,\s*not\s+\w",
+    r"\b(?:actually|sorry,? i meant|i meant|correction|to be clear|my mistake|typo)\b|,\s*not\s+\w|"
+    r"^\s*(?:sorry|oops|whoops)\b[^.?!]*\bnot\b",
     re.IGNORECASE,
 )
 SLOTS = frozenset(
@@ -203,3 +205,13 @@ _NOT_NAMES = frozenset(
     really still finally literally basically again today tomorrow yesterday tho though and but
     who which that when meeting meetings review call""".split()  # noqa: SIM905
 )
+
+
+def fold(text: str) -> str:
+    """Text as values compare: case and accents folded."""
+    return fold_accents(text.casefold())
+
+
+def fold_accents(word: str) -> str:
+    """A word without its accents (Inês, Ines)."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))

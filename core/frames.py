@@ -8,12 +8,11 @@ claim replaces an older one; `core.supersession` acts on it."""
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from tiermem.core import roles
+from tiermem.core import roles, subjects
 from tiermem.core.frame_words import (
     _APPOSED,
     _BASED_IN,
@@ -26,9 +25,7 @@ from tiermem.core.frame_words import (
     _NOT_NAMES,
     _POSSESSIVE,
     _POSSESSIVES,
-    _RELATIVE_PRONOUNS,
     _SLOT_SURFACE,
-    _THIRD_PERSON,
     _WORD,
     _WORK_ON,
     _WRONG,
@@ -42,11 +39,12 @@ from tiermem.core.frame_words import (
     LEAVES,
     NEGATION,
     RELATIVES,
-    SECOND_PERSON,
     SLOT_STEMS,
     SLOT_WORDS,
     TOOL_KINDS,
+    fold_accents,
 )
+from tiermem.core.frame_words import fold as fold
 from tiermem.core.stated_dates import DATE, valid_from
 from tiermem.core.temporal import MONTHS, WEEKDAYS
 from tiermem.core.terms import STOPWORDS, stem
@@ -216,21 +214,14 @@ def claim_of(text: str, said_at: float) -> Claim | None:
     )
     if not frame and not values:
         return None
-    said = _SAYS.search(text)
     return _claim(
         text,
         said_at,
-        subject=(
-            "~" + said[1].casefold()
-            if said
-            else "user"
-            if role and role.mine
-            else _subject_after_lead_in(text, words, folded)
-        ),
+        subject="user" if role and role.mine else subjects.subject_of(text, words, folded),
         frame=frame,
         values=frozenset(values),
         kinds=frozenset(TOOL_KINDS[v] for v in values if v in TOOL_KINDS),
-        corrected=frozenset(_fold_accents(w.casefold()) for w in _WRONG.findall(text)),
+        corrected=_corrected(text, values),
         change=any(w in CHANGE for w in folded),
         negated=bool(NEGATION.search(text)),
         hypothetical=bool(HYPOTHETICAL.search(text)),
@@ -252,16 +243,30 @@ def _claim(text: str, said_at: float, **fields: Any) -> Claim:
     return replace(claim, valid_from=began)
 
 
+_WRONG_DAY = re.compile(r"\bnot (?:the )?(\d{1,2})(?:st|nd|rd|th)\b", re.IGNORECASE)
+"""A day said wrong, in the month of the right one ("tuesday oct 20 not the 21st")."""
+
+
+def _corrected(text: str, values: set[str]) -> frozenset[str]:
+    """The values a statement says were wrong ("Leeds, not Lees"; "oct 20 not the 21st")."""
+    wrong = {fold_accents(w.casefold()) for w in _WRONG.findall(text)}
+    months = {v[:2] for v in values if _DATE_VALUE.fullmatch(v)}
+    return frozenset(
+        wrong | {f"{m}-{int(d):02d}" for d in _WRONG_DAY.findall(text) for m in months}
+    )
+
+
 def _dated_event(claim: Claim) -> Claim | None:
     """An event's date is its value: it holds from when it was said, planned or not."""
-    if claim.frame & EVENT_STEMS and any(_DATE_VALUE.fullmatch(v) for v in claim.values):
+    dated = any(_DATE_VALUE.fullmatch(v) for v in claim.values)
+    if dated and (
+        claim.frame & EVENT_STEMS or any(_DATE_VALUE.fullmatch(v) for v in claim.corrected)
+    ):
         return replace(claim, future=False, valid_from=None)
     return None
 
 
 _DATE_VALUE = re.compile(r"\d\d-\d\d")
-_SAYS = re.compile(r",\s*(he|she)\s+(?:says|said|insists|thinks)\b", re.IGNORECASE)
-"""An attributed note ("filter coffee at 4pm is non-negotiable, he says"): about whom it quotes."""
 _REFERENCES = frozenset({"before", "after", "until", "past", "missed", "beat"})
 
 
@@ -286,12 +291,12 @@ def _held(text: str, role: roles.Role | None, slots: set[str]) -> set[str]:
     if (job := _GOT_JOB.search(text)) and job["org"].casefold() not in _NOT_EMPLOYERS:
         slots.add("~employer")
         slots.discard("~manager")  # "GOT THE TIDAL JOB, social media manager!": a title
-        held = {_fold_accents(job["org"].casefold())}
+        held = {fold_accents(job["org"].casefold())}
     if role is not None:  # the role is the value
         if set(role.role.split()) & {"lead", "manager", "head"}:
             slots.discard("~manager")  # "made team lead" names no one's manager
         slots.add("~role")
-        held = {role.role} | ({_fold_accents(role.org)} if role.org else set())
+        held = {role.role} | ({fold_accents(role.org)} if role.org else set())
         if role.org:
             slots.add("~employer")  # "i'm the social media coordinator at glowbar"
     return held
@@ -357,7 +362,8 @@ def fts_query(claim: Claim) -> str:
     one-value attributes, its tools' kind, or (a correction) the value it corrects; else its
     frame words."""
     anchors = [w for w in sorted(claim.frame) if w.startswith("~") or w in SLOT_STEMS]
-    words = _surface([*anchors, *sorted(claim.kinds)]) + sorted(claim.corrected)
+    wrong = [str(int(v[3:])) if _DATE_VALUE.fullmatch(v) else v for v in sorted(claim.corrected)]
+    words = _surface([*anchors, *sorted(claim.kinds)]) + wrong  # "not the 21st": "oct 21"
     if claim.negated:  # "stop posting in #general" closes what named #general
         words += sorted(v.lstrip("#@") for v in claim.values if not _DAYLIKE.fullmatch(v))
     if not words:
@@ -412,7 +418,7 @@ def _values(text: str, words: list[str]) -> set[str]:
                 continue
             if i == 0 and folded in _COMMON_STARTS:
                 continue
-            out.add(_fold_accents(folded))
+            out.add(fold_accents(folded))
     return out
 
 
@@ -477,7 +483,7 @@ def _lower_values(text: str) -> set[str]:
     for word in words:
         if not _placeish(word) or word in SLOT_WORDS:
             break
-        kept.append(_fold_accents(word))
+        kept.append(fold_accents(word))
     return {" ".join(kept)} if kept else set()
 
 
@@ -522,72 +528,6 @@ def _apposed(text: str) -> set[str]:
 
 def _tool(word: str) -> str:
     return {"postgresql": "postgres", "mongo": "mongodb", "golang": "go"}.get(word, word)
-
-
-def fold(text: str) -> str:
-    """Text as values compare: case and accents folded."""
-    return _fold_accents(text.casefold())
-
-
-def _fold_accents(word: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
-
-
-_LEAD_IN = re.compile(
-    r"^\s*(?:(?:[\w'’]+\s+){0,3}[\w'’]+:\s+(?=\S)|"
-    r"(?:[\w'’]+\s+){1,3}(?:told (?:me|us)|said|says|confirmed)\b[^.]*?\bthat\s+(?=\S))",
-    re.IGNORECASE,
-)
-"""A short lead-in before a colon ("Family news: Chidi joined Arup") or who said it ("Priya
-told me today that I will be tech lead"): the statement is about whom the rest names."""
-
-
-def _subject_after_lead_in(text: str, words: list[str], folded: list[str]) -> str:
-    lead = _LEAD_IN.match(text)
-    if lead is None or any(SLOT_WORDS.get(w.casefold()) for w in lead[0].split()):
-        return _subject(words, folded)  # "New manager in Pune: Neha" names its value
-    rest = _WORD.findall(text[lead.end() :])
-    if not rest:
-        return _subject(words, folded)
-    return _subject(rest, [_POSSESSIVE.sub("", w.casefold().strip(".'’")) for w in rest])
-
-
-def _subject(words: list[str], folded: list[str]) -> str:
-    """Who a statement is about: the first person, a third person ("she", "my sister": never
-    the user), or its first capitalised name before the verb."""
-    if folded[0] in _RELATIVE_PRONOUNS:
-        return "~other"  # "…, who lives in Leeds": about whom the sentence before named
-    for word, low in zip(words[:4], folded[:4], strict=False):
-        if low in SLOT_WORDS:
-            break  # "New boss is Diego": a name after the attribute is its value
-        if low in WEEKDAYS or low in MONTHS:
-            continue
-        if low in SECOND_PERSON:
-            return "~you"  # "omg dana ur moving to austin": the person spoken to
-        if low in _THIRD_PERSON:
-            return "~" + low
-        if low in FIRST_PERSON:
-            following = folded[folded.index(low) + 1] if low in _POSSESSIVES else ""
-            return "~" + following if following in RELATIVES else "user"
-        if low not in _COMMON_STARTS and (word[0].isupper() or _acts(folded, low)):
-            return _fold_accents(_POSSESSIVE.sub("", low))
-    return "user"
-
-
-_SUBJECT_VERBS = frozenset(
-    "moved moves lives lived works worked joined left started quit".split()  # noqa: SIM905
-)
-
-
-def _acts(folded: list[str], low: str) -> bool:
-    """A name written in lower case, known by the verb after it ("kayla moved to sf")."""
-    at = folded.index(low)
-    verb = at + 1 < len(folded) and folded[at + 1] in _SUBJECT_VERBS
-    named = at == 0 or folded[at - 1] not in _ARTICLES  # "the department works": no name
-    return verb and named and low.isalpha() and not low.endswith("ly")  # "officially moved"
-
-
-_ARTICLES = frozenset({"the", "a", "an", "this", "that", "whole", "entire"})
 
 
 def _past(folded: list[str]) -> bool:

@@ -118,6 +118,8 @@ class Candidate:
     matched_tags: tuple[str, ...] = ()
     tag_terms: tuple[str, ...] = ()
     supersession: str | None = None
+    stands_for: str = ""
+    """The text of the superseded memory whose place it took: the words the search found."""
     space: str | None = None
     written_by: str | None = None
     scope_boost: float = 1.0
@@ -307,6 +309,7 @@ def explain(
         searchable = " ".join(
             (memory.text, memory.category, *memory.urls, *memory.commands, *memory.paths)
         )
+        searchable += f" {c.stands_for}" if c.stands_for else ""
         found = matched_terms(searchable, stems, open_ended)
         explanation = Explanation(
             path=tree.node_for(memory.category),

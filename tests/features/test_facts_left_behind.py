@@ -233,3 +233,26 @@ def test_a_question_naming_one_trip_is_not_answered_by_another(cli: Cli, tmp_pat
     )
     vias = [r["explanation"]["via"] or "" for r in found["results"] if "Muir" in r["text"]]
     assert vias and not any(v.startswith("answers") for v in vias)
+
+
+def test_a_day_corrected_in_the_next_message_replaces_the_wrong_day(
+    cli: Cli, tmp_path: Path
+) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-08-03", ["v2 launch is sept 30. go through TODO.md, tell me what's left"]),
+            (
+                "2026-09-14",
+                [
+                    "v2 launch slipped to oct 21. update the release checklist",
+                    "sorry, tuesday oct 20 not the 21st",
+                ],
+            ),
+        ],
+    )
+    found = texts(cli, "when is the v2 launch", "--limit", "3")
+    assert found and "oct 20" in found[0]
+    block = cli.json("context", "--query", "when is the v2 launch")["context"]
+    assert block.index("oct 20") < block.index("slipped to oct 21")
