@@ -125,7 +125,8 @@ class Asked:
     names: frozenset[str]
     """Its other content words (folded): a statement about someone else must name one."""
     owner: frozenset[str] = frozenset()
-    """The user's own names (folded): a statement naming them is the user's."""
+    """The names whom it asks of goes by (folded; the user's, or "my husband" Chidi's): a
+    statement about one of them is about them."""
     modifiers: frozenset[str] = frozenset()
     """Names just before what is asked ("my bday party"): a statement may leave them out."""
 
@@ -154,7 +155,11 @@ def asked(query: str) -> Asked | None:
         w
         for w in words
         if w not in STOPWORDS and w not in _ASKING and w not in SLOT_WORDS
-        if w not in KIND_WORDS and w not in _GENERIC and stem(w) not in slotted and len(w) > 1
+        if w not in KIND_WORDS
+        and w not in _GENERIC
+        and stem(w) not in slotted
+        and len(w) > 1
+        and w != subject[1:]  # "my husband" is whom it asks of, not what he is called
     )
     before = {words[i - 1] for i, w in enumerate(words) if i and stem(w) in slotted}
     return Asked(anchors, subject, names, modifiers=names & before)
@@ -185,7 +190,7 @@ def newest(
     if not match:
         return None
     if question.subject[1:] in RELATIVES:  # "my husband" is Chidi when it says so
-        question = replace(question, names=question.names | named_as(db, slot, question.subject))
+        question = replace(question, owner=named_as(db, slot, question.subject))
     if question.subject == "user":  # notes that say "Ravi moved to Pune" of their owner
         question = replace(question, owner=owner_names(db, slot))
     found = _said_by(db, slot, match, where, when)
@@ -314,8 +319,8 @@ def _replaced_on_it(db: Database, question: Asked, row: Row) -> bool:
     text = str(successor)
     if CORRECTION.search(text) or NEGATION.search(text):
         return True  # "actually it's Leeds, not Lees" corrects whatever the other said
-    folded = frames.fold(text)
-    return any(re.search(rf"\b{re.escape(w)}\b", folded) for w in frames.surface(question.anchors))
+    claims = frames.claims_of(text, float(row[ROW_CREATED]))
+    return any(question.anchors & (c.frame | c.kinds) for c in claims)
 
 
 def _derived(row: Row) -> bool:
@@ -325,7 +330,8 @@ def _derived(row: Row) -> bool:
 def _answers(question: Asked, text: str, said_at: float, when: float) -> float | None:
     """When the statement's answer became true, if one of its claims answers the question
     and held at `when`."""
-    notes = question.owner and not _FIRST_PERSON.search(text)  # "he says", of its owner
+    # notes about their owner in the third person ("…, he says") are the owner's
+    notes = question.subject == "user" and question.owner and not _FIRST_PERSON.search(text)
     for claim in frames.claims_of(text, said_at):
         if not claim.values or claim.hypothetical:
             continue
@@ -357,7 +363,7 @@ def _about(question: Asked, claim: frames.Claim) -> bool:
         whose = (
             claim.subject == question.subject
             or claim.subject in question.names
-            or (question.subject == "user" and claim.subject in question.owner)
+            or claim.subject in question.owner
         )
         return whose and (not question.names or mentions)
     if not question.names:

@@ -56,12 +56,32 @@ SLOT_WORDS: dict[str, str] = {
 _SLOT_SURFACE: dict[str, list[str]] = {}
 for _word, _slot in SLOT_WORDS.items():
     _SLOT_SURFACE.setdefault(_slot, []).append(_word)
-_SLOT_SURFACE["~residence"] += ["moved", "moving", "move", "i m in", "im in", "we re in"]
+_SLOT_SURFACE["~residence"] += [
+    "moved",
+    "moving",
+    "move",
+    "i m in",
+    "im in",
+    "we re in",
+    "here in",
+    "where i am",
+    "where we live",
+    "where i live",
+]
 _SLOT_SURFACE["~role"] += roles.ROLE_NOUNS.split("|")
 _SLOT_SURFACE["~employer"] += roles.ROLE_NOUNS.split("|")  # "the coordinator at glowbar"
 _BASED_IN = re.compile(
-    r"\b(?i:i'?m|i am|we'?re|we are)\s+(?i:now\s+|still\s+)?(?i:based\s+)?(?i:in)\s+[A-ZÀ-Þ]"
+    r"\b(?i:i'?m|i am|we'?re|we are|^[A-ZÀ-Þ][\w'’-]+ is)\s+(?i:now\s+|still\s+)?(?i:based\s+)?"
+    r"(?i:in)\s+[A-ZÀ-Þ]"
 )
+"""Where someone is ("I'm in London", "Ravi is in Bengaluru")."""
+HERE_IN = re.compile(
+    r"\bhere in (?P<place>[A-ZÀ-Þ][\w'’-]+(?:\s+[A-ZÀ-Þ][\w'’-]+)?)|"
+    r"\b(?P<there>[A-Za-zÀ-ÿ][\w'’-]+)(?:\s+time)?,?\s+(?i:that'?s|thats|which is) where "
+    r"(?i:i|we)(?i:'m|\s+am|\s+are|\s+live)\b"
+)
+"""Where the speaker is ("an architect with Lindqvist here in Edinburgh", "after 6pm london
+time, that's where i am")."""
 _MOVED_BARE = re.compile(
     r"^(?:(?:we|i|just|finally|so)\s+)*(?:moved|relocated)\b"
     r"(?!\s+(?:the|my|our|it|them|this|that|his|her|their|a|an|out|on)\b)",

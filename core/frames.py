@@ -35,6 +35,7 @@ from tiermem.core.frame_words import (
     FILLER,
     FIRST_PERSON,
     FUTURE,
+    HERE_IN,
     HYPOTHETICAL,
     LEAVES,
     NEGATION,
@@ -98,6 +99,9 @@ def claims_of(text: str, said_at: float) -> tuple[Claim, ...]:
             claim = replace(claim, subject=_relative_before(found) or claim.subject)
         if claim is not None:
             found.append(claim)
+    for m in HERE_IN.finditer(text):  # "here in Edinburgh": where the speaker lives
+        if place := claim_of(f"I live in {(m['place'] or m['there']).title()}", said_at):
+            found.append(place)
     return tuple(found)
 
 
@@ -435,8 +439,16 @@ _AFTER_SLOT = re.compile(
 def _moved_to_lower(text: str) -> bool:
     """A move to a place written in lower case, as chat does ("kayla moved to sf")."""
     m = _MOVE_TO_LOWER.search(text)
-    return m is not None and _placeish(m[1].casefold())
+    if m is None or not _placeish(m[1].casefold()) or m[1].casefold() in TOOL_KINDS:
+        return False
+    before = text[: m.start()].split()[-1:]
+    return not (before and before[0].casefold() in _THINGS_MOVED)  # "ci moved to github"
 
+
+_THINGS_MOVED = frozenset(
+    """ci db database repo code site app service it everything deploy deploys hosting server
+    servers pipeline data prod staging infra meeting call party launch""".split()  # noqa: SIM905
+)
 
 _IN_LOWER = re.compile(
     r"\b(?:i'?m|i am|we'?re|we are)\s+(?:now\s+|still\s+)?(?:based\s+)?in\s+"

@@ -38,6 +38,7 @@ from tiermem.core.distill.facts import (
     strip_filler,
 )
 from tiermem.core.distill.profile import ProfileFact, profile_facts
+from tiermem.core.frame_words import RELATIVES
 from tiermem.core.transcript import Message, Transcript
 
 
@@ -71,7 +72,7 @@ def distill_rule(
         paths.update(dict.fromkeys(found.paths))
         for name in _names(message.text):
             people[name] += 1
-        for text, block_commands in sentences(message.text):
+        for text, block_commands in _with_antecedents(sentences(message.text)):
             position += 1
             if message.role != "assistant" and not text.endswith("?"):
                 out.profile += profile_facts(text)
@@ -177,6 +178,25 @@ def _fact_from_sentence(
         role=message.role,
         commands=block_commands,  # its own metadata is added once it is chosen
     )
+
+
+_RELATIVE = re.compile(rf"\b(?:my|our)\s+(?:{'|'.join(sorted(RELATIVES))})\b", re.IGNORECASE)
+_PRONOUN_START = re.compile(r"^(?:he|she)\b", re.IGNORECASE)
+
+
+def _with_antecedents(
+    parts: list[tuple[str, list[str]]],
+) -> list[tuple[str, list[str]]]:
+    """Sentences, one that opens with "he" or "she" joined to the sentence before when that
+    names a relative ("My husband Chidi … He is an architect at Lindqvist"): stored alone,
+    it would not say whom it is about."""
+    out: list[tuple[str, list[str]]] = []
+    for text, commands in parts:
+        if out and _PRONOUN_START.match(text) and _RELATIVE.search(out[-1][0]):
+            out[-1] = (f"{out[-1][0]} {text}", [*out[-1][1], *commands])
+        else:
+            out.append((text, commands))
+    return out
 
 
 _CHAT_BREAK = re.compile(r"(?<=[.!?])\s+(?=[a-z])")

@@ -256,3 +256,42 @@ def test_a_day_corrected_in_the_next_message_replaces_the_wrong_day(
     assert found and "oct 20" in found[0]
     block = cli.json("context", "--query", "when is the v2 launch")["context"]
     assert block.index("oct 20") < block.index("slipped to oct 21")
+
+
+def test_where_the_speaker_is_said_in_passing_answers_where_they_lived(
+    cli: Cli, tmp_path: Path
+) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-06", ["add an index. deploys after 6pm london time, that's where i am"]),
+            ("2026-08-11", ["heads up: we ditched mysql, and ci moved to github actions"]),
+            ("2026-08-25", ["im in manchester now btw, moved last week"]),
+        ],
+    )
+    then = texts(cli, "where was i living", "--as-of", "2026-08-15", "--limit", "3")
+    assert then and "london time" in then[0]  # not "ci moved to github"
+    now = texts(cli, "where do i live now", "--limit", "3")
+    assert now and "manchester" in now[0]
+
+
+def test_a_relative_introduced_one_sentence_before_is_whom_he_is(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            (
+                "2026-07-24",
+                [
+                    "My husband Chidi and I celebrate our anniversary next month. He is an "
+                    "architect with Lindqvist Architects here in Edinburgh."
+                ],
+            ),
+            ("2026-11-02", ["Family news: Chidi has left Lindqvist and joined Arup in Leeds."]),
+        ],
+    )
+    then = texts(cli, "Where did my husband work?", "--as-of", "2026-10-15", "--limit", "3")
+    assert then and "Lindqvist Architects here" in then[0]
+    lived = texts(cli, "Where did I live?", "--as-of", "2026-10-15", "--limit", "3")
+    assert lived and "here in Edinburgh" in lived[0]
