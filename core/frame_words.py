@@ -235,3 +235,7 @@ def fold(text: str) -> str:
 def fold_accents(word: str) -> str:
     """A word without its accents (Inês, Ines)."""
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+SPEAKER = re.compile(r"^(?P<who>[A-ZÀ-Þ][\w'’-]*(?: [A-ZÀ-Þ][\w'’-]*){0,2}) said: ")
+"""What someone other than the user wrote, as an import attributes it ("Dana Kim said: …")."""

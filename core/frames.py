@@ -42,6 +42,7 @@ from tiermem.core.frame_words import (
     RELATIVES,
     SLOT_STEMS,
     SLOT_WORDS,
+    SPEAKER,
     TOOL_KINDS,
     fold_accents,
 )
@@ -89,6 +90,10 @@ own, about its own subject."""
 def claims_of(text: str, said_at: float) -> tuple[Claim, ...]:
     """The claims of each sentence of a text (a long note says several things); cached, as a
     stored memory is compared again with every later one that shares its words."""
+    if speaker := SPEAKER.match(text):  # "Dana Kim said: moving to austin": Dana's, not mine
+        who = fold(speaker["who"].split()[0])
+        said = claims_of(text[speaker.end() :], said_at)
+        return tuple(replace(c, subject=who) if c.subject == "user" else c for c in said)
     parts = [p for p in _CLAUSE.split(text) if p and p.strip()]
     found: list[Claim] = []
     for part in parts[:12]:

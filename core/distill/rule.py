@@ -38,7 +38,7 @@ from tiermem.core.distill.facts import (
     strip_filler,
 )
 from tiermem.core.distill.profile import ProfileFact, profile_facts
-from tiermem.core.frame_words import RELATIVES
+from tiermem.core.frame_words import RELATIVES, SPEAKER
 from tiermem.core.transcript import Message, Transcript
 
 
@@ -187,11 +187,14 @@ _PRONOUN_START = re.compile(r"^(?:he|she)\b", re.IGNORECASE)
 def _with_antecedents(
     parts: list[tuple[str, list[str]]],
 ) -> list[tuple[str, list[str]]]:
-    """Sentences, one that opens with "he" or "she" joined to the sentence before when that
-    names a relative ("My husband Chidi … He is an architect at Lindqvist"): stored alone,
-    it would not say whom it is about."""
+    """Sentences, each saying whom it is about when stored alone: one that opens with "he"
+    or "she" joined to the sentence before when that names a relative ("My husband Chidi …
+    He is an architect at Lindqvist"); each of someone else's ("Dana said: …") theirs."""
     out: list[tuple[str, list[str]]] = []
+    speaker = SPEAKER.match(parts[0][0]) if parts else None
     for text, commands in parts:
+        if speaker and out and not SPEAKER.match(text):
+            text = speaker[0] + text  # each sentence of what someone else said is theirs
         if out and _PRONOUN_START.match(text) and _RELATIVE.search(out[-1][0]):
             out[-1] = (f"{out[-1][0]} {text}", [*out[-1][1], *commands])
         else:

@@ -11,13 +11,16 @@
   "created_at", "chat_messages": [{"sender": "human"|"assistant", "text", "content"}]}`.
 - **slack**: a workspace export folder (`users.json`, `channels.json`, `CHANNEL/YYYY-MM-DD.json`
   lists of `{"type": "message", "user", "text", "ts"}`); one channel-day is one conversation,
-  people's messages as the user's side, bots' as the assistant's, join/leave notices skipped.
+  people's messages as the user's side (the owner's, who wrote the most, as they are; anyone
+  else's as "Dana Kim said: …"), bots' as the assistant's, join/leave notices skipped.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +186,7 @@ def plan_slack(path: Path) -> Plan:
     if not days:
         raise InvalidInput(f"{path}: no Slack channel folders (CHANNEL/YYYY-MM-DD.json)")
     names = _slack_names(folder / "users.json", plan)
+    loaded: list[tuple[Path, list[Any]]] = []
     for day in days:
         try:
             data = read_json_file(day)
@@ -192,7 +196,10 @@ def plan_slack(path: Path) -> Plan:
         if not isinstance(data, list):
             plan.skip(f"{day.parent.name}/{day.name}: not a list of messages")
             continue
-        messages, started = _slack_messages(data, names)
+        loaded.append((day, data))
+    owner = _slack_owner(data for _, data in loaded)
+    for day, data in loaded:
+        messages, started = _slack_messages(data, names, owner)
         channel = day.parent.name
         conv = Conversation(
             f"{channel}/{day.stem}", f"#{channel} {day.stem}", started, tuple(messages)
@@ -240,7 +247,26 @@ def _resolve_mentions(text: str, names: dict[str, str]) -> str:
     return _SLACK_MENTION.sub(name, text)
 
 
-def _slack_messages(data: list[Any], names: dict[str, str]) -> tuple[list[Message], float | None]:
+def _slack_owner(days: Iterable[list[Any]]) -> str | None:
+    """The person whose export it is: who wrote the most messages (None for a bot-only one)."""
+    said = Counter(
+        raw["user"]
+        for data in days
+        for raw in data
+        if isinstance(raw, dict) and isinstance(raw.get("user"), str) and not _bot(raw)
+    )
+    return said.most_common(1)[0][0] if said else None
+
+
+def _bot(raw: dict[str, Any]) -> bool:
+    return raw.get("subtype") == "bot_message" or "bot_id" in raw
+
+
+def _slack_messages(
+    data: list[Any], names: dict[str, str], owner: str | None
+) -> tuple[list[Message], float | None]:
+    """A channel-day's messages; what someone other than the owner wrote is said to be theirs
+    ("Dana said: moving to austin"), so it is never stored as the owner's own fact."""
     messages = []
     started = None
     for raw in data:
@@ -252,6 +278,9 @@ def _slack_messages(data: list[Any], names: dict[str, str]) -> tuple[list[Messag
         if not text:
             continue
         started = started or timestamp(raw.get("ts"))
-        bot = raw.get("subtype") == "bot_message" or "bot_id" in raw
+        bot = _bot(raw)
+        who = raw.get("user")
+        if not bot and owner is not None and isinstance(who, str) and who != owner:
+            text = f"{names.get(who, who)} said: {text}"
         messages.append(Message("assistant" if bot else "user", text))
     return messages, started

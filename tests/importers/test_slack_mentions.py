@@ -34,5 +34,28 @@ def test_mentions_are_named_from_the_exports_users(capsys, tmp_path: Path) -> No
     texts = [m["text"] for m in cli_json(capsys, home, "export", "--format", "json")["memories"]]
     said = "\n".join(texts)
     assert "@Ben decided we move the standup to 9:30 from next week." in texts
-    assert "Thanks @Ann, I will tell @U99 and the team." in texts  # unknown id: kept as an id
+    # Ben is not the export's owner (Ann wrote the most): what he said is said to be his
+    assert "Ben said: Thanks @Ann, I will tell @U99 and the team." in texts  # unknown id kept
     assert "<@" not in said
+
+
+def test_what_someone_else_said_is_never_the_owners_fact(capsys, tmp_path: Path) -> None:
+    export = tmp_path / "slack"
+    shutil.copytree(FIXTURE, export)
+    day = [
+        {"type": "message", "user": "U01", "text": "I live in Lisbon.", "ts": "1770282000.1"},
+        {
+            "type": "message",
+            "user": "U02",
+            "text": "Personal news: I moved to Austin last week. Loving the tacos so far.",
+            "ts": "1770282060.2",
+        },
+    ]
+    (export / "general" / "2026-02-06.json").write_text(json.dumps(day), encoding="utf-8")
+    home = tmp_path / "home"
+    cli_json(capsys, home, "import", "--from", "slack", str(export))
+    found = cli_json(capsys, home, "retrieve", "where do I live now?")["results"]
+    assert found and "Lisbon" in found[0]["text"]
+    texts = [m["text"] for m in cli_json(capsys, home, "export", "--format", "json")["memories"]]
+    theirs = [t for t in texts if ("Austin" in t or "tacos" in t) and "Conversation" not in t]
+    assert theirs and all(t.startswith("Ben said: ") for t in theirs)
