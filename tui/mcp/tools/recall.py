@@ -160,8 +160,9 @@ SEARCH = ToolSpec(
 CONTEXT = ToolSpec(
     "memory_context",
     memory_context,
-    "The block to put in the prompt before answering a message: hot memory, the tree "
-    "index (under 1,500 tokens together) and the relevant memories, all within the "
-    "budget, with the session's working memory and the accepted skills the message "
-    "triggers. A trivial message (under 3 meaningful words) gets the always-loaded part.",
+    "The block to put in the prompt before answering a message: the relevant memories "
+    "(the current one first) and current facts, then hot memory and the tree index (under "
+    "1,500 tokens together), all within the budget, with the session's working memory and "
+    "the accepted skills the message triggers. A trivial message (under 3 meaningful "
+    "words, not a question) gets the always-loaded part.",
 )
