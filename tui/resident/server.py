@@ -40,6 +40,7 @@ from types import FrameType
 from typing import Final, Literal
 
 from tiermem.core import tokens
+from tiermem.core.errors import EXIT_INTERRUPTED
 from tiermem.core.locks import record_owner, take_lock
 from tiermem.core.version import VERSION
 from tiermem.sync.vault.transport import tls_context
@@ -290,6 +291,7 @@ def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
     """Run one request in this forked child, report its exit code, and never return."""
     code = 1
     try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # a Ctrl-C waits for the command
         os.setpgid(0, 0)  # a group of its own: what the command starts dies with it
         conn.settimeout(RECEIVE_TIMEOUT)
         request = _receive(conn)
@@ -306,9 +308,14 @@ def _child(conn: socket.socket, loaded: dict[str, int]) -> None:
         conn.settimeout(None)
         _die_with_caller(conn)
         _adopt(request, fds)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # one that came lands now
         from tiermem.tui.entry import run_here
 
         code = run_here(request.args)
+    except KeyboardInterrupt:  # a Ctrl-C before the command's own handling began
+        code = EXIT_INTERRUPTED
+        with contextlib.suppress(Exception):
+            print("tiermem: error: interrupted", file=sys.stderr)
     except BaseException:  # nothing may escape into the server's loop
         code = 1
     finally:
