@@ -64,6 +64,19 @@ def imported(cli: Cli, tmp_path: Path, conversations: list[tuple[str, list[str]]
     assert code == 0, err
 
 
+def openclaw_notes(cli: Cli, tmp_path: Path, days: dict[str, list[str]]) -> None:
+    """An OpenClaw workspace about its owner, Sam Rivera (daily notes in the third person),
+    imported."""
+    workspace = tmp_path / "workspace"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "MEMORY.md").write_text("# MEMORY.md\n\n## Owner\n- Sam Rivera, works at Acme.\n")
+    for day, notes in days.items():
+        lines = "".join(f"- {note}\n" for note in notes)
+        (workspace / "memory" / f"{day}.md").write_text(f"# {day}\n\n{lines}")
+    code, _out, err = cli("import", "--from", "openclaw", str(workspace))
+    assert code == 0, err
+
+
 def texts(cli: Cli, *args: str) -> list[str]:
     return [r["text"] for r in cli.json("retrieve", *args)["results"]]
 
@@ -376,18 +389,17 @@ def test_a_note_replaced_for_one_fact_still_answers_its_others_as_of_then(
 def test_notes_about_their_owner_in_the_third_person_answer_the_owner(
     cli: Cli, tmp_path: Path
 ) -> None:
-    workspace = tmp_path / "workspace"
-    (workspace / "memory").mkdir(parents=True)
-    (workspace / "MEMORY.md").write_text("# MEMORY.md\n\n## Owner\n- Sam Rivera, works at Acme.\n")
-    (workspace / "memory" / "2026-07-03.md").write_text(
-        "# 2026-07-03\n\n- Sam's manager is Priya Nair; weekly 1:1 on Mondays.\n"
+    openclaw_notes(
+        cli,
+        tmp_path,
+        {
+            "2026-07-03": ["Sam's manager is Priya Nair; weekly 1:1 on Mondays."],
+            "2026-09-10": [
+                "Sam moved to Leeds on Thursday.",
+                "Sam was made team lead today: four engineers report to him now.",
+            ],
+        },
     )
-    (workspace / "memory" / "2026-09-10.md").write_text(
-        "# 2026-09-10\n\n- Sam moved to Leeds on Thursday.\n"
-        "- Sam was made team lead today: four engineers report to him now.\n"
-    )
-    code, _out, err = cli("import", "--from", "openclaw", str(workspace))
-    assert code == 0, err
     found = cli.json("retrieve", "where do I live?", "--limit", "3")["results"]
     assert "Leeds" in found[0]["text"] and "newest statement" in found[0]["explanation"]["via"]
     assert "Priya" in texts(cli, "who is my manager?", "--limit", "3")[0]  # not the team lead

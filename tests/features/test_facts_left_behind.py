@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.clikit import Cli
-from tests.features.test_facts_change import first_with, imported, texts
+from tests.features.test_facts_change import first_with, imported, openclaw_notes, texts
 
 
 def test_a_date_moved_from_one_day_to_another_replaces_the_old_date(
@@ -61,18 +61,17 @@ def test_someone_else_leaving_a_city_leaves_the_users_home_alone(cli: Cli, tmp_p
 
 
 def test_notes_that_quote_their_owner_answer_the_owner(cli: Cli, tmp_path: Path) -> None:
-    workspace = tmp_path / "workspace"
-    (workspace / "memory").mkdir(parents=True)
-    (workspace / "MEMORY.md").write_text("# MEMORY.md\n\n## Owner\n- Sam Rivera, works at Acme.\n")
-    (workspace / "memory" / "2026-07-03.md").write_text(
-        "# 2026-07-03\n\n- Filter coffee at 4pm is non-negotiable, he says; no calls then.\n"
+    openclaw_notes(
+        cli,
+        tmp_path,
+        {
+            "2026-07-03": ["Filter coffee at 4pm is non-negotiable, he says; no calls then."],
+            "2026-10-24": [
+                "Doctor told him to cut caffeine; he has switched from filter coffee to green "
+                "tea, and the 4pm break stays."
+            ],
+        },
     )
-    (workspace / "memory" / "2026-10-24.md").write_text(
-        "# 2026-10-24\n\n- Doctor told him to cut caffeine; he has switched from filter coffee "
-        "to green tea, and the 4pm break stays.\n"
-    )
-    code, _out, err = cli("import", "--from", "openclaw", str(workspace))
-    assert code == 0, err
     found = texts(cli, "what do I drink at 4pm?", "--limit", "3")
     assert first_with(found, "green tea") < first_with(found, "non-negotiable")
 
