@@ -320,7 +320,10 @@ def replaces(new: Claim, old: Claim) -> bool:
     shared = new.frame & old.frame
     union = new.frame | old.frame
     overlap = len(shared) / len(union) if union else 0.0
-    owned = any(w.startswith("~") for w in shared)
+    same_thing = bool(shared - _NAMING)  # "the cat is called Miso", "a tutor called Lucia"
+    owned = any(w.startswith("~") and w != "~name" for w in shared) or (
+        "~name" in shared and same_thing
+    )
     anchored = owned or bool(SLOT_STEMS & shared)
     kinds = bool(new.kinds & old.kinds) and _same_things(new, old)
     if new.left & old.values and (anchored or kinds or overlap >= 0.3):
@@ -344,6 +347,8 @@ def replaces(new: Claim, old: Claim) -> bool:
     return new.change and overlap >= 0.6
 
 
+_NAMING = frozenset({"~name", "user"})
+"""What two statements of a name share that says nothing of whose name it is."""
 _DAYLIKE = re.compile(r"\d\d-\d\d|[a-z]+day|\d.*")
 """Dates, weekdays and times: a value two statements share by chance."""
 

@@ -294,3 +294,12 @@ def test_a_relative_introduced_one_sentence_before_is_whom_he_is(cli: Cli, tmp_p
     assert then and "Lindqvist Architects here" in then[0]
     lived = texts(cli, "Where did I live?", "--as-of", "2026-10-15", "--limit", "3")
     assert lived and "here in Edinburgh" in lived[0]
+
+
+def test_two_things_called_by_name_are_two_names(cli: Cli) -> None:
+    cat = cli.json("store", "--text", "The user's cat is called Miso and is allergic to chicken.")
+    cli.json("store", "--text", "The user is learning Spanish with a tutor called Lucia.")
+    memories = cli.json("export", "--format", "json")["memories"]
+    assert not next(m for m in memories if m["id"] == cat["id"])["superseded_by"]
+    block = cli.json("context", "--query", "What food should I avoid giving Miso the cat?")
+    assert "Lucia" not in block["context"]
