@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
 ROLE_NOUNS = (
     "lead|manager|engineer|designer|researcher|lecturer|reader|readership|professor|director|"
@@ -16,16 +17,24 @@ ROLE_NOUNS = (
 _ROLE = rf"(?:a\s+|an\s+|the\s+)?(?P<role>(?:[a-z][\w-]*\s+){{0,3}}?(?:{ROLE_NOUNS}))\b"
 _ORG = r"(?:the\s+)?(?P<org>[\w&'’-]+(?:\s+(?!(?:at|in|on|here|there|and|since|now|for)\b)[A-Z][\w&'’-]+){0,3})"
 """Where a role is held ("at glowbar", "at Nordkap Logistics")."""
-_STATED = tuple(
-    re.compile(pattern, re.IGNORECASE)
-    for pattern in (
-        rf"\b(?:made|promoted|named|appointed)\s+(?P<me>me\s+)?(?:to\s+|as\s+)?{_ROLE}",
-        rf"\b(?P<me>i'?m|i am)\s+now\s+{_ROLE}",
-        rf"\b(?P<me>i'?m|i am)\s+{_ROLE}\s+(?:(?:at|for|with)\s+{_ORG}|in|of|on)\b",
-        rf"\baccepted\s+{_ROLE}",
-        rf"\b(?:he|she|they)(?:'s|\s+is|\s+was|\s+are)\s+{_ROLE}\s+(?:at|for|with)\s+{_ORG}",
+
+
+@cache
+def _stated() -> tuple[re.Pattern[str], ...]:
+    """The ways a role is stated, compiled on first use (a command that reads no statement
+    never pays for these large patterns)."""
+    return tuple(
+        re.compile(pattern, re.IGNORECASE)
+        for pattern in (
+            rf"\b(?:made|promoted|named|appointed)\s+(?P<me>me\s+)?(?:to\s+|as\s+)?{_ROLE}",
+            rf"\b(?P<me>i'?m|i am)\s+now\s+{_ROLE}",
+            rf"\b(?P<me>i'?m|i am)\s+{_ROLE}\s+(?:(?:at|for|with)\s+{_ORG}|in|of|on)\b",
+            rf"\baccepted\s+{_ROLE}",
+            rf"\b(?:he|she|they)(?:'s|\s+is|\s+was|\s+are)\s+{_ROLE}\s+(?:at|for|with)\s+{_ORG}",
+        )
     )
-)
+
+
 _NOT_ROLE = frozenset({"my", "our", "your", "his", "her", "their", "new", "the", "a", "an"})
 
 
@@ -41,7 +50,7 @@ class Role:
 
 def stated_role(text: str) -> Role | None:
     """The role a statement gives, or None when it states none."""
-    for pattern in _STATED:
+    for pattern in _stated():
         m = pattern.search(text)
         if m is None:
             continue
