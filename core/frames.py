@@ -104,7 +104,7 @@ def claims_of(text: str, said_at: float) -> tuple[Claim, ...]:
             claim = replace(claim, subject=_relative_before(found) or claim.subject)
         if claim is not None:
             found.append(claim)
-    for m in HERE_IN.finditer(text):  # "here in Edinburgh": where the speaker lives
+    for m in HERE_IN.finditer(text) if "here" in text.casefold() else ():  # "here in Leeds"
         if place := claim_of(f"I live in {(m['place'] or m['there']).title()}", said_at):
             found.append(place)
     return tuple(found)
@@ -244,20 +244,28 @@ def _claim(text: str, said_at: float, **fields: Any) -> Claim:
     """The claim with when it became true and what it left behind. A date that is an event's
     value ("the deadline is 14 October") says when it happens, not when the fact began; a date
     left behind ("moved it from 14 October") is neither."""
-    claim = replace(Claim(**fields), left=_left(text, fields["values"]))
-    if event := _dated_event(claim):
-        return event
-    spoken = LEAVES.sub(lambda m: m[0][: m.start("left") - m.start()], text)
-    began = valid_from(spoken, said_at, ahead=claim.future or bool(FUTURE.search(text)))
-    return replace(claim, valid_from=began)
+    low = text.casefold()
+    leaving = list(LEAVES.finditer(text)) if any(w in low for w in _LEAVING_WORDS) else []
+    fields["left"] = _left(leaving, fields["values"]) if leaving else frozenset()
+    if _is_dated_event(fields["frame"], fields["values"], fields["corrected"]):
+        return Claim(**{**fields, "future": False, "valid_from": None})
+    spoken = text
+    for m in reversed(leaving):  # without what it left ("from 14 October"): not its start
+        spoken = spoken[: m.start("left")] + spoken[m.end() :]
+    ahead = fields["future"] or bool(FUTURE.search(text))
+    return Claim(**{**fields, "valid_from": valid_from(spoken, said_at, ahead=ahead)})
 
 
+_LEAVING_WORDS = ("from", "abandon", "ditch", "drop", "replac", "instead", "rather", "using", "not")
+"""A word every `LEAVES` match holds: most statements have none, and skip the pattern."""
 _WRONG_DAY = re.compile(r"\bnot (?:the )?(\d{1,2})(?:st|nd|rd|th)\b", re.IGNORECASE)
 """A day said wrong, in the month of the right one ("tuesday oct 20 not the 21st")."""
 
 
 def _corrected(text: str, values: set[str]) -> frozenset[str]:
     """The values a statement says were wrong ("Leeds, not Lees"; "oct 20 not the 21st")."""
+    if "not" not in text.casefold():
+        return frozenset()
     wrong = {fold_accents(w.casefold()) for w in _WRONG.findall(text)}
     months = {v[:2] for v in values if _DATE_VALUE.fullmatch(v)}
     return frozenset(
@@ -267,12 +275,18 @@ def _corrected(text: str, values: set[str]) -> frozenset[str]:
 
 def _dated_event(claim: Claim) -> Claim | None:
     """An event's date is its value: it holds from when it was said, planned or not."""
-    dated = any(_DATE_VALUE.fullmatch(v) for v in claim.values)
-    if dated and (
-        claim.frame & EVENT_STEMS or any(_DATE_VALUE.fullmatch(v) for v in claim.corrected)
-    ):
+    if _is_dated_event(claim.frame, claim.values, claim.corrected):
         return replace(claim, future=False, valid_from=None)
     return None
+
+
+def _is_dated_event(
+    frame: frozenset[str], values: frozenset[str], corrected: frozenset[str]
+) -> bool:
+    if not (frame & EVENT_STEMS or corrected):
+        return False
+    dated = any(_DATE_VALUE.fullmatch(v) for v in values)
+    return dated and (bool(frame & EVENT_STEMS) or any(_DATE_VALUE.fullmatch(v) for v in corrected))
 
 
 _DATE_VALUE = re.compile(r"\d\d-\d\d")
@@ -282,14 +296,15 @@ _REFERENCES = frozenset({"before", "after", "until", "past", "missed", "beat"})
 def _referred_to(folded: list[str], at: int) -> bool:
     """An event named as a point of reference ("submitted a day before the deadline"): the
     statement says nothing of its date."""
-    return folded[at - 1 : at] == ["the"] and at >= 2 and folded[at - 2] in _REFERENCES
+    return at >= 2 and folded[at - 1] == "the" and folded[at - 2] in _REFERENCES
 
 
-def _left(text: str, values: frozenset[str]) -> frozenset[str]:
-    """Of a statement's values, those it says were left behind (see `LEAVES`)."""
-    spans = [m["left"] for m in LEAVES.finditer(text)]
+def _left(leaving: list[re.Match[str]], values: frozenset[str]) -> frozenset[str]:
+    """Of a statement's values, those its `LEAVES` matches say were left behind."""
+    spans = [m["left"] for m in leaving]
     dated = {v for span in spans for v in _values(span, _WORD.findall(span))}
-    worded = {v for span in spans for v in values if re.search(rf"\b{re.escape(v)}\b", fold(span))}
+    words = [f" {' '.join(_WORD.findall(fold(span)))} " for span in spans]
+    worded = {v for v in values if any(f" {v} " in span for span in words)}
     return frozenset(dated | worded) & values
 
 
@@ -416,7 +431,11 @@ def _values(text: str, words: list[str]) -> set[str]:
     for m in DATE.finditer(text):
         month = MONTHS[(m["m1"] or m["m2"]).casefold()]
         out.add(f"{month:02d}-{int(m['d1'] or m['d2']):02d}")
-    shouted = sum(w.isupper() and len(w) > 2 for w in words) >= 3  # capitals say nothing
+    shouted = text.isupper() or (  # capitals say nothing
+        sum(w.isupper() and len(w) > 2 for w in words) >= 3
+        if any(map(str.isupper, words))
+        else False
+    )
     for i, word in enumerate(words):
         folded = _POSSESSIVE.sub("", word.casefold().strip(".'’"))
         if folded in TOOL_KINDS and (
