@@ -283,6 +283,7 @@ def _dated_event(claim: Claim) -> Claim | None:
 def _is_dated_event(
     frame: frozenset[str], values: frozenset[str], corrected: frozenset[str]
 ) -> bool:
+    """A date that is an event's ("the launch is oct 20") or a corrected date's value."""
     if not (frame & EVENT_STEMS or corrected):
         return False
     dated = any(_DATE_VALUE.fullmatch(v) for v in values)
@@ -431,11 +432,7 @@ def _values(text: str, words: list[str]) -> set[str]:
     for m in DATE.finditer(text):
         month = MONTHS[(m["m1"] or m["m2"]).casefold()]
         out.add(f"{month:02d}-{int(m['d1'] or m['d2']):02d}")
-    shouted = text.isupper() or (  # capitals say nothing
-        sum(w.isupper() and len(w) > 2 for w in words) >= 3
-        if any(map(str.isupper, words))
-        else False
-    )
+    shouted = len([w for w in words if len(w) > 2 and w.isupper()]) >= 3  # capitals say nothing
     for i, word in enumerate(words):
         folded = _POSSESSIVE.sub("", word.casefold().strip(".'’"))
         if folded in TOOL_KINDS and (
