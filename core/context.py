@@ -5,9 +5,10 @@
   fitted: tree descriptions and deep nodes go first, then hot items in hot memory's own
   pruning order (oldest events, oldest tasks, least important lessons, stalest projects); a
   last line says what was left out and where to read it.
-- **Context** (`tiermem context`): the current facts and memories relevant to the message,
-  then the always-loaded part, the whole block within the budget. A trivial message (fewer than 3 meaningful words
-  once stopwords and greetings are dropped) gets only the always-loaded part.
+- **Context** (`tiermem context`): the memories and current facts relevant to the message,
+  then the always-loaded part, the whole block within the budget. A trivial message (fewer
+  than 3 meaningful words once stopwords and greetings are dropped) gets only the
+  always-loaded part.
 - **Recall** (`memory_recall`): the best entries that fit the budget, where an entry costs the
   tokens of its text (`core.budget`: the one unit of every budget); the best one always comes
   back, shortened if it alone is over the budget.

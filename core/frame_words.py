@@ -203,13 +203,13 @@ _COMMON_STARTS = (
 )
 """Sentence-initial words that are not names."""
 SLOT_STEMS = frozenset(stem(s) for s in SLOTS)
+"""The stems of `SLOTS`, as claim frames hold their words."""
 EVENT_STEMS = frozenset(
     stem(s)
     for s in """deadline due meeting offsite standup appointment flight trip launch release demo
     review interview wedding party birthday bday engagement ceremony go-live golive""".split()  # noqa: SIM905
 )
 """Events whose value is a date: the date says when it happens."""
-"""The stems of `SLOTS`, as claim frames hold their words."""
 _GOT_JOB = re.compile(
     r"\b(?:got|landed|accepted|took|start(?:ed|ing)?(?: at)?)\s+(?:the|a|my)\s+(?:new\s+)?"
     r"(?P<org>[\w&'’-]+)\s+job\b",

@@ -32,8 +32,8 @@ EPISODE_CANDIDATES = 5
 def is_trivial(message: str, min_words: int) -> bool:
     """Greetings, thanks and acknowledgements ("hi", "thanks!", "ok cool", "how are you?"):
     nothing to look up. A message with a word of content is never trivial when it asks (a
-    question mark, a wh-word, also "whats", "am i …") or names someone or something beyond that word
-    ("Diego's birthday"); otherwise it needs `min_words` content words."""
+    question mark, a wh-word, also "whats", "am i …") or names someone or something beyond
+    that word ("Diego's birthday"); otherwise it needs `min_words` content words."""
     text = SMALL_TALK.sub(" ", message)
     words = [w.casefold() for w in TERM.findall(text)]
     content = [w for w in words if len(w) > 1 and w not in _NOT_CONTENT]
@@ -93,13 +93,17 @@ def above(hits: list[Hit], terms: Sequence[str], floor: float) -> tuple[list[Hit
 
 def _with_successors(kept: list[Hit], hits: list[Hit]) -> list[Hit]:
     by_id = {h.memory.id: h for h in hits}
+    kept_ids = {h.memory.id for h in kept}
     out: list[Hit] = []
+    placed: set[str] = set()
     for hit in kept:
-        successor = by_id.get(hit.memory.superseded_by)
-        if successor is not None and successor not in out and successor not in kept:
-            out.append(successor)
-        if hit not in out:
+        new = hit.memory.superseded_by
+        if new in by_id and new not in kept_ids and new not in placed:
+            out.append(by_id[new])
+            placed.add(new)
+        if hit.memory.id not in placed:
             out.append(hit)
+            placed.add(hit.memory.id)
     return out
 
 
