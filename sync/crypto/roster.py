@@ -215,15 +215,19 @@ class RosterView:
         position `seq` was written: past its signed position, unless the tail of the rotation
         that ended `epoch` names it, or, for a `listing` (a manifest or checkpoint part), not
         among those the rotation that ended `epoch` signed, wherever it sits. None when the row
-        is within every signed bound."""
-        digest = row_digest(record_id, version, envelope)
+        is within every signed bound. The digest (a hash of the whole envelope) is taken only
+        when a bound needs it: most rows of a vault lie within every bound."""
         signed = self.listings.get(epoch + 1)
-        if listing and signed is not None and digest not in signed:
+        if (
+            listing
+            and signed is not None
+            and row_digest(record_id, version, envelope) not in signed
+        ):
             return epoch + 1
         bound = next((e for e in sorted(self.positions) if e > epoch), None)
         if bound is None or seq <= self.positions[bound]:
             return None
-        if digest in self.tails.get(epoch + 1, frozenset()):
+        if row_digest(record_id, version, envelope) in self.tails.get(epoch + 1, frozenset()):
             return None
         return bound
 

@@ -19,6 +19,7 @@ prune downloads nothing of it either."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from tiermem.core.db import Database
@@ -41,6 +42,7 @@ __all__ = [
     "TAMPERED_COPY",
     "Downloaded",
     "Previous",
+    "download",
     "read_checked",
     "read_previous",
     "save",
@@ -118,12 +120,18 @@ class Downloaded:
 
 
 def read_checked(
-    select: Select, ring: KeyRing, tag: bytes, roster: RosterView | None
+    rows: Future[tuple[records.RemoteRow, ...]], ring: KeyRing, roster: Future[RosterView | None]
 ) -> Downloaded:
-    """The prune record's versions, each authenticated (`state_of_rows`), kept whole: what a
-    restore checks the vault against and then saves as this device's copy."""
-    rows = tuple(prune_rows(select, tag, prune_record_id(ring)))
-    return Downloaded(state_of_rows(rows, ring, roster), rows)
+    """The prune record's versions (`rows`, downloaded while the roster is read), each
+    authenticated against the roster (`state_of_rows`), kept whole: what a restore checks the
+    vault against and then saves as this device's copy."""
+    downloaded = rows.result()
+    return Downloaded(state_of_rows(downloaded, ring, roster.result()), downloaded)
+
+
+def download(select: Select, ring: KeyRing, tag: bytes) -> tuple[records.RemoteRow, ...]:
+    """Every version of the prune record, unchecked (`read_checked` checks them)."""
+    return tuple(prune_rows(select, tag, prune_record_id(ring)))
 
 
 def save(db: Database, agent_id: str, tag: bytes, rows: Iterable[records.RemoteRow]) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import httpx
 
@@ -52,6 +52,7 @@ from tiermem.sync.restore.verify import (
     Verified,
     check_after,
     check_before,
+    fetch_listing,
     read_listed,
     refusal,
     restore_roster,
@@ -68,6 +69,11 @@ from tiermem.sync.vault.retry import RetryPolicy, call_with_retry
 from tiermem.sync.vault.transport import to_base_url
 
 # ----------------------------------------------------------------------------- restore
+
+OPENING_THREADS: Final = 6
+"""Requests of a restore's opening at once (the roster, the prune record, the critical state,
+the manifests), and the two checks that wait on them: on a long round trip the requests
+overlap instead of adding up."""
 
 
 @dataclass(frozen=True)
@@ -219,10 +225,7 @@ def _remote_steps(
         else (job.member.opened, job.member.unlocked)
     )
     tag = opened.tag
-    bounds, totals = windows(select, tag, job.page_rows)
-    top = bounds[-1] if bounds else 0
-    stored = (top, top) if pending is None else (int(pending["cursor"]), int(pending["top"]))
-    with ThreadPoolExecutor(4, thread_name_prefix="tiermem-restore") as pool:
+    with ThreadPoolExecutor(OPENING_THREADS, thread_name_prefix="tiermem-restore") as pool:
         bodies = pool.submit(roster_pin.read_bodies, select, tag)
         roster = pool.submit(
             lambda: (
@@ -235,6 +238,10 @@ def _remote_steps(
         vault = _open_vault(
             select, pool, job.agent_id, opened, unlocked, job.at, pending, roster, verify
         )
+        listing = pool.submit(fetch_listing, select, vault.ring, tag)
+        bounds, totals = windows(select, tag, job.page_rows)
+        top = bounds[-1] if bounds else 0
+        stored = (top, top) if pending is None else (int(pending["cursor"]), int(pending["top"]))
         apart = sorted({vault.critical_rid, prune_record_id(vault.ring)})
         # The newest page is on its way while the vault is checked, the rest once the lines
         # name the warm records (bounded: `PAGES_IN_FLIGHT` ahead of what is stored).
@@ -247,7 +254,7 @@ def _remote_steps(
         ) as prefetch:
             verified = Verified()
             listed = read_listed(
-                select, vault.ring, tag, vault.pruned.result().state, verified, roster.result()
+                listing.result(), vault.ring, vault.pruned.result().state, verified, roster.result()
             )
             _check_before(job, vault, listed, verified)
             prefetch.first(  # warm before cold: the records the lines say are warm
@@ -450,7 +457,6 @@ def _fetch(
         totals,
         job.report,
         driver=job.driver,
-        archive_rows=job.page_rows,
     )
     return _Fetched(
         written, version, writer, envelope_len, usable_seconds, totals, streamed, skipped
@@ -522,7 +528,8 @@ def _open_vault(
     ring = KeyRing.unlocked(agent_id, epoch, vault_key, select, tag)
     ring.verify = verify  # a space's prune record and critical state: signed by a writer
     critical_rid = records.record_id(ring.id_key, records.CRITICAL_TABLE, agent_id)
-    pruned = pool.submit(lambda: checkpoint_copy.read_checked(select, ring, tag, roster.result()))
+    downloaded = pool.submit(checkpoint_copy.download, select, ring, tag)
+    pruned = pool.submit(checkpoint_copy.read_checked, downloaded, ring, roster)
     critical = (
         None
         if pending is not None

@@ -38,6 +38,10 @@ class Streamed:
     damaged: tuple[tuple[str, str, str], ...] = ()  # salvage: (record id, version, why)
 
 
+ARCHIVE_CHUNK: Final = 5000
+"""Cold memories moved in per transaction once every page is in: each transaction also scans
+the staging table and commits, so a few large ones cost less than one per page, and a long
+archive still becomes searchable as it goes."""
 _STAGED_NAMES: Final = (*rows.NAMES[1:], "extras")
 """The row's columns and its tags, expiry and links (JSON, NULL when it has none)."""
 _STAGE_HEAD: Final = (
@@ -82,7 +86,6 @@ def stream_memories(
     report: Progress,
     *,
     driver: str | None,
-    archive_rows: int,
 ) -> Streamed:
     """Stream every remote row not stored yet into the staging table, one local transaction
     per page (rows, the memories it completes made searchable, and the stored range together).
@@ -129,7 +132,7 @@ def stream_memories(
             if page:
                 report(counts.last)
         if not halted:
-            _archive(mem, job, archive_rows, counts, report)
+            _archive(mem, job, counts, report)
     seen = (rows_before + rows, bytes_before + size)
     if halted:
         seen = (rows_before, bytes_before)
@@ -143,9 +146,9 @@ class _Counts:
     last: RestoreProgress | None = None
 
 
-def _archive(mem: Memory, job: Streaming, chunk: int, counts: _Counts, report: Progress) -> None:
-    """The complete cold and frozen memories into `memories` once every page is in, a chunk
-    per transaction (searchable chunk by chunk)."""
+def _archive(mem: Memory, job: Streaming, counts: _Counts, report: Progress) -> None:
+    """The complete cold and frozen memories into `memories` once every page is in,
+    `ARCHIVE_CHUNK` per transaction (searchable chunk by chunk)."""
     db, agent_id = mem.db, mem.agent_id
     waiting = [
         str(r[0])
@@ -155,9 +158,10 @@ def _archive(mem: Memory, job: Streaming, chunk: int, counts: _Counts, report: P
         )
     ]
     ready = [i for i in waiting if job.completion.complete(job.ring.memory_rid(i))]
-    for start in range(0, len(ready), chunk):
+    for start in range(0, len(ready), ARCHIVE_CHUNK):
         with db.transaction():
-            moved, _ = go_live(mem, ready[start : start + chunk], archive=True, now=mem.now)
+            chunk = ready[start : start + ARCHIVE_CHUNK]
+            moved, _ = go_live(mem, chunk, archive=True, now=mem.now)
         counts.searchable += moved
         if counts.last is not None:
             report(dataclasses.replace(counts.last, phase="archive", searchable=counts.searchable))

@@ -50,11 +50,13 @@ from tiermem.sync.vault.hrana import Args, ResultSet
 __all__ = [
     "Finding",
     "Listed",
+    "Listing",
     "Served",
     "Verified",
     "check_after",
     "check_before",
     "fenced",
+    "fetch_listing",
     "refusal",
     "restore_roster",
     "unbounded_notes",
@@ -181,39 +183,50 @@ def restore_roster(
     return verify_roster(agent_id, bodies, recovery_public=public)
 
 
+@dataclass(frozen=True)
+class Listing:
+    """The vault's devices and every manifest row of theirs, as the server gave them (read
+    while the roster and the checkpoint are fetched; `read_listed` opens and judges them)."""
+
+    members: set[str]
+    rows: list[records.RemoteRow]
+
+
+def fetch_listing(select: Select, ring: KeyRing, tag: bytes) -> Listing:
+    """Every device of the vault and each one's manifest rows, fifty devices a request."""
+    members = {records.server_blob(r[0]).hex() for r in select(*store.device_ids(tag)).rows}
+    rids = sorted(records.record_id(ring.id_key, records.MANIFEST_TABLE, d) for d in members)
+    rows: list[records.RemoteRow] = []
+    for i in range(0, len(rids), 50):
+        chunk, after, limit = rids[i : i + 50], 0, _MANIFEST_PAGE
+        while True:
+            page = functools.partial(_manifest_page, select, tag, chunk, after)
+            result, limit = records.fit_page(page, limit)
+            rows += [records.remote_row(tuple(raw)) for raw in result.rows]
+            if len(result.rows) < limit:
+                break
+            after = records.server_int(result.rows[-1][0])
+    return Listing(members, rows)
+
+
 def read_listed(
-    select: Select,
+    listing: Listing,
     ring: KeyRing,
-    tag: bytes,
     pruned: PruneState,
     out: Verified,
     roster: RosterView | None = None,
 ) -> Listed:
     """Every device's manifests (decrypted, once) and the checkpoint's lines; a manifest
     written under an ended epoch after its rotation (`fenced` by `roster`) lists nothing."""
-    listed = Listed(pruned=pruned)
+    listed = Listed(pruned=pruned, members=listing.members)
     out.findings += [Finding("damaged", why) for why in pruned.damaged]
-    listed.members = {records.server_blob(r[0]).hex() for r in select(*store.device_ids(tag)).rows}
-    by_rid = {records.record_id(ring.id_key, records.MANIFEST_TABLE, d): d for d in listed.members}
-    rids = sorted(by_rid)
-    for i in range(0, len(rids), 50):
-        chunk, after, limit = rids[i : i + 50], 0, _MANIFEST_PAGE
-        while True:
-            page = functools.partial(_manifest_page, select, tag, chunk, after)
-            result, limit = records.fit_page(page, limit)
-            for raw in result.rows:
-                row = records.remote_row(tuple(raw))
-                late = fenced(roster, row, listing=True)
-                if late is not None:
-                    message = f"a push of device {row.device_id.hex()[:12]}… is {late}"
-                    out.findings.append(
-                        Finding("damaged", message, row.record_id.hex(), row.version)
-                    )
-                    continue
-                _add_manifest(ring, row, listed, out)
-            if len(result.rows) < limit:
-                break
-            after = records.server_int(result.rows[-1][0])
+    for row in listing.rows:
+        late = fenced(roster, row, listing=True)
+        if late is not None:
+            message = f"a push of device {row.device_id.hex()[:12]}… is {late}"
+            out.findings.append(Finding("damaged", message, row.record_id.hex(), row.version))
+            continue
+        _add_manifest(ring, row, listed, out)
     checkpoint = pruned.checkpoint
     pushed = [e for ms in listed.manifests.values() for m in ms.values() for e in m.records]
     for line in (*(checkpoint.lines if checkpoint else ()), *pushed):

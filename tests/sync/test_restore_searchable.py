@@ -240,6 +240,42 @@ def test_warm_memories_are_searchable_from_another_process_while_the_restore_str
     assert any("quarry ledger" in text for text in retrieve(target, vault.agent_id, "quarry"))
 
 
+def roster_read(body: bytes) -> bool:
+    """The restore's read of the vault's roster (its signed bodies)."""
+    return b"SELECT seq, body FROM roster" in body
+
+
+def asked(gate: GateProxy, *fragments: bytes) -> bool:
+    return all(any(f in request for request, _ in gate.exchanges) for f in fragments)
+
+
+def test_the_manifests_are_read_while_the_roster_is_on_its_way(
+    tmp_path: Path, vault: Vault, sqld: SqldServer
+) -> None:
+    """A restore's opening requests overlap: with the roster's answer held, the vault's device
+    list and their manifests are still asked for (on a long round trip they cost one wait, not
+    one each); once the roster arrives the restore completes, every memory checked."""
+    gate = GateProxy(sqld.url, roster_read)
+    target = tmp_path / "phone"
+    proc = subprocess.Popen(
+        restore_command(target, vault, gate.url),
+        env=vault.env(sqld.token),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert gate.held.wait(PATIENCE), "the restore never read the roster"
+        manifests = (b"SELECT device_id FROM devices", b"record_id IN (")
+        wait_for(lambda: asked(gate, *manifests), "the manifests, asked while the roster is held")
+        assert proc.poll() is None, "the restore finished without the roster"
+    finally:
+        gate.release()
+        _, err = proc.communicate(timeout=PATIENCE)
+        gate.close()
+    assert proc.returncode == 0, err.decode()
+    assert visible(target, vault.agent_id) == vault.rows()
+
+
 def newest_row_of(client: HranaClient, vault: Vault, memory_id: str) -> tuple[bytes, str]:
     rid = records.record_id(vault.engine.id_key(), records.MEMORY_TABLE, memory_id)
     rows = client.execute(
