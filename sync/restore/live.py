@@ -87,6 +87,8 @@ def go_live(
         f"{tiers}AND id IN (SELECT value FROM json_each(?)) ORDER BY rowid",
         (agent_id, json.dumps(sorted(set(ids)))),
     )
+    if db.scalar(f"SELECT NOT EXISTS (SELECT 1 FROM {_READY})"):
+        return 0, 0  # a page of cold memories only: nothing to move until the archive
     _replace_restored(db, agent_id)
     kept_here = (
         f"id IN (SELECT s.id FROM {_READY} s WHERE EXISTS (SELECT 1 FROM memories m "
