@@ -3,7 +3,8 @@
 derived from that one declaration.
 
 Adding a field that syncs is one line in `MemoryRow` (with a default, in `ADDED_LATER` so
-records and archives written before it still read) plus the migration adding its column.
+records and archives written before it still read), the migration adding its column, and the
+group a sync merge keeps it in (`sync.kinds.memory_merge.GROUPS`; a test names a field without).
 Core's store (`warm`) reads and writes through it; sync encodes, seals and applies the same
 `MemoryRow`, and writes remote rows into the table only through `upsert`, `delete` and
 `insert_staged`, so a value core would reject is refused on every path."""

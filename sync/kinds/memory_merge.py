@@ -38,6 +38,7 @@ from tiermem.sync.memory_record import Extras, History, Lineage, MemoryVersion
 
 __all__ = [
     "GROUPS",
+    "UNGROUPED",
     "Outcome",
     "Synced",
     "content_of",
@@ -64,6 +65,10 @@ GROUPS: Final[dict[str, tuple[str, ...]]] = {
     "links": (),
 }
 """The field groups a merge keeps apart (the last three are a record's extras)."""
+UNGROUPED: Final = frozenset({"id", "access_count", "last_access", "size_bytes", "tokens"})
+"""`MemoryRow` fields no group holds: the id, the read counters (merged apart, by device) and
+the size and token count (they follow the text). Every other field needs a group: a test
+fails on a new field that has none, so a synced field is never merged by accident."""
 QUIET: Final = frozenset({"tier", "origin"})
 """Groups merged by their later change without a conflict record: upkeep, not a person's edit."""
 ALIVE: Final = clockmod.ALIVE

@@ -12,10 +12,11 @@ import pytest
 
 from tests.sync.memory_conflictkit import ORDERS, TEXT, Vault, make_vault, run_order
 from tests.sync.sqld import SqldServer
-from tiermem.core import curate, hygiene
+from tiermem.core import curate, hygiene, rows
 from tiermem.core.engine import Memory
 from tiermem.core.rows import MemoryRow
 from tiermem.sync import crypto, memory_record
+from tiermem.sync.kinds import memory_merge
 
 
 @pytest.fixture
@@ -194,3 +195,12 @@ def test_a_delete_after_winning_a_clash_is_not_undone_by_the_edit_it_beat(vault:
     assert (
         listed == {c["id"] for c in v.conflicts(v.phone)} == {c["id"] for c in v.conflicts(v.spare)}
     )
+
+
+def test_every_field_of_a_memory_merges_in_one_group_or_is_named_as_merged_apart() -> None:
+    """A field added to `MemoryRow` without a merge group would be merged by accident (one
+    side's value kept, no conflict): each field is in one group, or in `UNGROUPED`."""
+    grouped = [name for names in memory_merge.GROUPS.values() for name in names]
+    assert len(grouped) == len(set(grouped))
+    assert not set(grouped) & memory_merge.UNGROUPED
+    assert set(grouped) | memory_merge.UNGROUPED == set(rows.NAMES)
