@@ -401,18 +401,19 @@ def on_topic(about: frozenset[str], text: str) -> bool:
 def newest_on_topic(about: frozenset[str], ranked: list[Candidate], when: float) -> int | None:
     """Among the best results, the position of the statement on the question's topic said
     last, when it was said after the best statement: a question of now ("am I still vegan?")
-    is answered by the latest thing said about it (when said, not the date it names)."""
+    is answered by the latest thing said about it (when said, not the date it names), never
+    by one that stopped being true (which still counts as something else said about it)."""
     matching = [
-        (float(c.row[ROW_CREATED]), -i, i)
+        (float(c.row[ROW_CREATED]), -i, i, stale_at(c.row, when))
         for i, c in enumerate(ranked[:TOPIC_POOL])
         if not _derived(c.row)
-        and not stale_at(c.row, when)
         and float(c.row[ROW_CREATED]) <= when
         and on_topic(about, str(c.row[ROW_TEXT]))
     ]
-    if len(matching) < 2:
+    current = [(said, order, i) for said, order, i, stale in matching if not stale]
+    if len(matching) < 2 or not current:
         return None
-    said, _, latest = max(matching)
+    said, _, latest = max(current)
     best = next(c for c in ranked if not _derived(c.row))
     later = ranked[latest] is best or said > float(best.row[ROW_CREATED])
     return latest if latest != 0 and later else None

@@ -19,7 +19,8 @@ CHANGE = frozenset(
 )
 """Words that say a value changed (taken out of the frame; one of them makes a claim a change)."""
 NEGATION = re.compile(
-    r"\b(?:no longer|not anymore|any ?more|quit|left|stop(?:ped)?|don'?t (?:work|live|use)|"
+    r"\b(?:no longer|no more|not anymore|any ?more|quit|stop(?:ped)?|don'?t (?:work|live|use)|"
+    r"(?<!\bthe )(?<!\bmy )(?<!\byour )left|"  # "I left Acme", not "the left one"
     r"do not (?:work|live|use)|gave up|resigned from|retired from)\b",
     re.IGNORECASE,
 )
@@ -135,6 +136,7 @@ TOOL_KINDS: dict[str, str] = {
         "editor": "vim neovim emacs vscode cursor zed pycharm intellij sublime",
         "channel": "slack teams discord email whatsapp telegram signal",
         "drink": "coffee tea matcha espresso latte cappuccino",
+        "diet": "vegetarian vegan pescatarian flexitarian omnivore",
         "language": "python rust go golang java kotlin typescript javascript ruby php elixir",
         "framework": "django flask fastapi rails react vue svelte angular nextjs",
         "statistics": "spss stata sas r rstudio",
@@ -198,7 +200,8 @@ _COMMON_STARTS = (
     | frozenset(
         """the we our let let's please pls plz thanks stop start keep send post remind use make
         put add remove don't dont do can could would will also so note sorry first second third
-        firstly secondly thirdly lastly next meanwhile however besides plus""".split()  # noqa: SIM905
+        firstly secondly thirdly lastly next meanwhile however besides plus every many several
+        tonight tomorrow recently lately""".split()  # noqa: SIM905
     )
 )
 """Sentence-initial words that are not names."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 from tiermem.core import roles, subjects
 from tiermem.core.frame_words import (
@@ -435,6 +435,8 @@ def _values(text: str, words: list[str]) -> set[str]:
     shouted = len([w for w in words if len(w) > 2 and w.isupper()]) >= 3  # capitals say nothing
     for i, word in enumerate(words):
         folded = _POSSESSIVE.sub("", word.casefold().strip(".'’"))
+        if folded[-1:] == "s" and TOOL_KINDS.get(folded[:-1]) in _COUNTED_KINDS:
+            folded = folded[:-1]  # "two espressos"
         if folded in TOOL_KINDS and (
             folded not in _CAPITAL_TOOLS or word[0].isupper() or _names_kind(text, folded)
         ):
@@ -452,6 +454,8 @@ def _values(text: str, words: list[str]) -> set[str]:
     return out
 
 
+_COUNTED_KINDS: Final = frozenset({"drink"})
+"""Kinds of things said in the plural too ("two espressos", "lattes")."""
 _MOVE_TO_LOWER = re.compile(
     r"\b(?:mov(?:e|ed|ing)|relocat(?:e|ed|ing))\s+(?:back\s+)?(?:to|into|in)\s+([a-zà-ÿ][\w'-]*)",
     re.IGNORECASE,

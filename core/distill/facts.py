@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from tiermem.core import metadata as meta
 from tiermem.core.distill import signals
@@ -308,11 +308,10 @@ def sentences(text: str) -> list[tuple[str, list[str]]]:
 
 def summarize(text: str, max_bytes: int = 30) -> str:
     """Stage 2→3: a one-line core summary, strictly shorter than `max_bytes` UTF-8 bytes:
-    the fact's content words (stopwords and filler dropped) while they fit."""
+    the fact's content words (stopwords and filler dropped, never a negation: "i'm not vegan
+    anymore" must not read "i'm vegan") while they fit."""
     words = [
-        w.strip(".,;:!?\"'()[]")
-        for w in text.split()
-        if w.strip(".,;:!?\"'()[]").casefold() not in STOPWORDS | FILLER
+        w.strip(".,;:!?\"'()[]") for w in text.split() if _kept(w.strip(".,;:!?\"'()[]").casefold())
     ]
     words = [w for w in words if w] or text.split()
     out = ""
@@ -324,6 +323,16 @@ def summarize(text: str, max_bytes: int = 30) -> str:
             break
         out = candidate
     return out
+
+
+_NEGATIONS: Final = frozenset(
+    "not no never nor none nothing nobody nowhere anymore cannot longer".split()  # noqa: SIM905
+)
+
+
+def _kept(word: str) -> bool:
+    """Whether a summary keeps `word`: content, or a negation (`n't` contractions too)."""
+    return word in _NEGATIONS or word.endswith(("n't", "n’t")) or word not in STOPWORDS | FILLER
 
 
 def _truncate_bytes(text: str, limit: int) -> str:

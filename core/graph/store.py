@@ -119,6 +119,8 @@ class GraphStore:
             found = self._first_name(key) or (
                 self._full_name(key, name, now) if kind == "person" else None
             )
+        if found is None and kind == "organisation":
+            found = self._one_starting(key, "organisation")  # "Harrow": Harrow Analytics
         if found is None:
             found = self._near(key, kind)
         if found is None:
@@ -176,15 +178,24 @@ class GraphStore:
         )
         return True
 
-    def _people_starting(self, first: str) -> set[str]:
-        """Persons (not the owner) with a name of several words that starts with `first`."""
+    def _people_starting(self, first: str, kind: str = "person") -> set[str]:
+        """Entities of `kind` (persons: not the owner) with a name of several words that starts
+        with `first`."""
         rows = self.db.query(
             "SELECT DISTINCT n.entity_id FROM entity_names n JOIN entities e ON e.agent_id = "
             "n.agent_id AND e.id = n.entity_id WHERE n.agent_id = ? AND n.key >= ? AND n.key < ? "
-            "AND e.kind = 'person' AND e.name != ?",
-            (self.agent, first + " ", first + "!", OWNER),
+            "AND e.kind = ? AND e.name != ?",
+            (self.agent, first + " ", first + "!", kind, OWNER),
         )
         return {str(r[0]) for r in rows}
+
+    def _one_starting(self, key: str, kind: str) -> str | None:
+        """The one entity of `kind` a short name can mean: the only one whose name of several
+        words starts with it."""
+        if " " in key or len(key) < 2:
+            return None
+        found = self._people_starting(key, kind)
+        return next(iter(found)) if len(found) == 1 else None
 
     def first_name(self, name: str) -> str | None:
         """The one person (not the user) whose full name starts with this first name."""
@@ -192,10 +203,7 @@ class GraphStore:
 
     def _first_name(self, key: str) -> str | None:
         """The one person a first name can mean."""
-        if " " in key or len(key) < 2:
-            return None
-        people = self._people_starting(key)
-        return next(iter(people)) if len(people) == 1 else None
+        return self._one_starting(key, "person")
 
     def _full_name(self, key: str, name: str, now: float) -> str | None:
         """The person known by this full name's first word alone (and by no other full name),
