@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,26 @@ def restore_command(home: Path, vault: Vault, url: str) -> list[str]:
     return tiermem(home, vault.agent_id, "restore", "--url", url, "--page-rows", str(PAGE_ROWS))
 
 
+@contextmanager
+def restoring(
+    target: Path, vault: Vault, gate: GateProxy, token: str
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`tiermem restore` into `target` through `gate`, in a process of its own; afterwards the
+    gate opens, and the restore must then finish with 0."""
+    proc = subprocess.Popen(
+        restore_command(target, vault, gate.url),
+        env=vault.env(token),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        yield proc
+    finally:
+        gate.release()
+        _, err = proc.communicate(timeout=PATIENCE)
+    assert proc.returncode == 0, err.decode()
+
+
 def retrieve(home: Path, agent_id: str, query: str) -> list[str]:
     """`tiermem retrieve` in a process of its own: the texts it finds."""
     done = subprocess.run(
@@ -215,13 +236,7 @@ def test_warm_memories_are_searchable_from_another_process_while_the_restore_str
     tmp_path: Path, vault: Vault, gate: GateProxy, sqld: SqldServer
 ) -> None:
     target = tmp_path / "phone"
-    proc = subprocess.Popen(
-        restore_command(target, vault, gate.url),
-        env=vault.env(sqld.token),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
+    with restoring(target, vault, gate, sqld.token) as proc:
         assert gate.held.wait(PATIENCE), "the restore never asked for the oldest window"
         wait_for(warm_searchable(target, vault), "the warm memories")
         found = retrieve(target, vault.agent_id, "harbour crane")
@@ -232,10 +247,6 @@ def test_warm_memories_are_searchable_from_another_process_while_the_restore_str
         assert {r[5] for r in shown} == {"warm"}
         assert shown <= vault.rows() and len(shown) == len(vault.warm) - len(vault.late_cold)
         assert retrieve(target, vault.agent_id, "quarry ledger") == []
-    finally:
-        gate.release()
-        _, err = proc.communicate(timeout=PATIENCE)
-    assert proc.returncode == 0, err.decode()
     assert visible(target, vault.agent_id) == vault.rows()
     assert any("quarry ledger" in text for text in retrieve(target, vault.agent_id, "quarry"))
 
@@ -257,22 +268,14 @@ def test_the_manifests_are_read_while_the_roster_is_on_its_way(
     one each); once the roster arrives the restore completes, every memory checked."""
     gate = GateProxy(sqld.url, roster_read)
     target = tmp_path / "phone"
-    proc = subprocess.Popen(
-        restore_command(target, vault, gate.url),
-        env=vault.env(sqld.token),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
     try:
-        assert gate.held.wait(PATIENCE), "the restore never read the roster"
-        manifests = (b"SELECT device_id FROM devices", b"record_id IN (")
-        wait_for(lambda: asked(gate, *manifests), "the manifests, asked while the roster is held")
-        assert proc.poll() is None, "the restore finished without the roster"
+        with restoring(target, vault, gate, sqld.token) as proc:
+            assert gate.held.wait(PATIENCE), "the restore never read the roster"
+            manifests = (b"SELECT device_id FROM devices", b"record_id IN (")
+            wait_for(lambda: asked(gate, *manifests), "the manifests, while the roster is held")
+            assert proc.poll() is None, "the restore finished without the roster"
     finally:
-        gate.release()
-        _, err = proc.communicate(timeout=PATIENCE)
         gate.close()
-    assert proc.returncode == 0, err.decode()
     assert visible(target, vault.agent_id) == vault.rows()
 
 

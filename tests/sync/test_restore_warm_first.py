@@ -33,6 +33,7 @@ from tests.sync.test_restore_searchable import (
     GateProxy,
     Vault,
     restore_command,
+    restoring,
     retrieve,
     visible,
     wait_for,
@@ -130,24 +131,16 @@ def test_an_old_warm_memory_is_searchable_before_the_cold_archive_is_fetched(
 ) -> None:
     gate = GateProxy(sqld.url, archive_windows(client, old_warm))
     target = tmp_path / "phone"
-    proc = subprocess.Popen(
-        restore_command(target, old_warm, gate.url),
-        env=old_warm.env(sqld.token),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
     try:
-        assert gate.held.wait(PATIENCE), "the restore never asked for the archive"
-        wait_for(lambda: old_warm.old_warm in ids(target, old_warm), "the old warm memory")
-        assert OLD_WARM in retrieve(target, old_warm.agent_id, "boiler room key")
-        assert proc.poll() is None, "the restore finished while the archive was held"
-        assert retrieve(target, old_warm.agent_id, "quarry ledger") == []
-        assert {r[5] for r in visible(target, old_warm.agent_id)} == {"warm"}
+        with restoring(target, old_warm, gate, sqld.token) as proc:
+            assert gate.held.wait(PATIENCE), "the restore never asked for the archive"
+            wait_for(lambda: old_warm.old_warm in ids(target, old_warm), "the old warm memory")
+            assert OLD_WARM in retrieve(target, old_warm.agent_id, "boiler room key")
+            assert proc.poll() is None, "the restore finished while the archive was held"
+            assert retrieve(target, old_warm.agent_id, "quarry ledger") == []
+            assert {r[5] for r in visible(target, old_warm.agent_id)} == {"warm"}
     finally:
-        gate.release()
-        _, err = proc.communicate(timeout=PATIENCE)
         gate.close()
-    assert proc.returncode == 0, err.decode()
     assert visible(target, old_warm.agent_id) == old_warm.rows()
     served = served_seqs(gate.exchanges)
     assert len(served) == len(set(served)), "a row crossed the wire twice"
