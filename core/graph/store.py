@@ -178,7 +178,7 @@ class GraphStore:
         )
         return True
 
-    def _people_starting(self, first: str, kind: str = "person") -> set[str]:
+    def _named_starting(self, first: str, kind: str = "person") -> set[str]:
         """Entities of `kind` (persons: not the owner) with a name of several words that starts
         with `first`."""
         rows = self.db.query(
@@ -194,7 +194,7 @@ class GraphStore:
         words starts with it."""
         if " " in key or len(key) < 2:
             return None
-        found = self._people_starting(key, kind)
+        found = self._named_starting(key, kind)
         return next(iter(found)) if len(found) == 1 else None
 
     def first_name(self, name: str) -> str | None:
@@ -217,7 +217,7 @@ class GraphStore:
             "AND e.name != ?",
             (self.agent, first, OWNER),
         )
-        if row is None or self._people_starting(first) - {str(row[0])}:
+        if row is None or self._named_starting(first) - {str(row[0])}:
             return None
         entity_id = str(row[0])
         others = self.db.scalar(

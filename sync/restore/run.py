@@ -253,9 +253,8 @@ def _remote_steps(
             job.page_rows,
         ) as prefetch:
             verified = Verified()
-            listed = read_listed(
-                listing.result(), vault.ring, vault.pruned.result().state, verified, roster.result()
-            )
+            pruned = vault.pruned.result().state  # a rollback it finds is reported first
+            listed = read_listed(listing.result(), vault.ring, pruned, verified, roster.result())
             _check_before(job, vault, listed, verified)
             prefetch.first(  # warm before cold: the records the lines say are warm
                 lambda ids, outside, after, limit: select(
