@@ -98,6 +98,7 @@ LEAVES = re.compile(
     r"\b(?:(?:switch|switched|switching|mov(?:e|ed|ing)|chang(?:e|ed|ing)|went|go(?:ing)?|"
     r"migrat(?:e|ed|ing)|extended|pushed|postponed|delayed|slipped|shifted|upgraded|"
     r"relocat(?:e|ed|ing)|bumped)\b[^.;!?]{0,40}?\bfrom|"
+    r"(?:(?:we|i|they)(?:'re|’re|'m|’m| are| am)|mov(?:ed|ing)|migrat(?:ed|ing)) off(?!\s+to\b)|"
     r"abandon(?:ed|ing)?|ditch(?:ed|ing)?|drop(?:ped|ping)?|replac(?:e|ed|ing)|instead of|"
     r"rather than|away from|stop(?:ped)? using|no longer using|not)\s+(?P<left>[^.;!?,]{1,60}?)"
     r"(?=\s+(?:to|for|with|and|in favou?r of|altogether|entirely)\b|[.;!?,]|$)",
@@ -132,8 +133,8 @@ TOOL_KINDS: dict[str, str] = {
         "supabase firebase turso libsql cockroachdb",
         "queue": "kafka rabbitmq sqs nats celery pubsub",
         "ci": "jenkins circleci travis buildkite",
-        "cloud": "aws gcp azure heroku vercel netlify hetzner digitalocean",
-        "editor": "vim neovim emacs vscode cursor zed pycharm intellij sublime",
+        "cloud": "aws gcp azure heroku vercel netlify hetzner digitalocean fly.io render railway",
+        "editor": "vim neovim emacs vscode cursor zed pycharm intellij sublime helix",
         "channel": "slack teams discord email whatsapp telegram signal",
         "drink": "coffee tea matcha espresso latte cappuccino",
         "diet": "vegetarian vegan pescatarian flexitarian omnivore",

@@ -256,7 +256,18 @@ def _claim(text: str, said_at: float, **fields: Any) -> Claim:
     return Claim(**{**fields, "valid_from": valid_from(spoken, said_at, ahead=ahead)})
 
 
-_LEAVING_WORDS = ("from", "abandon", "ditch", "drop", "replac", "instead", "rather", "using", "not")
+_LEAVING_WORDS = (
+    "from",
+    "abandon",
+    "ditch",
+    "drop",
+    "replac",
+    "instead",
+    "rather",
+    "using",
+    "not",
+    " off ",
+)
 """A word every `LEAVES` match holds: most statements have none, and skip the pattern."""
 _WRONG_DAY = re.compile(r"\bnot (?:the )?(\d{1,2})(?:st|nd|rd|th)\b", re.IGNORECASE)
 """A day said wrong, in the month of the right one ("tuesday oct 20 not the 21st")."""

@@ -326,7 +326,7 @@ def summarize(text: str, max_bytes: int = 30) -> str:
 
 
 _NEGATIONS: Final = frozenset(
-    "not no never nor none nothing nobody nowhere anymore cannot longer".split()  # noqa: SIM905
+    "not no never nor none nothing nobody nowhere anymore cannot longer off".split()  # noqa: SIM905
 )
 
 

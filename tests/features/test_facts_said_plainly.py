@@ -81,3 +81,19 @@ def test_the_left_one_is_no_leaving(cli: Cli, tmp_path: Path) -> None:
     job = next(r for r in found if "data engineer" in r["text"])
     assert not job["superseded_by"] and not job["explanation"].get("supersession")
     assert changed(cli, "2026-01-01") == []
+
+
+def test_a_host_left_as_off_is_replaced_and_the_summary_says_off(cli: Cli, tmp_path: Path) -> None:
+    imported(
+        cli,
+        tmp_path,
+        [
+            ("2026-07-06", ["the api is hosted on heroku, deploys after 6pm"]),
+            ("2026-10-05", ["we're off heroku. the api runs on fly.io since friday, fix the docs"]),
+        ],
+    )
+    host = texts(cli, "where is the api hosted?", "--limit", "3")
+    assert first_with(host, "fly.io") < first_with(host, "hosted on heroku")
+    assert any("hosted on heroku" in old for old, _ in changed(cli, "2026-09-01"))
+    record = [t for t in texts(cli, "heroku", "--limit", "10") if "Conversation 2026-10-05" in t]
+    assert record and all("off heroku" in t for t in record)
