@@ -56,12 +56,10 @@ from tiermem.sync.restore.verify import (
     read_listed,
     refusal,
     restore_roster,
+    served_before,
 )
 from tiermem.sync.restore.when import parse_at
-from tiermem.sync.state import (
-    HomeNotEmpty,
-    NothingToRestore,
-)
+from tiermem.sync.state import HomeNotEmpty, NothingToRestore
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import DEFAULT_TIMEOUT, Args, ResultSet
 from tiermem.sync.vault.remote import Remote, allow_insecure_http
@@ -71,9 +69,8 @@ from tiermem.sync.vault.transport import to_base_url
 # ----------------------------------------------------------------------------- restore
 
 OPENING_THREADS: Final = 6
-"""Requests of a restore's opening at once (the roster, the prune record, the critical state,
-the manifests), and the two checks that wait on them: on a long round trip the requests
-overlap instead of adding up."""
+"""A restore's opening requests at once (roster, prune record, critical state, manifests) and
+the two checks waiting on them: on a long round trip they overlap instead of adding up."""
 
 
 @dataclass(frozen=True)
@@ -267,7 +264,11 @@ def _remote_steps(
             served = Served(roster=roster.result())
             completion = Completion(listed.versions, job.at)
             if stored[0] < stored[1]:  # what an earlier run stored, for the checks
-                _served_before(select, vault, stored, job.at, listed, (served, completion))
+                skip = {vault.critical_rid, prune_record_id(vault.ring)}
+                seen = (served, completion)
+                served_before(
+                    select, (vault.tag, vault.ring.id_key), skip, stored, job.at, listed, seen
+                )
             fetched = _fetch(job, vault, prefetch, pending, listed, (served, completion), totals)
             _check_after(job, vault, listed, served, fetched, verified)
         requests = client.requests_sent
@@ -296,37 +297,6 @@ def _enroll(
             bodies=bodies,
             member=enrol_as,
         )
-
-
-def _served_before(
-    select: Callable[[str, Args], ResultSet],
-    vault: _Vault,
-    stored: tuple[int, int],
-    at: str | None,
-    listed: Listed,
-    seen: tuple[Served, Completion],
-) -> None:
-    """A resumed restore: the rows an earlier run stored, in (cursor, top] (ids and versions,
-    no envelopes), as the stream counts them (not the critical state, the prune record or a
-    manifest), and which memories they complete."""
-    served, completion = seen
-    id_key = vault.ring.id_key
-    skip = {vault.critical_rid, prune_record_id(vault.ring)} | {
-        records.record_id(id_key, records.MANIFEST_TABLE, d) for d in listed.members
-    }
-    after, top = stored
-    while True:
-        window = (after, top, at, sorted(skip))
-        rows = select(*store.restore_index(vault.tag, window, 20_000)).rows
-        for seq, rid, version, device in rows:
-            after = records.server_int(seq)
-            if records.server_blob(rid) in skip:
-                continue
-            rid_, version_ = records.server_blob(rid), records.server_str(version)
-            if served.add(rid_, version_, records.server_blob(device), listed.pairs):
-                completion.staged(rid_, version_)
-        if len(rows) < 20_000:
-            return
 
 
 def _done(fetched: _Fetched, swapped: Swapped) -> RestoreProgress:

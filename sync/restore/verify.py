@@ -44,6 +44,7 @@ from tiermem.sync.crypto.roster import (
 from tiermem.sync.devices.epoch_keys import KeyRing
 from tiermem.sync.manifest import CHECKPOINT_WITNESS, Manifest, decode_manifest
 from tiermem.sync.restore.checkpoint import PruneState
+from tiermem.sync.restore.live import Completion
 from tiermem.sync.vault import store
 from tiermem.sync.vault.hrana import Args, ResultSet
 
@@ -59,6 +60,7 @@ __all__ = [
     "fetch_listing",
     "refusal",
     "restore_roster",
+    "served_before",
     "unbounded_notes",
 ]
 
@@ -237,6 +239,36 @@ def read_listed(
         listed.versions.setdefault(rid, []).append(line.version)
         listed.pairs.add((rid, line.version))
     return listed
+
+
+def served_before(
+    select: Select,
+    vault: tuple[bytes, bytes],
+    skip: set[bytes],
+    stored: tuple[int, int],
+    at: str | None,
+    listed: Listed,
+    seen: tuple[Served, Completion],
+) -> None:
+    """A resumed restore: the rows an earlier run stored, in (cursor, top] of the vault
+    (its tag, id key), ids and versions, no envelopes, as the stream counts them (not the
+    records read apart, `skip`, nor a manifest), and which memories they complete."""
+    served, completion = seen
+    tag, id_key = vault
+    skip = skip | {records.record_id(id_key, records.MANIFEST_TABLE, d) for d in listed.members}
+    after, top = stored
+    while True:
+        window = (after, top, at, sorted(skip))
+        rows = select(*store.restore_index(tag, window, 20_000)).rows
+        for seq, rid, version, device in rows:
+            after = records.server_int(seq)
+            if records.server_blob(rid) in skip:
+                continue
+            rid_, version_ = records.server_blob(rid), records.server_str(version)
+            if served.add(rid_, version_, records.server_blob(device), listed.pairs):
+                completion.staged(rid_, version_)
+        if len(rows) < 20_000:
+            return
 
 
 def _manifest_page(select: Select, tag: bytes, rids: list[bytes], after: int, n: int) -> ResultSet:
