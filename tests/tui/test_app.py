@@ -81,10 +81,9 @@ async def type_text(pilot: Pilot[None], text: str) -> None:
     if len(text) <= 300:
         await pilot.press(*keys(text))
         return
-    focused = pilot.app.screen.focused
-    assert focused is not None
-    focused.post_message(events.Paste(text))
-    await pilot.pause()
+    assert pilot.app.screen.focused is not None
+    pilot.app.post_message(events.Paste(text))  # as the terminal driver does: the app hands it
+    await pilot.pause()  # to the focused widget once (posted to the widget, it bubbles back up)
 
 
 async def fill_form(pilot: Pilot[None], values: dict[str, str]) -> None:

@@ -10,7 +10,7 @@ from textual.pilot import Pilot
 from textual.widgets import OptionList, Static
 
 from tests.tui.conftest import make_app, settle
-from tests.tui.test_app import drive, goto, keys, open_home
+from tests.tui.test_app import drive, goto, keys, open_home, type_text
 from tiermem.core import hygiene, links, skills
 from tiermem.core.transcript import Transcript
 from tiermem.tui.app.screens.skills import SkillsModal
@@ -55,7 +55,9 @@ def test_edit_then_accept_a_skill(demo_home: Path) -> None:
     async def body(pilot: Pilot[None]) -> None:
         await goto(pilot, "K")
         await goto(pilot, "e")
-        await pilot.press("f7", "delete", *keys(json.dumps(spec)), "ctrl+s")  # f7 selects all
+        await pilot.press("f7", "delete")  # f7 selects all
+        await type_text(pilot, json.dumps(spec))  # a whole spec is pasted, as a person would
+        await pilot.press("ctrl+s")
         await settle(pilot)
         saved = status(demo_home, name)
         assert saved.status == "accepted" and saved.spec["triggers"] == ["deploy the site"]
