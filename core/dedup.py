@@ -24,7 +24,7 @@ from difflib import SequenceMatcher
 from typing import TYPE_CHECKING
 
 from tiermem.core.metadata import find_urls
-from tiermem.core.terms import STOPWORDS, TERM, fts_match
+from tiermem.core.terms import NEGATION, STOPWORDS, TERM, fts_match
 
 if TYPE_CHECKING:
     from tiermem.core.db import Database
@@ -32,11 +32,6 @@ if TYPE_CHECKING:
 _PUNCT = re.compile(r"[^\w\s]|_")
 _DIGITS = re.compile(r"\d+")
 _WORDS = re.compile(r"\w+")
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nothing|nobody|nowhere|neither|nor|without|cannot|dont|doesnt|"
-    r"didnt|isnt|arent|wasnt|werent|wont|cant|couldnt|shouldnt|wouldnt|mustnt|hasnt|havent|"
-    r"hadnt)\b|n['’]t\b"
-)
 
 WORD_VARIANT = 0.8
 """Similarity from which two words count as spellings of one word."""
@@ -56,7 +51,7 @@ def near_key(text: str, folded: str | None = None) -> str:
 def guard(text: str, folded: str | None = None) -> Guard:
     """What must be equal for two texts to be the same fact: numbers, URLs, negations."""
     folded = _fold(text) if folded is None else folded
-    negations = frozenset(m.group(0).replace("’", "'") for m in _NEGATION.finditer(folded))
+    negations = frozenset(m.group(0).replace("’", "'") for m in NEGATION.finditer(folded))
     return (tuple(_DIGITS.findall(folded)), negations, frozenset(find_urls(text)))
 
 

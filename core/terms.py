@@ -18,6 +18,13 @@ def _words(text: str) -> list[str]:
     return text.split()
 
 
+NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|nobody|nowhere|neither|nor|without|cannot|dont|doesnt|"
+    r"didnt|isnt|arent|wasnt|werent|wont|cant|couldnt|shouldnt|wouldnt|mustnt|hasnt|havent|"
+    r"hadnt)\b|n['’]t\b"
+)
+"""A word that negates what it is said with (folded text): two texts that differ in one are not
+the same fact, and a summary never drops one."""
 STOPWORDS = frozenset(
     _words(
         """a about above after again against all am an and any are as at be because been before

@@ -32,7 +32,7 @@ from tiermem.core.distill.cues import (
     WORD,
 )
 from tiermem.core.distill.profile import ProfileFact, profile_facts
-from tiermem.core.terms import STOPWORDS
+from tiermem.core.terms import NEGATION, STOPWORDS
 
 
 @dataclass
@@ -310,9 +310,8 @@ def summarize(text: str, max_bytes: int = 30) -> str:
     """Stage 2→3: a one-line core summary, strictly shorter than `max_bytes` UTF-8 bytes:
     the fact's content words (stopwords and filler dropped, never a negation: "i'm not vegan
     anymore" must not read "i'm vegan") while they fit."""
-    words = [
-        w.strip(".,;:!?\"'()[]") for w in text.split() if _kept(w.strip(".,;:!?\"'()[]").casefold())
-    ]
+    stripped = (w.strip(".,;:!?\"'()[]") for w in text.split())
+    words = [w for w in stripped if _kept(w.casefold())]
     words = [w for w in words if w] or text.split()
     out = ""
     for word in words:
@@ -325,14 +324,14 @@ def summarize(text: str, max_bytes: int = 30) -> str:
     return out
 
 
-_NEGATIONS: Final = frozenset(
-    "not no never nor none nothing nobody nowhere anymore cannot longer off".split()  # noqa: SIM905
-)
+_DROPPED: Final = STOPWORDS | FILLER
+_TURNING: Final = frozenset({"anymore", "longer", "off"})
+"""Words that turn a statement around with no negation in them ("no longer", "off heroku")."""
 
 
 def _kept(word: str) -> bool:
-    """Whether a summary keeps `word`: content, or a negation (`n't` contractions too)."""
-    return word in _NEGATIONS or word.endswith(("n't", "n’t")) or word not in STOPWORDS | FILLER
+    """Whether a summary keeps `word`: content, a negation (`terms.NEGATION`) or a turning word."""
+    return word not in _DROPPED or word in _TURNING or NEGATION.search(word) is not None
 
 
 def _truncate_bytes(text: str, limit: int) -> str:
