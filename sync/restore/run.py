@@ -87,6 +87,11 @@ class _Vault:
     pruned: Future[checkpoint_copy.Downloaded]
     critical: Future[Critical] | None
 
+    @property
+    def read_apart(self) -> set[bytes]:
+        """The records read apart from the stream: the critical state and the prune record."""
+        return {self.critical_rid, prune_record_id(self.ring)}
+
 
 @dataclass(frozen=True)
 class _Job:
@@ -239,7 +244,7 @@ def _remote_steps(
         bounds, totals = windows(select, tag, job.page_rows)
         top = bounds[-1] if bounds else 0
         stored = (top, top) if pending is None else (int(pending["cursor"]), int(pending["top"]))
-        apart = sorted({vault.critical_rid, prune_record_id(vault.ring)})
+        apart = sorted(vault.read_apart)
         # The newest page is on its way while the vault is checked, the rest once the lines
         # name the warm records (bounded: `PAGES_IN_FLIGHT` ahead of what is stored).
         with Prefetch(
@@ -264,10 +269,15 @@ def _remote_steps(
             served = Served(roster=roster.result())
             completion = Completion(listed.versions, job.at)
             if stored[0] < stored[1]:  # what an earlier run stored, for the checks
-                skip = {vault.critical_rid, prune_record_id(vault.ring)}
                 seen = (served, completion)
                 served_before(
-                    select, (vault.tag, vault.ring.id_key), skip, stored, job.at, listed, seen
+                    select,
+                    (vault.tag, vault.ring.id_key),
+                    vault.read_apart,
+                    stored,
+                    job.at,
+                    listed,
+                    seen,
                 )
             fetched = _fetch(job, vault, prefetch, pending, listed, (served, completion), totals)
             _check_after(job, vault, listed, served, fetched, verified)
@@ -342,8 +352,7 @@ def _check_after(
 ) -> None:
     """After the memories are staged, before they are swapped in: the served records against
     the lines (`verify.check_after`); without salvage, damage stops here."""
-    skip = {vault.critical_rid, prune_record_id(vault.ring)}
-    check_after(listed, served, skip, job.at, verified)
+    check_after(listed, served, vault.read_apart, job.at, verified)
     error = refusal(verified, started=True)
     if error is None and fetched.streamed.damaged:
         rid, version, why = fetched.streamed.damaged[0]
@@ -412,7 +421,7 @@ def _fetch(
     streaming = Streaming(
         vault.ring,
         job.at,
-        {vault.critical_rid, prune_record_id(vault.ring)},
+        vault.read_apart,
         listed.pairs,
         *seen,
         salvage=job.salvage,
@@ -491,8 +500,8 @@ def _open_vault(
     roster: Future[RosterView | None],
     verify: records.Verifier | None = None,
 ) -> _Vault:
-    """The opened vault's key ring; the prune horizon and (unless resuming) the critical
-    states are then read in parallel with the check of the manifests."""
+    """The opened vault's key ring; the prune record and (unless resuming) the critical
+    states are asked for at once, the prune record checked once the roster is in."""
     tag, epoch, by_kind, vault_key = opened.tag, opened.epoch, opened.wraps, opened.key
     ring = KeyRing.unlocked(agent_id, epoch, vault_key, select, tag)
     ring.verify = verify  # a space's prune record and critical state: signed by a writer
